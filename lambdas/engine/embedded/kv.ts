@@ -1,0 +1,195 @@
+/**
+ * Key-value store on SQLite (better-sqlite3, WAL). One table mirrors the DynamoDB table: primary key
+ * (pk, sk), two generic indexes, expiry. Limits are enforced as DynamoDB enforces them.
+ */
+import type Database from 'better-sqlite3';
+import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
+import { ConditionFailedError, TransactionCanceledError } from '../errors.js';
+import { assertItemSize, assertTransactionShape, itemSize, writeKey } from '../item-size.js';
+import { applyUpdate, decodeCursor, deepEqual, encodeCursor } from '../kv-shared.js';
+import { LIMITS } from '../limits.js';
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS kv (
+  pk TEXT NOT NULL,
+  sk TEXT NOT NULL,
+  gsi1pk TEXT, gsi1sk TEXT,
+  gsi2pk TEXT, gsi2sk TEXT,
+  expires_at INTEGER,
+  size INTEGER NOT NULL,
+  item TEXT NOT NULL,
+  PRIMARY KEY (pk, sk)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS kv_gsi1 ON kv (gsi1pk, gsi1sk, pk, sk) WHERE gsi1pk IS NOT NULL AND gsi1sk IS NOT NULL;
+CREATE INDEX IF NOT EXISTS kv_gsi2 ON kv (gsi2pk, gsi2sk, pk, sk) WHERE gsi2pk IS NOT NULL AND gsi2sk IS NOT NULL;
+CREATE INDEX IF NOT EXISTS kv_expiry ON kv (expires_at) WHERE expires_at IS NOT NULL;
+`;
+
+interface Row {
+  pk: string;
+  sk: string;
+  size: number;
+  item: string;
+  expires_at: number | null;
+}
+
+function strOrNull(v: unknown): string | null {
+  return typeof v === 'string' ? v : null;
+}
+
+export class SqliteKeyValueStore implements KeyValueStore {
+  private readonly stmt;
+  private readonly queries = new Map<string, Database.Statement>();
+
+  constructor(private readonly db: Database.Database, private readonly clock: Clock) {
+    db.exec(SCHEMA);
+    this.stmt = {
+      get: db.prepare<[string, string], Row>('SELECT pk, sk, size, item, expires_at FROM kv WHERE pk = ? AND sk = ?'),
+      upsert: db.prepare(
+        `INSERT INTO kv (pk, sk, gsi1pk, gsi1sk, gsi2pk, gsi2sk, expires_at, size, item)
+         VALUES (@pk, @sk, @gsi1pk, @gsi1sk, @gsi2pk, @gsi2sk, @expires_at, @size, @item)
+         ON CONFLICT (pk, sk) DO UPDATE SET gsi1pk = excluded.gsi1pk, gsi1sk = excluded.gsi1sk,
+           gsi2pk = excluded.gsi2pk, gsi2sk = excluded.gsi2sk, expires_at = excluded.expires_at,
+           size = excluded.size, item = excluded.item`,
+      ),
+      delete: db.prepare('DELETE FROM kv WHERE pk = ? AND sk = ?'),
+      sweep: db.prepare('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at * 1000 <= ?'),
+    };
+  }
+
+  private nowMs() {
+    return this.clock.now();
+  }
+
+  private read(key: KvKey): KvItem | undefined {
+    const row = this.stmt.get.get(key.pk, key.sk);
+    if (!row) return undefined;
+    if (row.expires_at !== null && row.expires_at * 1000 <= this.nowMs()) return undefined;
+    return JSON.parse(row.item) as KvItem;
+  }
+
+  private write(item: KvItem): void {
+    assertItemSize(item);
+    this.stmt.upsert.run({
+      pk: item.pk,
+      sk: item.sk,
+      gsi1pk: strOrNull(item.gsi1pk),
+      gsi1sk: strOrNull(item.gsi1sk),
+      gsi2pk: strOrNull(item.gsi2pk),
+      gsi2sk: strOrNull(item.gsi2sk),
+      expires_at: typeof item.expires_at === 'number' ? Math.floor(item.expires_at) : null,
+      size: itemSize(item),
+      item: JSON.stringify(item),
+    });
+  }
+
+  private holds(condition: KvCondition | undefined, current: KvItem | undefined): boolean {
+    if (!condition) return true;
+    if ('ifAbsent' in condition) return current === undefined;
+    if ('ifExists' in condition) return current !== undefined;
+    if (!current) return false;
+    return Object.entries(condition.ifEquals).every(([k, v]) => deepEqual(current[k], v));
+  }
+
+  async get(key: KvKey): Promise<KvItem | undefined> {
+    return this.read(key);
+  }
+
+  async put(item: KvItem, condition?: KvCondition): Promise<void> {
+    this.db.transaction(() => {
+      if (!this.holds(condition, condition ? this.read(item) : undefined)) throw new ConditionFailedError();
+      this.write(item);
+    }).immediate();
+  }
+
+  async update(u: Omit<KvUpdate, 'update'> & { key: KvKey }): Promise<KvItem> {
+    return this.db.transaction(() => {
+      const current = this.read(u.key);
+      if (!this.holds(u.condition, current)) throw new ConditionFailedError();
+      const next = applyUpdate(current, { ...u, update: u.key });
+      this.write(next);
+      return next;
+    }).immediate();
+  }
+
+  async delete(key: KvKey, condition?: KvCondition): Promise<void> {
+    this.db.transaction(() => {
+      if (!this.holds(condition, condition ? this.read(key) : undefined)) throw new ConditionFailedError();
+      this.stmt.delete.run(key.pk, key.sk);
+    }).immediate();
+  }
+
+  async transact(writes: KvWrite[]): Promise<void> {
+    assertTransactionShape(writes);
+    this.db.transaction(() => {
+      const current = writes.map((w) => this.read(writeKey(w)));
+      const failed = writes.flatMap((w, i) => (this.holds(w.condition, current[i]) ? [] : [i]));
+      if (failed.length) throw new TransactionCanceledError(failed);
+      writes.forEach((w, i) => {
+        if ('put' in w) this.write(w.put);
+        else if ('update' in w) this.write(applyUpdate(current[i], w));
+        else if ('delete' in w) this.stmt.delete.run(w.delete.pk, w.delete.sk);
+      });
+    }).immediate();
+  }
+
+  async query(q: KvQuery): Promise<KvPage> {
+    const pkCol = q.index ? `${q.index}pk` : 'pk';
+    const skCol = q.index ? `${q.index}sk` : 'sk';
+    const dir = q.descending ? 'DESC' : 'ASC';
+    const where = [`${pkCol} = @pk`, `(expires_at IS NULL OR expires_at * 1000 > @now)`];
+    if (q.index) where.push(`${skCol} IS NOT NULL`);
+    const params: Record<string, unknown> = { pk: q.pk, now: this.nowMs() };
+    const sk = q.sk;
+    if (sk) {
+      if ('beginsWith' in sk) {
+        where.push(`${skCol} >= @skLo AND ${skCol} < @skHi`);
+        params.skLo = sk.beginsWith;
+        params.skHi = sk.beginsWith + '\uffff';
+      } else if ('between' in sk) {
+        where.push(`${skCol} BETWEEN @skLo AND @skHi`);
+        [params.skLo, params.skHi] = sk.between;
+      } else {
+        const [op, v] = Object.entries(sk)[0] as [string, string];
+        where.push(`${skCol} ${{ gt: '>', gte: '>=', lt: '<', lte: '<=' }[op]} @skV`);
+        params.skV = v;
+      }
+    }
+    // Rows are ordered by the sort key, then the primary key (index sort keys need not be unique).
+    const order = q.index ? [skCol, 'pk', 'sk'] : ['sk'];
+    if (q.cursor) {
+      const c = decodeCursor(q.cursor);
+      const cmp = q.descending ? '<' : '>';
+      where.push(`(${order.join(', ')}) ${cmp} (${order.map((_, i) => `@c${i}`).join(', ')})`);
+      order.forEach((col, i) => (params[`c${i}`] = c[col]));
+    }
+    const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
+    const sql = `SELECT pk, sk, ${skCol} AS __sk, size, item FROM kv WHERE ${where.join(' AND ')} ORDER BY ${order
+      .map((c) => `${c} ${dir}`)
+      .join(', ')}`;
+    const items: KvItem[] = [];
+    let bytes = 0;
+    let last: (Row & { __sk: string }) | undefined;
+    let more = false;
+    let stmt = this.queries.get(sql);
+    if (!stmt) this.queries.set(sql, (stmt = this.db.prepare(sql)));
+    for (const row of stmt.iterate(params) as IterableIterator<Row & { __sk: string }>) {
+      if (items.length >= limit || bytes + row.size > LIMITS.queryPageBytes) {
+        more = true;
+        break;
+      }
+      bytes += row.size;
+      items.push(JSON.parse(row.item));
+      last = row;
+    }
+    if (!more || !last) return { items };
+    const key: Record<string, string> = { pk: last.pk, sk: last.sk };
+    if (q.index) key[skCol] = last.__sk;
+    return { items, cursor: encodeCursor(key) };
+  }
+
+  /** Removes expired items for good (they are already invisible); DynamoDB's TTL does the same, later. */
+  sweepExpired(): number {
+    return this.stmt.sweep.run(this.nowMs()).changes;
+  }
+}

@@ -1,0 +1,50 @@
+/** Pieces of key-value semantics that both adapters share (cursor encoding, update application, equality). */
+import type { KvItem, KvValue, KvUpdate } from './ports.js';
+
+export function encodeCursor(key: Record<string, unknown>): string {
+  return Buffer.from(JSON.stringify(key)).toString('base64url');
+}
+
+export function decodeCursor(cursor: string): Record<string, string> {
+  try {
+    const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value;
+  } catch {
+    // fall through
+  }
+  throw new InvalidCursorError();
+}
+
+export class InvalidCursorError extends Error {
+  override name = 'InvalidCursorError';
+  constructor() {
+    super('invalid cursor');
+  }
+}
+
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
+  const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
+  if (ka.length !== kb.length) return false;
+  return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+
+/** What an UpdateItem does to the stored item (or to an empty one with the key). */
+export function applyUpdate(existing: KvItem | undefined, u: Pick<KvUpdate, 'update' | 'set' | 'add' | 'remove'>): KvItem {
+  const next: KvItem = { ...(existing ?? {}), pk: u.update.pk, sk: u.update.sk };
+  for (const [k, v] of Object.entries(u.set ?? {})) if (v !== undefined) next[k] = v;
+  for (const [k, n] of Object.entries(u.add ?? {})) {
+    const current = next[k];
+    next[k] = (typeof current === 'number' ? current : 0) + n;
+  }
+  for (const k of u.remove ?? []) delete next[k];
+  return next;
+}
+
+/** Unix seconds an item is invisible from, if it has an expiry. */
+export function isExpired(item: { expires_at?: KvValue }, nowMs: number): boolean {
+  return typeof item.expires_at === 'number' && item.expires_at * 1000 <= nowMs;
+}

@@ -1,0 +1,180 @@
+/**
+ * The engine ports. Domain code talks only to these; `aws/` and `embedded/` implement them.
+ * Semantics follow the AWS service each port is shaped like, including its limits (limits.ts).
+ */
+import type { Readable } from 'node:stream';
+
+// ---------- key-value store (shaped like one DynamoDB table) ----------
+
+export type KvValue = string | number | boolean | null | KvValue[] | { [key: string]: KvValue };
+
+/**
+ * An item. `pk`/`sk` form the primary key. Reserved attributes:
+ * `gsi1pk`/`gsi1sk` and `gsi2pk`/`gsi2sk` (index keys; an item is in an index only when both are set),
+ * `expires_at` (Unix seconds; once passed, the item is invisible to every read and condition).
+ */
+export interface KvItem {
+  pk: string;
+  sk: string;
+  [attribute: string]: KvValue | undefined;
+}
+
+export interface KvKey {
+  pk: string;
+  sk: string;
+}
+
+export type KvIndex = 'gsi1' | 'gsi2';
+
+/** Condition on the item currently stored under the key. An expired item counts as absent. */
+export type KvCondition =
+  | { ifAbsent: true }
+  | { ifExists: true }
+  /** The item exists and each named attribute equals the value (deep equality). */
+  | { ifEquals: Record<string, KvValue> };
+
+export interface KvPut {
+  put: KvItem;
+  condition?: KvCondition;
+}
+export interface KvUpdate {
+  update: KvKey;
+  /** Attributes to set (an `undefined` value is ignored). */
+  set?: Record<string, KvValue | undefined>;
+  /** Numeric attributes to add to (a missing attribute counts as 0): atomic counters. */
+  add?: Record<string, number>;
+  remove?: string[];
+  condition?: KvCondition;
+}
+export interface KvDelete {
+  delete: KvKey;
+  condition?: KvCondition;
+}
+export interface KvCheck {
+  check: KvKey;
+  condition: KvCondition;
+}
+export type KvWrite = KvPut | KvUpdate | KvDelete | KvCheck;
+
+export type KvSortKeyCondition =
+  | { beginsWith: string }
+  | { between: [string, string] }
+  | { gt: string }
+  | { gte: string }
+  | { lt: string }
+  | { lte: string };
+
+export interface KvQuery {
+  /** Query the table (default) or one of the generic indexes. */
+  index?: KvIndex;
+  /** Partition key value (of the index when `index` is set). */
+  pk: string;
+  sk?: KvSortKeyCondition;
+  descending?: boolean;
+  /** Most items to return (the page also stops at 1 MB of items read, as DynamoDB does). */
+  limit?: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string;
+}
+
+export interface KvPage {
+  items: KvItem[];
+  /** Present when more items may follow. */
+  cursor?: string;
+}
+
+export interface KeyValueStore {
+  /** Strongly consistent read. */
+  get(key: KvKey): Promise<KvItem | undefined>;
+  put(item: KvItem, condition?: KvCondition): Promise<void>;
+  /** Applies the update (creating the item if absent, as DynamoDB does) and returns the new item. */
+  update(update: Omit<KvUpdate, 'update'> & { key: KvKey }): Promise<KvItem>;
+  delete(key: KvKey, condition?: KvCondition): Promise<void>;
+  query(query: KvQuery): Promise<KvPage>;
+  /** Up to 100 writes on distinct items, 4 MB in all: every one applies or none does. */
+  transact(writes: KvWrite[]): Promise<void>;
+}
+
+// ---------- blob store (shaped like S3) ----------
+
+export type BlobBody = Readable | Uint8Array;
+
+export interface BlobExpectation {
+  /** 64 lowercase hex; the bytes must hash to it or nothing is kept. */
+  sha256?: string;
+  /** Exact byte count; a different count keeps nothing. */
+  size?: number;
+}
+
+export interface StoredBlob {
+  size: number;
+  sha256: string;
+}
+
+export interface BlobStore {
+  /** Streams the body to storage while hashing it; never buffers the whole body. */
+  put(key: string, body: BlobBody, expect?: BlobExpectation): Promise<StoredBlob>;
+  get(key: string): Promise<{ body: Readable; size: number } | undefined>;
+  head(key: string): Promise<{ size: number } | undefined>;
+  /** Deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+  createMultipart(key: string): Promise<string>;
+  uploadPart(key: string, uploadId: string, partNumber: number, body: BlobBody, size?: number): Promise<{ etag: string; size: number }>;
+  /** Joins the parts in order, checks the whole object against `expect`, and keeps it only if it matches. */
+  completeMultipart(
+    key: string,
+    uploadId: string,
+    parts: { partNumber: number; etag: string }[],
+    expect?: BlobExpectation,
+  ): Promise<StoredBlob>;
+  abortMultipart(key: string, uploadId: string): Promise<void>;
+}
+
+// ---------- queue (shaped like SQS with a redrive policy) ----------
+
+export interface QueueMessage {
+  id: string;
+  body: string;
+  /** Handle for delete and changeVisibility; valid for this receive only. */
+  receipt: string;
+  /** How many times the message has been received, this receive included. */
+  receiveCount: number;
+}
+
+export interface Queue {
+  /** Delay at most 900 s, as SQS allows. Returns the message id. */
+  send(queue: string, body: string, options?: { delaySeconds?: number }): Promise<string>;
+  /** Leases up to `max` (1..10) visible messages for `visibilitySeconds`. */
+  receive(queue: string, options: { max: number; visibilitySeconds: number }): Promise<QueueMessage[]>;
+  delete(queue: string, receipt: string): Promise<void>;
+  changeVisibility(queue: string, receipt: string, visibilitySeconds: number): Promise<void>;
+}
+
+/** A queue consumer: given a batch, returns the ids of the messages that failed (SQS partial batch response). */
+export type QueueConsumer = (messages: QueueMessage[]) => Promise<{ failed: string[] }>;
+
+// ---------- WebSocket connection gateway (shaped like the API Gateway Management API) ----------
+
+export interface ConnectionGateway {
+  /** Sends one frame. Returns false when the connection is gone. */
+  post(connectionId: string, data: string): Promise<boolean>;
+  disconnect(connectionId: string): Promise<void>;
+}
+
+// ---------- clock ----------
+
+export interface Clock {
+  /** Unix milliseconds. */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface Engine {
+  name: 'aws' | 'embedded';
+  kv: KeyValueStore;
+  blobs: BlobStore;
+  queue: Queue;
+  connections: ConnectionGateway;
+  clock: Clock;
+  close(): Promise<void>;
+}

@@ -1,0 +1,21 @@
+/**
+ * The queues the platform uses, with their redrive policy. The stack creates one SQS queue and one
+ * dead-letter queue per entry; the embedded queue applies the same policy.
+ */
+export interface QueueDef {
+  /** Receives after which a message moves to `<name>-dead`. */
+  maxReceives: number;
+  /** Default visibility lease, seconds. */
+  visibilitySeconds: number;
+}
+
+export const QUEUES = {
+  /** Webhook delivery attempts (Events API). */
+  webhooks: { maxReceives: 6, visibilitySeconds: 60 },
+  /** Background jobs (lease expiry, knowledge jobs). */
+  jobs: { maxReceives: 3, visibilitySeconds: 300 },
+} as const satisfies Record<string, QueueDef>;
+
+export type QueueName = keyof typeof QUEUES;
+
+export const deadLetterQueueName = (name: string) => `${name}-dead`;

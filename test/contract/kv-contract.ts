@@ -1,0 +1,187 @@
+/**
+ * The key-value store contract. Every adapter runs it (see *.contract.test.ts); what passes here
+ * behaves the same on SQLite and on DynamoDB, limits included.
+ */
+import { describe, expect, it, beforeEach, afterEach } from 'vitest';
+import type { KeyValueStore } from '../../lambdas/engine/ports.js';
+import type { ManualClock } from '../../lambdas/engine/clock.js';
+import { ConditionFailedError, EngineLimitError, TransactionCanceledError } from '../../lambdas/engine/errors.js';
+
+export interface KvFixture {
+  kv: KeyValueStore;
+  clock: ManualClock;
+  cleanup(): Promise<void>;
+}
+
+export interface KvContractOptions {
+  /** dynalite has no TransactWriteItems: the AWS adapter's transactions are covered with a client mock. */
+  transactions: boolean;
+}
+
+const big = (bytes: number) => 'x'.repeat(bytes);
+
+export function kvContract(name: string, setup: () => Promise<KvFixture>, options: KvContractOptions) {
+  describe(`key-value store contract: ${name}`, () => {
+    let f: KvFixture;
+    let pk: string;
+    let n = 0;
+    beforeEach(async () => {
+      f = await setup();
+      pk = `p${Date.now()}-${n++}`; // fresh partition per test, so adapters may share a table
+    });
+    afterEach(async () => f.cleanup());
+
+    it('puts and gets an item with nested values', async () => {
+      const item = { pk, sk: 'a', s: 'text', n: 42.5, b: true, z: null, l: [1, 'two', { three: 3 }], m: { x: { y: 'z' } } };
+      await f.kv.put(item);
+      expect(await f.kv.get({ pk, sk: 'a' })).toEqual(item);
+      expect(await f.kv.get({ pk, sk: 'missing' })).toBeUndefined();
+    });
+
+    it('honours ifAbsent, ifExists and ifEquals on put and delete', async () => {
+      await f.kv.put({ pk, sk: 'a', v: 1 }, { ifAbsent: true });
+      await expect(f.kv.put({ pk, sk: 'a', v: 2 }, { ifAbsent: true })).rejects.toBeInstanceOf(ConditionFailedError);
+      await expect(f.kv.put({ pk, sk: 'b', v: 2 }, { ifExists: true })).rejects.toBeInstanceOf(ConditionFailedError);
+      await expect(f.kv.put({ pk, sk: 'a', v: 3 }, { ifEquals: { v: 2 } })).rejects.toBeInstanceOf(ConditionFailedError);
+      await f.kv.put({ pk, sk: 'a', v: 3 }, { ifEquals: { v: 1 } });
+      await expect(f.kv.delete({ pk, sk: 'a' }, { ifEquals: { v: 1 } })).rejects.toBeInstanceOf(ConditionFailedError);
+      expect((await f.kv.get({ pk, sk: 'a' }))?.v).toBe(3);
+      await f.kv.delete({ pk, sk: 'a' }, { ifEquals: { v: 3 } });
+      expect(await f.kv.get({ pk, sk: 'a' })).toBeUndefined();
+      await f.kv.delete({ pk, sk: 'a' }); // deleting nothing is fine
+    });
+
+    it('updates with set, add and remove, creating the item and returning the new one', async () => {
+      const created = await f.kv.update({ key: { pk, sk: 'c' }, set: { name: 'n' }, add: { count: 2 } });
+      expect(created).toEqual({ pk, sk: 'c', name: 'n', count: 2 });
+      const next = await f.kv.update({ key: { pk, sk: 'c' }, add: { count: 3 }, remove: ['name'] });
+      expect(next).toEqual({ pk, sk: 'c', count: 5 });
+      await expect(f.kv.update({ key: { pk, sk: 'c' }, set: { x: 1 }, condition: { ifEquals: { count: 4 } } })).rejects.toBeInstanceOf(
+        ConditionFailedError,
+      );
+      await expect(f.kv.update({ key: { pk, sk: 'none' }, set: { x: 1 }, condition: { ifExists: true } })).rejects.toBeInstanceOf(
+        ConditionFailedError,
+      );
+    });
+
+    it('counts atomically under concurrent adds', async () => {
+      await Promise.all(Array.from({ length: 20 }, () => f.kv.update({ key: { pk, sk: 'counter' }, add: { n: 1 } })));
+      expect((await f.kv.get({ pk, sk: 'counter' }))?.n).toBe(20);
+    });
+
+    it('queries one partition by sort-key conditions, in either direction, with cursors', async () => {
+      for (const sk of ['a#1', 'a#2', 'a#3', 'b#1', 'b#2']) await f.kv.put({ pk, sk, v: sk });
+      await f.kv.put({ pk: `${pk}-other`, sk: 'a#1' });
+      const sks = async (q: Parameters<KeyValueStore['query']>[0]) => (await f.kv.query(q)).items.map((i) => i.sk);
+      expect(await sks({ pk })).toEqual(['a#1', 'a#2', 'a#3', 'b#1', 'b#2']);
+      expect(await sks({ pk, sk: { beginsWith: 'a#' } })).toEqual(['a#1', 'a#2', 'a#3']);
+      expect(await sks({ pk, sk: { beginsWith: 'a#' }, descending: true })).toEqual(['a#3', 'a#2', 'a#1']);
+      expect(await sks({ pk, sk: { between: ['a#2', 'b#1'] } })).toEqual(['a#2', 'a#3', 'b#1']);
+      expect(await sks({ pk, sk: { gt: 'a#3' } })).toEqual(['b#1', 'b#2']);
+      expect(await sks({ pk, sk: { lte: 'a#2' } })).toEqual(['a#1', 'a#2']);
+
+      const seen: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await f.kv.query({ pk, limit: 2, cursor, descending: true });
+        expect(page.items.length).toBeLessThanOrEqual(2);
+        seen.push(...page.items.map((i) => i.sk));
+        cursor = page.cursor;
+      } while (cursor);
+      expect(seen).toEqual(['b#2', 'b#1', 'a#3', 'a#2', 'a#1']);
+    });
+
+    it('queries a generic index; items without both index keys are not in it', async () => {
+      await f.kv.put({ pk, sk: '1', gsi1pk: `${pk}-idx`, gsi1sk: 'b' });
+      await f.kv.put({ pk, sk: '2', gsi1pk: `${pk}-idx`, gsi1sk: 'a' });
+      await f.kv.put({ pk: `${pk}-x`, sk: '3', gsi1pk: `${pk}-idx`, gsi1sk: 'a' });
+      await f.kv.put({ pk, sk: '4', gsi1pk: `${pk}-idx` });
+      await f.kv.put({ pk, sk: '5', gsi2pk: `${pk}-idx`, gsi2sk: 'a' });
+      const all = await f.kv.query({ index: 'gsi1', pk: `${pk}-idx` });
+      expect(all.items.map((i) => i.gsi1sk)).toEqual(['a', 'a', 'b']);
+      const paged: string[] = [];
+      let cursor: string | undefined;
+      do {
+        const page = await f.kv.query({ index: 'gsi1', pk: `${pk}-idx`, limit: 1, cursor });
+        paged.push(...page.items.map((i) => `${i.pk}/${i.sk}`));
+        cursor = page.cursor;
+      } while (cursor);
+      expect(paged.sort()).toEqual([`${pk}-x/3`, `${pk}/1`, `${pk}/2`].sort());
+      expect((await f.kv.query({ index: 'gsi2', pk: `${pk}-idx` })).items.map((i) => i.sk)).toEqual(['5']);
+    });
+
+    it('hides expired items from reads, queries and conditions', async () => {
+      const now = Math.floor(f.clock.now() / 1000);
+      await f.kv.put({ pk, sk: 'lease', owner: 'a', expires_at: now + 30 });
+      await expect(f.kv.put({ pk, sk: 'lease', owner: 'b', expires_at: now + 60 }, { ifAbsent: true })).rejects.toBeInstanceOf(
+        ConditionFailedError,
+      );
+      f.clock.advance(31_000);
+      expect(await f.kv.get({ pk, sk: 'lease' })).toBeUndefined();
+      expect((await f.kv.query({ pk })).items).toEqual([]);
+      await f.kv.put({ pk, sk: 'lease', owner: 'b', expires_at: now + 90 }, { ifAbsent: true });
+      expect((await f.kv.get({ pk, sk: 'lease' }))?.owner).toBe('b');
+    });
+
+    it('refuses an item over 400 KB', async () => {
+      await f.kv.put({ pk, sk: 'ok', blob: big(390 * 1024) });
+      const err = await f.kv.put({ pk, sk: 'big', blob: big(401 * 1024) }).catch((e) => e);
+      expect(err).toBeInstanceOf(EngineLimitError);
+      expect(err.limit).toBe('item_size');
+      expect(await f.kv.get({ pk, sk: 'big' })).toBeUndefined();
+    });
+
+    it('stops a query page at 1 MB of items and continues with the cursor', async () => {
+      for (let i = 0; i < 5; i++) await f.kv.put({ pk, sk: `big${i}`, blob: big(300 * 1024) });
+      const first = await f.kv.query({ pk });
+      expect(first.items.length).toBeLessThan(5);
+      expect(first.cursor).toBeDefined();
+      let total = first.items.length;
+      let cursor = first.cursor;
+      while (cursor) {
+        const page = await f.kv.query({ pk, cursor });
+        total += page.items.length;
+        cursor = page.cursor;
+      }
+      expect(total).toBe(5);
+    });
+
+    describe.skipIf(!options.transactions)('transactions', () => {
+      it('applies every write or none, naming the failed condition', async () => {
+        await f.kv.put({ pk, sk: 'taken' });
+        const err = await f.kv
+          .transact([
+            { put: { pk, sk: 'new1' }, condition: { ifAbsent: true } },
+            { update: { pk, sk: 'counter' }, add: { n: 1 } },
+            { put: { pk, sk: 'taken', x: 1 }, condition: { ifAbsent: true } },
+          ])
+          .catch((e) => e);
+        expect(err).toBeInstanceOf(TransactionCanceledError);
+        expect(err.failed).toEqual([2]);
+        expect(await f.kv.get({ pk, sk: 'new1' })).toBeUndefined();
+        expect(await f.kv.get({ pk, sk: 'counter' })).toBeUndefined();
+
+        await f.kv.transact([
+          { put: { pk, sk: 'new1' }, condition: { ifAbsent: true } },
+          { update: { pk, sk: 'counter' }, add: { n: 1 } },
+          { delete: { pk, sk: 'taken' }, condition: { ifExists: true } },
+          { check: { pk, sk: 'absent' }, condition: { ifAbsent: true } },
+        ]);
+        expect(await f.kv.get({ pk, sk: 'new1' })).toEqual({ pk, sk: 'new1' });
+        expect((await f.kv.get({ pk, sk: 'counter' }))?.n).toBe(1);
+        expect(await f.kv.get({ pk, sk: 'taken' })).toBeUndefined();
+      });
+
+      it('refuses more than 100 writes, two writes on one item, and more than 4 MB', async () => {
+        const many = Array.from({ length: 101 }, (_, i) => ({ put: { pk, sk: `m${i}` } }));
+        await expect(f.kv.transact(many)).rejects.toMatchObject({ limit: 'transaction_items' });
+        await expect(f.kv.transact([{ put: { pk, sk: 'd' } }, { delete: { pk, sk: 'd' } }])).rejects.toMatchObject({
+          limit: 'transaction_duplicate_item',
+        });
+        const heavy = Array.from({ length: 11 }, (_, i) => ({ put: { pk, sk: `h${i}`, blob: big(390 * 1024) } }));
+        await expect(f.kv.transact(heavy)).rejects.toMatchObject({ limit: 'transaction_size' });
+        expect((await f.kv.query({ pk })).items).toEqual([]);
+      });
+    });
+  });
+}
