@@ -41,3 +41,15 @@ export function routeById(id: string): RouteDef {
   if (!route) throw new Error(`no route ${id} in the route table`);
   return route;
 }
+
+/** Routes of the Events WebSocket API ($connect, $default, $disconnect), one function for all three. */
+export interface SocketRouteDef {
+  id: string;
+  routeKeys: readonly string[];
+  handler: string;
+  grants: Grant[];
+}
+
+export const SOCKET_ROUTES: readonly SocketRouteDef[] = [
+  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'events/handlers/stream-socket', grants: ['table:read', 'table:write', 'connections:post'] },
+];

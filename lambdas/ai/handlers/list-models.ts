@@ -1,0 +1,2 @@
+// Being written; exports handler.
+export const handler = async () => ({ statusCode: 503 });
