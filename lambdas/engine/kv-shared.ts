@@ -45,6 +45,6 @@ export function applyUpdate(existing: KvItem | undefined, u: Pick<KvUpdate, 'upd
 }
 
 /** Unix seconds an item is invisible from, if it has an expiry. */
-export function isExpired(item: { expires_at?: KvValue }, nowMs: number): boolean {
+export function isExpired(item: Record<string, unknown>, nowMs: number): boolean {
   return typeof item.expires_at === 'number' && item.expires_at * 1000 <= nowMs;
 }

@@ -29,9 +29,9 @@ export interface RouteDef {
 
 export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'ai/handlers/list-models', grants: ['table:read'] },
-  { id: 'ai.fallback', api: 'ai', method: 'ANY', path: '$default', handler: 'http/handlers/not-found', grants: ['table:read'] },
-  { id: 'data.fallback', api: 'data', method: 'ANY', path: '$default', handler: 'http/handlers/not-found', grants: ['table:read'] },
-  { id: 'events.fallback', api: 'events', method: 'ANY', path: '$default', handler: 'http/handlers/not-found', grants: ['table:read'] },
+  { id: 'ai.fallback', api: 'ai', method: 'ANY', path: '$default', handler: 'ai/handlers/not-found', grants: ['table:read'] },
+  { id: 'data.fallback', api: 'data', method: 'ANY', path: '$default', handler: 'data/handlers/not-found', grants: ['table:read'] },
+  { id: 'events.fallback', api: 'events', method: 'ANY', path: '$default', handler: 'events/handlers/not-found', grants: ['table:read'] },
 ];
 
 const byId = new Map(ROUTES.map((r) => [r.id, r]));

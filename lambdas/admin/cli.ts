@@ -1,0 +1,102 @@
+/**
+ * The admin CLI: one JSON document on stdout per command, errors on stderr with a non-zero exit.
+ * It acts on the engine the environment selects (DATA_DIR for the embedded one, ENGINE=aws for AWS).
+ */
+import { parseArgs } from 'node:util';
+import type { Engine } from '../engine/ports.js';
+import { Tenants, TenantError } from '../auth/tenants.js';
+import type { Capability } from '../http/routes.js';
+import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
+
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+type Options = Record<string, string | boolean | undefined>;
+
+interface Command {
+  usage: string;
+  options: Record<string, { type: 'string' | 'boolean' }>;
+  required: string[];
+  run(engine: Engine, o: Options): Promise<unknown>;
+}
+
+const s = { type: 'string' } as const;
+const b = { type: 'boolean' } as const;
+const tenants = (e: Engine) => new Tenants(e.kv, () => e.clock.now());
+const routes = (e: Engine) => new ModelRoutes(e.kv, () => e.clock.now());
+const str = (o: Options, k: string) => o[k] as string;
+
+export const COMMANDS: Record<string, Command> = {
+  'org create': { usage: '--name N', options: { name: s }, required: ['name'], run: (e, o) => tenants(e).createOrganization(str(o, 'name')) },
+  'org disable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true) },
+  'org enable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), false) },
+  'workspace create': {
+    usage: '--org ID --name N',
+    options: { org: s, name: s },
+    required: ['org', 'name'],
+    run: (e, o) => tenants(e).createWorkspace(str(o, 'org'), str(o, 'name')),
+  },
+  'app create': {
+    usage: '--workspace ID --name N [--capabilities a,b]',
+    options: { workspace: s, name: s, capabilities: s },
+    required: ['workspace', 'name'],
+    run: (e, o) =>
+      tenants(e).createApplication(
+        str(o, 'workspace'),
+        str(o, 'name'),
+        (str(o, 'capabilities') ?? '').split(',').map((c) => c.trim()).filter(Boolean) as Capability[],
+      ),
+  },
+  'key create': {
+    usage: '--org ID [--app ID]',
+    options: { org: s, app: s },
+    required: ['org'],
+    run: async (e, o) => {
+      const { id, key } = await tenants(e).createSecretKey(str(o, 'org'), str(o, 'app'));
+      return { id, key };
+    },
+  },
+  'key disable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), true) },
+  'key enable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), false) },
+  'route set': {
+    usage: '--org ID --id ROUTE --endpoint PATH --provider NAME [--base-url URL] [--model UPSTREAM_MODEL] [--default]',
+    options: { org: s, id: s, endpoint: s, provider: s, 'base-url': s, model: s, default: b },
+    required: ['org', 'id', 'endpoint', 'provider'],
+    run: async (e, o) => {
+      if (!(await tenants(e).getOrganization(str(o, 'org')))) throw new TenantError(`no organization ${str(o, 'org')}`);
+      return routes(e).set(str(o, 'org'), {
+        id: str(o, 'id'),
+        endpoint: str(o, 'endpoint'),
+        provider: str(o, 'provider'),
+        base_url: str(o, 'base-url'),
+        upstream_model: str(o, 'model'),
+        default: o.default === true,
+      });
+    },
+  },
+  'route list': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => routes(e).list(str(o, 'org')).then((data) => ({ data })) },
+};
+
+export function usage(): string {
+  return ['usage: npm run --silent admin -- <command>', ...Object.entries(COMMANDS).map(([name, c]) => `  ${name} ${c.usage}`)].join('\n');
+}
+
+/** Runs one command; returns the JSON result or throws UsageError / a domain error. */
+export async function runCommand(engine: Engine, argv: string[]): Promise<unknown> {
+  const name = argv.slice(0, 2).join(' ');
+  const command = COMMANDS[name];
+  if (!command) throw new UsageError(`unknown command "${name}"\n${usage()}`);
+  let values: Options;
+  try {
+    ({ values } = parseArgs({ args: argv.slice(2), options: command.options, strict: true, allowPositionals: false }));
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message}\nusage: ${name} ${command.usage}`);
+  }
+  const missing = command.required.filter((k) => typeof values[k] !== 'string' || values[k] === '');
+  if (missing.length) throw new UsageError(`missing ${missing.map((k) => `--${k}`).join(', ')}\nusage: ${name} ${command.usage}`);
+  return command.run(engine, values);
+}
+
+/** Errors a user can act on; anything else is a bug and keeps its stack on stderr. */
+export const isUserError = (e: unknown) => e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError;

@@ -1,0 +1,151 @@
+/**
+ * Organizations, workspaces, applications and secret keys. Storage layout (one table):
+ *   org#<id> / org                 organization
+ *   ws#<id> / ws                   workspace      (gsi1: org#<org> / ws#<id>)
+ *   app#<id> / app                 application    (gsi1: org#<org> / app#<id>)
+ *   key#<sha256> / key             secret key, looked up by the hash of the presented secret
+ *   keyid#<id> / keyid             pointer from a key id to its hash, to disable by id
+ */
+import type { KeyValueStore } from '../engine/ports.js';
+import type { Capability } from '../http/routes.js';
+import { newId } from '../shared/ids.js';
+import { hashSecret, newSecretKey } from './secret-keys.js';
+
+export const CAPABILITIES: readonly Capability[] = ['ai.chat', 'ai.embeddings', 'knowledge', 'decision'];
+
+export interface Organization {
+  id: string;
+  name: string;
+  disabled: boolean;
+  created_at: string;
+}
+export interface Workspace {
+  id: string;
+  organization_id: string;
+  name: string;
+  created_at: string;
+}
+export interface Application {
+  id: string;
+  organization_id: string;
+  workspace_id: string;
+  name: string;
+  capabilities: Capability[];
+  created_at: string;
+}
+export interface SecretKeyRecord {
+  id: string;
+  organization_id: string;
+  application_id: string | null;
+  disabled: boolean;
+  created_at: string;
+}
+
+export class TenantError extends Error {
+  override name = 'TenantError';
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const strip = <T>(item: Record<string, unknown>): T => {
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, ...rest } = item;
+  return rest as T;
+};
+
+export class Tenants {
+  constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
+
+  async createOrganization(name: string): Promise<Organization> {
+    const org: Organization = { id: newId('org'), name, disabled: false, created_at: iso(this.now()) };
+    await this.kv.put({ pk: `org#${org.id}`, sk: 'org', ...org }, { ifAbsent: true });
+    return org;
+  }
+
+  async getOrganization(id: string): Promise<Organization | undefined> {
+    const item = await this.kv.get({ pk: `org#${id}`, sk: 'org' });
+    return item && strip<Organization>(item);
+  }
+
+  async setOrganizationDisabled(id: string, disabled: boolean): Promise<Organization> {
+    const item = await this.kv
+      .update({ key: { pk: `org#${id}`, sk: 'org' }, set: { disabled }, condition: { ifExists: true } })
+      .catch(() => {
+        throw new TenantError(`no organization ${id}`);
+      });
+    return strip<Organization>(item);
+  }
+
+  async createWorkspace(organizationId: string, name: string): Promise<Workspace> {
+    await this.requireOrganization(organizationId);
+    const ws: Workspace = { id: newId('ws'), organization_id: organizationId, name, created_at: iso(this.now()) };
+    await this.kv.put({ pk: `ws#${ws.id}`, sk: 'ws', gsi1pk: `org#${organizationId}`, gsi1sk: `ws#${ws.id}`, ...ws }, { ifAbsent: true });
+    return ws;
+  }
+
+  async getWorkspace(id: string): Promise<Workspace | undefined> {
+    const item = await this.kv.get({ pk: `ws#${id}`, sk: 'ws' });
+    return item && strip<Workspace>(item);
+  }
+
+  async createApplication(workspaceId: string, name: string, capabilities: Capability[]): Promise<Application> {
+    const ws = await this.getWorkspace(workspaceId);
+    if (!ws) throw new TenantError(`no workspace ${workspaceId}`);
+    const unknown = capabilities.filter((c) => !CAPABILITIES.includes(c));
+    if (unknown.length) throw new TenantError(`unknown capabilities: ${unknown.join(', ')} (known: ${CAPABILITIES.join(', ')})`);
+    const app: Application = {
+      id: newId('app'),
+      organization_id: ws.organization_id,
+      workspace_id: ws.id,
+      name,
+      capabilities: [...new Set(capabilities)],
+      created_at: iso(this.now()),
+    };
+    await this.kv.put({ pk: `app#${app.id}`, sk: 'app', gsi1pk: `org#${ws.organization_id}`, gsi1sk: `app#${app.id}`, ...app }, { ifAbsent: true });
+    return app;
+  }
+
+  async getApplication(id: string): Promise<Application | undefined> {
+    const item = await this.kv.get({ pk: `app#${id}`, sk: 'app' });
+    return item && strip<Application>(item);
+  }
+
+  /** Creates a secret key; the secret is returned this once and only its hash is kept. */
+  async createSecretKey(organizationId: string, applicationId?: string): Promise<{ id: string; key: string; record: SecretKeyRecord }> {
+    await this.requireOrganization(organizationId);
+    if (applicationId) {
+      const app = await this.getApplication(applicationId);
+      if (!app || app.organization_id !== organizationId) throw new TenantError(`no application ${applicationId} in ${organizationId}`);
+    }
+    const key = newSecretKey();
+    const hash = hashSecret(key);
+    const record: SecretKeyRecord = {
+      id: newId('key'),
+      organization_id: organizationId,
+      application_id: applicationId ?? null,
+      disabled: false,
+      created_at: iso(this.now()),
+    };
+    await this.kv.transact([
+      { put: { pk: `key#${hash}`, sk: 'key', ...record }, condition: { ifAbsent: true } },
+      { put: { pk: `keyid#${record.id}`, sk: 'keyid', hash }, condition: { ifAbsent: true } },
+    ]);
+    return { id: record.id, key, record };
+  }
+
+  async findSecretKey(secret: string): Promise<SecretKeyRecord | undefined> {
+    const item = await this.kv.get({ pk: `key#${hashSecret(secret)}`, sk: 'key' });
+    return item && strip<SecretKeyRecord>(item);
+  }
+
+  async setSecretKeyDisabled(keyId: string, disabled: boolean): Promise<SecretKeyRecord> {
+    const pointer = await this.kv.get({ pk: `keyid#${keyId}`, sk: 'keyid' });
+    if (!pointer) throw new TenantError(`no key ${keyId}`);
+    const item = await this.kv.update({ key: { pk: `key#${pointer.hash}`, sk: 'key' }, set: { disabled }, condition: { ifExists: true } });
+    return strip<SecretKeyRecord>(item);
+  }
+
+  private async requireOrganization(id: string): Promise<Organization> {
+    const org = await this.getOrganization(id);
+    if (!org) throw new TenantError(`no organization ${id}`);
+    return org;
+  }
+}

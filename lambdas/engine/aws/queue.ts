@@ -1,0 +1,155 @@
+/**
+ * Queue on SQS standard queues. The redrive policy (QUEUES) lives on the queues the stack creates, so
+ * this adapter only maps calls; limits are checked in code first, exactly as the embedded queue does.
+ * `sqsConsumerHandler` adapts a QueueConsumer to an SQS-triggered Lambda with partial batch responses
+ * (the event source mapping needs `ReportBatchItemFailures`).
+ */
+import {
+  ChangeMessageVisibilityCommand,
+  DeleteMessageCommand,
+  ReceiveMessageCommand,
+  SendMessageCommand,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Queue, QueueConsumer, QueueMessage } from '../ports.js';
+import { EngineUnavailableError } from '../errors.js';
+import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../embedded/queue.js';
+
+const UNAVAILABLE_NAMES = new Set([
+  'ThrottlingException',
+  'Throttling',
+  'ThrottledException',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'TooManyRequestsException',
+  'LimitExceededException',
+  'ProvisionedThroughputExceededException',
+  'KmsThrottled',
+  'OverLimit',
+  'ServiceUnavailable',
+  'ServiceUnavailableException',
+  'InternalError',
+  'InternalFailure',
+  'InternalServerError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'TimeoutError',
+]);
+
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENETDOWN',
+]);
+
+/** Throttling, a 5xx or a network failure: the service is unavailable for now (callers answer 503). */
+export function isServiceUnavailable(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false;
+  const e = error as { name?: unknown; code?: unknown; $fault?: unknown; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  if (typeof status === 'number' && (status === 429 || status >= 500)) return true;
+  if (e.$fault === 'server') return true;
+  if (typeof e.name === 'string' && UNAVAILABLE_NAMES.has(e.name)) return true;
+  return typeof e.code === 'string' && NETWORK_CODES.has(e.code);
+}
+
+/** Runs an SDK call, turning unavailability into EngineUnavailableError and leaving other errors as they are. */
+export async function callAws<T>(what: string, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    if (isServiceUnavailable(error)) {
+      throw new EngineUnavailableError(`${what}: ${(error as Error).name ?? 'error'}: ${(error as Error).message ?? ''}`, {
+        cause: error,
+      });
+    }
+    throw error;
+  }
+}
+
+export class SqsQueue implements Queue {
+  /** `urls`: queue name (see queues.ts, dead-letter queues included) -> SQS queue URL. */
+  constructor(private readonly client: SQSClient, private readonly urls: Record<string, string>) {}
+
+  private url(queue: string): string {
+    const url = Object.hasOwn(this.urls, queue) ? this.urls[queue] : undefined;
+    if (!url) throw new Error(`unknown queue: ${queue}`);
+    return url;
+  }
+
+  async send(queue: string, body: string, options: { delaySeconds?: number } = {}): Promise<string> {
+    const QueueUrl = this.url(queue);
+    assertQueueSend(body, options.delaySeconds);
+    const out = await callAws('SQS SendMessage', () =>
+      this.client.send(new SendMessageCommand({ QueueUrl, MessageBody: body, DelaySeconds: options.delaySeconds })),
+    );
+    if (!out.MessageId) throw new Error('SQS SendMessage returned no MessageId');
+    return out.MessageId;
+  }
+
+  async receive(queue: string, options: { max: number; visibilitySeconds: number }): Promise<QueueMessage[]> {
+    const QueueUrl = this.url(queue);
+    assertQueueReceive(options);
+    const out = await callAws('SQS ReceiveMessage', () =>
+      this.client.send(
+        new ReceiveMessageCommand({
+          QueueUrl,
+          MaxNumberOfMessages: options.max,
+          VisibilityTimeout: options.visibilitySeconds,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+        }),
+      ),
+    );
+    return (out.Messages ?? []).map((m) => {
+      if (!m.MessageId || m.Body === undefined || !m.ReceiptHandle) throw new Error('SQS ReceiveMessage returned an incomplete message');
+      return {
+        id: m.MessageId,
+        body: m.Body,
+        receipt: m.ReceiptHandle,
+        receiveCount: Number(m.Attributes?.ApproximateReceiveCount ?? 1),
+      };
+    });
+  }
+
+  /** SQS accepts a stale receipt and deletes nothing, like the embedded queue. */
+  async delete(queue: string, receipt: string): Promise<void> {
+    const QueueUrl = this.url(queue);
+    await callAws('SQS DeleteMessage', () => this.client.send(new DeleteMessageCommand({ QueueUrl, ReceiptHandle: receipt })));
+  }
+
+  /** A message no longer in flight is left alone (SQS answers MessageNotInflight), like the embedded queue. */
+  async changeVisibility(queue: string, receipt: string, visibilitySeconds: number): Promise<void> {
+    const QueueUrl = this.url(queue);
+    assertQueueVisibility(visibilitySeconds);
+    try {
+      await callAws('SQS ChangeMessageVisibility', () =>
+        this.client.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle: receipt, VisibilityTimeout: visibilitySeconds })),
+      );
+    } catch (error) {
+      if ((error as Error)?.name === 'MessageNotInflight') return;
+      throw error;
+    }
+  }
+}
+
+/** Lambda handler for an SQS event source: runs the consumer and answers a partial batch response. */
+export function sqsConsumerHandler(consumer: QueueConsumer): (event: SQSEvent) => Promise<SQSBatchResponse> {
+  return async (event) => {
+    const messages: QueueMessage[] = event.Records.map((r) => ({
+      id: r.messageId,
+      body: r.body,
+      receipt: r.receiptHandle,
+      receiveCount: Number(r.attributes.ApproximateReceiveCount),
+    }));
+    const { failed } = await consumer(messages);
+    return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
+  };
+}

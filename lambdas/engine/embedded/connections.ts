@@ -1,0 +1,51 @@
+/**
+ * WebSocket connection gateway for the local server: the server registers each accepted socket under
+ * its connection id, and domain code posts to it by id, as it would through the API Gateway Management API.
+ */
+import type { ConnectionGateway } from '../ports.js';
+
+/** The part of a `ws` WebSocket the gateway uses. */
+export interface LocalSocket {
+  send(data: string): void;
+  close(): void;
+  readyState: number;
+}
+
+/** WebSocket.OPEN */
+const OPEN = 1;
+
+export class LocalConnectionGateway implements ConnectionGateway {
+  private readonly sockets = new Map<string, LocalSocket>();
+
+  register(connectionId: string, socket: LocalSocket): void {
+    this.sockets.set(connectionId, socket);
+  }
+
+  unregister(connectionId: string): void {
+    this.sockets.delete(connectionId);
+  }
+
+  /** False for an unknown id or a socket that is no longer open (the id is then forgotten). */
+  async post(connectionId: string, data: string): Promise<boolean> {
+    const socket = this.sockets.get(connectionId);
+    if (!socket) return false;
+    if (socket.readyState !== OPEN) {
+      this.sockets.delete(connectionId);
+      return false;
+    }
+    try {
+      socket.send(data);
+      return true;
+    } catch {
+      this.sockets.delete(connectionId);
+      return false;
+    }
+  }
+
+  /** Closes the socket; an unknown id is not an error. */
+  async disconnect(connectionId: string): Promise<void> {
+    const socket = this.sockets.get(connectionId);
+    this.sockets.delete(connectionId);
+    socket?.close();
+  }
+}

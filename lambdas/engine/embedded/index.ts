@@ -1,0 +1,47 @@
+/** The embedded engine: one SQLite database (WAL) for items and queues, files on disk for blobs. */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Clock, Engine } from '../ports.js';
+import { systemClock } from '../clock.js';
+import { SqliteKeyValueStore } from './kv.js';
+import { SqliteQueue } from './queue.js';
+import { FileBlobStore } from './blobs.js';
+import { LocalConnectionGateway } from './connections.js';
+
+export interface EmbeddedEngine extends Engine {
+  name: 'embedded';
+  kv: SqliteKeyValueStore;
+  queue: SqliteQueue;
+  connections: LocalConnectionGateway;
+  dataDir: string;
+}
+
+const SWEEP_MS = 60_000;
+
+export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }): EmbeddedEngine {
+  const clock = options.clock ?? systemClock;
+  mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
+  const db = new Database(join(options.dataDir, 'platform.db'));
+  // WAL with synchronous=NORMAL survives a killed process (only an OS crash can lose the last commits);
+  // the busy timeout lets the admin CLI write while the server runs.
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  const kv = new SqliteKeyValueStore(db, clock);
+  const sweeper = setInterval(() => kv.sweepExpired(), SWEEP_MS);
+  sweeper.unref();
+  return {
+    name: 'embedded',
+    dataDir: options.dataDir,
+    kv,
+    queue: new SqliteQueue(db, clock),
+    blobs: new FileBlobStore(join(options.dataDir, 'blobs')),
+    connections: new LocalConnectionGateway(),
+    clock,
+    async close() {
+      clearInterval(sweeper);
+      if (db.open) db.close();
+    },
+  };
+}

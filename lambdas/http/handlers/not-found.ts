@@ -1,2 +1,0 @@
-// Being written; exports handler.
-export const handler = async () => ({ statusCode: 503 });

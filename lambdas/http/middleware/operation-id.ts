@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto';
+import { badRequest } from '../errors.js';
+import type { Middleware } from '../types.js';
+
+/** Spec 4.1: 8 to 128 letters, digits, `_`, `-`. */
+export const OPERATION_ID_PATTERN = /^[A-Za-z0-9_-]{8,128}$/;
+const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * Picks the id every AI answer echoes in `x-operation-id` (runs first, so even a 401 carries one):
+ * the caller's when well formed, otherwise one made up here.
+ */
+export function operationIdEcho(): Middleware {
+  return {
+    before: ({ context }) => {
+      const sent = context.platform.req.headers['x-operation-id'];
+      context.platform.operationId = sent && OPERATION_ID_PATTERN.test(sent) ? sent : `op_${randomUUID().replaceAll('-', '')}`;
+    },
+  };
+}
+
+/** Requires a well-formed X-Operation-Id on writes (runs after credentials: 401 comes first). */
+export function operationIdRequired(): Middleware {
+  return {
+    before: ({ context }) => {
+      const { req } = context.platform;
+      const sent = req.headers['x-operation-id'];
+      if (sent === undefined) {
+        if (WRITES.has(req.method)) throw badRequest('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT and DELETE.');
+        return;
+      }
+      if (!OPERATION_ID_PATTERN.test(sent)) {
+        throw badRequest('invalid_operation_id', 'X-Operation-Id must be 8 to 128 letters, digits, "_" or "-".');
+      }
+    },
+  };
+}

@@ -1,0 +1,11 @@
+import { httpHandler } from './handler.js';
+import { notFound } from './errors.js';
+
+/**
+ * An API's `$default` route. It runs the whole chain first, so a request without valid credentials
+ * gets the same 401 whether or not the path exists (spec section 5 rule 1).
+ */
+export const notFoundHandler = (routeId: string) =>
+  httpHandler(routeId, async (req) => {
+    throw notFound('not_found', `No route ${req.method} ${req.path}.`);
+  });

@@ -1,0 +1,130 @@
+/**
+ * The local runtime's HTTP side: it only translates node:http requests into API Gateway HTTP API
+ * (payload v2) events, calls the route's Lambda handler, and writes the result back (DESIGN property 1).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { LambdaHttpHandler } from '../http/handler.js';
+import { ApiError } from '../http/errors.js';
+import { tooLargeCode } from '../http/middleware/json-body.js';
+import type { Api, RouteDef } from '../http/routes.js';
+import { log } from '../shared/log.js';
+import { Router } from './router.js';
+
+/** API Gateway refuses payloads over 10 MiB before any function runs. */
+export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
+
+export type HandlerLoader = (route: RouteDef) => Promise<LambdaHttpHandler>;
+
+export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader): Promise<Server> {
+  const router = new Router(api, table);
+  const handlers = new Map<string, LambdaHttpHandler>();
+  for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
+
+  return createServer(async (req, res) => {
+    try {
+      const body = await readBody(req, GATEWAY_MAX_BODY_BYTES);
+      if (body === undefined) {
+        const err = new ApiError(413, tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
+        return send(res, 413, { 'content-type': 'application/json', connection: 'close' }, JSON.stringify(err.toBody()));
+      }
+      const url = new URL(req.url ?? '/', 'http://local');
+      const { route, params } = router.match(req.method ?? 'GET', url.pathname);
+      const event = toEvent(api, req, url, route, params, body);
+      const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId));
+      const payload = result.body ? Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8') : undefined;
+      send(res, result.statusCode ?? 200, result.headers ?? {}, payload);
+    } catch (error) {
+      // Handlers map their own errors; reaching here is a bug in the runtime itself.
+      log.error('local runtime error', { error: String((error as Error)?.stack ?? error) });
+      const err = new ApiError(500, 'internal_error', 'The service failed to answer; retry later.');
+      if (!res.headersSent) send(res, 500, { 'content-type': 'application/json' }, JSON.stringify(err.toBody()));
+      else res.destroy();
+    }
+  });
+}
+
+function send(res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body?: Buffer | string) {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = String(v);
+  if (body !== undefined) out['content-length'] = String(Buffer.byteLength(body));
+  res.writeHead(status, out);
+  res.end(body);
+}
+
+/** Reads the whole body, or returns undefined once it passes `max` bytes. */
+function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > max) {
+    req.resume();
+    return Promise.resolve(undefined);
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > max) over = true;
+      else chunks.push(chunk);
+    });
+    req.on('end', () => resolve(over ? undefined : Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
+function toEvent(api: Api, req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer): APIGatewayProxyEventV2 {
+  const headers: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  const query: Record<string, string> = {};
+  for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
+  const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
+  const now = Date.now();
+  return {
+    version: '2.0',
+    routeKey,
+    rawPath: url.pathname,
+    rawQueryString: url.search.slice(1),
+    headers,
+    queryStringParameters: Object.keys(query).length ? query : undefined,
+    pathParameters: Object.keys(params).length ? params : undefined,
+    body: body.length ? body.toString('base64') : undefined,
+    isBase64Encoded: body.length > 0,
+    requestContext: {
+      accountId: 'local',
+      apiId: api,
+      domainName: headers.host ?? 'localhost',
+      domainPrefix: api,
+      http: {
+        method: req.method ?? 'GET',
+        path: url.pathname,
+        protocol: `HTTP/${req.httpVersion}`,
+        sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+        userAgent: headers['user-agent'] ?? '',
+      },
+      requestId: randomUUID(),
+      routeKey,
+      stage: '$default',
+      time: new Date(now).toISOString(),
+      timeEpoch: now,
+    },
+  };
+}
+
+function lambdaContext(route: RouteDef, requestId: string): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: route.id,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:local:lambda:${route.id}`,
+    memoryLimitInMB: '1024',
+    awsRequestId: requestId,
+    logGroupName: `/local/${route.id}`,
+    logStreamName: 'local',
+    getRemainingTimeInMillis: () => 30_000,
+    done: () => undefined,
+    fail: () => undefined,
+    succeed: () => undefined,
+  };
+}

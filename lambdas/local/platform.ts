@@ -1,0 +1,64 @@
+/** Starts the local platform: the three APIs on 127.0.0.1 over one engine, with a clean shutdown. */
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import type { Engine } from '../engine/ports.js';
+import { useEngine } from '../engine/index.js';
+import type { LambdaHttpHandler } from '../http/handler.js';
+import { ROUTES, type Api } from '../http/routes.js';
+import { createApiServer } from './http-server.js';
+
+export interface PlatformOptions {
+  engine: Engine;
+  host?: string;
+  /** 0 picks a free port. */
+  ports: Record<Api, number>;
+}
+
+export interface RunningPlatform {
+  urls: Record<Api, string>;
+  close(): Promise<void>;
+}
+
+const LAMBDAS_DIR = join(import.meta.dirname, '..');
+
+async function loadHandler(module: string): Promise<LambdaHttpHandler> {
+  const mod = await import(pathToFileURL(join(LAMBDAS_DIR, `${module}.ts`)).href);
+  if (typeof mod.handler !== 'function') throw new Error(`lambdas/${module}.ts exports no handler`);
+  return mod.handler;
+}
+
+export async function startPlatform(options: PlatformOptions): Promise<RunningPlatform> {
+  useEngine(options.engine);
+  const host = options.host ?? '127.0.0.1';
+  const servers = {} as Record<Api, Server>;
+  const urls = {} as Record<Api, string>;
+  for (const api of ['ai', 'data', 'events'] as const) {
+    const server = await createApiServer(api, ROUTES, (route) => loadHandler(route.handler));
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.ports[api], host, () => resolve());
+    });
+    servers[api] = server;
+    urls[api] = `http://${host}:${(server.address() as AddressInfo).port}`;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    urls,
+    close: () =>
+      (closing ??= (async () => {
+        // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets, then close the engine.
+        await Promise.all(
+          Object.values(servers).map(
+            (server) =>
+              new Promise<void>((resolve) => {
+                server.close(() => resolve());
+                server.closeIdleConnections();
+              }),
+          ),
+        );
+        await options.engine.close();
+      })()),
+  };
+}

@@ -1,0 +1,25 @@
+import { randomBytes } from 'node:crypto';
+
+const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+/**
+ * A ULID in lowercase Crockford base32: 10 characters of milliseconds, 16 of randomness, 26 in all.
+ * Ids sort by creation time, which keeps listings and cursors cheap.
+ */
+export function ulid(nowMs = Date.now()): string {
+  let time = '';
+  let t = nowMs;
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  const bytes = randomBytes(16);
+  let rand = '';
+  for (let i = 0; i < 16; i++) rand += CROCKFORD[bytes[i] % 32];
+  return time + rand;
+}
+
+/** `prefix_` followed by a ULID, e.g. `org_01j...`. */
+export const newId = (prefix: string, nowMs?: number) => `${prefix}_${ulid(nowMs)}`;
+
+export const randomHex = (bytes: number) => randomBytes(bytes).toString('hex');

@@ -1,0 +1,55 @@
+import { Duration, Validations } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { TABLE_SCHEMA } from '../lambdas/engine/aws/table.js';
+
+/** The one DynamoDB table and the blob bucket. Keys come from TABLE_SCHEMA, shared with the AWS adapter. */
+export class Storage extends Construct {
+  readonly table: Table;
+  readonly bucket: Bucket;
+
+  constructor(scope: Construct, id: string) {
+    super(scope, id);
+    const str = (name: string) => ({ name, type: AttributeType.STRING });
+
+    this.table = new Table(this, 'Table', {
+      partitionKey: str(TABLE_SCHEMA.partitionKey),
+      sortKey: str(TABLE_SCHEMA.sortKey),
+      // Traffic is bursty and unknown up front; on-demand avoids capacity planning and throttling.
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      // Restores to any second of the last 35 days (nag DDB3): the table is the system of record.
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: TABLE_SCHEMA.ttlAttribute,
+      // KMS key aws/dynamodb: key use shows up in CloudTrail, no key policy of ours to manage.
+      encryption: TableEncryption.AWS_MANAGED,
+    });
+    for (const [indexName, keys] of Object.entries(TABLE_SCHEMA.indexes)) {
+      this.table.addGlobalSecondaryIndex({ indexName, partitionKey: str(keys.partitionKey), sortKey: str(keys.sortKey) });
+    }
+
+    // S3 server access logs need a destination with SSE-S3 and no ACLs.
+    const accessLogs = new Bucket(this, 'AccessLogs', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      encryption: BucketEncryption.S3_MANAGED,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      lifecycleRules: [{ expiration: Duration.days(365) }],
+    });
+    Validations.of(accessLogs).acknowledge({
+      id: 'AwsSolutions-S1',
+      reason: 'This bucket is the server access log destination of the blob bucket; logging it into itself would loop and logging it elsewhere only moves the finding.',
+    });
+
+    this.bucket = new Bucket(this, 'Blobs', {
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      enforceSSL: true,
+      encryption: BucketEncryption.S3_MANAGED,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      serverAccessLogsBucket: accessLogs,
+      serverAccessLogsPrefix: 'blobs/',
+      // The blob port has multipart uploads; an abandoned one would otherwise be billed forever.
+      lifecycleRules: [{ abortIncompleteMultipartUploadAfter: Duration.days(7) }],
+    });
+  }
+}
