@@ -9,7 +9,6 @@ import {
   DynamoDBClient,
   ProvisionedThroughputExceededException,
   TransactionCanceledException,
-  ValidationException,
 } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
@@ -153,7 +152,9 @@ describe('DynamoKeyValueStore.put error mapping', () => {
 
   it("maps DynamoDB's item size refusal to the item_size limit", async () => {
     const { kv } = store();
-    doc.on(PutCommand).rejects(new ValidationException({ ...meta, message: 'Item size has exceeded the maximum allowed size' }));
+    // ValidationException is not a modelled error class in the SDK: it arrives as a named ServiceException.
+    const tooBig = Object.assign(new Error('Item size has exceeded the maximum allowed size'), { name: 'ValidationException' });
+    doc.on(PutCommand).rejects(tooBig);
     const err = await kv.put({ pk: 'p', sk: 'a' }).catch((e) => e);
     expect(err).toBeInstanceOf(EngineLimitError);
     expect(err.limit).toBe('item_size');

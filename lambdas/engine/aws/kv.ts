@@ -255,7 +255,7 @@ export class DynamoKeyValueStore implements KeyValueStore {
     });
     // UpdateExpression is required inside a transaction; an update with nothing to change leaves it
     // undefined and DynamoDB refuses the request (a ValidationException, passed through).
-    await call(() => this.doc.send(new TransactWriteCommand({ TransactItems: TransactItems as never })));
+    await call(() => this.doc.send(new TransactWriteCommand({ TransactItems })));
   }
 
   async query(q: KvQuery): Promise<KvPage> {
