@@ -1,0 +1,36 @@
+/** Starts the real local platform (embedded engine on a temp dir, ports picked by the OS) for API tests. */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
+import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
+import { startPlatform } from '../../lambdas/local/platform.js';
+import type { Api } from '../../lambdas/http/routes.js';
+
+export interface TestPlatform {
+  urls: Record<Api, string>;
+  credentials: DevCredentials;
+  engine: EmbeddedEngine;
+  dataDir: string;
+  close(): Promise<void>;
+}
+
+export async function startTestPlatform(): Promise<TestPlatform> {
+  process.env.LOG_LEVEL ??= 'silent';
+  const dataDir = mkdtempSync(join(tmpdir(), 'platform-'));
+  const engine = createEmbeddedEngine({ dataDir });
+  const { credentials } = await bootstrap(engine, dataDir);
+  const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  return {
+    urls: platform.urls,
+    credentials,
+    engine,
+    dataDir,
+    close: async () => {
+      await platform.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
