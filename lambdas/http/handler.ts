@@ -11,13 +11,15 @@ import { credentials } from './middleware/credentials.js';
 import { jsonBody } from './middleware/json-body.js';
 import { operationIdEcho, operationIdRequired } from './middleware/operation-id.js';
 import { respond } from './middleware/respond.js';
-import { routeById } from './routes.js';
+import { routeById, type RouteDef } from './routes.js';
 import type { HttpResponse, PlatformContext, RequestScope, RouteHandler } from './types.js';
 
 export type LambdaHttpHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
 
-export function httpHandler(routeId: string, handle: RouteHandler): LambdaHttpHandler {
-  const route = routeById(routeId);
+/** `route` is a route id from the table (a RouteDef only in tests of the chain itself). */
+export function httpHandler(route: string | RouteDef, handle: RouteHandler): LambdaHttpHandler;
+export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): LambdaHttpHandler {
+  const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
     .before(async ({ event, context }) => {
       context.platform = { route, req: toHttpRequest(event), requestId: event.requestContext.requestId ?? randomUUID() };
