@@ -8,5 +8,7 @@ export default defineConfig({
     // Suites start real servers (local platform, dynalite, s3rver); two cores, so keep forks few.
     pool: 'forks',
     maxWorkers: 2,
+    // Node 20 runs here (Lambda runs 22); the SDK is pinned in the lock file, so its notice is noise.
+    env: { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true', LOG_LEVEL: 'silent' },
   },
 });
