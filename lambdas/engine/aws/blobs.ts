@@ -1,0 +1,488 @@
+/**
+ * BlobStore on one S3 bucket (AWS engine).
+ *
+ * A blob must never become visible under its key unless its bytes match the expectation, and S3
+ * cannot check a SHA-256 we only learn at the end of the stream. So streamed bodies go to a staging
+ * key (`.staging/<random>`) while being hashed; only when hash and size match is the staged object
+ * copied to its key (CopyObject is atomic), and the staging object is deleted either way.
+ * A body already in memory (a Uint8Array, or a stream of unknown length that ends within 8 MiB)
+ * is hashed before anything is sent and then put straight to its key.
+ *
+ * Multipart uploads are staged the same way: the upload is created on a staging key, completed
+ * there, read back to hash it, and copied to its key only if it matches. The upload id handed out
+ * is `<staging id>.<S3 upload id>`; the part etag is `<S3 etag>:<part size>` so that the part-size
+ * limit can be checked before CompleteMultipartUpload, as the embedded engine does.
+ *
+ * Limitation: CopyObject copies at most 5 GiB; larger objects would need UploadPartCopy. Files are
+ * at most 5 GiB, so that is not implemented.
+ *
+ * Staging objects left behind by a crashed Lambda belong to no key; a bucket lifecycle rule on the
+ * `.staging/` prefix (and on incomplete multipart uploads) cleans them up.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { Readable, Transform, type TransformCallback } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  UploadPartCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
+import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
+import {
+  BlobMismatchError,
+  EngineError,
+  EngineLimitError,
+  EngineUnavailableError,
+  UploadNotFoundError,
+} from '../errors.js';
+import { LIMITS } from '../limits.js';
+
+const STAGING_PREFIX = '.staging/';
+/** Part size used when a streamed body of unknown length is staged with a multipart upload. */
+const STAGING_PART_BYTES = 8 * 1024 * 1024;
+/** Largest single PutObject / CopyObject. */
+const MAX_SINGLE_OBJECT_BYTES = 5 * 1024 * 1024 * 1024;
+const STAGING_ID = /^[0-9a-f]{32}$/;
+
+export class S3BlobStore implements BlobStore {
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+  ) {}
+
+  async put(key: string, body: BlobBody, expect?: BlobExpectation): Promise<StoredBlob> {
+    if (body instanceof Uint8Array) {
+      // Already in memory: check before sending anything, then one atomic PutObject to the key.
+      const stored = { size: body.byteLength, sha256: createHash('sha256').update(body).digest('hex') };
+      checkExpectation(stored, expect);
+      await this.call(() =>
+        this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body: body, ContentLength: body.byteLength })),
+      );
+      return stored;
+    }
+
+    const staging = newStagingKey();
+    let staged = true;
+    try {
+      let stored: StoredBlob;
+      if (expect?.size !== undefined && expect.size <= MAX_SINGLE_OBJECT_BYTES) {
+        stored = await this.stageWithPut(staging, body, expect.size);
+      } else {
+        const unsized = await this.putUnsized(key, staging, body, expect);
+        if (!unsized.staged) {
+          staged = false;
+          return unsized.stored;
+        }
+        stored = unsized.stored;
+      }
+      checkExpectation(stored, expect);
+      await this.copy(staging, key);
+      return stored;
+    } finally {
+      if (staged) await this.deleteQuietly(staging);
+    }
+  }
+
+  async get(key: string): Promise<{ body: Readable; size: number } | undefined> {
+    const out = await this.call(() => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })), { missing: true });
+    if (!out) return undefined;
+    return { body: out.Body as Readable, size: out.ContentLength ?? 0 };
+  }
+
+  async head(key: string): Promise<{ size: number } | undefined> {
+    const out = await this.call(() => this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key })), { missing: true });
+    return out && { size: out.ContentLength ?? 0 };
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.call(() => this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key })));
+  }
+
+  async createMultipart(key: string): Promise<string> {
+    void key; // the upload lives on a staging key until it is complete and checked
+    const stagingId = randomBytes(16).toString('hex');
+    const out = await this.call(() =>
+      this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: STAGING_PREFIX + stagingId })),
+    );
+    if (!out.UploadId) throw new EngineError('CreateMultipartUpload returned no UploadId');
+    return `${stagingId}.${out.UploadId}`;
+  }
+
+  async uploadPart(
+    key: string,
+    uploadId: string,
+    partNumber: number,
+    body: BlobBody,
+    size?: number,
+  ): Promise<{ etag: string; size: number }> {
+    checkPartNumber(partNumber);
+    const upload = parseUploadId(this.bucket, uploadId);
+
+    if (body instanceof Uint8Array) {
+      if (size !== undefined && size !== body.byteLength) {
+        throw new BlobMismatchError('size', { size: body.byteLength, sha256: createHash('sha256').update(body).digest('hex') });
+      }
+      const out = await this.call(() =>
+        this.client.send(
+          new UploadPartCommand({ ...upload, PartNumber: partNumber, Body: body, ContentLength: body.byteLength }),
+        ),
+      );
+      return { etag: partEtag(out.ETag, body.byteLength), size: body.byteLength };
+    }
+
+    // UploadPart needs a Content-Length. Without one, the part (the caller's unit of transfer) is
+    // read into memory first; callers streaming big parts should pass their size.
+    if (size === undefined) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of body) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array));
+      return this.uploadPart(key, uploadId, partNumber, Buffer.concat(chunks));
+    }
+
+    const stored = await this.sendStream(body, size, (Body, abortSignal) =>
+      this.client.send(new UploadPartCommand({ ...upload, PartNumber: partNumber, Body, ContentLength: size }), { abortSignal }),
+    );
+    if (stored.result === undefined) throw new BlobMismatchError('size', stored.blob);
+    return { etag: partEtag(stored.result.ETag, stored.blob.size), size: stored.blob.size };
+  }
+
+  async completeMultipart(
+    key: string,
+    uploadId: string,
+    parts: { partNumber: number; etag: string }[],
+    expect?: BlobExpectation,
+  ): Promise<StoredBlob> {
+    const upload = parseUploadId(this.bucket, uploadId);
+    checkPartList(parts);
+    const s3Parts = parts.map((part, i) => {
+      const { etag, size } = parsePartEtag(part.etag);
+      if (size !== undefined && i < parts.length - 1 && size < LIMITS.multipartMinPartBytes) {
+        throw new EngineLimitError(
+          'multipart_part',
+          `part ${part.partNumber} is ${size} bytes; every part but the last needs at least ${LIMITS.multipartMinPartBytes}`,
+        );
+      }
+      return { PartNumber: part.partNumber, ETag: etag };
+    });
+
+    await this.call(() =>
+      this.client.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: s3Parts } })),
+    );
+    try {
+      const stored = await this.hashObject(upload.Key);
+      checkExpectation(stored, expect);
+      await this.copy(upload.Key, key);
+      return stored;
+    } finally {
+      await this.deleteQuietly(upload.Key);
+    }
+  }
+
+  async abortMultipart(key: string, uploadId: string): Promise<void> {
+    void key;
+    const upload = parseUploadId(this.bucket, uploadId);
+    await this.call(() => this.client.send(new AbortMultipartUploadCommand(upload)));
+  }
+
+  // ---------- staging ----------
+
+  /** One streamed PutObject of exactly `size` bytes to the staging key. */
+  private async stageWithPut(staging: string, body: Readable, size: number): Promise<StoredBlob> {
+    const sent = await this.sendStream(body, size, (Body, abortSignal) =>
+      this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: staging, Body, ContentLength: size }), { abortSignal }),
+    );
+    return sent.blob; // a wrong size is reported by checkExpectation
+  }
+
+  /**
+   * Sends a stream whose length should be `size` through `send`, hashing it on the way. The body is
+   * cut at `size` bytes; a shorter one aborts the request (S3 would otherwise wait for the missing
+   * bytes), as does a failing one. `result` is undefined when the size did not match; whatever
+   * the request stored then is the caller's to discard.
+   */
+  private async sendStream<T>(
+    body: Readable,
+    size: number,
+    send: (body: Readable, abortSignal: AbortSignal) => Promise<T>,
+  ): Promise<{ blob: StoredBlob; result?: T }> {
+    const hasher = new HashingTransform(size);
+    const abort = new AbortController();
+    // Whichever side fails first is the cause, and stops the other: a failing body aborts the
+    // request, a failed request stops reading the body (else the pipeline would wait forever).
+    let failure: { cause: unknown } | undefined;
+    const piped = pipeline(body, hasher).catch((err: unknown) => {
+      failure ??= { cause: err };
+      abort.abort();
+      throw err;
+    });
+    const sending = this.call(() => send(hasher, abort.signal)).catch((err: unknown) => {
+      failure ??= { cause: err };
+      hasher.destroy();
+      throw err;
+    });
+    const [, sendResult] = await Promise.allSettled([piped, sending]);
+    if (hasher.mismatched && hasher.ended) return { blob: hasher.result() };
+    if (failure) throw failure.cause;
+    return { blob: hasher.result(), result: (sendResult as PromiseFulfilledResult<T>).value };
+  }
+
+  /**
+   * A stream of unknown length. Up to one part (8 MiB) it is read into memory, checked, and put
+   * straight to `key` (`staged: false`); beyond that it is staged with a multipart upload of 8 MiB
+   * parts, completed only if it matches `expect` (else aborted).
+   */
+  private async putUnsized(
+    key: string,
+    staging: string,
+    body: Readable,
+    expect?: BlobExpectation,
+  ): Promise<{ stored: StoredBlob; staged: boolean }> {
+    const hasher = new HashingTransform();
+    const piped = pipeline(body, hasher);
+    piped.catch(() => undefined); // observed below; this only keeps an early failure from counting as unhandled
+    let uploadId: string | undefined;
+    const parts: { PartNumber: number; ETag?: string }[] = [];
+    let buffered: Buffer[] = [];
+    let bufferedBytes = 0;
+
+    const flushPart = async () => {
+      const Body = Buffer.concat(buffered, bufferedBytes);
+      buffered = [];
+      bufferedBytes = 0;
+      if (uploadId === undefined) {
+        const out = await this.call(() => this.client.send(new CreateMultipartUploadCommand({ Bucket: this.bucket, Key: staging })));
+        uploadId = out.UploadId;
+      }
+      const PartNumber = parts.length + 1;
+      if (PartNumber > LIMITS.multipartMaxParts) throw new EngineLimitError('multipart_part', 'body too large for a multipart upload');
+      const out = await this.call(() =>
+        this.client.send(
+          new UploadPartCommand({ Bucket: this.bucket, Key: staging, UploadId: uploadId, PartNumber, Body, ContentLength: Body.byteLength }),
+        ),
+      );
+      parts.push({ PartNumber, ETag: out.ETag });
+    };
+
+    try {
+      for await (const chunk of hasher) {
+        buffered.push(chunk as Buffer);
+        bufferedBytes += (chunk as Buffer).byteLength;
+        if (bufferedBytes >= STAGING_PART_BYTES) await flushPart();
+      }
+      await piped;
+      const stored = hasher.result();
+      if (uploadId === undefined) {
+        // Fits in one part, already in memory and checked: one atomic PutObject to the key.
+        checkExpectation(stored, expect);
+        const Body = Buffer.concat(buffered, bufferedBytes);
+        await this.call(() => this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: key, Body, ContentLength: Body.byteLength })));
+        return { stored, staged: false };
+      }
+      if (bufferedBytes > 0) await flushPart();
+      // The whole body is hashed now: a mismatch need not be assembled at all.
+      checkExpectation(stored, expect);
+      await this.call(() =>
+        this.client.send(
+          new CompleteMultipartUploadCommand({ Bucket: this.bucket, Key: staging, UploadId: uploadId, MultipartUpload: { Parts: parts } }),
+        ),
+      );
+      uploadId = undefined;
+      return { stored, staged: true };
+    } catch (err) {
+      hasher.destroy();
+      await piped.catch(() => undefined);
+      if (uploadId !== undefined) {
+        const UploadId = uploadId;
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.bucket, Key: staging, UploadId })).catch(() => undefined);
+      }
+      throw err;
+    }
+  }
+
+  /** Streams an object back to hash it. */
+  private async hashObject(key: string): Promise<StoredBlob> {
+    const out = await this.call(() => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })));
+    const hash = createHash('sha256');
+    let size = 0;
+    try {
+      for await (const chunk of out.Body as Readable) {
+        hash.update(chunk as Buffer);
+        size += (chunk as Buffer).byteLength;
+      }
+    } catch (err) {
+      throw translateError(err);
+    }
+    return { size, sha256: hash.digest('hex') };
+  }
+
+  private async copy(from: string, to: string): Promise<void> {
+    await this.call(() =>
+      this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: to, CopySource: `${this.bucket}/${encodeCopyKey(from)}` })),
+    );
+  }
+
+  private async deleteQuietly(key: string): Promise<void> {
+    try {
+      await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: key }));
+    } catch {
+      // Best effort: a staging object left behind belongs to no key (a lifecycle rule expires it).
+    }
+  }
+
+  /** Runs an S3 call, translating its errors; with `missing`, a missing key resolves to undefined. */
+  private call<T>(fn: () => Promise<T>): Promise<T>;
+  private call<T>(fn: () => Promise<T>, options: { missing: true }): Promise<T | undefined>;
+  private async call<T>(fn: () => Promise<T>, options?: { missing: true }): Promise<T | undefined> {
+    try {
+      return await fn();
+    } catch (err) {
+      if (options?.missing && isMissingKey(err)) return undefined;
+      throw translateError(err);
+    }
+  }
+}
+
+/**
+ * Hashes and counts what passes through. With `limit`, at most `limit` bytes are passed on (the
+ * rest is still hashed) and the stream fails at its end if fewer came, so a request sent with
+ * Content-Length `limit` neither overflows nor waits for bytes that never come.
+ */
+class HashingTransform extends Transform {
+  private readonly hash = createHash('sha256');
+  private size = 0;
+  private digest?: string;
+  mismatched = false;
+  ended = false;
+
+  constructor(private readonly limit?: number) {
+    super();
+  }
+
+  override _transform(chunk: Buffer | string, _encoding: BufferEncoding, callback: TransformCallback): void {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    this.hash.update(bytes);
+    const before = this.size;
+    this.size += bytes.byteLength;
+    if (this.limit === undefined || this.size <= this.limit) return callback(null, bytes);
+    if (before < this.limit) return callback(null, bytes.subarray(0, this.limit - before));
+    callback();
+  }
+
+  override _flush(callback: TransformCallback): void {
+    this.ended = true;
+    this.digest = this.hash.digest('hex');
+    if (this.limit !== undefined && this.size !== this.limit) {
+      this.mismatched = true;
+      // Too long: exactly `limit` bytes went out, so the request completes normally (its object is
+      // discarded by the caller). Too short: fail, so the request is aborted instead of hanging.
+      if (this.size < this.limit) return callback(new BlobMismatchError('size', this.result()));
+    }
+    callback();
+  }
+
+  result(): StoredBlob {
+    if (this.digest === undefined) throw new EngineError('stream not fully read');
+    return { size: this.size, sha256: this.digest };
+  }
+}
+
+function newStagingKey(): string {
+  return STAGING_PREFIX + randomBytes(16).toString('hex');
+}
+
+function parseUploadId(bucket: string, uploadId: string): { Bucket: string; Key: string; UploadId: string } {
+  const dot = typeof uploadId === 'string' ? uploadId.indexOf('.') : -1;
+  const stagingId = dot > 0 ? uploadId.slice(0, dot) : '';
+  const s3UploadId = dot > 0 ? uploadId.slice(dot + 1) : '';
+  if (!STAGING_ID.test(stagingId) || s3UploadId === '') throw new UploadNotFoundError(`no multipart upload ${uploadId}`);
+  return { Bucket: bucket, Key: STAGING_PREFIX + stagingId, UploadId: s3UploadId };
+}
+
+function partEtag(s3Etag: string | undefined, size: number): string {
+  return `${(s3Etag ?? '').replace(/"/g, '')}:${size}`;
+}
+
+/** Splits `<S3 etag>:<size>`; an etag in another form is passed through and S3 checks it alone. */
+function parsePartEtag(etag: string): { etag: string; size?: number } {
+  const m = /^(.*):(\d+)$/.exec(etag);
+  return m ? { etag: `"${m[1].replace(/"/g, '')}"`, size: Number(m[2]) } : { etag };
+}
+
+function encodeCopyKey(key: string): string {
+  return key.split('/').map(encodeURIComponent).join('/');
+}
+
+function checkExpectation(stored: StoredBlob, expect?: BlobExpectation): void {
+  if (expect?.size !== undefined && stored.size !== expect.size) throw new BlobMismatchError('size', stored);
+  if (expect?.sha256 !== undefined && stored.sha256 !== expect.sha256.toLowerCase()) throw new BlobMismatchError('sha256', stored);
+}
+
+function checkPartNumber(partNumber: number): void {
+  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > LIMITS.multipartMaxParts) {
+    throw new EngineLimitError('multipart_part', `part number must be an integer in 1..${LIMITS.multipartMaxParts}, got ${partNumber}`);
+  }
+}
+
+function checkPartList(parts: { partNumber: number }[]): void {
+  if (parts.length === 0) throw new EngineLimitError('multipart_part', 'a multipart upload needs at least one part');
+  parts.forEach((part, i) => {
+    checkPartNumber(part.partNumber);
+    if (i > 0 && part.partNumber <= parts[i - 1].partNumber) {
+      throw new EngineLimitError('multipart_part', 'parts must be listed in strictly ascending part number order');
+    }
+  });
+}
+
+interface AwsError {
+  name?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+  $retryable?: { throttling?: boolean };
+}
+
+function isMissingKey(err: unknown): boolean {
+  const e = err as AwsError;
+  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || (e?.$metadata?.httpStatusCode === 404 && e?.name !== 'NoSuchBucket' && e?.name !== 'NoSuchUpload');
+}
+
+const THROTTLING = new Set([
+  'SlowDown',
+  'Throttling',
+  'ThrottlingException',
+  'ThrottledException',
+  'RequestThrottled',
+  'RequestThrottledException',
+  'TooManyRequestsException',
+  'RequestLimitExceeded',
+  'ServiceUnavailable',
+  'InternalError',
+  'RequestTimeout',
+  'RequestTimeoutException',
+  'TimeoutError',
+]);
+const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
+
+export function translateError(err: unknown): unknown {
+  if (err instanceof EngineError) return err;
+  const e = err as AwsError;
+  if (e?.name === 'NoSuchUpload') return new UploadNotFoundError((err as Error).message);
+  if (e?.name === 'EntityTooSmall') return new EngineLimitError('multipart_part', (err as Error).message);
+  const status = e?.$metadata?.httpStatusCode;
+  if (
+    (e?.name !== undefined && THROTTLING.has(e.name)) ||
+    e?.$retryable?.throttling ||
+    (status !== undefined && (status >= 500 || status === 429)) ||
+    (e?.code !== undefined && NETWORK.has(e.code))
+  ) {
+    const wrapped = new EngineUnavailableError(`S3 unavailable: ${(err as Error).name}: ${(err as Error).message}`);
+    (wrapped as Error & { cause?: unknown }).cause = err;
+    return wrapped;
+  }
+  return err;
+}
