@@ -1,8 +1,10 @@
-import { Duration, Validations } from 'aws-cdk-lib';
+import { Duration } from 'aws-cdk-lib';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
+import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct } from 'constructs';
 import { TABLE_SCHEMA } from '../lambdas/engine/aws/table.js';
+import { acknowledgeAccessLogBucket } from './nag.js';
 
 /** The one DynamoDB table and the blob bucket. Keys come from TABLE_SCHEMA, shared with the AWS adapter. */
 export class Storage extends Construct {
@@ -11,6 +13,8 @@ export class Storage extends Construct {
 
   constructor(scope: Construct, id: string) {
     super(scope, id);
+    // Let the log bucket admit S3 log delivery by bucket policy, not ACLs (ACLs stay disabled everywhere).
+    this.node.setContext(S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY, true);
     const str = (name: string) => ({ name, type: AttributeType.STRING });
 
     this.table = new Table(this, 'Table', {
@@ -36,10 +40,7 @@ export class Storage extends Construct {
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       lifecycleRules: [{ expiration: Duration.days(365) }],
     });
-    Validations.of(accessLogs).acknowledge({
-      id: 'AwsSolutions-S1',
-      reason: 'This bucket is the server access log destination of the blob bucket; logging it into itself would loop and logging it elsewhere only moves the finding.',
-    });
+    acknowledgeAccessLogBucket(accessLogs);
 
     this.bucket = new Bucket(this, 'Blobs', {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,

@@ -1,0 +1,44 @@
+import { Stack, Validations } from 'aws-cdk-lib';
+import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
+import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { Construct } from 'constructs';
+import { ROUTES, type Api, type RouteDef } from '../lambdas/http/routes.js';
+import { accessLogSettings } from './access-log.js';
+import { acknowledgeNoGatewayAuth } from './nag.js';
+import { RouteFunction, constructId, type GrantTargets } from './route-function.js';
+
+export const HTTP_APIS = ['ai', 'data', 'events'] as const satisfies readonly Api[];
+
+const isFallback = (r: RouteDef) => r.path === '$default';
+
+/** The three HTTP APIs, generated from ROUTES: one function, integration and route per entry. */
+export class HttpApis extends Construct {
+  readonly urls = {} as Record<Api, string>;
+
+  constructor(scope: Construct, id: string, props: { targets: GrantTargets }) {
+    super(scope, id);
+    for (const api of HTTP_APIS) {
+      const routes = ROUTES.filter((r) => r.api === api);
+      // Without a $default route API Gateway answers unknown paths with its own 404 instead of our 401.
+      if (!routes.some(isFallback)) throw new Error(`the ${api} API has no 'ANY $default' route in ROUTES`);
+
+      // One scope per API: its acknowledgement below covers exactly that API's routes.
+      const scope = new Construct(this, constructId(api));
+      const httpApi = new HttpApi(scope, 'Api', { apiName: `${Stack.of(this).stackName}-${api}`, createDefaultStage: false });
+      const stage = new HttpStage(scope, 'Stage', { httpApi, stageName: '$default', autoDeploy: true, accessLogSettings: accessLogSettings(scope, 'http') });
+      this.urls[api] = stage.url;
+
+      for (const route of routes) {
+        if (isFallback(route) && route.method !== 'ANY') throw new Error(`route ${route.id}: $default takes method ANY`);
+        const name = constructId(route.id);
+        const { fn } = new RouteFunction(scope, name, { route, description: `${api} API: ${route.method} ${route.path}`, targets: props.targets });
+        new HttpRoute(scope, `${name}Route`, {
+          httpApi,
+          routeKey: isFallback(route) ? HttpRouteKey.DEFAULT : HttpRouteKey.with(route.path, HttpMethod[route.method]),
+          integration: new HttpLambdaIntegration(`${name}Integration`, fn),
+        });
+      }
+      acknowledgeNoGatewayAuth(scope);
+    }
+  }
+}

@@ -1,0 +1,32 @@
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { HTTP_APIS, HttpApis } from './http-apis.js';
+import { Queues } from './queues.js';
+import { SocketApi } from './socket-api.js';
+import { Storage } from './storage.js';
+
+export interface PlatformStackProps extends StackProps {
+  /** See SocketApiProps.manageAccountLoggingRole. */
+  readonly manageAccountLoggingRole?: boolean;
+}
+
+/** The whole platform: storage, queues, the three HTTP APIs and the Events WebSocket API. */
+export class PlatformStack extends Stack {
+  readonly storage: Storage;
+  readonly queues: Queues;
+  readonly socket: SocketApi;
+  readonly http: HttpApis;
+
+  constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
+    super(scope, id, props);
+    this.storage = new Storage(this, 'Storage');
+    this.queues = new Queues(this, 'Queues');
+    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues };
+    // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
+    this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
+    this.http = new HttpApis(this, 'Http', { targets: { ...targets, connections: this.socket.connections } });
+
+    for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api] });
+    new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url });
+  }
+}

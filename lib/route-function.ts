@@ -1,0 +1,138 @@
+import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Bucket } from 'aws-cdk-lib/aws-s3';
+import { Construct } from 'constructs';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ENV } from '../lambdas/engine/config.js';
+import type { Grant } from '../lambdas/http/routes.js';
+import type { Queues } from './queues.js';
+import { acknowledgeGrantWildcards } from './nag.js';
+
+/** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
+export const ROUTE_TAG = 'platform:route';
+
+/** Repository root, from this file's location, so synthesis works from any working directory. */
+const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** What a WebSocket API exposes to functions holding `connections:post`. */
+export interface ConnectionsTarget {
+  /** https endpoint of the stage, for the API Gateway Management API client. */
+  readonly endpoint: string;
+  /** ARN patterns of PostToConnection and DeleteConnection on that stage only. */
+  readonly manageArns: readonly string[];
+}
+
+/** The resources a grant can point at. */
+export interface GrantTargets {
+  readonly table: Table;
+  readonly bucket: Bucket;
+  readonly queues: Queues;
+  readonly connections?: ConnectionsTarget;
+}
+
+export interface RouteFunctionProps {
+  readonly route: { readonly id: string; readonly handler: string; readonly grants: readonly Grant[] };
+  readonly description: string;
+  readonly targets: GrantTargets;
+}
+
+/** `ai.models.list` -> `AiModelsList`: construct ids derive from the route id. */
+export const constructId = (routeId: string) =>
+  routeId.split(/[.\-_]/).filter(Boolean).map((w) => w[0].toUpperCase() + w.slice(1)).join('');
+
+/**
+ * One Lambda function for one route: the shared bundling and runtime settings, its own log group and
+ * role, and IAM plus environment derived from the route's grants only.
+ */
+export class RouteFunction extends Construct {
+  readonly fn: NodejsFunction;
+
+  constructor(scope: Construct, id: string, { route, description, targets }: RouteFunctionProps) {
+    super(scope, id);
+    const entry = join(PROJECT_ROOT, 'lambdas', `${route.handler}.ts`);
+    if (!existsSync(entry)) throw new Error(`route ${route.id}: handler module ${entry} does not exist`);
+    const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}`;
+    if (functionName.length > 64) throw new Error(`route ${route.id}: function name ${functionName} exceeds 64 characters`);
+
+    const grants = new Set(route.grants);
+    const environment = grantEnvironment(route.id, grants, targets);
+
+    // An explicit log group with retention (no log-retention custom resource), and an own role that may
+    // write only there: this replaces the AWSLambdaBasicExecutionRole managed policy (logs:* on *).
+    const logGroup = new LogGroup(this, 'Logs', { retention: RetentionDays.THREE_MONTHS });
+    const role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
+    logGroup.grantWrite(role);
+
+    this.fn = new NodejsFunction(this, 'Function', {
+      functionName,
+      description,
+      entry,
+      handler: 'handler',
+      // The latest Node.js Lambda runtime (nag L1); the bundle targets node22, so it also runs there.
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 512,
+      // HTTP APIs give up after 30 s; running longer would only burn money.
+      timeout: Duration.seconds(29),
+      role,
+      logGroup,
+      environment,
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
+      bundling: {
+        format: OutputFormat.ESM,
+        // Prefer the ESM builds of dependencies (tree-shaking of the AWS SDK).
+        mainFields: ['module', 'main'],
+        // CommonJS dependencies call require(); an ESM bundle has none unless we define it.
+        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        target: 'node22',
+        minify: true,
+        sourceMap: true,
+        // Only the embedded engine needs these, and it is loaded by dynamic import only when ENGINE is not
+        // aws. Everything else, the AWS SDK included, is bundled: the versions pinned in package.json run.
+        externalModules: ['better-sqlite3', 'ws'],
+        forceDockerBundling: false,
+      },
+    });
+    Tags.of(this.fn).add(ROUTE_TAG, route.id);
+
+    grantAccess(route.id, grants, targets, role);
+    acknowledgeGrantWildcards(this, grants, targets);
+  }
+}
+
+/** ENGINE=aws plus exactly the names the granted resources need (ENV in lambdas/engine/config.ts). */
+function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets): Record<string, string> {
+  const env: Record<string, string> = { [ENV.engine]: 'aws' };
+  if (grants.has('table:read') || grants.has('table:write')) env[ENV.tableName] = t.table.tableName;
+  if (grants.has('blobs:read') || grants.has('blobs:write')) env[ENV.bucketName] = t.bucket.bucketName;
+  if (grants.has('queue:send')) env[ENV.queueUrls] = Stack.of(t.table).toJsonString(t.queues.urls());
+  if (grants.has('connections:post')) env[ENV.connectionsEndpoint] = connections(routeId, t).endpoint;
+  return env;
+}
+
+/** The narrowest IAM each grant needs; nothing else is granted. */
+function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role: Role): void {
+  if (grants.has('table:write')) t.table.grantReadWriteData(role);
+  else if (grants.has('table:read')) t.table.grantReadData(role);
+  if (grants.has('blobs:write')) t.bucket.grantReadWrite(role);
+  else if (grants.has('blobs:read')) t.bucket.grantRead(role);
+  // Sending goes to the work queues only; SQS itself moves messages to the dead-letter queues.
+  if (grants.has('queue:send')) for (const { queue } of Object.values(t.queues.byName)) queue.grantSendMessages(role);
+  if (grants.has('connections:post')) {
+    role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [...connections(routeId, t).manageArns] }),
+    );
+  }
+}
+
+function connections(routeId: string, t: GrantTargets): ConnectionsTarget {
+  if (!t.connections) throw new Error(`route ${routeId} has connections:post but no WebSocket API is wired in`);
+  return t.connections;
+}

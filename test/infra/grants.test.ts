@@ -1,0 +1,76 @@
+/**
+ * The route table will grow: these routes exercise every grant kind the current table does not use yet,
+ * so the IAM, the environment and the cdk-nag acknowledgements for them are proven before they are needed.
+ */
+import { Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import type { RouteDef } from '../../lambdas/http/routes.js';
+import { ROUTES } from '../../lambdas/http/routes.js';
+import { actionsOf, allowedStatements, expectedEnvNames, nagFindings, routeFunctions, synthStack } from './helpers.js';
+
+vi.mock('../../lambdas/http/routes.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../lambdas/http/routes.js')>();
+  const handler = actual.ROUTES[0].handler; // any module that exists on disk
+  const extra: RouteDef[] = [
+    { id: 'data.test.blobs-read', api: 'data', method: 'GET', path: '/v1/test/blobs/{key}', handler, grants: ['blobs:read'] },
+    { id: 'data.test.blobs-write', api: 'data', method: 'PUT', path: '/v1/test/blobs/{key}', handler, grants: ['table:write', 'blobs:write'] },
+    { id: 'events.test.publish', api: 'events', method: 'POST', path: '/v1/test/publish', handler, grants: ['queue:send', 'connections:post'] },
+  ];
+  return { ...actual, ROUTES: [...actual.ROUTES, ...extra] };
+});
+
+const route = (id: string) => ROUTES.find((r) => r.id === id)!;
+let template: Template;
+let stack: ReturnType<typeof synthStack>['stack'];
+
+beforeAll(() => {
+  ({ stack } = synthStack());
+  template = Template.fromStack(stack);
+});
+
+describe('every grant kind', () => {
+  it('sets only the environment each grant needs', () => {
+    const fns = routeFunctions(template);
+    for (const id of ['data.test.blobs-read', 'data.test.blobs-write', 'events.test.publish']) {
+      expect(Object.keys(fns.get(id)!.props.Environment.Variables).sort(), id).toEqual(expectedEnvNames(route(id).grants));
+    }
+    const urls = JSON.stringify(fns.get('events.test.publish')!.props.Environment.Variables.QUEUE_URLS);
+    for (const name of ['webhooks', 'webhooks-dead', 'jobs', 'jobs-dead']) expect(urls).toContain(`\\"${name}\\":`);
+  });
+
+  it('blobs:read reads the bucket and cannot write or delete', () => {
+    const actions = actionsOf(allowedStatements(template, routeFunctions(template).get('data.test.blobs-read')!));
+    expect(actions).toEqual(expect.arrayContaining(['s3:GetObject*', 's3:List*']));
+    expect(actions.filter((a) => /^s3:(Put|Delete|Abort)/.test(a))).toEqual([]);
+    expect(actions.filter((a) => a.startsWith('dynamodb:'))).toEqual([]);
+  });
+
+  it('blobs:write writes without object ACLs; table:write writes the table', () => {
+    const actions = actionsOf(allowedStatements(template, routeFunctions(template).get('data.test.blobs-write')!));
+    expect(actions).toEqual(expect.arrayContaining(['s3:PutObject', 's3:DeleteObject*', 's3:Abort*', 'dynamodb:PutItem', 'dynamodb:UpdateItem']));
+    expect(actions).not.toContain('s3:PutObject*');
+    expect(actions).not.toContain('s3:PutObjectAcl');
+  });
+
+  it('queue:send sends to the work queues only, not to dead-letter queues', () => {
+    const statements = allowedStatements(template, routeFunctions(template).get('events.test.publish')!).filter((s) =>
+      s.actions.includes('sqs:SendMessage'),
+    );
+    const targets = statements.map((s) => s.resources).join(' ');
+    for (const [name, { queue, deadLetterQueue }] of Object.entries(stack.queues.byName)) {
+      expect(targets, name).toContain(stack.getLogicalId(queue.node.defaultChild as any));
+      expect(targets, name).not.toContain(stack.getLogicalId(deadLetterQueue.node.defaultChild as any));
+    }
+    expect(actionsOf(statements).filter((a) => /Receive|Delete|Purge/.test(a))).toEqual([]);
+  });
+
+  it('connections:post on an HTTP route reaches the WebSocket stage', () => {
+    const fn = routeFunctions(template).get('events.test.publish')!;
+    expect(actionsOf(allowedStatements(template, fn))).toContain('execute-api:ManageConnections');
+    expect(JSON.stringify(fn.props.Environment.Variables.CONNECTIONS_ENDPOINT)).toContain('/v1');
+  });
+
+  it('passes cdk-nag: each wildcard a grant brings is acknowledged with its reason', () => {
+    expect(nagFindings(synthStack({ nag: true }).app)).toEqual([]);
+  });
+});

@@ -1,0 +1,102 @@
+import { expect } from 'vitest';
+import { App, Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { VALIDATION_REPORT_FILE } from 'aws-cdk-lib/cx-api';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ENV } from '../../lambdas/engine/config.js';
+import type { Grant } from '../../lambdas/http/routes.js';
+import { PlatformStack } from '../../lib/platform-stack.js';
+import { ROUTE_TAG } from '../../lib/route-function.js';
+
+/** Skip esbuild in template tests: asset hashes are placeholders, synthesis takes a second. */
+export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] as string[] };
+
+export function synthStack(opts: { nag?: boolean } = {}) {
+  const app = new App({ context: NO_BUNDLING });
+  const stack = new PlatformStack(app, 'PlatformStack');
+  if (opts.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+  return { app, stack };
+}
+
+export interface Violation {
+  ruleName: string;
+  severity: string;
+  violatingConstructs?: { constructPath: string }[];
+}
+
+/**
+ * cdk-nag 3 is a policy validation plugin: it reports into the cloud assembly's validation report
+ * (it no longer adds annotations). Synthesis throws, with the report, on unacknowledged errors;
+ * warnings only land in the report, so read that too.
+ */
+export function nagFindings(app: App): Violation[] {
+  const assembly = app.synth();
+  const report = JSON.parse(readFileSync(join(assembly.directory, VALIDATION_REPORT_FILE), 'utf8')) as {
+    pluginReports: { violations?: Violation[] }[];
+  };
+  return report.pluginReports.flatMap((r) => r.violations ?? []).filter((v) => /^AwsSolutions-/.test(v.ruleName));
+}
+
+type Resource = { Type: string; Properties: Record<string, any> };
+export type RouteFunctionResource = { logicalId: string; props: Record<string, any> };
+
+/** Lambda functions the route table made, by route id (tagged), leaving out any CDK helper function. */
+export function routeFunctions(template: Template): Map<string, RouteFunctionResource> {
+  const out = new Map<string, RouteFunctionResource>();
+  for (const [logicalId, r] of Object.entries(template.findResources('AWS::Lambda::Function') as Record<string, Resource>)) {
+    const tag = (r.Properties.Tags ?? []).find((t: { Key: string }) => t.Key === ROUTE_TAG);
+    if (!tag) continue;
+    if (out.has(tag.Value)) throw new Error(`two functions for route ${tag.Value}`);
+    out.set(tag.Value, { logicalId, props: r.Properties });
+  }
+  return out;
+}
+
+export interface AllowStatement {
+  actions: string[];
+  /** The statement's Resource, JSON-encoded (it holds CloudFormation references). */
+  resources: string;
+}
+
+/** Every IAM action allowed to a function's role, with the resources of each statement. */
+export function allowedStatements(template: Template, fn: RouteFunctionResource): AllowStatement[] {
+  const roleId = fn.props.Role['Fn::GetAtt'][0] as string;
+  const role = template.findResources('AWS::IAM::Role')[roleId] as Resource;
+  expect(role.Properties.ManagedPolicyArns ?? []).toEqual([]);
+  const policies = Object.values(template.findResources('AWS::IAM::Policy') as Record<string, Resource>).filter((p) =>
+    p.Properties.Roles.some((r: { Ref?: string }) => r.Ref === roleId),
+  );
+  return policies.flatMap((p) =>
+    p.Properties.PolicyDocument.Statement.filter((s: { Effect: string }) => s.Effect === 'Allow').map(
+      (s: { Action: string | string[]; Resource: unknown }) => ({
+        actions: ([] as string[]).concat(s.Action),
+        resources: JSON.stringify(s.Resource),
+      }),
+    ),
+  );
+}
+
+export const actionsOf = (statements: { actions: string[] }[]) => statements.flatMap((s) => s.actions);
+
+/** The environment variable names a function with these grants must get, and no others. */
+export function expectedEnvNames(grants: readonly Grant[]): string[] {
+  const g = new Set(grants);
+  const names: string[] = [ENV.engine];
+  if (g.has('table:read') || g.has('table:write')) names.push(ENV.tableName);
+  if (g.has('blobs:read') || g.has('blobs:write')) names.push(ENV.bucketName);
+  if (g.has('queue:send')) names.push(ENV.queueUrls);
+  if (g.has('connections:post')) names.push(ENV.connectionsEndpoint);
+  return names.sort();
+}
+
+/** Logical id of the function an API Gateway integration invokes. */
+export function integratedFunction(template: Template, route: Resource): string {
+  const integrationId = route.Properties.Target['Fn::Join'][1][1].Ref as string;
+  const integration = template.findResources('AWS::ApiGatewayV2::Integration')[integrationId] as Resource;
+  const uri = JSON.stringify(integration.Properties.IntegrationUri);
+  const match = /"Fn::GetAtt":\["([^"]+)","Arn"\]/.exec(uri);
+  if (!match) throw new Error(`integration ${integrationId} does not invoke a function of this stack: ${uri}`);
+  return match[1];
+}

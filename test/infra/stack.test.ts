@@ -1,0 +1,263 @@
+import { Stack, type CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
+import { QUEUES, type QueueName } from '../../lambdas/engine/queues.js';
+import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
+import { HTTP_APIS } from '../../lib/http-apis.js';
+import type { PlatformStack } from '../../lib/platform-stack.js';
+import {
+  actionsOf,
+  allowedStatements,
+  expectedEnvNames,
+  integratedFunction,
+  nagFindings,
+  routeFunctions,
+  synthStack,
+} from './helpers.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ALL_ROUTES = [...ROUTES, ...SOCKET_ROUTES];
+
+let stack: PlatformStack;
+let template: Template;
+
+beforeAll(() => {
+  ({ stack } = synthStack());
+  template = Template.fromStack(stack);
+});
+
+/** Logical id of the API named `PlatformStack-<suffix>`. */
+function apiId(suffix: string, protocol: 'HTTP' | 'WEBSOCKET'): string {
+  const found = Object.keys(template.findResources('AWS::ApiGatewayV2::Api', { Properties: { Name: `PlatformStack-${suffix}`, ProtocolType: protocol } }));
+  expect(found).toHaveLength(1);
+  return found[0];
+}
+
+function routesOf(api: string) {
+  return Object.values(template.findResources('AWS::ApiGatewayV2::Route', { Properties: { ApiId: { Ref: api } } })) as {
+    Type: string;
+    Properties: Record<string, any>;
+  }[];
+}
+
+describe('functions', () => {
+  it('has exactly one function per route table entry, Node.js 22+ on arm64', () => {
+    const fns = routeFunctions(template);
+    expect([...fns.keys()].sort()).toEqual(ALL_ROUTES.map((r) => r.id).sort());
+    for (const { props } of fns.values()) {
+      const major = Number(/^nodejs(\d+)\.x$/.exec(props.Runtime)?.[1]);
+      expect(major).toBeGreaterThanOrEqual(22);
+      expect(props.Architectures).toEqual(['arm64']);
+      expect(props.Handler).toBe('index.handler');
+    }
+  });
+
+  it('gives each function ENGINE=aws and only the variables its grants need', () => {
+    const fns = routeFunctions(template);
+    for (const route of ALL_ROUTES) {
+      const env = fns.get(route.id)!.props.Environment.Variables as Record<string, unknown>;
+      expect(env.ENGINE).toBe('aws');
+      expect(Object.keys(env).sort(), route.id).toEqual(expectedEnvNames(route.grants));
+    }
+  });
+
+  it('lets a table:read-only function read the table but never write it', () => {
+    const route = ROUTES.find((r) => r.grants.length === 1 && r.grants[0] === 'table:read');
+    expect(route, 'the route table has a table:read-only route').toBeDefined();
+    const statements = allowedStatements(template, routeFunctions(template).get(route!.id)!);
+    const actions = actionsOf(statements);
+    expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
+    for (const write of ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'PartiQLInsert', 'PartiQLUpdate', 'PartiQLDelete']) {
+      expect(actions).not.toContain(`dynamodb:${write}`);
+    }
+    expect(actions.filter((a) => a.endsWith('*') || a === '*')).toEqual([]);
+    // Nothing beyond the table and its own log group.
+    expect(actions.every((a) => a.startsWith('dynamodb:') || a === 'logs:CreateLogStream' || a === 'logs:PutLogEvents')).toBe(true);
+  });
+});
+
+describe('HTTP APIs', () => {
+  it.each(HTTP_APIS)('%s API has exactly its table routes, each invoking its own function', (api) => {
+    const fns = routeFunctions(template);
+    const routes = routesOf(apiId(api, 'HTTP'));
+    const expected = ROUTES.filter((r) => r.api === api);
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(
+      expected.map((r) => (r.path === '$default' ? '$default' : `${r.method} ${r.path}`)).sort(),
+    );
+    for (const def of expected) {
+      const key = def.path === '$default' ? '$default' : `${def.method} ${def.path}`;
+      const route = routes.find((r) => r.Properties.RouteKey === key)!;
+      expect(integratedFunction(template, route), def.id).toBe(fns.get(def.id)!.logicalId);
+    }
+  });
+
+  it.each(HTTP_APIS)('%s API has a $default route and an auto-deployed $default stage with access logs', (api) => {
+    const id = apiId(api, 'HTTP');
+    expect(routesOf(id).map((r) => r.Properties.RouteKey)).toContain('$default');
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      ApiId: { Ref: id },
+      StageName: '$default',
+      AutoDeploy: true,
+      AccessLogSettings: { DestinationArn: Match.anyValue(), Format: Match.stringLikeRegexp('\\$context\\.requestId') },
+    });
+  });
+});
+
+describe('Events WebSocket API', () => {
+  it('routes $connect, $default and $disconnect to the socket functions, on stage v1', () => {
+    const fns = routeFunctions(template);
+    const id = apiId('events-socket', 'WEBSOCKET');
+    const routes = routesOf(id);
+    expect(routes.map((r) => r.Properties.RouteKey).sort()).toEqual(SOCKET_ROUTES.flatMap((r) => r.routeKeys).sort());
+    expect(routes.map((r) => r.Properties.RouteKey)).toEqual(expect.arrayContaining(['$connect', '$default', '$disconnect']));
+    for (const def of SOCKET_ROUTES) {
+      for (const key of def.routeKeys) {
+        const route = routes.find((r) => r.Properties.RouteKey === key)!;
+        expect(integratedFunction(template, route), `${def.id} ${key}`).toBe(fns.get(def.id)!.logicalId);
+      }
+    }
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      ApiId: { Ref: id },
+      StageName: 'v1',
+      AutoDeploy: true,
+      AccessLogSettings: Match.objectLike({ DestinationArn: Match.anyValue() }),
+    });
+  });
+
+  it('lets connections:post functions manage connections of this API stage only', () => {
+    const id = apiId('events-socket', 'WEBSOCKET');
+    const fns = routeFunctions(template);
+    for (const route of ALL_ROUTES) {
+      const statements = allowedStatements(template, fns.get(route.id)!).filter((s) => s.actions.some((a) => a.startsWith('execute-api:')));
+      if (!route.grants.includes('connections:post')) {
+        expect(statements, route.id).toEqual([]);
+        continue;
+      }
+      expect(statements).toHaveLength(1);
+      expect(statements[0].actions).toEqual(['execute-api:ManageConnections']);
+      expect(statements[0].resources).toContain(`{"Ref":"${id}"},"/v1/POST/@connections/*"`);
+    }
+  });
+});
+
+describe('storage', () => {
+  it('has the table of TABLE_SCHEMA: on demand, PITR, TTL, both GSIs, encrypted', () => {
+    const gsis = Object.entries(TABLE_SCHEMA.indexes).map(([IndexName, k]) => ({
+      IndexName,
+      KeySchema: [
+        { AttributeName: k.partitionKey, KeyType: 'HASH' },
+        { AttributeName: k.sortKey, KeyType: 'RANGE' },
+      ],
+      Projection: { ProjectionType: 'ALL' },
+    }));
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [
+        { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
+        { AttributeName: TABLE_SCHEMA.sortKey, KeyType: 'RANGE' },
+      ],
+      BillingMode: 'PAY_PER_REQUEST',
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+      TimeToLiveSpecification: { AttributeName: 'expires_at', Enabled: true },
+      GlobalSecondaryIndexes: Match.arrayWith(gsis),
+      SSESpecification: { SSEEnabled: true },
+    });
+    const table = Object.values(template.findResources('AWS::DynamoDB::Table'))[0] as any;
+    expect(table.Properties.GlobalSecondaryIndexes).toHaveLength(gsis.length);
+  });
+
+  it('blocks public access and denies plain HTTP on every bucket', () => {
+    const buckets = template.findResources('AWS::S3::Bucket');
+    expect(Object.keys(buckets).length).toBeGreaterThanOrEqual(1);
+    for (const [id, bucket] of Object.entries(buckets) as [string, any][]) {
+      expect(bucket.Properties.PublicAccessBlockConfiguration, id).toEqual({
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      });
+      template.hasResourceProperties('AWS::S3::BucketPolicy', {
+        Bucket: { Ref: id },
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: 'Deny', Principal: { AWS: '*' }, Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
+          ]),
+        },
+      });
+    }
+    // The blob bucket logs its access to the log bucket.
+    const blobs = stack.getLogicalId(stack.storage.bucket.node.defaultChild as CfnElement);
+    expect((buckets[blobs] as any).Properties.LoggingConfiguration?.DestinationBucketName).toBeDefined();
+  });
+});
+
+describe('queues', () => {
+  it.each(Object.keys(QUEUES) as QueueName[])('%s has a dead-letter queue after maxReceives, SSL only', (name) => {
+    const { queue, deadLetterQueue } = stack.queues.byName[name];
+    const resources = template.findResources('AWS::SQS::Queue');
+    const q = resources[stack.getLogicalId(queue.node.defaultChild as CfnElement)] as any;
+    const dlq = stack.getLogicalId(deadLetterQueue.node.defaultChild as CfnElement);
+    expect(q.Properties.RedrivePolicy).toEqual({ deadLetterTargetArn: { 'Fn::GetAtt': [dlq, 'Arn'] }, maxReceiveCount: QUEUES[name].maxReceives });
+    expect(q.Properties.VisibilityTimeout).toBe(QUEUES[name].visibilitySeconds);
+    expect((resources[dlq] as any).Properties.MessageRetentionPeriod).toBe(14 * 24 * 3600);
+    for (const id of [stack.getLogicalId(queue.node.defaultChild as CfnElement), dlq]) {
+      expect((resources[id] as any).Properties.SqsManagedSseEnabled ?? (resources[id] as any).Properties.KmsMasterKeyId).toBeTruthy();
+      template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+        Queues: [{ Ref: id }],
+        PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      });
+    }
+  });
+
+  it('creates no other queues', () => {
+    template.resourceCountIs('AWS::SQS::Queue', Object.keys(QUEUES).length * 2);
+  });
+});
+
+it('outputs the three API URLs and the WebSocket URL', () => {
+  const outputs = Object.keys(template.findOutputs('*'));
+  expect(outputs.sort()).toEqual(['AiApiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl']);
+  expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');
+});
+
+describe('cdk-nag AwsSolutions', () => {
+  it('reports no unacknowledged error or warning', () => {
+    const { app } = synthStack({ nag: true });
+    expect(nagFindings(app)).toEqual([]);
+  });
+});
+
+describe('cdk synth (real esbuild bundling, offline)', () => {
+  it(
+    'exits 0 and bundles every route function as an ESM bundle with the require banner',
+    async () => {
+      const out = mkdtempSync(join(tmpdir(), 'cdk-synth-'));
+      try {
+        await promisify(execFile)('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], {
+          cwd: ROOT,
+          timeout: 170_000,
+          maxBuffer: 64 * 1024 * 1024,
+        });
+        const synthesized = Template.fromJSON(JSON.parse(readFileSync(join(out, 'PlatformStack.template.json'), 'utf8')));
+        const fns = routeFunctions(synthesized);
+        expect(fns.size).toBe(ALL_ROUTES.length);
+        for (const [id, { props }] of fns) {
+          const asset = join(out, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
+          expect(existsSync(join(asset, 'index.mjs')), id).toBe(true);
+          expect(readdirSync(asset)).toContain('index.mjs.map');
+          expect(readFileSync(join(asset, 'index.mjs'), 'utf8')).toMatch(/^import \{ createRequire \} from 'node:module'; const require = createRequire\(import\.meta\.url\);/);
+        }
+      } finally {
+        rmSync(out, { recursive: true, force: true });
+      }
+    },
+    180_000,
+  );
+});
