@@ -20,7 +20,7 @@ const get = (url: string, headers: Record<string, string> = {}) => fetch(url, { 
 async function expectError(res: Response, status: number, code: string) {
   expect(res.status).toBe(status);
   expect(res.headers.get('content-type')).toBe('application/json');
-  const body = await res.json();
+  const body: any = await res.json();
   expect(body).toEqual({ error: { code, message: expect.any(String), type: expect.any(String), param: null } });
   expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+/); // never a stack trace
 }
@@ -32,7 +32,7 @@ describe('GET /v1/models', () => {
     adminOk(p.dataDir, 'route', 'set', '--org', org, '--id', 'embed', '--endpoint', '/v1/embeddings', '--provider', 'bedrock', '--model', 'amazon.titan-embed-text-v2:0');
     const res = await get(`${p.urls.ai}/v1/models`, bearer(p.credentials.secret_key));
     expect(res.status).toBe(200);
-    const body = await res.json();
+    const body: any = await res.json();
     expect(body.object).toBe('list');
     expect(body.data).toEqual(
       expect.arrayContaining([
@@ -49,9 +49,9 @@ describe('GET /v1/models', () => {
     const other = adminOk(p.dataDir, 'org', 'create', '--name', 'Other');
     const key = adminOk(p.dataDir, 'key', 'create', '--org', other.id);
     adminOk(p.dataDir, 'route', 'set', '--org', other.id, '--id', 'secret-route', '--endpoint', '/v1/run', '--provider', 'openai-compatible');
-    const theirs = await (await get(`${p.urls.ai}/v1/models`, bearer(key.key))).json();
+    const theirs: any = await (await get(`${p.urls.ai}/v1/models`, bearer(key.key))).json();
     expect(theirs.data.map((r: { id: string }) => r.id)).toEqual(['secret-route']);
-    const ours = await (await get(`${p.urls.ai}/v1/models`, bearer(p.credentials.secret_key))).json();
+    const ours: any = await (await get(`${p.urls.ai}/v1/models`, bearer(p.credentials.secret_key))).json();
     expect(ours.data.map((r: { id: string }) => r.id)).not.toContain('secret-route');
   });
 

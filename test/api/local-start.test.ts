@@ -59,7 +59,7 @@ describe('npm start', () => {
     expect(first.output()).toContain(creds.secret_key); // printed once, on the first start
     const res = await fetch(`${first.ai}/v1/models`, { headers: { authorization: `Bearer ${creds.secret_key}` } });
     expect(res.status).toBe(200);
-    expect((await res.json()).object).toBe('list');
+    expect(((await res.json()) as any).object).toBe('list');
     expect(await stop(first.child, 'SIGTERM')).toBe(0);
     expect(first.output()).toContain('SIGTERM');
 
