@@ -161,6 +161,30 @@ export interface ConnectionGateway {
   disconnect(connectionId: string): Promise<void>;
 }
 
+// ---------- token signing key (shaped like an asymmetric KMS key) ----------
+
+/** A public key that verifies tokens, as a JWK (EC P-256) with its key id. */
+export interface PublicJwk {
+  kty: 'EC';
+  crv: 'P-256';
+  x: string;
+  y: string;
+  kid: string;
+  alg: 'ES256';
+  use: 'sig';
+}
+
+/**
+ * Signs with the current private key (ES256: ECDSA P-256 over SHA-256); the private key never leaves
+ * the signer. Earlier keys keep verifying until they are retired, so keys can rotate.
+ */
+export interface Signer {
+  /** Returns the key id and the raw JOSE signature (r || s, 64 bytes). */
+  sign(data: Uint8Array): Promise<{ keyId: string; signature: Uint8Array }>;
+  /** Every key that may verify a live token, current first. */
+  publicKeys(): Promise<PublicJwk[]>;
+}
+
 // ---------- clock ----------
 
 export interface Clock {
@@ -175,6 +199,7 @@ export interface Engine {
   blobs: BlobStore;
   queue: Queue;
   connections: ConnectionGateway;
+  signer: Signer;
   clock: Clock;
   close(): Promise<void>;
 }
