@@ -7,6 +7,8 @@ import type { Engine } from '../engine/ports.js';
 import { Tenants, TenantError } from '../auth/tenants.js';
 import type { Capability } from '../http/routes.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
+import { OAuthClients } from '../auth/oauth-clients.js';
+import { PublishableKeys } from '../auth/publishable-keys.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -74,6 +76,34 @@ export const COMMANDS: Record<string, Command> = {
         default: o.default === true,
       });
     },
+  },
+  'oauth-client create': {
+    usage: '--app ID',
+    options: { app: s },
+    required: ['app'],
+    run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).create(str(o, 'app')),
+  },
+  'oauth-client revoke': {
+    usage: '--client-id ID',
+    options: { 'client-id': s },
+    required: ['client-id'],
+    run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).revoke(str(o, 'client-id')),
+  },
+  'publishable-key create': {
+    usage: '--app ID --origins https://a.example,https://b.example',
+    options: { app: s, origins: s },
+    required: ['app', 'origins'],
+    run: (e, o) =>
+      new PublishableKeys(e.kv, () => e.clock.now()).create(
+        str(o, 'app'),
+        str(o, 'origins').split(',').map((x) => x.trim()).filter(Boolean),
+      ),
+  },
+  'publishable-key disable': {
+    usage: '--key-id ID',
+    options: { 'key-id': s },
+    required: ['key-id'],
+    run: (e, o) => new PublishableKeys(e.kv, () => e.clock.now()).disable(str(o, 'key-id')),
   },
   'route list': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => routes(e).list(str(o, 'org')).then((data) => ({ data })) },
 };

@@ -1,18 +1,27 @@
 /**
- * Credential resolution (spec section 5). A resolved credential is cached for a short time so the hot
- * path does not read the store on every call; a disabled key or organization still stops working
- * within CREDENTIAL_CACHE_MS (default 30 s, well inside rule 5's minute).
+ * Credential resolution (spec section 5) for the four credentials: secret keys `aik_…`, publishable
+ * keys `apb_…`, and signed tokens (OAuth client access tokens, end-user access tokens).
+ *
+ * A resolved credential is cached for CREDENTIAL_CACHE_MS (default 30 s) so the hot path neither reads
+ * the store nor checks a signature on every call; a disabled key, a revoked OAuth client or a disabled
+ * organization therefore stops working within that time, well inside rule 5's minute. A token's entry
+ * never outlives the token.
  */
 import type { Engine } from '../engine/ports.js';
 import { ApiError } from '../http/errors.js';
 import type { Principal } from './principal.js';
 import { SECRET_KEY_PATTERN, hashSecret } from './secret-keys.js';
-import { Tenants } from './tenants.js';
+import { PUBLISHABLE_KEY_PATTERN, PublishableKeys } from './publishable-keys.js';
+import { OAuthClients } from './oauth-clients.js';
+import { Tenants, type Application, type Organization } from './tenants.js';
+import { verifyToken } from './tokens.js';
 
 interface Resolved {
   principal: Principal;
-  keyDisabled: boolean;
-  organizationDisabled: boolean;
+  /** Why a recognised credential may not be used: 403 key_disabled / organization_disabled. */
+  refusal?: 'key_disabled' | 'organization_disabled';
+  /** Unix ms after which the credential itself is invalid (token expiry). */
+  expiresAt?: number;
 }
 
 interface Entry {
@@ -21,16 +30,17 @@ interface Entry {
 }
 
 const MAX_ENTRIES = 10_000;
+/** Unknown credentials are cached briefly too, so a flood of bad ones cannot hammer the store. */
+const NEGATIVE_CACHE_MS = 5_000;
+const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const cache = new Map<string, Entry>();
 
 export const cacheMs = () => Number(process.env.CREDENTIAL_CACHE_MS ?? 30_000);
 
-/** Unknown credentials are cached briefly too, so a flood of bad keys cannot hammer the store. */
-const NEGATIVE_CACHE_MS = 5_000;
-
 export const missingCredentials = () =>
   new ApiError(401, 'missing_credentials', 'Send your credential as "Authorization: Bearer <credential>".');
-export const invalidCredentials = () => new ApiError(401, 'invalid_credentials', 'The credential is malformed, unknown or expired.');
+export const invalidCredentials = (message = 'The credential is malformed, unknown or expired.') =>
+  new ApiError(401, 'invalid_credentials', message);
 
 export function bearerToken(authorization: string | undefined): string {
   if (!authorization || !authorization.trim()) throw missingCredentials();
@@ -39,51 +49,89 @@ export function bearerToken(authorization: string | undefined): string {
   return match[1];
 }
 
-async function resolveSecretKey(engine: Engine, secret: string): Promise<Resolved | undefined> {
-  const tenants = new Tenants(engine.kv, () => engine.clock.now());
-  const key = await tenants.findSecretKey(secret);
-  if (!key) return undefined;
-  const [org, app] = await Promise.all([
-    tenants.getOrganization(key.organization_id),
-    key.application_id ? tenants.getApplication(key.application_id) : Promise.resolve(undefined),
-  ]);
-  if (!org || (key.application_id && !app)) return undefined;
+const blank = { userId: null, claims: null, origins: null } as const;
+
+function refusal(org: Organization, disabled: boolean): Resolved['refusal'] {
+  if (org.disabled) return 'organization_disabled';
+  return disabled ? 'key_disabled' : undefined;
+}
+
+async function resolve(engine: Engine, token: string): Promise<Resolved | undefined> {
+  const now = () => engine.clock.now();
+  const tenants = new Tenants(engine.kv, now);
+  const orgAndApp = (orgId: string, appId: string | null) =>
+    Promise.all([tenants.getOrganization(orgId), appId ? tenants.getApplication(appId) : Promise.resolve(undefined)]);
+
+  if (SECRET_KEY_PATTERN.test(token)) {
+    const key = await tenants.findSecretKey(token);
+    if (!key) return undefined;
+    const [org, app] = await orgAndApp(key.organization_id, key.application_id);
+    if (!org || (key.application_id && !app)) return undefined;
+    return { principal: principalFor('secret_key', key.id, org, app ?? null), refusal: refusal(org, key.disabled) };
+  }
+
+  if (PUBLISHABLE_KEY_PATTERN.test(token)) {
+    const key = await new PublishableKeys(engine.kv, now).find(token);
+    if (!key) return undefined;
+    const [org, app] = await orgAndApp(key.organization_id, key.application_id);
+    if (!org || !app) return undefined;
+    return { principal: { ...principalFor('publishable_key', key.id, org, app), origins: key.origins }, refusal: refusal(org, key.disabled) };
+  }
+
+  if (JWT_PATTERN.test(token)) {
+    const claims = await verifyToken(engine, token).catch(() => undefined);
+    if (!claims) return undefined;
+    const [org, app] = await orgAndApp(claims.org, claims.app);
+    if (!org || !app || app.organization_id !== org.id) return undefined;
+    const expiresAt = claims.exp * 1000;
+    if (claims.kind === 'oauth_client') {
+      // A revoked client's tokens are dead (rule 5), like any revoked bearer token: 401.
+      const client = await new OAuthClients(engine.kv, now).get(claims.sub);
+      if (!client || client.revoked || client.application_id !== app.id) return undefined;
+      return { principal: principalFor('oauth_client', client.client_id, org, app), refusal: refusal(org, false), expiresAt };
+    }
+    return {
+      principal: { ...principalFor('end_user', claims.sub, org, app), userId: claims.sub, claims: claims.ext ?? {} },
+      refusal: refusal(org, false),
+      expiresAt,
+    };
+  }
+  return undefined;
+}
+
+function principalFor(kind: Principal['kind'], credentialId: string, org: Organization, app: Application | null): Principal {
   return {
-    principal: {
-      kind: 'secret_key',
-      credentialId: key.id,
-      organizationId: org.id,
-      applicationId: app?.id ?? null,
-      workspaceId: app?.workspace_id ?? null,
-      capabilities: app ? app.capabilities : null,
-    },
-    keyDisabled: key.disabled,
-    organizationDisabled: org.disabled,
+    kind,
+    credentialId,
+    organizationId: org.id,
+    applicationId: app?.id ?? null,
+    workspaceId: app?.workspace_id ?? null,
+    capabilities: app ? app.capabilities : null,
+    ...blank,
   };
 }
 
 /** Resolves the Authorization header to a principal, or throws the spec's 401/403 error. */
 export async function authenticate(engine: Engine, authorization: string | undefined): Promise<Principal> {
   const token = bearerToken(authorization);
-  if (!SECRET_KEY_PATTERN.test(token)) throw invalidCredentials();
-
   const cacheKey = hashSecret(token);
   const now = engine.clock.now();
   let entry = cache.get(cacheKey);
   if (!entry || entry.until <= now) {
-    const resolved = await resolveSecretKey(engine, token);
-    entry = { resolved, until: now + (resolved ? cacheMs() : Math.min(cacheMs(), NEGATIVE_CACHE_MS)) };
+    const resolved = await resolve(engine, token);
+    const until = now + (resolved ? cacheMs() : Math.min(cacheMs(), NEGATIVE_CACHE_MS));
+    entry = { resolved, until: Math.min(until, resolved?.expiresAt ?? until) };
     if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
     cache.set(cacheKey, entry);
   }
   const resolved = entry.resolved;
-  if (!resolved) throw invalidCredentials();
-  if (resolved.organizationDisabled) throw new ApiError(403, 'organization_disabled', 'The organization is disabled.');
-  if (resolved.keyDisabled) throw new ApiError(403, 'key_disabled', 'This key is disabled.');
+  if (!resolved || (resolved.expiresAt !== undefined && resolved.expiresAt <= now)) throw invalidCredentials();
+  if (resolved.refusal === 'organization_disabled') throw new ApiError(403, 'organization_disabled', 'The organization is disabled.');
+  if (resolved.refusal === 'key_disabled') throw new ApiError(403, 'key_disabled', 'This key is disabled.');
   return resolved.principal;
 }
 
-/** For tests that change keys underneath a running process. */
+/** For tests that change credentials underneath a running process. */
 export function clearCredentialCache(): void {
   cache.clear();
 }

@@ -1,15 +1,24 @@
-import type { Capability } from '../http/routes.js';
+import type { Capability, CredentialKind } from '../http/routes.js';
 
 /** Who is calling, resolved from the credential alone (spec section 1: the tenant comes only from it). */
 export interface Principal {
-  kind: 'secret_key';
-  /** Id of the credential (a key id, never the secret). */
+  kind: CredentialKind;
+  /** Id of the credential: key id, OAuth client id, publishable key id, or the end-user token's `sub`. */
   credentialId: string;
   organizationId: string;
-  /** Set for an application-bound credential. */
+  /** Set for an application-bound credential (always for OAuth, publishable and end-user credentials). */
   applicationId: string | null;
   /** The bound application's workspace. */
   workspaceId: string | null;
   /** The bound application's capabilities; null for an organization-wide credential. */
   capabilities: Capability[] | null;
+  /** End-user tokens: the application's user id (`@auth.id` in collection rules). */
+  userId: string | null;
+  /** End-user tokens: the application's extra claims. */
+  claims: Record<string, unknown> | null;
+  /** Publishable keys: the origins the key may be used from. */
+  origins: string[] | null;
 }
+
+/** Secret keys and OAuth client tokens are server credentials: they may change schemas and never come from a browser. */
+export const isServerCredential = (p: Principal) => p.kind === 'secret_key' || p.kind === 'oauth_client';

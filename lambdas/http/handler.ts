@@ -31,8 +31,9 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     context.platform.engine = await getEngine();
   });
   chain.use(credentials());
-  if (route.api === 'ai' && route.method !== 'ANY') chain.use(operationIdRequired());
-  chain.use(jsonBody());
+  // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
+  if (route.api === 'ai' && route.method !== 'ANY' && route.credentials !== 'none') chain.use(operationIdRequired());
+  if (route.body !== 'raw') chain.use(jsonBody());
   const lambda = chain.handler(async (_event, context) => handle(context.platform.req, context.platform as RequestScope));
   return lambda as unknown as LambdaHttpHandler;
 }

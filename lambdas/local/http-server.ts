@@ -10,7 +10,7 @@ import { ApiError } from '../http/errors.js';
 import { tooLargeCode } from '../http/middleware/json-body.js';
 import type { Api, RouteDef } from '../http/routes.js';
 import { log } from '../shared/log.js';
-import { Router } from './router.js';
+import { Router } from '../http/router.js';
 
 /** API Gateway refuses payloads over 10 MiB before any function runs. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;

@@ -6,6 +6,7 @@ import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/
 import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import type { Api } from '../../lambdas/http/routes.js';
+import type { Clock } from '../../lambdas/engine/ports.js';
 
 export interface TestPlatform {
   urls: Record<Api, string>;
@@ -15,10 +16,10 @@ export interface TestPlatform {
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(): Promise<TestPlatform> {
+export async function startTestPlatform(options: { clock?: Clock } = {}): Promise<TestPlatform> {
   process.env.LOG_LEVEL ??= 'silent';
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-'));
-  const engine = createEmbeddedEngine({ dataDir });
+  const engine = createEmbeddedEngine({ dataDir, clock: options.clock });
   const { credentials } = await bootstrap(engine, dataDir);
   const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
   return {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Router } from '../../lambdas/local/router.js';
+import { Router } from '../../lambdas/http/router.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 
 const r = (id: string, method: RouteDef['method'], path: string): RouteDef => ({ id, api: 'data', method, path, handler: id, grants: [] });

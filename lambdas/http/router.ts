@@ -1,5 +1,5 @@
 /** Matches a request to a route of one API the way API Gateway does, falling back to the `$default` route. */
-import type { Api, RouteDef } from '../http/routes.js';
+import type { Api, RouteDef } from './routes.js';
 
 export interface Match {
   route: RouteDef;
@@ -32,6 +32,13 @@ export class Router {
       if (params) return { route, params };
     }
     return { route: this.fallback, params: {} };
+  }
+
+  /** Methods of the routes a path reaches, for a CORS preflight's Access-Control-Allow-Methods. */
+  methodsFor(rawPath: string): string[] {
+    const parts = rawPath.split('/').slice(1);
+    const methods = this.routes.filter(({ route, segments }) => route.method !== 'OPTIONS' && matchSegments(segments, parts)).map(({ route }) => route.method);
+    return [...new Set(methods)];
   }
 }
 

@@ -1,0 +1,3 @@
+import { tokenEndpoint } from '../../auth/token-endpoint.js';
+
+export const handler = tokenEndpoint('ai.oauth.token');
