@@ -2,6 +2,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { HTTP_APIS, HttpApis } from './http-apis.js';
 import { Queues } from './queues.js';
+import { SigningKey } from './signing.js';
 import { SocketApi } from './socket-api.js';
 import { Storage } from './storage.js';
 
@@ -10,10 +11,11 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the three HTTP APIs and the Events WebSocket API. */
+/** The whole platform: storage, queues, the token signing key, the three HTTP APIs and the Events WebSocket API. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly queues: Queues;
+  readonly signing: SigningKey;
   readonly socket: SocketApi;
   readonly http: HttpApis;
 
@@ -21,7 +23,8 @@ export class PlatformStack extends Stack {
     super(scope, id, props);
     this.storage = new Storage(this, 'Storage');
     this.queues = new Queues(this, 'Queues');
-    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues };
+    this.signing = new SigningKey(this, 'Signing');
+    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
     this.http = new HttpApis(this, 'Http', { targets: { ...targets, connections: this.socket.connections } });

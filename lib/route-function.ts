@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { ENV } from '../lambdas/engine/config.js';
 import type { Grant } from '../lambdas/http/routes.js';
 import type { Queues } from './queues.js';
+import type { SigningKey } from './signing.js';
 import { acknowledgeGrantWildcards } from './nag.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
@@ -33,6 +34,8 @@ export interface GrantTargets {
   readonly table: Table;
   readonly bucket: Bucket;
   readonly queues: Queues;
+  /** The token signing key: every function may verify with it, `signing:sign` functions may sign. */
+  readonly signing: SigningKey;
   readonly connections?: ConnectionsTarget;
 }
 
@@ -107,9 +110,12 @@ export class RouteFunction extends Construct {
   }
 }
 
-/** ENGINE=aws plus exactly the names the granted resources need (ENV in lambdas/engine/config.ts). */
+/**
+ * ENGINE=aws, the signing key ids (every function verifies tokens), plus exactly the names the
+ * granted resources need (ENV in lambdas/engine/config.ts).
+ */
 function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets): Record<string, string> {
-  const env: Record<string, string> = { [ENV.engine]: 'aws' };
+  const env: Record<string, string> = { [ENV.engine]: 'aws', [ENV.signingKeyIds]: t.signing.keyIdsJson() };
   if (grants.has('table:read') || grants.has('table:write')) env[ENV.tableName] = t.table.tableName;
   if (grants.has('blobs:read') || grants.has('blobs:write')) env[ENV.bucketName] = t.bucket.bucketName;
   if (grants.has('queue:send')) env[ENV.queueUrls] = Stack.of(t.table).toJsonString(t.queues.urls());
@@ -117,8 +123,10 @@ function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets):
   return env;
 }
 
-/** The narrowest IAM each grant needs; nothing else is granted. */
+/** The narrowest IAM each grant needs, plus reading the signing public key (to verify tokens); nothing else. */
 function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role: Role): void {
+  t.signing.grantVerify(role);
+  if (grants.has('signing:sign')) t.signing.grantSign(role);
   if (grants.has('table:write')) t.table.grantReadWriteData(role);
   else if (grants.has('table:read')) t.table.grantReadData(role);
   if (grants.has('blobs:write')) t.bucket.grantReadWrite(role);

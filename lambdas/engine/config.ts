@@ -15,4 +15,6 @@ export const ENV = {
   queueUrls: 'QUEUE_URLS',
   /** aws: https endpoint of the WebSocket API stage, for the API Gateway Management API. */
   connectionsEndpoint: 'CONNECTIONS_ENDPOINT',
+  /** aws: JSON array of the KMS key ids or ARNs that sign and verify tokens, current key first. */
+  signingKeyIds: 'SIGNING_KEY_IDS',
 } as const;

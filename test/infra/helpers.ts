@@ -83,7 +83,8 @@ export const actionsOf = (statements: { actions: string[] }[]) => statements.fla
 /** The environment variable names a function with these grants must get, and no others. */
 export function expectedEnvNames(grants: readonly Grant[]): string[] {
   const g = new Set(grants);
-  const names: string[] = [ENV.engine];
+  // Every function verifies tokens, so every one gets the signing key ids.
+  const names: string[] = [ENV.engine, ENV.signingKeyIds];
   if (g.has('table:read') || g.has('table:write')) names.push(ENV.tableName);
   if (g.has('blobs:read') || g.has('blobs:write')) names.push(ENV.bucketName);
   if (g.has('queue:send')) names.push(ENV.queueUrls);

@@ -1,8 +1,9 @@
-/** The AWS engine: DynamoDB, S3, SQS and the API Gateway Management API, configured from the environment the stack sets. */
+/** The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API and KMS, configured from the environment the stack sets. */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
+import { KMSClient } from '@aws-sdk/client-kms';
 import type { Engine } from '../ports.js';
 import { systemClock } from '../clock.js';
 import { ENV } from '../config.js';
@@ -10,6 +11,7 @@ import { DynamoKeyValueStore } from './kv.js';
 import { S3BlobStore } from './blobs.js';
 import { SqsQueue } from './queue.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
+import { KmsSigner } from './signer.js';
 
 export function createAwsEngine(env: NodeJS.ProcessEnv): Engine {
   const need = (name: string) => {
@@ -34,7 +36,21 @@ export function createAwsEngine(env: NodeJS.ProcessEnv): Engine {
     blobs: lazy(() => new S3BlobStore(new S3Client({}), need(ENV.bucketName))),
     queue: lazy(() => new SqsQueue(new SQSClient({}), JSON.parse(need(ENV.queueUrls)))),
     connections: lazy(() => new ApiGatewayConnectionGateway(new ApiGatewayManagementApiClient({ endpoint: need(ENV.connectionsEndpoint) }))),
+    signer: lazy(() => new KmsSigner(new KMSClient({}), signingKeyIds(need(ENV.signingKeyIds)))),
     clock: systemClock,
     async close() {},
   };
+}
+
+function signingKeyIds(json: string): string[] {
+  let ids: unknown;
+  try {
+    ids = JSON.parse(json);
+  } catch {
+    ids = undefined;
+  }
+  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string' && id !== '')) {
+    throw new Error(`${ENV.signingKeyIds} must be a JSON array of KMS key ids, current first`);
+  }
+  return ids;
 }

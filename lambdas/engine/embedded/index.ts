@@ -1,4 +1,4 @@
-/** The embedded engine: one SQLite database (WAL) for items and queues, files on disk for blobs. */
+/** The embedded engine: one SQLite database (WAL) for items and queues, files on disk for blobs and signing keys. */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -8,12 +8,14 @@ import { SqliteKeyValueStore } from './kv.js';
 import { SqliteQueue } from './queue.js';
 import { FileBlobStore } from './blobs.js';
 import { LocalConnectionGateway } from './connections.js';
+import { FileSigner } from './signer.js';
 
 export interface EmbeddedEngine extends Engine {
   name: 'embedded';
   kv: SqliteKeyValueStore;
   queue: SqliteQueue;
   connections: LocalConnectionGateway;
+  signer: FileSigner;
   dataDir: string;
 }
 
@@ -38,6 +40,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
     queue: new SqliteQueue(db, clock),
     blobs: new FileBlobStore(join(options.dataDir, 'blobs')),
     connections: new LocalConnectionGateway(),
+    signer: new FileSigner(join(options.dataDir, 'signing-keys.json')),
     clock,
     async close() {
       clearInterval(sweeper);
