@@ -1,0 +1,27 @@
+/**
+ * Where the Data API keeps things in the key-value store. One organization's data never shares a
+ * partition with another's: every key starts with the organization id taken from the credential.
+ *
+ *   org#<org> / db#<database>                      database
+ *   db#<org>#<database> / col#<collection>         collection (schema, rules)
+ *   rec#<org>#<database>#<collection> / <id>       record
+ *   uniq#<org>#<database>#<collection>#<field>@<gen> / <value>        unique guard -> record id
+ *   idx#<org>#<database>#<collection>#<field>@<gen> / <value>#<id>    index entry
+ * A field's generation (the schema_version that added it) is part of its guard and index partitions,
+ * so dropping a field drops its guards and entries at once and re-adding it starts clean.
+ */
+export const databaseKey = (org: string, database: string) => ({ pk: `org#${org}`, sk: `db#${database}` });
+export const databasesPrefix = (org: string) => ({ pk: `org#${org}`, prefix: 'db#' });
+export const collectionKey = (org: string, database: string, collection: string) => ({ pk: `db#${org}#${database}`, sk: `col#${collection}` });
+export const collectionsPrefix = (org: string, database: string) => ({ pk: `db#${org}#${database}`, prefix: 'col#' });
+export const recordPartition = (org: string, database: string, collection: string) => `rec#${org}#${database}#${collection}`;
+export const recordKey = (org: string, database: string, collection: string, id: string) => ({ pk: recordPartition(org, database, collection), sk: id });
+export const uniquePartition = (org: string, database: string, collection: string, field: string, generation: number) =>
+  `uniq#${org}#${database}#${collection}#${field}@${generation}`;
+export const indexPartition = (org: string, database: string, collection: string, field: string, generation: number) =>
+  `idx#${org}#${database}#${collection}#${field}@${generation}`;
+/** Blob store key of a record body too large for one item. */
+export const recordBodyKey = (org: string, database: string, collection: string, id: string, version: number) =>
+  `records/${org}/${encodeURIComponent(database)}/${collection}/${id}/${version}.json`;
+/** Blob store key of a file (content-addressed, per database). */
+export const blobKey = (org: string, database: string, sha256: string) => `blobs/${org}/${encodeURIComponent(database)}/${sha256}`;
