@@ -25,3 +25,5 @@ export const recordBodyKey = (org: string, database: string, collection: string,
   `records/${org}/${encodeURIComponent(database)}/${collection}/${id}/${version}.json`;
 /** Blob store key of a file (content-addressed, per database). */
 export const blobKey = (org: string, database: string, sha256: string) => `blobs/${org}/${encodeURIComponent(database)}/${sha256}`;
+/** Metadata of a stored blob (its existence is what `blob` fields are checked against). */
+export const blobMetaKey = (org: string, database: string, sha256: string) => ({ pk: `blobs#${org}#${database}`, sk: sha256 });
