@@ -1,7 +1,20 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { ApiError, badRequest } from '../../http/errors.js';
+import { etag, openDatabase } from '../records.js';
+import type { RecordView } from '../record-store.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.records.create', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/**
+ * POST .../collections/{collection}/records (spec 4.15): an optional own `id` plus the record's fields.
+ * `If-None-Match: *` is accepted (an existing id is 409 already_exists either way).
+ */
+export const handler = httpHandler('data.records.create', async (req, scope) => {
+  const body = req.json;
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_body', 'The body must be a JSON object of fields.');
+  const inm = req.headers['if-none-match'];
+  if (inm !== undefined && inm.trim() !== '*') throw new ApiError(400, 'invalid_body', 'On create, If-None-Match takes only "*".', 'if-none-match');
+  const { id, ...data } = body as Record<string, unknown>;
+  if (id !== undefined && typeof id !== 'string') throw badRequest('invalid_value', 'id must be a string.', 'id');
+  const { writer } = await openDatabase(req, scope);
+  const [record] = (await writer.apply([{ op: 'create', collection: req.params.collection, id, data }])) as RecordView[];
+  return { status: 201, headers: etag(record), body: record };
 });

@@ -1,7 +1,10 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { ifMatchVersion, openDatabase } from '../records.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.records.delete', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** DELETE .../records/{id}: 204; `If-Match: <version>` makes it conditional. */
+export const handler = httpHandler('data.records.delete', async (req, scope) => {
+  const version = ifMatchVersion(req);
+  const { writer } = await openDatabase(req, scope);
+  await writer.apply([{ op: 'delete', collection: req.params.collection, id: req.params.id, version }]);
+  return { status: 204 };
 });

@@ -1,7 +1,11 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { etag, openDatabase } from '../records.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.records.get', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** GET .../records/{id}: the record, its version in ETag; 404 record_not_found (also when the view rule hides it). */
+export const handler = httpHandler('data.records.get', async (req, scope) => {
+  const { db, collections, reader } = await openDatabase(req, scope);
+  const collection = await collections.require(scope.principal.organizationId, db.key, req.params.collection);
+  const record = await reader.get(collection, req.params.id);
+  if (req.headers['if-none-match'] === etag(record).etag) return { status: 304, headers: etag(record) };
+  return { status: 200, headers: etag(record), body: record };
 });

@@ -1,7 +1,10 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { openDatabase } from '../records.js';
+import { parseListQuery } from '../record-reads.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.records.list', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** GET .../records: `limit`, `cursor`, `sort`, `filter[field][op]`, `q` (see docs/data/reference.md). */
+export const handler = httpHandler('data.records.list', async (req, scope) => {
+  const { db, collections, reader } = await openDatabase(req, scope);
+  const collection = await collections.require(scope.principal.organizationId, db.key, req.params.collection);
+  return { status: 200, body: await reader.list(collection, parseListQuery(collection, req.query)) };
 });

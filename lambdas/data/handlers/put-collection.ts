@@ -1,7 +1,11 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { Databases } from '../databases.js';
+import { Collections, collectionView } from '../collections.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.collections.put', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** PUT /v1/databases/{database}/collections/{collection} (spec 4.14): 201 created, 200 changed or unchanged. */
+export const handler = httpHandler('data.collections.put', async (req, { engine, principal }) => {
+  const now = () => engine.clock.now();
+  const db = await new Databases(engine.kv, now).get(principal, req.params.database);
+  const { collection, created } = await new Collections(engine.kv, now).put(principal, db.key, req.params.collection, req.json);
+  return { status: created ? 201 : 200, body: collectionView(collection) };
 });

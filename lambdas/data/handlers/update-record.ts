@@ -1,7 +1,14 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { badRequest } from '../../http/errors.js';
+import { etag, ifMatchVersion, openDatabase } from '../records.js';
+import type { RecordView } from '../record-store.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.records.update', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** PATCH .../records/{id}: sets the fields sent (null unsets one); `If-Match: <version>` makes it conditional. */
+export const handler = httpHandler('data.records.update', async (req, scope) => {
+  const body = req.json;
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_body', 'The body must be a JSON object of fields.');
+  const version = ifMatchVersion(req);
+  const { writer } = await openDatabase(req, scope);
+  const [record] = (await writer.apply([{ op: 'update', collection: req.params.collection, id: req.params.id, version, data: body as Record<string, unknown> }])) as RecordView[];
+  return { status: 200, headers: etag(record), body: record };
 });

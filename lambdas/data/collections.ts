@@ -1,0 +1,162 @@
+/**
+ * Collections (spec 4.14). A PUT sends the full desired state: fields only in the new list are added,
+ * fields only in the old one are dropped with their data, a field in both must be identical.
+ * `schema_version` increases on every change, rules included. Stored as db#<org>#<db> / col#<name>.
+ */
+import type { KeyValueStore } from '../engine/ports.js';
+import { ConditionFailedError } from '../engine/errors.js';
+import type { Principal } from '../auth/principal.js';
+import { ApiError, badRequest } from '../http/errors.js';
+import { collectionKey, recordPartition } from './keys.js';
+import { requireServer } from './databases.js';
+import { COLLECTION_NAME_PATTERN, checkFields, fieldView, sameField, type FieldDef, type StoredField } from './schema.js';
+import { RuleSyntaxError, compileRules, validateRules, type CompiledRule, type Rule, type RuleAction } from './rules.js';
+
+export interface Collection {
+  name: string;
+  mode: 'schema' | 'free';
+  schema_version: number;
+  fields: StoredField[];
+  rules: Record<RuleAction, Rule>;
+  /** Rules parsed once when the collection is saved. */
+  compiled: Record<RuleAction, CompiledRule>;
+  created_at: string;
+  updated_at: string;
+}
+
+export const collectionNotFound = (name: string) => new ApiError(404, 'collection_not_found', `No collection "${name}".`);
+
+export function checkCollectionName(name: string): void {
+  if (!COLLECTION_NAME_PATTERN.test(name)) {
+    throw badRequest('invalid_name', 'A collection name is a lowercase letter, then lowercase letters, digits or "_", up to 63 characters.', 'collection');
+  }
+}
+
+export const collectionView = (c: Collection) => ({
+  name: c.name,
+  mode: c.mode,
+  schema_version: c.schema_version,
+  fields: c.fields.map(fieldView),
+  rules: c.rules,
+});
+
+interface PutBody {
+  mode?: unknown;
+  fields?: unknown;
+  rules?: unknown;
+}
+
+export class Collections {
+  constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
+
+  async get(org: string, database: string, name: string): Promise<Collection | undefined> {
+    const item = await this.kv.get(collectionKey(org, database, name));
+    if (!item) return undefined;
+    const { pk: _pk, sk: _sk, ...collection } = item;
+    return collection as unknown as Collection;
+  }
+
+  async require(org: string, database: string, name: string): Promise<Collection> {
+    const c = await this.get(org, database, name);
+    if (!c) throw collectionNotFound(name);
+    return c;
+  }
+
+  /** Applies a full desired state. `created` is true for a new collection, `changed` when the version moved. */
+  async put(p: Principal, database: string, name: string, body: unknown): Promise<{ collection: Collection; created: boolean; changed: boolean }> {
+    requireServer(p, 'change schemas');
+    checkCollectionName(name);
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_body', 'The body must be a JSON object.');
+    const b = body as PutBody;
+    const unknown = Object.keys(b).find((k) => !['mode', 'fields', 'rules'].includes(k));
+    if (unknown) throw badRequest('invalid_body', `Unknown property "${unknown}".`, unknown);
+    const mode = b.mode ?? 'schema';
+    if (mode !== 'schema' && mode !== 'free') throw badRequest('invalid_body', 'mode must be "schema" or "free".', 'mode');
+    const fields = checkFields(b.fields);
+    let rules: Record<RuleAction, Rule>;
+    let compiled: Record<RuleAction, CompiledRule>;
+    try {
+      rules = validateRules(b.rules);
+      compiled = compileRules(rules);
+    } catch (error) {
+      if (error instanceof RuleSyntaxError) throw badRequest('invalid_rule', error.message, 'rules');
+      throw error;
+    }
+    for (const f of fields) {
+      if (f.type === 'relation' && f.target !== name && !(await this.get(p.organizationId, database, f.target!))) {
+        throw badRequest('invalid_schema', `${f.name}: target collection "${f.target}" does not exist.`, 'fields');
+      }
+    }
+
+    for (let attempt = 0; ; attempt++) {
+      const current = await this.get(p.organizationId, database, name);
+      try {
+        return current
+          ? await this.change(p.organizationId, database, current, mode, fields, rules, compiled)
+          : await this.create(p.organizationId, database, name, mode, fields, rules, compiled);
+      } catch (error) {
+        // Someone changed the collection between our read and write: diff again against the new state.
+        if (!(error instanceof ConditionFailedError) || attempt >= 2) throw error;
+      }
+    }
+  }
+
+  private async create(org: string, database: string, name: string, mode: Collection['mode'], fields: FieldDef[], rules: Collection['rules'], compiled: Collection['compiled']) {
+    const at = new Date(this.now()).toISOString();
+    const collection: Collection = {
+      name,
+      mode,
+      schema_version: 1,
+      fields: fields.map((f) => ({ ...f, generation: 1 })),
+      rules,
+      compiled,
+      created_at: at,
+      updated_at: at,
+    };
+    await this.kv.put({ ...collectionKey(org, database, name), ...(collection as unknown as Record<string, never>) }, { ifAbsent: true });
+    return { collection, created: true, changed: true };
+  }
+
+  private async change(org: string, database: string, current: Collection, mode: Collection['mode'], fields: FieldDef[], rules: Collection['rules'], compiled: Collection['compiled']) {
+    if (mode !== current.mode) throw badRequest('schema_change_unsupported', `mode is fixed once set ("${current.mode}").`, 'mode');
+    const old = new Map(current.fields.map((f) => [f.name, f]));
+    const version = current.schema_version + 1;
+    const next: StoredField[] = [];
+    const added: FieldDef[] = [];
+    for (const f of fields) {
+      const before = old.get(f.name);
+      if (before && !sameField(before, f)) {
+        throw badRequest('schema_change_unsupported', `Field "${f.name}" cannot change; drop it and add it under a new name.`, 'fields');
+      }
+      if (!before) added.push(f);
+      next.push(before ?? { ...f, generation: version });
+    }
+    const dropped = current.fields.some((f) => !fields.some((g) => g.name === f.name));
+    const rulesChanged = JSON.stringify(rules) !== JSON.stringify(current.rules);
+    const reordered = JSON.stringify(current.fields.map((f) => f.name)) !== JSON.stringify(next.map((f) => f.name));
+    if (!added.length && !dropped && !rulesChanged && !reordered) return { collection: current, created: false, changed: false };
+    if (added.some((f) => f.required) && (await this.hasRecords(org, database, current.name))) {
+      throw new ApiError(409, 'schema_violation', 'A new required field cannot be added to a collection that has records: they would lack it.', 'fields');
+    }
+    const collection: Collection = { ...current, schema_version: version, fields: next, rules, compiled, updated_at: new Date(this.now()).toISOString() };
+    await this.kv.put({ ...collectionKey(org, database, current.name), ...(collection as unknown as Record<string, never>) }, { ifEquals: { schema_version: current.schema_version } });
+    return { collection, created: false, changed: true };
+  }
+
+  private async hasRecords(org: string, database: string, name: string): Promise<boolean> {
+    const page = await this.kv.query({ pk: recordPartition(org, database, name), limit: 1 });
+    return page.items.length > 0;
+  }
+
+  /** Writing to a missing collection creates a free one with every rule null (server credentials only). */
+  async ensureFree(org: string, database: string, name: string): Promise<Collection> {
+    checkCollectionName(name);
+    const rules = validateRules(undefined);
+    try {
+      return (await this.create(org, database, name, 'free', [], rules, compileRules(rules))).collection;
+    } catch (error) {
+      if (!(error instanceof ConditionFailedError)) throw error;
+      return this.require(org, database, name);
+    }
+  }
+}

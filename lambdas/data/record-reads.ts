@@ -1,0 +1,238 @@
+/**
+ * Record reads: one record, and lists with `limit`, `cursor`, `sort`, `filter` on indexed fields
+ * (equality, ranges, a set of values) and `q` over fulltext fields. One indexed field drives a list
+ * (it is read in key order from its index); other filters, `q` and the list rule then filter the
+ * records read, so a page may hold fewer than `limit` records while `next_cursor` is not null.
+ */
+import type { Engine, KvItem } from '../engine/ports.js';
+import type { Principal } from '../auth/principal.js';
+import { isServerCredential } from '../auth/principal.js';
+import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { indexPartition, recordKey, recordPartition } from './keys.js';
+import type { Collection } from './collections.js';
+import { encodeKeyValue, keyBounds, normalizeValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
+import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
+import { loadRecord, view, type RecordView } from './record-store.js';
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+/** Most index entries or records one list call reads while filling its page. */
+const MAX_SCANNED = 1000;
+const OPS = ['eq', 'gt', 'gte', 'lt', 'lte', 'in'] as const;
+type FilterOp = (typeof OPS)[number];
+const MAX_IN_VALUES = 20;
+
+const invalidQuery = (message: string, param: string | null = null) => badRequest('invalid_query', message, param);
+const recordNotFound = (id: string) => new ApiError(404, 'record_not_found', `No record "${id}".`);
+
+interface Condition {
+  field: StoredField;
+  op: FilterOp;
+  values: unknown[];
+}
+
+export interface ListQuery {
+  limit: number;
+  cursor?: string;
+  sort: { field: 'id' | StoredField; descending: boolean };
+  conditions: Condition[];
+  terms: string[];
+}
+
+/** Parses the list query string: `limit`, `cursor`, `sort`, `filter[f]=v`, `filter[f][op]=v`, `q`. */
+export function parseListQuery(c: Collection, query: Record<string, string>): ListQuery {
+  const fields = new Map(c.fields.map((f) => [f.name, f]));
+  const conditions: Condition[] = [];
+  let limit = DEFAULT_LIMIT;
+  let sort: ListQuery['sort'] = { field: 'id', descending: false };
+  let terms: string[] = [];
+  let cursor: string | undefined;
+  for (const [key, raw] of Object.entries(query)) {
+    if (key === 'limit') {
+      limit = Number(raw);
+      if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_LIMIT) throw invalidQuery(`limit is 1 to ${MAX_LIMIT}.`, 'limit');
+    } else if (key === 'cursor') {
+      cursor = raw;
+    } else if (key === 'sort') {
+      const descending = raw.startsWith('-');
+      const name = descending ? raw.slice(1) : raw;
+      if (name === 'id') sort = { field: 'id', descending };
+      else {
+        const f = fields.get(name);
+        if (!f?.indexed) throw invalidQuery(`sort takes "id" or an indexed field, optionally prefixed with "-".`, 'sort');
+        sort = { field: f, descending };
+      }
+    } else if (key === 'q') {
+      if (!c.fields.some((f) => f.fulltext)) throw invalidQuery('q needs a fulltext field in the collection.', 'q');
+      terms = tokenize(raw);
+    } else {
+      const m = /^filter\[([A-Za-z][A-Za-z0-9_]*)\](?:\[(eq|gt|gte|lt|lte|in)\])?$/.exec(key);
+      if (!m) throw invalidQuery(`Unknown query parameter "${key}".`, key);
+      const f = fields.get(m[1]);
+      if (!f?.indexed) throw invalidQuery(`Filters take indexed fields; "${m[1]}" is not one.`, key);
+      const op = (m[2] ?? 'eq') as FilterOp;
+      const parts = op === 'in' ? raw.split(',') : [raw];
+      if (op === 'in' && (parts.length < 1 || parts.length > MAX_IN_VALUES)) throw invalidQuery(`in takes 1 to ${MAX_IN_VALUES} values.`, key);
+      conditions.push({ field: f, op, values: parts.map((v) => parseValue(f, v, key)) });
+    }
+  }
+  const driver = pickDriver(conditions);
+  if (driver && sort.field !== 'id' && sort.field.name !== driver.field.name) {
+    throw invalidQuery(`A list sorted by ${sort.field.name} can filter on ${sort.field.name} only; one indexed field drives a list.`, 'sort');
+  }
+  if (driver && sort.field === 'id' && !('sort' in query)) sort = { field: driver.field, descending: false };
+  if (driver && sort.field === 'id') throw invalidQuery(`A list filtered on ${driver.field.name} is sorted by it.`, 'sort');
+  return { limit, cursor, sort, conditions, terms };
+}
+
+function parseValue(f: StoredField, raw: string, param: string): unknown {
+  let value: unknown = raw;
+  if (f.type === 'integer' || f.type === 'number') value = raw.trim() === '' ? NaN : Number(raw);
+  else if (f.type === 'bool') value = raw === 'true' ? true : raw === 'false' ? false : raw;
+  try {
+    return normalizeValue(f, value);
+  } catch {
+    throw invalidQuery(`${param}: "${raw}" is not a ${f.type} value.`, param);
+  }
+}
+
+/** Equality narrows most, then a set, then a range. */
+function pickDriver(conditions: Condition[]): Condition | undefined {
+  return conditions.find((c) => c.op === 'eq') ?? conditions.find((c) => c.op === 'in') ?? conditions.find((c) => c.op !== 'eq' && c.op !== 'in');
+}
+
+const tokenize = (text: string) => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
+
+function matches(c: Condition, value: unknown): boolean {
+  if (value === undefined || value === null) return false;
+  const enc = encodeKeyValue(c.field.type, value);
+  const cmp = c.values.map((v) => encodeKeyValue(c.field.type, v));
+  switch (c.op) {
+    case 'eq':
+      return enc === cmp[0];
+    case 'in':
+      return cmp.includes(enc);
+    case 'gt':
+      return enc > cmp[0];
+    case 'gte':
+      return enc >= cmp[0];
+    case 'lt':
+      return enc < cmp[0];
+    case 'lte':
+      return enc <= cmp[0];
+  }
+}
+
+interface Range {
+  lo?: string;
+  hi?: string;
+}
+
+/** The key ranges to read for the driving field, in order. */
+function ranges(driver: Condition | undefined, all: Condition[], descending: boolean): Range[] {
+  if (!driver) return [{}];
+  const enc = (v: unknown) => encodeKeyValue(driver.field.type, v);
+  if (driver.op === 'eq') return [keyBounds.eq(enc(driver.values[0]))];
+  if (driver.op === 'in') {
+    const sorted = [...new Set(driver.values.map(enc))].sort();
+    if (descending) sorted.reverse();
+    return sorted.map((e) => keyBounds.eq(e));
+  }
+  // Combine every range condition on the driving field into one interval.
+  const range: Range = {};
+  for (const c of all.filter((x) => x.field.name === driver.field.name && x.op !== 'eq' && x.op !== 'in')) {
+    const b: Range = keyBounds[c.op as 'gt' | 'gte' | 'lt' | 'lte'](enc(c.values[0]));
+    if (b.lo !== undefined && (range.lo === undefined || b.lo > range.lo)) range.lo = b.lo;
+    if (b.hi !== undefined && (range.hi === undefined || b.hi < range.hi)) range.hi = b.hi;
+  }
+  return [range];
+}
+
+interface CursorState {
+  r: number;
+  c?: string;
+}
+
+function decodeListCursor(cursor: string | undefined): CursorState {
+  if (!cursor) return { r: 0 };
+  try {
+    const state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    if (Number.isInteger(state.r) && state.r >= 0 && (state.c === undefined || typeof state.c === 'string')) return state;
+  } catch {
+    // fall through
+  }
+  throw invalidQuery('cursor is not one this list gave out.', 'cursor');
+}
+
+export class RecordReader {
+  constructor(private readonly engine: Engine, private readonly principal: Principal, private readonly database: string) {}
+
+  private get org() {
+    return this.principal.organizationId;
+  }
+
+  /** One record; a record the view rule hides is answered like a missing one. */
+  async get(c: Collection, id: string): Promise<RecordView> {
+    if (!RECORD_ID_PATTERN.test(id)) throw recordNotFound(id);
+    const item = await this.engine.kv.get(recordKey(this.org, this.database, c.name, id));
+    if (!item) throw recordNotFound(id);
+    const record = view(c, await loadRecord(this.engine, item));
+    if (!isServerCredential(this.principal) && !evaluateRule(c.compiled.view, { principal: this.principal, record, request: null })) {
+      throw recordNotFound(id);
+    }
+    return record;
+  }
+
+  async list(c: Collection, q: ListQuery): Promise<{ records: RecordView[]; next_cursor: string | null }> {
+    const server = isServerCredential(this.principal);
+    if (!server && ruleAllowsPrincipal(c.compiled.list, this.principal) === 'no') {
+      throw forbidden('forbidden', "The collection's list rule does not allow this credential.");
+    }
+    const driver = pickDriver(q.conditions);
+    const field = driver?.field ?? (q.sort.field === 'id' ? undefined : q.sort.field);
+    const rangeList = ranges(driver, q.conditions, q.sort.descending);
+    const textFields = c.fields.filter((f) => f.fulltext).map((f) => f.name);
+    let state = decodeListCursor(q.cursor);
+    const records: RecordView[] = [];
+    let scanned = 0;
+    while (state.r < rangeList.length && records.length < q.limit && scanned < MAX_SCANNED) {
+      const range = rangeList[state.r];
+      const want = q.limit - records.length;
+      const page = await this.engine.kv
+        .query({
+          pk: field ? indexPartition(this.org, this.database, c.name, field.name, field.generation) : recordPartition(this.org, this.database, c.name),
+          sk: range.lo !== undefined || range.hi !== undefined ? { between: [range.lo ?? '', range.hi ?? '\uffff\uffff'] } : undefined,
+          descending: q.sort.descending,
+          limit: want,
+          cursor: state.c,
+        })
+        .catch((error) => {
+          if (error?.name === 'InvalidCursorError') throw invalidQuery('cursor is not one this list gave out.', 'cursor');
+          throw error;
+        });
+      scanned += page.items.length;
+      const items = field ? await this.recordsOf(c, page.items) : page.items;
+      for (const item of items) {
+        const record = view(c, await loadRecord(this.engine, item));
+        if (!q.conditions.every((cond) => matches(cond, record[cond.field.name]))) continue;
+        if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => record[f]))) continue;
+        if (!server && !evaluateRule(c.compiled.list, { principal: this.principal, record, request: null })) continue;
+        records.push(record);
+      }
+      state = page.cursor ? { r: state.r, c: page.cursor } : { r: state.r + 1 };
+    }
+    const more = state.r < rangeList.length;
+    return { records, next_cursor: more ? Buffer.from(JSON.stringify(state)).toString('base64url') : null };
+  }
+
+  /** Index entries to their records, in order (an entry whose record vanished meanwhile is skipped). */
+  private async recordsOf(c: Collection, entries: KvItem[]): Promise<KvItem[]> {
+    const items = await Promise.all(entries.map((e) => this.engine.kv.get(recordKey(this.org, this.database, c.name, String(e.id)))));
+    return items.filter((i): i is KvItem => i !== undefined);
+  }
+}
+
+function matchesTerms(terms: string[], texts: unknown[]): boolean {
+  const words = tokenize(texts.filter((t) => typeof t === 'string').join(' '));
+  return terms.every((t) => words.some((w) => w.startsWith(t)));
+}

@@ -1,0 +1,73 @@
+/**
+ * How a record is stored and read back. A record item holds the values inline, or, when they are too
+ * large for one DynamoDB item (records may be 900 KiB, items 400 KB), a pointer to a body in the blob
+ * store written before the transaction that commits the pointer and the version.
+ */
+import type { Engine, KvItem } from '../engine/ports.js';
+import { recordBodyKey } from './keys.js';
+import type { Collection } from './collections.js';
+
+/** Values up to this size stay in the item; larger ones go to the blob store. */
+export const INLINE_BODY_BYTES = 300 * 1024;
+export const MAX_RECORD_BYTES = 900 * 1024;
+
+export interface RecordMeta {
+  id: string;
+  version: number;
+  created_at: string;
+  updated_at: string;
+  /** schema_version the record was written under: a field added later has no value in it. */
+  sv: number;
+}
+
+export interface LoadedRecord extends RecordMeta {
+  values: Record<string, unknown>;
+  /** Blob key of the body when stored outside the item. */
+  body: string | null;
+}
+
+export type RecordView = Record<string, unknown> & { id: string; version: number; created_at: string; updated_at: string };
+
+/** The values a record holds under the current schema: fields dropped (or dropped and re-added) since it was written are gone. */
+export function visibleValues(collection: Collection, sv: number, values: Record<string, unknown>): Record<string, unknown> {
+  const declared = new Map(collection.fields.map((f) => [f.name, f]));
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(values)) {
+    const field = declared.get(k);
+    if (field ? field.generation <= sv : collection.mode === 'free') out[k] = v;
+  }
+  return out;
+}
+
+export function view(collection: Collection, r: LoadedRecord): RecordView {
+  return { id: r.id, version: r.version, created_at: r.created_at, updated_at: r.updated_at, ...visibleValues(collection, r.sv, r.values) };
+}
+
+export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRecord> {
+  const meta = { id: String(item.id), version: Number(item.version), created_at: String(item.created_at), updated_at: String(item.updated_at), sv: Number(item.sv) };
+  if (typeof item.body === 'string') {
+    const blob = await engine.blobs.get(item.body);
+    if (!blob) throw new Error(`record body ${item.body} is missing`);
+    const chunks: Buffer[] = [];
+    for await (const chunk of blob.body) chunks.push(chunk as Buffer);
+    return { ...meta, values: JSON.parse(Buffer.concat(chunks).toString('utf8')), body: item.body };
+  }
+  return { ...meta, values: (item.values as Record<string, unknown>) ?? {}, body: null };
+}
+
+/** The item to commit for a record version; writes the body to the blob store first when it is large. */
+export async function recordItem(
+  engine: Engine,
+  key: { pk: string; sk: string },
+  where: { org: string; database: string; collection: string },
+  meta: RecordMeta,
+  values: Record<string, unknown>,
+  serialized: string,
+): Promise<{ item: KvItem; bodyKey: string | null }> {
+  if (Buffer.byteLength(serialized) <= INLINE_BODY_BYTES) {
+    return { item: { ...key, ...meta, values: values as never }, bodyKey: null };
+  }
+  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version);
+  await engine.blobs.put(bodyKey, Buffer.from(serialized));
+  return { item: { ...key, ...meta, body: bodyKey, size: Buffer.byteLength(serialized) }, bodyKey };
+}

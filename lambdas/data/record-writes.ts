@@ -1,0 +1,292 @@
+/**
+ * Record writes (spec 4.15, 4.16 and the documented record routes). Every write — one record or a
+ * batch of 100 — becomes ONE key-value transaction: the record items, one guard item per unique
+ * value, one entry per indexed value, existence checks for relations and blobs, and a check that the
+ * collection's schema did not change meanwhile. All of it applies, or none of it.
+ */
+import type { Engine, KvWrite } from '../engine/ports.js';
+import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
+import { LIMITS } from '../engine/limits.js';
+import type { Principal } from '../auth/principal.js';
+import { isServerCredential } from '../auth/principal.js';
+import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { newId } from '../shared/ids.js';
+import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
+import { Collections, collectionNotFound, type Collection } from './collections.js';
+import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyValue, normalizeValue, type StoredField } from './schema.js';
+import { evaluateRule } from './rules.js';
+import { MAX_RECORD_BYTES, loadRecord, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
+
+export interface WriteOp {
+  op: 'create' | 'update' | 'delete';
+  collection: string;
+  id?: string;
+  /** The version an update or delete applies to (batch `version`, or `If-Match`). */
+  version?: number;
+  data?: Record<string, unknown>;
+}
+
+export type WriteResult = RecordView | { id: string; deleted: true };
+
+export interface WriteContext {
+  engine: Engine;
+  principal: Principal;
+  database: string;
+  /** Reports each applied op (activity log). */
+  onApplied?: (op: WriteOp, result: WriteResult) => void;
+}
+
+type Reason = { kind: 'exists' } | { kind: 'version' } | { kind: 'unique'; field: string } | { kind: 'relation'; field: string } | { kind: 'blob'; field: string } | { kind: 'schema' };
+
+interface Planned {
+  write: KvWrite;
+  op: number;
+  reason?: Reason;
+}
+
+const recordNotFound = (id: string) => new ApiError(404, 'record_not_found', `No record "${id}".`);
+export const versionConflict = (id: string) => new ApiError(409, 'version_conflict', `Record "${id}" is not at that version.`);
+const MAX_ATTEMPTS = 3;
+
+export class RecordWriter {
+  private readonly collections: Collections;
+  private readonly now: () => number;
+
+  constructor(private readonly ctx: WriteContext) {
+    this.now = () => ctx.engine.clock.now();
+    this.collections = new Collections(ctx.engine.kv, this.now);
+  }
+
+  private get org() {
+    return this.ctx.principal.organizationId;
+  }
+
+  /** Applies the ops in one transaction; the first failing op is the answer. */
+  async apply(ops: WriteOp[]): Promise<WriteResult[]> {
+    for (let attempt = 1; ; attempt++) {
+      const plan = await this.plan(ops);
+      try {
+        await this.ctx.engine.kv.transact(plan.writes.map((w) => w.write));
+      } catch (error) {
+        await Promise.all(plan.newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
+        if (error instanceof EngineLimitError) {
+          throw badRequest('batch_too_large', `The batch needs ${plan.writes.length} storage writes; one transaction holds ${LIMITS.transactionItems} writes and 4 MB (see the Data API reference).`);
+        }
+        if (!(error instanceof TransactionCanceledError)) throw error;
+        const failed = error.failed.map((i) => plan.writes[i]).sort((a, b) => a.op - b.op)[0];
+        const retry = !failed || failed.reason?.kind === 'schema' || (failed.reason?.kind === 'version' && ops[failed.op].version === undefined);
+        if (retry && attempt < MAX_ATTEMPTS) continue;
+        throw await this.explain(ops, failed);
+      }
+      await Promise.all(plan.oldBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
+      plan.results.forEach((r, i) => this.ctx.onApplied?.(ops[i], r));
+      return plan.results;
+    }
+  }
+
+  private async explain(ops: WriteOp[], failed: Planned | undefined): Promise<ApiError> {
+    if (!failed?.reason) return new ApiError(409, 'version_conflict', 'The data changed while the write ran; retry.');
+    const op = ops[failed.op];
+    switch (failed.reason.kind) {
+      case 'exists':
+        return new ApiError(409, 'already_exists', `Record "${op.id}" already exists.`, 'id');
+      case 'unique':
+        return new ApiError(409, 'unique_violation', `Another record already has this ${failed.reason.field}.`, failed.reason.field);
+      case 'relation':
+        return badRequest('invalid_value', `${failed.reason.field}: no such record in the target collection.`, failed.reason.field);
+      case 'blob':
+        return badRequest('invalid_value', `${failed.reason.field}: no blob with this SHA-256 in the database.`, failed.reason.field);
+      case 'version': {
+        const exists = await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, op.collection, op.id!));
+        return exists ? versionConflict(op.id!) : recordNotFound(op.id!);
+      }
+      case 'schema':
+        return new ApiError(503, 'service_unavailable', 'The collection kept changing; retry.');
+    }
+  }
+
+  private async collection(name: string, op: WriteOp['op'], cache: Map<string, Collection>): Promise<Collection> {
+    let c = cache.get(name);
+    if (c) return c;
+    c = await this.collections.get(this.org, this.ctx.database, name);
+    if (!c) {
+      // Writing to a missing collection creates a free one when the credential may change schemas.
+      if (op !== 'create' || !isServerCredential(this.ctx.principal)) throw collectionNotFound(name);
+      c = await this.collections.ensureFree(this.org, this.ctx.database, name);
+    }
+    cache.set(name, c);
+    return c;
+  }
+
+  private async plan(ops: WriteOp[]) {
+    const cache = new Map<string, Collection>();
+    const writes: Planned[] = [];
+    const results: WriteResult[] = [];
+    const newBodies: string[] = [];
+    const oldBodies: string[] = [];
+    try {
+      for (let i = 0; i < ops.length; i++) {
+        const op = ops[i];
+        const c = await this.collection(op.collection, op.op, cache);
+        const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
+        if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
+        else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
+        else results.push(await this.planDelete(op, c, add, oldBodies));
+      }
+      for (const [name, c] of cache) {
+        const first = writes.find((w) => 'put' in w.write || 'update' in w.write ? recordCollection(w.write) === name : false);
+        writes.push({ write: { check: collectionKey(this.org, this.ctx.database, name), condition: { ifEquals: { schema_version: c.schema_version } } }, op: first?.op ?? 0, reason: { kind: 'schema' } });
+      }
+    } catch (error) {
+      await Promise.all(newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
+      throw error;
+    }
+    return { writes: dedupe(writes), results, newBodies, oldBodies };
+  }
+
+  private checkRule(c: Collection, action: 'create' | 'update' | 'delete', record: RecordView | null, request: Record<string, unknown> | null) {
+    const p = this.ctx.principal;
+    if (isServerCredential(p)) return;
+    if (!evaluateRule(c.compiled[action], { principal: p, record, request })) {
+      throw forbidden('forbidden', `The collection's ${action} rule does not allow this.`);
+    }
+  }
+
+  private async planCreate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[]): Promise<RecordView> {
+    const id = op.id ?? newId('rec', this.now());
+    if (!RECORD_ID_PATTERN.test(id)) throw badRequest('invalid_value', 'id: 1 to 64 letters, digits, "_" or "-".', 'id');
+    const values = this.values(c, op.data ?? {}, {});
+    this.checkRule(c, 'create', null, values);
+    const at = new Date(this.now()).toISOString();
+    const meta = { id, version: 1, created_at: at, updated_at: at, sv: c.schema_version };
+    const record = { id, version: 1, created_at: at, updated_at: at, ...values };
+    const { item, bodyKey } = await this.item(c, meta, values, record);
+    if (bodyKey) newBodies.push(bodyKey);
+    add({ put: item, condition: { ifAbsent: true } }, { kind: 'exists' });
+    this.planFieldEntries(c, id, {}, values, add);
+    return record;
+  }
+
+  private async current(c: Collection, op: WriteOp): Promise<LoadedRecord> {
+    if (!op.id || !RECORD_ID_PATTERN.test(op.id)) throw recordNotFound(String(op.id ?? ''));
+    const item = await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, c.name, op.id));
+    if (!item) throw recordNotFound(op.id);
+    const loaded = await loadRecord(this.ctx.engine, item);
+    if (op.version !== undefined && op.version !== loaded.version) throw versionConflict(op.id);
+    return loaded;
+  }
+
+  private async planUpdate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[], oldBodies: string[]): Promise<RecordView> {
+    const before = await this.current(c, op);
+    const old = visibleValues(c, before.sv, before.values);
+    const values = this.values(c, op.data ?? {}, old);
+    this.checkRule(c, 'update', view(c, before), op.data ?? {});
+    const meta = { id: before.id, version: before.version + 1, created_at: before.created_at, updated_at: new Date(this.now()).toISOString(), sv: c.schema_version };
+    const record = { id: meta.id, version: meta.version, created_at: meta.created_at, updated_at: meta.updated_at, ...values };
+    const { item, bodyKey } = await this.item(c, meta, values, record);
+    if (bodyKey) newBodies.push(bodyKey);
+    if (before.body) oldBodies.push(before.body);
+    add({ put: item, condition: { ifEquals: { version: before.version } } }, { kind: 'version' });
+    this.planFieldEntries(c, before.id, old, values, add);
+    return record;
+  }
+
+  private async planDelete(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, oldBodies: string[]): Promise<{ id: string; deleted: true }> {
+    const before = await this.current(c, op);
+    this.checkRule(c, 'delete', view(c, before), null);
+    if (before.body) oldBodies.push(before.body);
+    add({ delete: recordKey(this.org, this.ctx.database, c.name, before.id), condition: { ifEquals: { version: before.version } } }, { kind: 'version' });
+    this.planFieldEntries(c, before.id, visibleValues(c, before.sv, before.values), {}, add);
+    return { id: before.id, deleted: true };
+  }
+
+  /** Checks the request's fields against the schema and merges them over `base` (null unsets). */
+  private values(c: Collection, data: Record<string, unknown>, base: Record<string, unknown>): Record<string, unknown> {
+    if (!data || typeof data !== 'object' || Array.isArray(data)) throw badRequest('invalid_body', 'data must be an object.', 'data');
+    const declared = new Map(c.fields.map((f) => [f.name, f]));
+    const out = { ...base };
+    for (const [name, value] of Object.entries(data)) {
+      if (RESERVED_FIELDS.includes(name) || name.startsWith('_')) throw badRequest('reserved_field', `"${name}" is reserved.`, name);
+      const field = declared.get(name);
+      if (!field && c.mode === 'schema') throw badRequest('unknown_field', `The collection has no field "${name}".`, name);
+      if (value === null) delete out[name];
+      else out[name] = field ? normalizeValue(field, value) : value;
+    }
+    for (const f of c.fields) {
+      if (f.required && (out[f.name] === undefined || out[f.name] === null)) throw badRequest('missing_field', `"${f.name}" is required.`, f.name);
+    }
+    return out;
+  }
+
+  private async item(c: Collection, meta: { id: string; version: number; created_at: string; updated_at: string; sv: number }, values: Record<string, unknown>, record: RecordView) {
+    const serialized = JSON.stringify(values);
+    if (Buffer.byteLength(JSON.stringify(record)) > MAX_RECORD_BYTES) {
+      throw badRequest('record_too_large', `A record is at most ${MAX_RECORD_BYTES} bytes of JSON.`);
+    }
+    return recordItem(this.ctx.engine, recordKey(this.org, this.ctx.database, c.name, meta.id), { org: this.org, database: this.ctx.database, collection: c.name }, meta, values, serialized);
+  }
+
+  /** Guards, index entries and reference checks for the fields whose value changes from `before` to `after`. */
+  private planFieldEntries(c: Collection, id: string, before: Record<string, unknown>, after: Record<string, unknown>, add: (w: KvWrite, r?: Reason) => void) {
+    const { org } = this;
+    const db = this.ctx.database;
+    for (const f of c.fields) {
+      const was = before[f.name];
+      const now = after[f.name];
+      const changed = JSON.stringify(was) !== JSON.stringify(now);
+      if (f.unique && changed) {
+        if (was !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) } });
+        if (now !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now), record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
+      }
+      if (f.indexed && changed) {
+        if (was !== undefined) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) + SEP + id } });
+        if (now !== undefined) add({ put: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now) + SEP + id, id } });
+      }
+      if (now !== undefined && changed && f.type === 'relation') {
+        add({ check: recordKey(org, db, f.target!, String(now)), condition: { ifExists: true } }, { kind: 'relation', field: f.name });
+      }
+      if (now !== undefined && changed && f.type === 'blob') {
+        add({ check: blobMetaKey(org, db, String(now)), condition: { ifExists: true } }, { kind: 'blob', field: f.name });
+      }
+    }
+  }
+}
+
+function keyOf(f: StoredField, value: unknown): string {
+  const encoded = encodeKeyValue(f.type, value);
+  checkKeyValueSize(f, encoded);
+  return encoded;
+}
+
+function recordCollection(w: KvWrite): string | undefined {
+  const pk = 'put' in w ? w.put.pk : 'update' in w ? w.update.pk : undefined;
+  return pk?.startsWith('rec#') ? pk.split('#')[3] : undefined;
+}
+
+/**
+ * One transaction may touch an item once. A check on an item the batch also writes is dropped (the
+ * write's own condition covers it, e.g. a relation to a record created earlier in the batch); two
+ * writes on one item are refused with the later op as the culprit.
+ */
+function dedupe(writes: Planned[]): Planned[] {
+  const byKey = new Map<string, Planned>();
+  const keyOfWrite = (w: KvWrite) => {
+    const k = 'put' in w ? w.put : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check;
+    return `${k.pk}\u0000${k.sk}`;
+  };
+  for (const w of writes.filter((x) => !('check' in x.write))) {
+    const key = keyOfWrite(w.write);
+    const prior = byKey.get(key);
+    if (prior) {
+      if (w.reason?.kind === 'unique') throw new ApiError(409, 'unique_violation', `Two operations of the batch give ${w.reason.field} the same value.`, w.reason.field);
+      throw badRequest('invalid_body', `Operations ${prior.op} and ${w.op} of the batch touch the same record; one operation per record per batch.`);
+    }
+    byKey.set(key, w);
+  }
+  const checks = new Map<string, Planned>();
+  for (const w of writes.filter((x) => 'check' in x.write)) {
+    const key = keyOfWrite(w.write);
+    if (!byKey.has(key) && !checks.has(key)) checks.set(key, w);
+  }
+  return [...byKey.values(), ...checks.values()];
+}
