@@ -395,8 +395,14 @@ function evalExpr(e: RuleExpr, input: EvalInput): boolean {
       return e.items.every((x) => evalExpr(x, input));
     case 'not':
       return !evalExpr(e.expr, input);
-    case 'compare':
-      return compare(e.op, operandValue(e.left, input), operandValue(e.right, input));
+    case 'compare': {
+      const left = operandValue(e.left, input);
+      const right = operandValue(e.right, input);
+      // An identity the caller does not have matches nothing, not even a missing field: without this,
+      // `owner = @auth.id` would let a publishable key (no @auth.id) into every record without an owner.
+      if ((e.left.type === 'auth' && left === null) || (e.right.type === 'auth' && right === null)) return false;
+      return compare(e.op, left, right);
+    }
     case 'test':
       return truthy(operandValue(e.operand, input));
   }

@@ -105,10 +105,13 @@ describe('operands', () => {
   it('@auth.id is the end user id, null for a publishable key', () => {
     expect(ev('@auth.id = "user_1"', user)).toBe(true);
     expect(ev('@auth.id = null', user)).toBe(false);
-    expect(ev('@auth.id = null', pub)).toBe(true);
+    // A missing identity compares false with anything, null included (see the owner-only pitfall).
+    expect(ev('@auth.id = null', pub)).toBe(false);
+    expect(ev('@auth.id != null', pub)).toBe(false);
     expect(ev('@auth.id', pub)).toBe(false);
+    expect(ev('!@auth.id', pub)).toBe(true);
     // A publishable key never exposes a userId even if one were set.
-    expect(ev('@auth.id = null', principal('publishable_key', { userId: 'x' }))).toBe(true);
+    expect(ev('@auth.id = "x"', principal('publishable_key', { userId: 'x' }))).toBe(false);
   });
 
   it('@auth.kind is end_user or publishable_key', () => {
@@ -121,11 +124,12 @@ describe('operands', () => {
     expect(ev('@auth.role = "editor"', user)).toBe(true);
     expect(ev('@auth.level >= 3', user)).toBe(true);
     expect(ev('@auth.admin', user)).toBe(true);
-    expect(ev('@auth.missing = null', user)).toBe(true);
-    expect(ev('@auth.role = null', pub)).toBe(true);
+    expect(ev('@auth.missing = null', user)).toBe(false);
+    expect(ev('!@auth.missing', user)).toBe(true);
+    expect(ev('@auth.role = "editor"', pub)).toBe(false);
     expect(ev('@auth.role', principal('end_user', { claims: null }))).toBe(false);
     // Inherited properties are not claims.
-    expect(ev('@auth.constructor = null', user)).toBe(true);
+    expect(ev('!@auth.constructor', user)).toBe(true);
     expect(ev('@auth.toString', user)).toBe(false);
   });
 
@@ -296,8 +300,9 @@ describe('examples from the docs', () => {
   it('owner only', () => {
     expect(ev('owner = @auth.id', user, { owner: 'user_1' })).toBe(true);
     expect(ev('owner = @auth.id', user, { owner: 'user_2' })).toBe(false);
-    // The pitfall the docs warn about: null = null for a publishable key and an ownerless record.
-    expect(ev('owner = @auth.id', pub, { owner: null })).toBe(true);
+    // No identity matches nothing: a publishable key does not own ownerless records.
+    expect(ev('owner = @auth.id', pub, { owner: null })).toBe(false);
+    expect(ev('owner = @auth.id', pub, {})).toBe(false);
     expect(ev('@auth.id != null && owner = @auth.id', pub, { owner: null })).toBe(false);
     expect(ev('@auth.id != null && owner = @auth.id', user, { owner: 'user_1' })).toBe(true);
   });
