@@ -7,11 +7,27 @@ function valueSize(value: KvValue): number {
   if (value === null || typeof value === 'boolean') return 1;
   if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
   if (typeof value === 'number') {
-    const digits = String(Math.abs(value)).replace(/[.e+-]/g, '').replace(/^0+/, '').length || 1;
+    // Significant digits; safe integers (the common case) without building a string.
+    let digits: number;
+    if (Number.isSafeInteger(value)) {
+      let v = Math.abs(value);
+      while (v !== 0 && v % 10 === 0) v /= 10;
+      digits = v === 0 ? 1 : Math.floor(Math.log10(v)) + 1;
+    } else {
+      digits = String(Math.abs(value)).replace(/e.*$/, '').replace(/\./, '').replace(/^0+/, '').replace(/0+$/, '').length || 1;
+    }
     return Math.ceil(digits / 2) + 1;
   }
-  if (Array.isArray(value)) return 3 + value.reduce<number>((n, v) => n + 1 + valueSize(v), 0);
-  return 3 + Object.entries(value).reduce<number>((n, [k, v]) => n + 1 + Buffer.byteLength(k, 'utf8') + valueSize(v), 0);
+  let n = 3;
+  if (Array.isArray(value)) {
+    for (const v of value) n += 1 + valueSize(v);
+    return n;
+  }
+  for (const k in value) {
+    const v = value[k];
+    if (v !== undefined) n += 1 + Buffer.byteLength(k, 'utf8') + valueSize(v);
+  }
+  return n;
 }
 
 export function itemSize(item: KvItem): number {
@@ -23,20 +39,23 @@ export function itemSize(item: KvItem): number {
   return size;
 }
 
-export function assertItemSize(item: KvItem): void {
+/** Returns the item's size, throwing the DynamoDB limit error when it is over 400 KB. */
+export function assertItemSize(item: KvItem): number {
   const size = itemSize(item);
   if (size > LIMITS.itemBytes) {
     throw new EngineLimitError('item_size', `item ${item.pk}/${item.sk} is ${size} bytes, over ${LIMITS.itemBytes}`);
   }
+  return size;
 }
 
-/** The checks DynamoDB makes on a TransactWriteItems request before running it. */
-export function assertTransactionShape(writes: KvWrite[]): void {
+/** The checks DynamoDB makes on a TransactWriteItems request before running it; returns each write's size. */
+export function assertTransactionShape(writes: KvWrite[]): number[] {
   if (writes.length === 0 || writes.length > LIMITS.transactionItems) {
     throw new EngineLimitError('transaction_items', `a transaction holds 1 to ${LIMITS.transactionItems} writes, got ${writes.length}`);
   }
   const seen = new Set<string>();
   let bytes = 0;
+  const sizes: number[] = [];
   for (const w of writes) {
     const key = writeKey(w);
     const id = `${key.pk}\u0000${key.sk}`;
@@ -44,18 +63,14 @@ export function assertTransactionShape(writes: KvWrite[]): void {
       throw new EngineLimitError('transaction_duplicate_item', `two writes in one transaction name ${key.pk}/${key.sk}`);
     }
     seen.add(id);
-    if ('put' in w) {
-      assertItemSize(w.put);
-      bytes += itemSize(w.put);
-    } else if ('update' in w) {
-      bytes += itemSize({ ...w.update, ...(w.set as Record<string, KvValue>) });
-    } else {
-      bytes += itemSize(key as KvItem);
-    }
+    const size = 'put' in w ? assertItemSize(w.put) : 'update' in w ? itemSize({ ...w.update, ...(w.set as Record<string, KvValue>) }) : itemSize(key as KvItem);
+    sizes.push(size);
+    bytes += size;
   }
   if (bytes > LIMITS.transactionBytes) {
     throw new EngineLimitError('transaction_size', `transaction is ${bytes} bytes, over ${LIMITS.transactionBytes}`);
   }
+  return sizes;
 }
 
 export function writeKey(w: KvWrite) {

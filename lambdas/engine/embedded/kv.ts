@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../errors.js';
-import { assertItemSize, assertTransactionShape, itemSize, writeKey } from '../item-size.js';
+import { assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
 import { applyUpdate, decodeCursor, deepEqual, encodeCursor } from '../kv-shared.js';
 import { LIMITS } from '../limits.js';
 
@@ -68,8 +68,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
     return JSON.parse(row.item) as KvItem;
   }
 
-  private write(item: KvItem): void {
-    assertItemSize(item);
+  private write(item: KvItem, size = assertItemSize(item)): void {
     this.stmt.upsert.run({
       pk: item.pk,
       sk: item.sk,
@@ -78,7 +77,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
       gsi2pk: strOrNull(item.gsi2pk),
       gsi2sk: strOrNull(item.gsi2sk),
       expires_at: typeof item.expires_at === 'number' ? Math.floor(item.expires_at) : null,
-      size: itemSize(item),
+      size,
       item: JSON.stringify(item),
     });
   }
@@ -120,13 +119,13 @@ export class SqliteKeyValueStore implements KeyValueStore {
   }
 
   async transact(writes: KvWrite[]): Promise<void> {
-    assertTransactionShape(writes);
+    const sizes = assertTransactionShape(writes);
     this.db.transaction(() => {
       const current = writes.map((w) => this.read(writeKey(w)));
       const failed = writes.flatMap((w, i) => (this.holds(w.condition, current[i]) ? [] : [i]));
       if (failed.length) throw new TransactionCanceledError(failed);
       writes.forEach((w, i) => {
-        if ('put' in w) this.write(w.put);
+        if ('put' in w) this.write(w.put, sizes[i]);
         else if ('update' in w) this.write(applyUpdate(current[i], w));
         else if ('delete' in w) this.stmt.delete.run(w.delete.pk, w.delete.sk);
       });
@@ -166,7 +165,9 @@ export class SqliteKeyValueStore implements KeyValueStore {
     const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
     const sql = `SELECT pk, sk, ${skCol} AS __sk, size, item FROM kv WHERE ${where.join(' AND ')} ORDER BY ${order
       .map((c) => `${c} ${dir}`)
-      .join(', ')}`;
+      .join(', ')} LIMIT @rows`;
+    // One row past the limit tells whether more follow.
+    params.rows = q.limit === undefined ? -1 : q.limit + 1;
     const items: KvItem[] = [];
     let bytes = 0;
     let last: (Row & { __sk: string }) | undefined;
