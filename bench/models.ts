@@ -1,0 +1,150 @@
+/**
+ * Authenticated `GET /v1/models` through the local platform (`bin/local.ts`), against a bare node:http
+ * server answering the same bytes, measured in the same run. Each server runs in its own child
+ * process; the load comes from this process. Rounds alternate baseline / ours, and each figure is the
+ * median of the rounds.
+ *
+ * Knobs (environment): BENCH_ROUNDS (3), BENCH_WARMUP_S (5), BENCH_DURATION_S (10),
+ * BENCH_CONNECTIONS (32), BENCH_PROFILE_DIR (run both servers as `node --cpu-prof --import tsx` and write
+ * their profiles to platform/ and baseline/ there when they exit; profiling slows them down).
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { load, median, type LoadResult } from './support/load.js';
+import { freePort, makeTempDir, runScript, startServer, type ServerProcess } from './support/processes.js';
+import { fmt, fmtInt } from './support/table.js';
+import type { Benchmark, BenchReport } from './support/types.js';
+
+const TARGET_RATIO = 0.6;
+const num = (name: string, fallback: number) => {
+  const v = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
+  return v;
+};
+
+/** Realistic routes: one per endpoint, defaults for two. */
+const ROUTES = [
+  ['--id', 'fast-chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'small-chat', '--default'],
+  ['--id', 'embed-small', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'small-embed', '--default'],
+  ['--id', 'runner', '--endpoint', '/v1/run', '--provider', 'bedrock', '--model', 'anthropic.claude-3-haiku'],
+];
+
+export const benchmark: Benchmark = {
+  name: 'models',
+  title: 'GET /v1/models: local platform vs bare node:http',
+  async run(progress): Promise<BenchReport> {
+    const rounds = num('BENCH_ROUNDS', 3);
+    const warmup = num('BENCH_WARMUP_S', 5);
+    const duration = num('BENCH_DURATION_S', 10);
+    const connections = num('BENCH_CONNECTIONS', 32);
+    const profileDir = process.env.BENCH_PROFILE_DIR ? resolve(process.env.BENCH_PROFILE_DIR) : undefined;
+
+    const temp = makeTempDir('bench-models-');
+    const dir = temp.path;
+    const dataDir = join(dir, 'data');
+    const servers: ServerProcess[] = [];
+    try {
+      const [ai, data, events, basePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
+      const platform = await startServer(
+        'platform',
+        'bin/local.ts',
+        {
+          DATA_DIR: dataDir,
+          AI_PORT: String(ai),
+          DATA_PORT: String(data),
+          EVENTS_PORT: String(events),
+          LOG_LEVEL: 'silent',
+        },
+        /Events API\s+http:/,
+        { nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, 'platform')}`] : undefined },
+      );
+      servers.push(platform);
+      const aiUrl = /AI API\s+(http:\S+)/.exec(platform.output())![1];
+      const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8')) as { organization_id: string; secret_key: string };
+      for (const args of ROUTES) runScript('bin/admin.ts', ['route', 'set', '--org', creds.organization_id, ...args], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
+
+      const headers = { authorization: `Bearer ${creds.secret_key}` };
+      const res = await fetch(`${aiUrl}/v1/models`, { headers });
+      const body = await res.text();
+      if (res.status !== 200) throw new Error(`GET /v1/models answered ${res.status}: ${body}`);
+      const list = JSON.parse(body) as { object: string; data: unknown[] };
+      if (list.object !== 'list' || list.data.length !== ROUTES.length) throw new Error(`unexpected model list: ${body}`);
+      const bodyFile = join(dir, 'models.json');
+      writeFileSync(bodyFile, body);
+      progress(`platform ${aiUrl}, ${list.data.length} routes, answer ${Buffer.byteLength(body)} bytes`);
+
+      const baseline = await startServer(
+        'baseline',
+        'bench/support/baseline-server.ts',
+        { BODY_FILE: bodyFile, CONTENT_TYPE: res.headers.get('content-type') ?? 'application/json', PORT: String(basePort) },
+        /Baseline\s+http:/,
+        { nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, 'baseline')}`] : undefined },
+      );
+      servers.push(baseline);
+      const baseUrl = /Baseline\s+(http:\S+)/.exec(baseline.output())![1];
+      const check = await fetch(`${baseUrl}/v1/models`, { headers });
+      if ((await check.text()) !== body) throw new Error('the baseline does not answer the same bytes');
+
+      const targets = [
+        { label: 'baseline (bare node:http)', url: `${baseUrl}/v1/models`, server: baseline, results: [] as LoadResult[] },
+        { label: 'ours (bin/local.ts)', url: `${aiUrl}/v1/models`, server: platform, results: [] as LoadResult[] },
+      ];
+      progress(`${rounds} rounds, each target: ${warmup} s warm-up (discarded) then ${duration} s, ${connections} keep-alive connections`);
+      for (let round = 1; round <= rounds; round++) {
+        for (const t of targets) {
+          const common = { url: t.url, headers, connections, expectBody: body, serverPgid: t.server.pgid };
+          await load({ ...common, duration: warmup });
+          const r = await load({ ...common, duration });
+          t.results.push(r);
+          progress(
+            `round ${round}/${rounds} ${t.label.padEnd(26)} ${fmtInt(r.rps).padStart(7)} req/s  p50 ${r.latencyP50Ms} ms  p99 ${r.latencyP99Ms} ms  ` +
+              `server ${fmt(r.serverCpuUsPerRequest)} µs CPU/req (${fmt(r.serverSysUsPerRequest)} in the kernel; ${fmt((r.serverCpuShare ?? NaN) * 100, 0)}% of a core), client ${fmt(r.clientCpuShare * 100, 0)}%, others ${fmt((r.othersBusy ?? NaN) * 100, 0)}%`,
+          );
+        }
+      }
+
+      const med = (t: (typeof targets)[number], f: (r: LoadResult) => number | undefined) => {
+        const values = t.results.map(f).filter((v): v is number => v !== undefined);
+        return values.length ? median(values) : undefined;
+      };
+      const [base, ours] = targets.map((t) => med(t, (r) => r.rps)!);
+      const ratio = ours / base;
+      const cpuRatio = (med(targets[1], (r) => r.serverCpuUsPerRequest) ?? NaN) / (med(targets[0], (r) => r.serverCpuUsPerRequest) ?? NaN);
+      const pass = ratio >= TARGET_RATIO;
+      const worstOthers = Math.max(0, ...targets.flatMap((t) => t.results.map((r) => r.othersBusy ?? 0)));
+      const noisy = worstOthers > 0.1 ? worstOthers : 0;
+      return {
+        tables: [
+          {
+            headers: ['server', ...targets[0].results.map((_, i) => `round ${i + 1} req/s`), 'median req/s', 'p50 ms', 'p99 ms', 'server CPU µs/req', 'of which kernel', 'server CPU', 'client CPU', 'others'],
+            align: ['l', ...targets[0].results.map(() => 'r' as const), 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+            rows: targets.map((t) => [
+              t.label,
+              ...t.results.map((r) => fmtInt(r.rps)),
+              fmtInt(med(t, (r) => r.rps)!),
+              fmt(med(t, (r) => r.latencyP50Ms), 0),
+              fmt(med(t, (r) => r.latencyP99Ms), 0),
+              fmt(med(t, (r) => r.serverCpuUsPerRequest)),
+              fmt(med(t, (r) => r.serverSysUsPerRequest)),
+              `${fmt((med(t, (r) => r.serverCpuShare) ?? NaN) * 100, 0)}%`,
+              `${fmt(med(t, (r) => r.clientCpuShare)! * 100, 0)}%`,
+              `${fmt((med(t, (r) => r.othersBusy) ?? NaN) * 100, 0)}%`,
+            ]),
+          },
+        ],
+        notes: [
+          `ratio ours / baseline (median req/s): ${ratio.toFixed(2)}`,
+          `server CPU per request, ours / baseline: ${fmt(cpuRatio, 2)}x`,
+          'server CPU and client CPU: shares of one core; others: share of the whole machine used by other processes meanwhile (noise)',
+          ...(noisy ? [`warning: other processes used over 10% of the machine during some runs (up to ${fmt(noisy * 100, 0)}%); the req/s figures are noisy, CPU µs/req less so`] : []),
+          `answer: ${Buffer.byteLength(body)} bytes, ${list.data.length} routes; ${connections} keep-alive connections; ${warmup} s warm-up + ${duration} s per run; medians of ${rounds} rounds`,
+          ...(profileDir ? [`CPU profiles of both servers written under ${profileDir}`] : []),
+        ],
+        verdict: { pass, summary: `ratio ${ratio.toFixed(2)} (target >= ${TARGET_RATIO})` },
+      };
+    } finally {
+      for (const s of servers.reverse()) await s.stop();
+      temp.remove();
+    }
+  },
+};

@@ -1,0 +1,51 @@
+/**
+ * `npm run bench [-- name ...]`: runs every benchmark module in bench/ (each `bench/<name>.ts`
+ * exporting `benchmark`), in file-name order, and prints their tables and a summary. Missing a target
+ * prints FAIL but still exits 0; a benchmark that breaks exits 1.
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { formatTable } from './support/table.js';
+import type { Benchmark } from './support/types.js';
+
+const BENCH_DIR = import.meta.dirname;
+const wanted = process.argv.slice(2);
+
+const files = readdirSync(BENCH_DIR)
+  .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'run.ts')
+  .sort();
+const benchmarks: Benchmark[] = [];
+for (const file of files) {
+  const mod = (await import(pathToFileURL(join(BENCH_DIR, file)).href)) as { benchmark?: Benchmark };
+  if (!mod.benchmark) throw new Error(`bench/${file} exports no benchmark`);
+  if (!wanted.length || wanted.includes(mod.benchmark.name)) benchmarks.push(mod.benchmark);
+}
+const unknown = wanted.filter((w) => !benchmarks.some((b) => b.name === w));
+if (unknown.length) {
+  process.stderr.write(`no benchmark named ${unknown.join(', ')}; there are: ${files.map((f) => f.replace(/\.ts$/, '')).join(', ')}\n`);
+  process.exit(2);
+}
+
+// Ctrl-C / kill: exit through process.exit so the children's 'exit' safety net runs.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
+
+const summary: string[][] = [];
+let broken = false;
+for (const b of benchmarks) {
+  process.stdout.write(`\n== ${b.name}: ${b.title}\n`);
+  const started = Date.now();
+  try {
+    const report = await b.run((line) => process.stdout.write(`   ${line}\n`));
+    for (const table of report.tables) process.stdout.write(`\n${formatTable(table)}\n`);
+    if (report.notes?.length) process.stdout.write(`\n${report.notes.map((n) => `   ${n}`).join('\n')}\n`);
+    summary.push([b.name, report.verdict ? (report.verdict.pass ? 'PASS' : 'FAIL') : '-', report.verdict?.summary ?? '', `${Math.round((Date.now() - started) / 1000)} s`]);
+  } catch (error) {
+    broken = true;
+    process.stderr.write(`\n${b.name} broke: ${(error as Error)?.stack ?? error}\n`);
+    summary.push([b.name, 'BROKEN', String((error as Error)?.message ?? error).split('\n')[0], `${Math.round((Date.now() - started) / 1000)} s`]);
+  }
+}
+
+process.stdout.write(`\n${formatTable({ title: 'Summary', headers: ['benchmark', 'verdict', 'figure', 'took'], rows: summary })}\n`);
+process.exitCode = broken ? 1 : 0;

@@ -1,0 +1,91 @@
+/** The load generator: autocannon in the bench process, keep-alive connections, fixed concurrency and duration. */
+import autocannon from 'autocannon';
+import { availableParallelism } from 'node:os';
+import { groupCpuSeconds, machineCpu } from './processes.js';
+
+export interface LoadOptions {
+  url: string;
+  headers?: Record<string, string>;
+  connections: number;
+  /** Seconds. */
+  duration: number;
+  /** Every response must carry exactly this body and a 2xx status, or the run fails. */
+  expectBody: string;
+  /** Process group of the server under load, to measure its CPU time. */
+  serverPgid?: number;
+}
+
+export interface LoadResult {
+  /** Completed 2xx responses per second of the run. */
+  rps: number;
+  requests: number;
+  seconds: number;
+  latencyP50Ms: number;
+  latencyP99Ms: number;
+  /** Server CPU time per answered request, in microseconds (undefined without /proc). */
+  serverCpuUsPerRequest?: number;
+  /** The part of it spent in the kernel (system time). */
+  serverSysUsPerRequest?: number;
+  /** Share of one core the server used over the run. */
+  serverCpuShare?: number;
+  /** Share of one core this (load generating) process used over the run. */
+  clientCpuShare: number;
+  /** Share of the whole machine (all cores) busy over the run, whoever used it (undefined without /proc). */
+  machineBusy?: number;
+  /** Share of the whole machine used by anything but the server and this process: noise. */
+  othersBusy?: number;
+}
+
+export async function load(options: LoadOptions): Promise<LoadResult> {
+  const serverCpuBefore = options.serverPgid === undefined ? undefined : groupCpuSeconds(options.serverPgid);
+  const machineBefore = machineCpu();
+  const clientCpuBefore = process.cpuUsage();
+  const wallBefore = process.hrtime.bigint();
+  const r = await autocannon({
+    url: options.url,
+    headers: options.headers,
+    connections: options.connections,
+    pipelining: 1,
+    duration: options.duration,
+    expectBody: options.expectBody,
+  });
+  const wall = Number(process.hrtime.bigint() - wallBefore) / 1e9;
+  const clientCpu = process.cpuUsage(clientCpuBefore);
+  const serverCpuAfter = options.serverPgid === undefined ? undefined : groupCpuSeconds(options.serverPgid);
+  const machineAfter = machineCpu();
+
+  const problems = [
+    r.errors && `${r.errors} errors`,
+    r.timeouts && `${r.timeouts} timeouts`,
+    r.non2xx && `${r.non2xx} non-2xx answers (${JSON.stringify(r.statusCodeStats)})`,
+    r.mismatches && `${r.mismatches} answers with a different body`,
+    r['2xx'] === 0 && 'no answers at all',
+  ].filter(Boolean);
+  if (problems.length) throw new Error(`load on ${options.url} failed: ${problems.join(', ')}`);
+
+  const machineBusy = machineBefore && machineAfter ? (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total) : undefined;
+  const serverSys = serverCpuBefore && serverCpuAfter ? serverCpuAfter.system - serverCpuBefore.system : undefined;
+  const serverCpu = serverCpuBefore && serverCpuAfter ? serverCpuAfter.user - serverCpuBefore.user + serverSys! : undefined;
+  return {
+    rps: r['2xx'] / r.duration,
+    requests: r['2xx'],
+    seconds: r.duration,
+    latencyP50Ms: r.latency.p50,
+    latencyP99Ms: r.latency.p99,
+    serverCpuUsPerRequest: serverCpu === undefined ? undefined : (serverCpu / r['2xx']) * 1e6,
+    serverSysUsPerRequest: serverSys === undefined ? undefined : (serverSys / r['2xx']) * 1e6,
+    serverCpuShare: serverCpu === undefined ? undefined : serverCpu / wall,
+    clientCpuShare: (clientCpu.user + clientCpu.system) / 1e6 / wall,
+    machineBusy,
+    othersBusy:
+      machineBusy === undefined || serverCpu === undefined
+        ? undefined
+        : Math.max(0, machineBusy - (serverCpu / wall + (clientCpu.user + clientCpu.system) / 1e6 / wall) / availableParallelism()),
+  };
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
