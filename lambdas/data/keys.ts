@@ -27,3 +27,6 @@ export const recordBodyKey = (org: string, database: string, collection: string,
 export const blobKey = (org: string, database: string, sha256: string) => `blobs/${org}/${encodeURIComponent(database)}/${sha256}`;
 /** Metadata of a stored blob (its existence is what `blob` fields are checked against). */
 export const blobMetaKey = (org: string, database: string, sha256: string) => ({ pk: `blobs#${org}#${database}`, sk: sha256 });
+/** A multipart upload (sk `<upload_id>`) and its parts (sk `<upload_id>#part#<n, 5 digits>`). */
+export const uploadKey = (org: string, database: string, uploadId: string, part?: number) =>
+  ({ pk: `uploads#${org}#${database}`, sk: part === undefined ? uploadId : `${uploadId}#part#${String(part).padStart(5, '0')}` });

@@ -5,12 +5,15 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
-import { toHttpRequest } from './event.js';
+import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, pipesResponse, toHttpRequest } from './event.js';
+import { ApiError } from './errors.js';
 import { credentials } from './middleware/credentials.js';
-import { jsonBody } from './middleware/json-body.js';
+import { jsonBody, tooLargeCode } from './middleware/json-body.js';
 import { operationIdEcho, operationIdRequired } from './middleware/operation-id.js';
 import { respond } from './middleware/respond.js';
+import { streamBody } from './middleware/stream-body.js';
 import { routeById, type RouteDef } from './routes.js';
 import type { HttpResponse, PlatformContext, RequestScope, RouteHandler } from './types.js';
 
@@ -33,7 +36,35 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
   chain.use(credentials());
   // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
   if (route.api === 'ai' && route.method !== 'ANY' && route.credentials !== 'none') chain.use(operationIdRequired());
-  if (route.body !== 'raw') chain.use(jsonBody());
-  const lambda = chain.handler(async (_event, context) => handle(context.platform.req, context.platform as RequestScope));
+  if ((route.body ?? 'json') === 'json') chain.use(jsonBody());
+  if (route.body === 'stream') chain.use(streamBody());
+  const lambda = chain.handler(async (event, context) => {
+    const res = await handle(context.platform.req, context.platform as RequestScope);
+    // A streamed answer: the local server pipes it; Lambda must return it whole (base64, 6 MB payload).
+    if (isReadable(res.body) && !pipesResponse(event)) return { ...res, body: await readWhole(res.body, Number(res.headers?.['content-length'] ?? 0), route.api) };
+    return res;
+  });
   return lambda as unknown as LambdaHttpHandler;
+}
+
+/** Reads a streamed answer into memory for Lambda, refusing one over the Lambda payload limit. */
+async function readWhole(body: Readable, declared: number, api: string): Promise<Buffer> {
+  const tooLarge = () =>
+    new ApiError(413, tooLargeCode(api), `The answer is over the ${LAMBDA_MAX_RESPONSE_BYTES} bytes a function behind API Gateway may return.`);
+  if (declared > LAMBDA_MAX_RESPONSE_BYTES) {
+    body.destroy();
+    throw tooLarge();
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of body) {
+      size += (chunk as Buffer).length;
+      if (size > LAMBDA_MAX_RESPONSE_BYTES) throw tooLarge();
+      chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+    }
+  } finally {
+    body.destroy();
+  }
+  return Buffer.concat(chunks);
 }

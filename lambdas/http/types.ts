@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { Context } from 'aws-lambda';
 import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
@@ -13,14 +14,25 @@ export interface HttpRequest {
   query: Record<string, string>;
   /** Lower-case header names. */
   headers: Record<string, string>;
+  /** The whole body; always empty on `body: 'stream'` routes served by the local server (read `stream()`). */
   body: Buffer;
   /** The parsed JSON body, when the route takes JSON and one was sent. */
   json?: unknown;
+  /**
+   * The body as a stream; may be called once. On `body: 'stream'` routes the local server hands the
+   * socket's stream (never buffered) and the chain counts its bytes against the route's
+   * `maxBodyBytes`; in Lambda (and on other routes) it streams the bytes of `body`.
+   */
+  stream(): Readable;
 }
 
 export interface HttpResponse {
   status: number;
-  /** A Buffer or string is sent as is; anything else as JSON. */
+  /**
+   * A Buffer or string is sent as is; a Readable is piped by the local server without buffering,
+   * and read whole in Lambda (at most LAMBDA_MAX_RESPONSE_BYTES, else 413: see docs/data/blobs.md);
+   * anything else as JSON.
+   */
   body?: unknown;
   headers?: Record<string, string>;
 }

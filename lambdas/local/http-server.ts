@@ -4,9 +4,12 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { LambdaHttpHandler } from '../http/handler.js';
 import { ApiError } from '../http/errors.js';
+import { attachBodyStream, markPipesResponse, responseStreamOf } from '../http/event.js';
 import { tooLargeCode } from '../http/middleware/json-body.js';
 import type { Api, RouteDef } from '../http/routes.js';
 import { log } from '../shared/log.js';
@@ -24,17 +27,33 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
 
   return createServer(async (req, res) => {
     try {
-      const body = await readBody(req, GATEWAY_MAX_BODY_BYTES);
-      if (body === undefined) {
-        const err = new ApiError(413, tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
-        return send(res, 413, { 'content-type': 'application/json', connection: 'close' }, JSON.stringify(err.toBody()));
-      }
       const url = new URL(req.url ?? '/', 'http://local');
+      // Matched before the body is read: a streaming route's body is handed over unread.
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
+      const streaming = route.body === 'stream';
+      let body: Buffer = Buffer.alloc(0);
+      if (!streaming) {
+        const read = await readBody(req, GATEWAY_MAX_BODY_BYTES);
+        if (read === undefined) {
+          const err = new ApiError(413, tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
+          return send(res, 413, { 'content-type': 'application/json', connection: 'close' }, JSON.stringify(err.toBody()));
+        }
+        body = read;
+      }
       const event = toEvent(api, req, url, route, params, body);
+      markPipesResponse(event);
+      if (streaming) attachBodyStream(event, req);
       const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId));
+      const headers: Record<string, string | number | boolean> = { ...result.headers };
+      if (streaming && !req.complete) {
+        // Answered before the body was read to its end (an early error): drop the rest and the connection.
+        headers.connection = 'close';
+        if (!req.destroyed) req.resume();
+      }
+      const stream = responseStreamOf(result);
+      if (stream) return await pipeOut(req, res, result.statusCode ?? 200, headers, stream);
       const payload = result.body ? Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8') : undefined;
-      send(res, result.statusCode ?? 200, result.headers ?? {}, payload);
+      send(res, result.statusCode ?? 200, headers, payload);
     } catch (error) {
       // Handlers map their own errors; reaching here is a bug in the runtime itself.
       log.error('local runtime error', { error: String((error as Error)?.stack ?? error) });
@@ -43,6 +62,25 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       else res.destroy();
     }
   });
+}
+
+/** Pipes a streamed answer (a download) to the socket without buffering it; HEAD gets the headers only. */
+async function pipeOut(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body: Readable) {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = String(v);
+  res.writeHead(status, out);
+  if (req.method === 'HEAD') {
+    body.destroy();
+    res.end();
+    return;
+  }
+  try {
+    await pipeline(body, res);
+  } catch (error) {
+    // The client went away, or the source failed after the headers were sent: nothing left to answer.
+    log.debug('download interrupted', { error: String(error) });
+    res.destroy();
+  }
 }
 
 function send(res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body?: Buffer | string) {

@@ -1,7 +1,8 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { BlobService } from '../blobs.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.uploads.abort', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** DELETE .../blobs/{sha256}/uploads/{upload_id}: 204; the upload's parts are dropped. */
+export const handler = httpHandler('data.uploads.abort', async (req, scope) => {
+  await new BlobService(scope).abortUpload(req.params.database, req.params.sha256, req.params.upload_id);
+  return { status: 204 };
 });

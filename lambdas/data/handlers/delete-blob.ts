@@ -1,7 +1,8 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { BlobService } from '../blobs.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.blobs.delete', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** DELETE /v1/databases/{database}/blobs/{sha256} (spec 4.18): 204; records naming the file are not checked. */
+export const handler = httpHandler('data.blobs.delete', async (req, scope) => {
+  await new BlobService(scope).delete(req.params.database, req.params.sha256);
+  return { status: 204 };
 });

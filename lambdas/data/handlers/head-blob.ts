@@ -1,7 +1,8 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError } from '../../http/errors.js';
+import { BlobService, blobHeaders } from '../blobs.js';
 
-// PLACEHOLDER: being built (issue 4).
-export const handler = httpHandler('data.blobs.head', async () => {
-  throw new ApiError(501, 'not_implemented', 'Not built yet.');
+/** HEAD /v1/databases/{database}/blobs/{sha256}: the download's headers (Content-Length of the file), no body. */
+export const handler = httpHandler('data.blobs.head', async (req, scope) => {
+  const blob = await new BlobService(scope).head(req.params.database, req.params.sha256);
+  return { status: 200, headers: blobHeaders(blob) };
 });

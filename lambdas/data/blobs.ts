@@ -1,0 +1,347 @@
+/**
+ * Files of a database (spec 4.17 to 4.19), addressed by the SHA-256 of their bytes.
+ *
+ * The bytes live in the blob store under blobKey(org, database, sha256); a metadata item
+ * (blobMetaKey: {sha256, size, created_at}) says the file is there, and is written only after the
+ * bytes are stored and checked. Readers and record checks trust the item, never the bytes alone.
+ * A multipart upload is an item under uploadKey (our `upl_` id -> the engine's upload id, expiring
+ * after 7 days like the bucket's abort rule) plus one item per uploaded part (etag, size), so an upload
+ * id is only found within its own organization, database and file, and the part list of a complete
+ * call is checked before the engine joins anything.
+ *
+ * Access: any credential that sees the database reads; writes and deletes need a server credential
+ * or an end-user token (publishable keys only read).
+ */
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { KeyValueStore, KvItem } from '../engine/ports.js';
+import { BlobMismatchError, ConditionFailedError, EngineError, EngineLimitError, UploadNotFoundError } from '../engine/errors.js';
+import { LIMITS } from '../engine/limits.js';
+import { isServerCredential, type Principal } from '../auth/principal.js';
+import { ApiError, badRequest, forbidden, notFound } from '../http/errors.js';
+import type { RequestScope } from '../http/types.js';
+import { newId } from '../shared/ids.js';
+import { recordActivity } from './activity.js';
+import { Databases } from './databases.js';
+import { blobKey, blobMetaKey, uploadKey } from './keys.js';
+
+export const SHA256_PATTERN = /^[0-9a-f]{64}$/;
+/** Spec 8: one PUT carries at most 100 MiB; multipart files go to 5 GiB in parts of 5 to 100 MiB. */
+export const MAX_BLOB_BYTES = 100 * 1024 * 1024;
+export const MAX_PART_BYTES = 100 * 1024 * 1024;
+export const MAX_MULTIPART_BYTES = 5 * 1024 * 1024 * 1024;
+export const MAX_PARTS = LIMITS.multipartMaxParts;
+export const MIN_PART_BYTES = LIMITS.multipartMinPartBytes;
+/** An unfinished upload is forgotten after 7 days (the bucket aborts its parts on the same day). */
+export const UPLOAD_TTL_SECONDS = 7 * 24 * 3600;
+const UPLOAD_ID_PATTERN = /^upl_[0-9a-z]{26}$/;
+
+/** Spec 2: a file is its SHA-256 and its size. */
+export interface Blob {
+  sha256: string;
+  size: number;
+}
+
+export interface UploadedPart {
+  part_number: number;
+  size: number;
+  etag: string;
+}
+
+/** Whether the file is stored in the database (what a record's `blob` field must name). */
+export async function blobExists(kv: KeyValueStore, org: string, database: string, sha256: string): Promise<boolean> {
+  return (await kv.get(blobMetaKey(org, database, sha256))) !== undefined;
+}
+
+/** The declared `Content-Length`, or undefined when none (or a malformed one) was sent. */
+export function declaredLength(headers: Record<string, string>): number | undefined {
+  const value = headers['content-length'];
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
+}
+
+/** Headers of a download and of HEAD: the file's bytes are immutable, so the SHA-256 is its ETag. */
+export const blobHeaders = (blob: Blob): Record<string, string> => ({
+  'content-type': 'application/octet-stream',
+  'content-length': String(blob.size),
+  etag: `"${blob.sha256}"`,
+});
+
+/** Publishable keys are read-only; every other credential that sees the database may write. */
+export const mayWrite = (p: Principal) => isServerCredential(p) || p.kind === 'end_user';
+
+const blobNotFound = (sha256: string) => notFound('blob_not_found', `No file ${sha256} in this database.`);
+const uploadNotFound = (id: string) => notFound('upload_not_found', `No open upload "${id}" for this file in this database.`);
+const invalidPart = (message: string, param: string | null = 'parts') => badRequest('invalid_part', message, param);
+const lengthRequired = () => new ApiError(411, 'length_required', 'Send the bytes with a Content-Length header.');
+const tooLarge = (max: number, what: string) => new ApiError(413, 'payload_too_large', `${what} is over ${max} bytes.`);
+
+function hashMismatch(error: BlobMismatchError, expected: { sha256: string; size?: number }): ApiError {
+  const message =
+    error.mismatch === 'size'
+      ? `${error.actual.size} bytes arrived, not the ${expected.size} announced; nothing was kept.`
+      : `The bytes hash to ${error.actual.sha256}, not to ${expected.sha256}; nothing was kept.`;
+  return badRequest('hash_mismatch', message, 'sha256');
+}
+
+export class BlobService {
+  private readonly kv: KeyValueStore;
+  private readonly org: string;
+
+  constructor(private readonly scope: RequestScope) {
+    this.kv = scope.engine.kv;
+    this.org = scope.principal.organizationId;
+  }
+
+  /** PUT .../blobs/{sha256} (4.17): stores the streamed bytes if they hash to `sha256`; `created` is false when already stored. */
+  async put(database: string, sha256: string, body: Readable, size: number | undefined, contentType?: string): Promise<{ blob: Blob; created: boolean }> {
+    await this.open(database, sha256, 'write', { strictName: true });
+    if (size === undefined) throw lengthRequired();
+    if (size > MAX_BLOB_BYTES) throw tooLarge(MAX_BLOB_BYTES, 'A single PUT (send larger files as a multipart upload)');
+    if (await this.kv.get(blobMetaKey(this.org, database, sha256))) {
+      // Already stored: read the bytes through (still checked), store nothing twice.
+      await discard(body, { sha256, size });
+      return { blob: { sha256, size }, created: false };
+    }
+    let stored: Blob;
+    try {
+      stored = await this.scope.engine.blobs.put(blobKey(this.org, database, sha256), body, { sha256, size });
+    } catch (error) {
+      if (error instanceof BlobMismatchError) throw hashMismatch(error, { sha256, size });
+      throw error;
+    }
+    const created = await this.remember(database, stored);
+    if (created) this.activity('blob.write', database, stored, contentType ?? null);
+    return { blob: stored, created };
+  }
+
+  /** GET .../blobs/{sha256}: the file as a stream (never read whole here). */
+  async get(database: string, sha256: string): Promise<{ blob: Blob; body: Readable }> {
+    await this.open(database, sha256, 'read');
+    if (!(await this.kv.get(blobMetaKey(this.org, database, sha256)))) throw blobNotFound(sha256);
+    const found = await this.scope.engine.blobs.get(blobKey(this.org, database, sha256));
+    if (!found) throw blobNotFound(sha256);
+    const blob = { sha256, size: found.size };
+    this.activity('blob.read', database, blob, 'application/octet-stream');
+    return { blob, body: found.body };
+  }
+
+  /** HEAD .../blobs/{sha256}: the metadata item alone answers. */
+  async head(database: string, sha256: string): Promise<Blob> {
+    await this.open(database, sha256, 'read');
+    const item = await this.kv.get(blobMetaKey(this.org, database, sha256));
+    if (!item) throw blobNotFound(sha256);
+    return { sha256, size: Number(item.size) };
+  }
+
+  /** DELETE .../blobs/{sha256} (4.18). The metadata goes first, so nobody is told the file exists while its bytes go. */
+  async delete(database: string, sha256: string): Promise<void> {
+    await this.open(database, sha256, 'write');
+    const key = blobMetaKey(this.org, database, sha256);
+    const item = await this.kv.get(key);
+    if (!item) throw blobNotFound(sha256);
+    try {
+      await this.kv.delete(key, { ifExists: true });
+    } catch (error) {
+      if (error instanceof ConditionFailedError) throw blobNotFound(sha256); // deleted meanwhile
+      throw error;
+    }
+    await this.scope.engine.blobs.delete(blobKey(this.org, database, sha256));
+    this.activity('blob.delete', database, { sha256, size: Number(item.size) }, null);
+  }
+
+  /** POST .../blobs/{sha256}/uploads (4.19). */
+  async createUpload(database: string, sha256: string): Promise<{ upload_id: string } | { sha256: string; exists: true }> {
+    await this.open(database, sha256, 'write', { strictName: true });
+    if (await this.kv.get(blobMetaKey(this.org, database, sha256))) return { sha256, exists: true };
+    const engineUploadId = await this.scope.engine.blobs.createMultipart(blobKey(this.org, database, sha256));
+    const now = this.scope.engine.clock.now();
+    const uploadId = newId('upl', now);
+    await this.kv.put({
+      ...uploadKey(this.org, database, uploadId),
+      upload_id: uploadId,
+      sha256,
+      engine_upload_id: engineUploadId,
+      created_at: new Date(now).toISOString(),
+      expires_at: Math.floor(now / 1000) + UPLOAD_TTL_SECONDS,
+    });
+    return { upload_id: uploadId };
+  }
+
+  /** PUT .../uploads/{upload_id}/parts/{n}: one part, streamed; uploading a number again replaces it. */
+  async uploadPart(database: string, sha256: string, uploadId: string, n: string, body: Readable, size: number | undefined): Promise<UploadedPart> {
+    await this.open(database, sha256, 'write');
+    const partNumber = parsePartNumber(n);
+    if (size === undefined) throw lengthRequired();
+    if (size > MAX_PART_BYTES) throw tooLarge(MAX_PART_BYTES, 'A part');
+    const upload = await this.upload(database, sha256, uploadId);
+    let part: { etag: string; size: number };
+    try {
+      part = await this.scope.engine.blobs.uploadPart(blobKey(this.org, database, sha256), String(upload.engine_upload_id), partNumber, body, size);
+    } catch (error) {
+      if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
+      if (error instanceof BlobMismatchError) throw badRequest('hash_mismatch', `${error.actual.size} bytes arrived, not the ${size} announced; the part was not kept.`);
+      throw error;
+    }
+    await this.kv.put({
+      ...uploadKey(this.org, database, uploadId, partNumber),
+      part_number: partNumber,
+      etag: part.etag,
+      size: part.size,
+      expires_at: upload.expires_at,
+    });
+    return { part_number: partNumber, size: part.size, etag: part.etag };
+  }
+
+  /**
+   * POST .../uploads/{upload_id}/complete: joins the listed parts (ascending, each as uploaded), checks
+   * the whole file's SHA-256 and size, and keeps it only if they match. A mismatch consumes the upload.
+   */
+  async completeUpload(
+    database: string,
+    sha256: string,
+    uploadId: string,
+    parts: { part_number: number; etag: string }[],
+    expectedSize?: number,
+  ): Promise<{ blob: Blob; created: boolean }> {
+    await this.open(database, sha256, 'write');
+    const upload = await this.upload(database, sha256, uploadId);
+    if (parts.length === 0 || parts.length > MAX_PARTS) throw invalidPart(`List 1 to ${MAX_PARTS} parts.`);
+    parts.forEach((part, i) => {
+      if (!Number.isInteger(part.part_number) || part.part_number < 1 || part.part_number > MAX_PARTS) {
+        throw invalidPart(`parts.${i}.part_number must be an integer from 1 to ${MAX_PARTS}.`, `parts.${i}.part_number`);
+      }
+      if (i > 0 && part.part_number <= parts[i - 1].part_number) throw invalidPart('List the parts in ascending part_number order, each once.', `parts.${i}.part_number`);
+    });
+    const uploaded = await this.uploadedParts(database, uploadId);
+    let total = 0;
+    parts.forEach((part, i) => {
+      const stored = uploaded.get(part.part_number);
+      if (!stored || stored.etag !== part.etag.replace(/"/g, '')) {
+        throw invalidPart(`Part ${part.part_number} with etag ${part.etag} was not uploaded to this upload.`, `parts.${i}.etag`);
+      }
+      if (i < parts.length - 1 && stored.size < MIN_PART_BYTES) {
+        throw badRequest('part_too_small', `Part ${part.part_number} is ${stored.size} bytes; every part but the last needs at least ${MIN_PART_BYTES}.`, `parts.${i}`);
+      }
+      total += stored.size;
+    });
+    if (total > MAX_MULTIPART_BYTES) throw tooLarge(MAX_MULTIPART_BYTES, 'The file');
+    if (expectedSize !== undefined && expectedSize !== total) {
+      throw badRequest('hash_mismatch', `The listed parts hold ${total} bytes, not the ${expectedSize} announced.`, 'size');
+    }
+
+    let stored: Blob;
+    try {
+      stored = await this.scope.engine.blobs.completeMultipart(
+        blobKey(this.org, database, sha256),
+        String(upload.engine_upload_id),
+        parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
+        { sha256, size: total },
+      );
+    } catch (error) {
+      if (error instanceof BlobMismatchError) {
+        await this.forgetUpload(database, uploadId);
+        throw hashMismatch(error, { sha256, size: total });
+      }
+      if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
+      if (error instanceof EngineLimitError && error.limit === 'multipart_part') throw badRequest('part_too_small', error.message, 'parts');
+      // A part replaced between our check and the join (the engine's InvalidPart).
+      if ((error instanceof EngineError && error.name === 'EngineError') || (error as Error)?.name === 'InvalidPart') {
+        throw invalidPart('A listed part is not the one uploaded under its number; list the etags the part uploads answered.');
+      }
+      throw error;
+    }
+    const created = await this.remember(database, stored);
+    await this.kv.delete(uploadKey(this.org, database, uploadId));
+    if (created) this.activity('blob.write', database, stored, null);
+    return { blob: stored, created };
+  }
+
+  /** DELETE .../uploads/{upload_id}: drops the parts; the upload id is then unknown. */
+  async abortUpload(database: string, sha256: string, uploadId: string): Promise<void> {
+    await this.open(database, sha256, 'write');
+    const upload = await this.upload(database, sha256, uploadId);
+    await this.kv.delete(uploadKey(this.org, database, uploadId));
+    try {
+      await this.scope.engine.blobs.abortMultipart(blobKey(this.org, database, sha256), String(upload.engine_upload_id));
+    } catch (error) {
+      if (!(error instanceof UploadNotFoundError)) throw error;
+    }
+    // Part items expire with the upload (expires_at); nothing reads them once the upload item is gone.
+  }
+
+  // ---------- helpers ----------
+
+  /** Path checks, then the access decision, then the database (404 when missing or not visible). */
+  private async open(database: string, sha256: string, access: 'read' | 'write', options: { strictName?: boolean } = {}): Promise<void> {
+    if (options.strictName && !SHA256_PATTERN.test(sha256)) {
+      throw badRequest('invalid_name', 'A file is named by the SHA-256 of its bytes: 64 lowercase hex characters.', 'sha256');
+    }
+    if (access === 'write' && !mayWrite(this.scope.principal)) {
+      throw forbidden('forbidden', 'Publishable keys may only read files; write with a secret key, an OAuth client or an end-user token.');
+    }
+    await new Databases(this.kv, () => this.scope.engine.clock.now()).get(this.scope.principal, database);
+    if (!SHA256_PATTERN.test(sha256)) throw blobNotFound(sha256);
+  }
+
+  private async upload(database: string, sha256: string, uploadId: string): Promise<KvItem> {
+    if (!UPLOAD_ID_PATTERN.test(uploadId)) throw uploadNotFound(uploadId);
+    const item = await this.kv.get(uploadKey(this.org, database, uploadId));
+    if (!item || item.sha256 !== sha256) throw uploadNotFound(uploadId);
+    return item;
+  }
+
+  /** The upload is gone from the engine (aborted, completed, expired): forget it too, and answer 404. */
+  private async forgetUpload(database: string, uploadId: string): Promise<ApiError> {
+    await this.kv.delete(uploadKey(this.org, database, uploadId));
+    return uploadNotFound(uploadId);
+  }
+
+  private async uploadedParts(database: string, uploadId: string): Promise<Map<number, { etag: string; size: number }>> {
+    const { pk } = uploadKey(this.org, database, uploadId);
+    const parts = new Map<number, { etag: string; size: number }>();
+    let cursor: string | undefined;
+    do {
+      const page = await this.kv.query({ pk, sk: { beginsWith: `${uploadId}#part#` }, cursor });
+      for (const item of page.items) parts.set(Number(item.part_number), { etag: String(item.etag), size: Number(item.size) });
+      cursor = page.cursor;
+    } while (cursor);
+    return parts;
+  }
+
+  /** Writes the metadata item once the bytes are kept; false when it was already there. */
+  private async remember(database: string, blob: Blob): Promise<boolean> {
+    const created_at = new Date(this.scope.engine.clock.now()).toISOString();
+    try {
+      await this.kv.put({ ...blobMetaKey(this.org, database, blob.sha256), sha256: blob.sha256, size: blob.size, created_at }, { ifAbsent: true });
+      return true;
+    } catch (error) {
+      if (error instanceof ConditionFailedError) return false;
+      throw error;
+    }
+  }
+
+  private activity(kind: 'blob.write' | 'blob.read' | 'blob.delete', database: string, blob: Blob, contentType: string | null): void {
+    recordActivity(this.scope, { kind, file_sha256: blob.sha256, file_size: blob.size, content_type: contentType, related: { database } });
+  }
+}
+
+/** Spec 4.19: part numbers 1 to 10,000, written in decimal. */
+function parsePartNumber(n: string): number {
+  const value = /^[1-9]\d{0,4}$/.test(n) ? Number(n) : NaN;
+  if (!(value >= 1 && value <= MAX_PARTS)) throw invalidPart(`The part number is an integer from 1 to ${MAX_PARTS}.`, 'n');
+  return value;
+}
+
+/** Reads a body through without keeping it, still checking it is the file it claims to be. */
+async function discard(body: Readable, expected: { sha256: string; size: number }): Promise<void> {
+  const hash = createHash('sha256');
+  let size = 0;
+  for await (const chunk of body) {
+    const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += bytes.length;
+    hash.update(bytes);
+  }
+  const actual = { sha256: hash.digest('hex'), size };
+  if (size !== expected.size) throw hashMismatch(new BlobMismatchError('size', actual), expected);
+  if (actual.sha256 !== expected.sha256) throw hashMismatch(new BlobMismatchError('sha256', actual), expected);
+}
