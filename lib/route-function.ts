@@ -128,7 +128,10 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   t.signing.grantVerify(role);
   if (grants.has('signing:sign')) t.signing.grantSign(role);
   if (grants.has('table:write')) t.table.grantReadWriteData(role);
-  else if (grants.has('table:read')) t.table.grantReadData(role);
+  else if (grants.has('table:read')) {
+    t.table.grantReadData(role);
+    grantActivityWrite(t, role);
+  }
   if (grants.has('blobs:write')) t.bucket.grantReadWrite(role);
   else if (grants.has('blobs:read')) t.bucket.grantRead(role);
   // Sending goes to the work queues only; SQS itself moves messages to the dead-letter queues.
@@ -138,6 +141,25 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
       new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [...connections(routeId, t).manageArns] }),
     );
   }
+}
+
+/** Partition keys of activity items (lambdas/data/activity.ts): `act#<org>#<day>`. */
+export const ACTIVITY_LEADING_KEYS = ['act#*'];
+
+/**
+ * The implicit grant of every function that reads the table (every HTTP route does, to resolve
+ * credentials): the chain records each call in the activity log, so it may put items, but only items
+ * whose partition key is an activity partition. TransactWriteItems is authorized per action, as PutItem.
+ * Functions holding table:write already write everything.
+ */
+function grantActivityWrite(t: GrantTargets, role: Role): void {
+  role.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem'],
+      resources: [t.table.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ACTIVITY_LEADING_KEYS } },
+    }),
+  );
 }
 
 function connections(routeId: string, t: GrantTargets): ConnectionsTarget {

@@ -9,6 +9,7 @@ import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, pipesResponse, toHttpRequest } from './event.js';
 import { ApiError } from './errors.js';
+import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
 import { jsonBody, tooLargeCode } from './middleware/json-body.js';
 import { operationIdEcho, operationIdRequired } from './middleware/operation-id.js';
@@ -24,6 +25,9 @@ export function httpHandler(route: string | RouteDef, handle: RouteHandler): Lam
 export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): LambdaHttpHandler {
   const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
+    // activity() is registered before everything: its before starts the latency clock, and its after and
+    // onError run after respond()'s, so it records the final answer (status, error code, bytes out).
+    .use(activity())
     .before(async ({ event, context }) => {
       context.platform = { route, req: toHttpRequest(event), requestId: event.requestContext.requestId ?? randomUUID() };
     })

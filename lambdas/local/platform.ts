@@ -7,6 +7,7 @@ import type { Engine } from '../engine/ports.js';
 import { useEngine } from '../engine/index.js';
 import type { LambdaHttpHandler } from '../http/handler.js';
 import { ROUTES, type Api } from '../http/routes.js';
+import { flushActivity } from '../data/activity.js';
 import { createApiServer } from './http-server.js';
 
 export interface PlatformOptions {
@@ -48,7 +49,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     urls,
     close: () =>
       (closing ??= (async () => {
-        // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets, then close the engine.
+        // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets, write the buffered
+        // activity events, then close the engine.
         await Promise.all(
           Object.values(servers).map(
             (server) =>
@@ -58,6 +60,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
               }),
           ),
         );
+        await flushActivity(options.engine);
         await options.engine.close();
       })()),
   };

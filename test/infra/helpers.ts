@@ -58,6 +58,8 @@ export interface AllowStatement {
   actions: string[];
   /** The statement's Resource, JSON-encoded (it holds CloudFormation references). */
   resources: string;
+  /** The statement's Condition, when it has one. */
+  condition?: Record<string, Record<string, unknown>>;
 }
 
 /** Every IAM action allowed to a function's role, with the resources of each statement. */
@@ -70,9 +72,10 @@ export function allowedStatements(template: Template, fn: RouteFunctionResource)
   );
   return policies.flatMap((p) =>
     p.Properties.PolicyDocument.Statement.filter((s: { Effect: string }) => s.Effect === 'Allow').map(
-      (s: { Action: string | string[]; Resource: unknown }) => ({
+      (s: { Action: string | string[]; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }) => ({
         actions: ([] as string[]).concat(s.Action),
         resources: JSON.stringify(s.Resource),
+        ...(s.Condition ? { condition: s.Condition } : {}),
       }),
     ),
   );

@@ -59,6 +59,18 @@ describe('functions', () => {
     }
   });
 
+  it('lets every HTTP route function record activity: table:write writes all, the others only act# items', () => {
+    const fns = routeFunctions(template);
+    for (const route of ROUTES) {
+      const statements = allowedStatements(template, fns.get(route.id)!);
+      const puts = statements.filter((s) => s.actions.includes('dynamodb:PutItem'));
+      expect(puts.length, route.id).toBeGreaterThanOrEqual(1);
+      if (!route.grants.includes('table:write')) {
+        for (const s of puts) expect(s.condition, route.id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['act#*'] } });
+      }
+    }
+  });
+
   it('gives each function ENGINE=aws and only the variables its grants need', () => {
     const fns = routeFunctions(template);
     for (const route of ALL_ROUTES) {
@@ -68,15 +80,23 @@ describe('functions', () => {
     }
   });
 
-  it('lets a table:read-only function read the table but never write it', () => {
+  it('lets a table:read-only function read the table, and write only activity items (partition key act#...)', () => {
     const route = ROUTES.find((r) => r.grants.length === 1 && r.grants[0] === 'table:read');
     expect(route, 'the route table has a table:read-only route').toBeDefined();
     const statements = allowedStatements(template, routeFunctions(template).get(route!.id)!);
+    const unconditioned = statements.filter((s) => !s.condition);
     const actions = actionsOf(statements);
-    expect(actions).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
+    expect(actionsOf(unconditioned)).toEqual(expect.arrayContaining(['dynamodb:GetItem', 'dynamodb:Query']));
     for (const write of ['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem', 'PartiQLInsert', 'PartiQLUpdate', 'PartiQLDelete']) {
-      expect(actions).not.toContain(`dynamodb:${write}`);
+      expect(actionsOf(unconditioned)).not.toContain(`dynamodb:${write}`);
     }
+    // The implicit activity grant: PutItem (also what TransactWriteItems checks) and BatchWriteItem, on the
+    // table itself (not its indexes), only for items whose partition key begins with act#.
+    const writes = statements.filter((s) => s.actions.some((a) => /^dynamodb:(Put|Update|Delete|BatchWrite|PartiQL)/.test(a)));
+    expect(writes).toHaveLength(1);
+    expect(writes[0].actions.sort()).toEqual(['dynamodb:BatchWriteItem', 'dynamodb:PutItem']);
+    expect(writes[0].condition).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['act#*'] } });
+    expect(writes[0].resources).toBe(JSON.stringify({ 'Fn::GetAtt': [stack.getLogicalId(stack.storage.table.node.defaultChild as CfnElement), 'Arn'] }));
     expect(actions.filter((a) => a.endsWith('*') || a === '*')).toEqual([]);
     // Nothing beyond the table, the signing public key (every function verifies tokens) and its own log group.
     const allowed = (a: string) => a.startsWith('dynamodb:') || a === 'kms:GetPublicKey' || a === 'logs:CreateLogStream' || a === 'logs:PutLogEvents';
