@@ -39,7 +39,7 @@ function strOrNull(v: unknown): string | null {
 
 export class SqliteKeyValueStore implements KeyValueStore {
   private readonly stmt;
-  private readonly queries = new Map<string, Database.Statement>();
+  private readonly queries = new Map<string, { stmt: Database.Statement; order: string[]; skCol: string }>();
 
   constructor(private readonly db: Database.Database, private readonly clock: Clock) {
     db.exec(SCHEMA);
@@ -133,48 +133,33 @@ export class SqliteKeyValueStore implements KeyValueStore {
   }
 
   async query(q: KvQuery): Promise<KvPage> {
-    const pkCol = q.index ? `${q.index}pk` : 'pk';
-    const skCol = q.index ? `${q.index}sk` : 'sk';
-    const dir = q.descending ? 'DESC' : 'ASC';
-    const where = [`${pkCol} = @pk`, `(expires_at IS NULL OR expires_at * 1000 > @now)`];
-    if (q.index) where.push(`${skCol} IS NOT NULL`);
-    const params: Record<string, unknown> = { pk: q.pk, now: this.nowMs() };
     const sk = q.sk;
+    const skKind = sk ? (Object.keys(sk)[0] as string) : '';
+    const plan = this.queryPlan(q.index, skKind, !!q.descending, !!q.cursor, q.limit !== undefined);
+    const params: Record<string, unknown> = { pk: q.pk, now: this.nowMs() };
     if (sk) {
       if ('beginsWith' in sk) {
-        where.push(`${skCol} >= @skLo AND ${skCol} < @skHi`);
         params.skLo = sk.beginsWith;
         params.skHi = sk.beginsWith + '\uffff';
       } else if ('between' in sk) {
-        where.push(`${skCol} BETWEEN @skLo AND @skHi`);
         [params.skLo, params.skHi] = sk.between;
       } else {
-        const [op, v] = Object.entries(sk)[0] as [string, string];
-        where.push(`${skCol} ${{ gt: '>', gte: '>=', lt: '<', lte: '<=' }[op]} @skV`);
-        params.skV = v;
+        params.skV = (sk as Record<string, string>)[skKind];
       }
     }
-    // Rows are ordered by the sort key, then the primary key (index sort keys need not be unique).
-    const order = q.index ? [skCol, 'pk', 'sk'] : ['sk'];
     if (q.cursor) {
       const c = decodeCursor(q.cursor);
-      const cmp = q.descending ? '<' : '>';
-      where.push(`(${order.join(', ')}) ${cmp} (${order.map((_, i) => `@c${i}`).join(', ')})`);
-      order.forEach((col, i) => (params[`c${i}`] = c[col]));
+      plan.order.forEach((col, i) => (params[`c${i}`] = c[col]));
     }
-    const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
-    const sql = `SELECT pk, sk, ${skCol} AS __sk, size, item FROM kv WHERE ${where.join(' AND ')} ORDER BY ${order
-      .map((c) => `${c} ${dir}`)
-      .join(', ')} LIMIT @rows`;
     // One row past the limit tells whether more follow.
-    params.rows = q.limit === undefined ? -1 : q.limit + 1;
+    if (q.limit !== undefined) params.rows = q.limit + 1;
+    const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
     const items: KvItem[] = [];
     let bytes = 0;
     let last: (Row & { __sk: string }) | undefined;
     let more = false;
-    let stmt = this.queries.get(sql);
-    if (!stmt) this.queries.set(sql, (stmt = this.db.prepare(sql)));
-    for (const row of stmt.iterate(params) as IterableIterator<Row & { __sk: string }>) {
+    const rows = (q.limit !== undefined ? plan.stmt.all(params) : plan.stmt.iterate(params)) as Iterable<Row & { __sk: string }>;
+    for (const row of rows) {
       if (items.length >= limit || bytes + row.size > LIMITS.queryPageBytes) {
         more = true;
         break;
@@ -185,8 +170,33 @@ export class SqliteKeyValueStore implements KeyValueStore {
     }
     if (!more || !last) return { items };
     const key: Record<string, string> = { pk: last.pk, sk: last.sk };
-    if (q.index) key[skCol] = last.__sk;
+    if (q.index) key[plan.skCol] = last.__sk;
     return { items, cursor: encodeCursor(key) };
+  }
+
+  /** The prepared statement for one shape of query, built once. */
+  private queryPlan(index: KvQuery['index'], skKind: string, descending: boolean, cursor: boolean, limited: boolean) {
+    const shape = `${index ?? ''}|${skKind}|${descending}|${cursor}|${limited}`;
+    let plan = this.queries.get(shape);
+    if (plan) return plan;
+    const pkCol = index ? `${index}pk` : 'pk';
+    const skCol = index ? `${index}sk` : 'sk';
+    const dir = descending ? 'DESC' : 'ASC';
+    const where = [`${pkCol} = @pk`, `(expires_at IS NULL OR expires_at * 1000 > @now)`];
+    if (index) where.push(`${skCol} IS NOT NULL`);
+    if (skKind === 'beginsWith') where.push(`${skCol} >= @skLo AND ${skCol} < @skHi`);
+    else if (skKind === 'between') where.push(`${skCol} BETWEEN @skLo AND @skHi`);
+    else if (skKind) where.push(`${skCol} ${{ gt: '>', gte: '>=', lt: '<', lte: '<=' }[skKind]} @skV`);
+    // Rows are ordered by the sort key, then the primary key (index sort keys need not be unique).
+    const order = index ? [skCol, 'pk', 'sk'] : ['sk'];
+    if (cursor) where.push(`(${order.join(', ')}) ${descending ? '<' : '>'} (${order.map((_, i) => `@c${i}`).join(', ')})`);
+    // No LIMIT without a limit: LIMIT -1 costs SQLite twice the time of none.
+    const sql = `SELECT pk, sk, ${skCol} AS __sk, size, item FROM kv WHERE ${where.join(' AND ')} ORDER BY ${order
+      .map((c) => `${c} ${dir}`)
+      .join(', ')}${limited ? ' LIMIT @rows' : ''}`;
+    plan = { stmt: this.db.prepare(sql), order, skCol };
+    this.queries.set(shape, plan);
+    return plan;
   }
 
   /** Removes expired items for good (they are already invisible); DynamoDB's TTL does the same, later. */
