@@ -1,8 +1,10 @@
 /**
  * How a record is stored and read back. A record item holds the values inline, or, when they are too
  * large for one DynamoDB item (records may be 900 KiB, items 400 KB), a pointer to a body in the blob
- * store written before the transaction that commits the pointer and the version.
+ * store written before the transaction that commits the pointer and the version (under a key of its
+ * own for every write, `<version>.<random>.json`).
  */
+import { randomBytes } from 'node:crypto';
 import type { Engine, KvItem } from '../engine/ports.js';
 import { recordBodyKey } from './keys.js';
 import type { Collection } from './collections.js';
@@ -67,7 +69,10 @@ export async function recordItem(
   if (Buffer.byteLength(serialized) <= INLINE_BODY_BYTES) {
     return { item: { ...key, ...meta, values: values as never }, bodyKey: null };
   }
-  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version);
+  // Unique per write, not just per version: a write that loses its transaction (a create on an existing
+  // id, a racing update from the same version) deletes the body it stored, which must not be the body
+  // the winner committed under the same version.
+  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version).replace(/\.json$/, `.${randomBytes(8).toString('hex')}.json`);
   await engine.blobs.put(bodyKey, Buffer.from(serialized));
   return { item: { ...key, ...meta, body: bodyKey, size: Buffer.byteLength(serialized) }, bodyKey };
 }
