@@ -43,6 +43,7 @@ import {
   UploadNotFoundError,
 } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { checkExpectation, checkPartList, checkPartNumber } from '../blob-checks.js';
 
 const STAGING_PREFIX = '.staging/';
 /** Part size used when a streamed body of unknown length is staged with a multipart upload. */
@@ -418,26 +419,6 @@ function encodeCopyKey(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
-function checkExpectation(stored: StoredBlob, expect?: BlobExpectation): void {
-  if (expect?.size !== undefined && stored.size !== expect.size) throw new BlobMismatchError('size', stored);
-  if (expect?.sha256 !== undefined && stored.sha256 !== expect.sha256.toLowerCase()) throw new BlobMismatchError('sha256', stored);
-}
-
-function checkPartNumber(partNumber: number): void {
-  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > LIMITS.multipartMaxParts) {
-    throw new EngineLimitError('multipart_part', `part number must be an integer in 1..${LIMITS.multipartMaxParts}, got ${partNumber}`);
-  }
-}
-
-function checkPartList(parts: { partNumber: number }[]): void {
-  if (parts.length === 0) throw new EngineLimitError('multipart_part', 'a multipart upload needs at least one part');
-  parts.forEach((part, i) => {
-    checkPartNumber(part.partNumber);
-    if (i > 0 && part.partNumber <= parts[i - 1].partNumber) {
-      throw new EngineLimitError('multipart_part', 'parts must be listed in strictly ascending part number order');
-    }
-  });
-}
 
 interface AwsError {
   name?: string;

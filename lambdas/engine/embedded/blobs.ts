@@ -22,6 +22,7 @@ import { Readable } from 'node:stream';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
 import { BlobMismatchError, EngineError, EngineLimitError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { checkExpectation, checkPartList, checkPartNumber } from '../blob-checks.js';
 
 /** S3 keys are at most 1024 bytes of UTF-8. */
 const MAX_KEY_BYTES = 1024;
@@ -302,27 +303,6 @@ async function* concatFiles(paths: string[]): AsyncGenerator<Buffer> {
   }
 }
 
-function checkExpectation(stored: StoredBlob, expect?: BlobExpectation): void {
-  if (expect?.size !== undefined && stored.size !== expect.size) throw new BlobMismatchError('size', stored);
-  if (expect?.sha256 !== undefined && stored.sha256 !== expect.sha256.toLowerCase()) throw new BlobMismatchError('sha256', stored);
-}
-
-function checkPartNumber(partNumber: number): void {
-  if (!Number.isInteger(partNumber) || partNumber < 1 || partNumber > LIMITS.multipartMaxParts) {
-    throw new EngineLimitError('multipart_part', `part number must be an integer in 1..${LIMITS.multipartMaxParts}, got ${partNumber}`);
-  }
-}
-
-function checkPartList(parts: { partNumber: number }[]): void {
-  if (parts.length === 0) throw new EngineLimitError('multipart_part', 'a multipart upload needs at least one part');
-  parts.forEach((part, i) => {
-    checkPartNumber(part.partNumber);
-    // S3 answers InvalidPartOrder.
-    if (i > 0 && part.partNumber <= parts[i - 1].partNumber) {
-      throw new EngineLimitError('multipart_part', 'parts must be listed in strictly ascending part number order');
-    }
-  });
-}
 
 /** S3 ignores the double quotes around etags when comparing them. */
 function unquote(etag: string): string {
