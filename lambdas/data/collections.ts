@@ -20,6 +20,11 @@ export interface Collection {
   rules: Record<RuleAction, Rule>;
   /** Rules parsed once when the collection is saved. */
   compiled: Record<RuleAction, CompiledRule>;
+  /**
+   * Dropped field name -> the schema_version that dropped it. In a free collection an undeclared key is
+   * a free value, so a record written before the drop must not show the dropped field's old value.
+   */
+  dropped?: Record<string, number>;
   created_at: string;
   updated_at: string;
 }
@@ -131,14 +136,23 @@ export class Collections {
       if (!before) added.push(f);
       next.push(before ?? { ...f, generation: version });
     }
-    const dropped = current.fields.some((f) => !fields.some((g) => g.name === f.name));
+    const droppedNames = current.fields.filter((f) => !fields.some((g) => g.name === f.name)).map((f) => f.name);
+    const dropped = droppedNames.length > 0;
     const rulesChanged = JSON.stringify(rules) !== JSON.stringify(current.rules);
     const reordered = JSON.stringify(current.fields.map((f) => f.name)) !== JSON.stringify(next.map((f) => f.name));
     if (!added.length && !dropped && !rulesChanged && !reordered) return { collection: current, created: false, changed: false };
     if (added.some((f) => f.required) && (await this.hasRecords(org, database, current.name))) {
       throw new ApiError(409, 'schema_violation', 'A new required field cannot be added to a collection that has records: they would lack it.', 'fields');
     }
-    const collection: Collection = { ...current, schema_version: version, fields: next, rules, compiled, updated_at: new Date(this.now()).toISOString() };
+    const collection: Collection = {
+      ...current,
+      schema_version: version,
+      fields: next,
+      rules,
+      compiled,
+      ...(dropped ? { dropped: { ...current.dropped, ...Object.fromEntries(droppedNames.map((n) => [n, version])) } } : {}),
+      updated_at: new Date(this.now()).toISOString(),
+    };
     await this.kv.put({ ...collectionKey(org, database, current.name), ...(collection as unknown as Record<string, never>) }, { ifEquals: { schema_version: current.schema_version } });
     return { collection, created: false, changed: true };
   }

@@ -4,7 +4,7 @@
  * (it is read in key order from its index); other filters, `q` and the list rule then filter the
  * records read, so a page may hold fewer than `limit` records while `next_cursor` is not null.
  */
-import type { Engine, KvItem } from '../engine/ports.js';
+import type { Engine, KvItem, KvSortKeyCondition } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
 import { ApiError, badRequest, forbidden } from '../http/errors.js';
@@ -103,6 +103,12 @@ function pickDriver(conditions: Condition[]): Condition | undefined {
 
 const tokenize = (text: string) => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
 
+/**
+ * Orders encoded values as the store orders sort keys: by UTF-8 bytes. (JavaScript's `<` compares UTF-16
+ * code units, which puts U+E000..U+FFFF after characters outside the BMP.)
+ */
+const compareKeys = (a: string, b: string) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
 function matches(c: Condition, value: unknown): boolean {
   if (value === undefined || value === null) return false;
   const enc = encodeKeyValue(c.field.type, value);
@@ -113,13 +119,13 @@ function matches(c: Condition, value: unknown): boolean {
     case 'in':
       return cmp.includes(enc);
     case 'gt':
-      return enc > cmp[0];
+      return compareKeys(enc, cmp[0]) > 0;
     case 'gte':
-      return enc >= cmp[0];
+      return compareKeys(enc, cmp[0]) >= 0;
     case 'lt':
-      return enc < cmp[0];
+      return compareKeys(enc, cmp[0]) < 0;
     case 'lte':
-      return enc <= cmp[0];
+      return compareKeys(enc, cmp[0]) <= 0;
   }
 }
 
@@ -134,7 +140,7 @@ function ranges(driver: Condition | undefined, all: Condition[], descending: boo
   const enc = (v: unknown) => encodeKeyValue(driver.field.type, v);
   if (driver.op === 'eq') return [keyBounds.eq(enc(driver.values[0]))];
   if (driver.op === 'in') {
-    const sorted = [...new Set(driver.values.map(enc))].sort();
+    const sorted = [...new Set(driver.values.map(enc))].sort(compareKeys);
     if (descending) sorted.reverse();
     return sorted.map((e) => keyBounds.eq(e));
   }
@@ -142,10 +148,23 @@ function ranges(driver: Condition | undefined, all: Condition[], descending: boo
   const range: Range = {};
   for (const c of all.filter((x) => x.field.name === driver.field.name && x.op !== 'eq' && x.op !== 'in')) {
     const b: Range = keyBounds[c.op as 'gt' | 'gte' | 'lt' | 'lte'](enc(c.values[0]));
-    if (b.lo !== undefined && (range.lo === undefined || b.lo > range.lo)) range.lo = b.lo;
-    if (b.hi !== undefined && (range.hi === undefined || b.hi < range.hi)) range.hi = b.hi;
+    if (b.lo !== undefined && (range.lo === undefined || compareKeys(b.lo, range.lo) > 0)) range.lo = b.lo;
+    if (b.hi !== undefined && (range.hi === undefined || compareKeys(b.hi, range.hi) < 0)) range.hi = b.hi;
   }
+  // Conditions that exclude each other: nothing to read (DynamoDB refuses a BETWEEN whose bounds are reversed).
+  if (range.lo !== undefined && range.hi !== undefined && compareKeys(range.lo, range.hi) > 0) return [];
   return [range];
+}
+
+/**
+ * The sort-key condition for a range. An open end stays open: no string is above every key (a
+ * value may start with any character), so `gte`/`lte` rather than BETWEEN with a made-up bound.
+ */
+function rangeCondition(range: Range): KvSortKeyCondition | undefined {
+  if (range.lo !== undefined && range.hi !== undefined) return { between: [range.lo, range.hi] };
+  if (range.lo !== undefined) return { gte: range.lo };
+  if (range.hi !== undefined) return { lte: range.hi };
+  return undefined;
 }
 
 interface CursorState {
@@ -173,6 +192,10 @@ export class RecordReader {
 
   /** One record; a record the view rule hides is answered like a missing one. */
   async get(c: Collection, id: string): Promise<RecordView> {
+    // A credential the view rule can never let through is refused before any record is looked at.
+    if (ruleAllowsPrincipal(c.compiled.view, this.principal) === 'no') {
+      throw forbidden('forbidden', "The collection's view rule does not allow this credential.");
+    }
     if (!RECORD_ID_PATTERN.test(id)) throw recordNotFound(id);
     const item = await this.engine.kv.get(recordKey(this.org, this.database, c.name, id));
     if (!item) throw recordNotFound(id);
@@ -201,7 +224,7 @@ export class RecordReader {
       const page = await this.engine.kv
         .query({
           pk: field ? indexPartition(this.org, this.database, c.name, field.name, field.generation) : recordPartition(this.org, this.database, c.name),
-          sk: range.lo !== undefined || range.hi !== undefined ? { between: [range.lo ?? '', range.hi ?? '\uffff\uffff'] } : undefined,
+          sk: rangeCondition(range),
           descending: q.sort.descending,
           limit: want,
           cursor: state.c,

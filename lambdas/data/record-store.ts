@@ -36,7 +36,8 @@ export function visibleValues(collection: Collection, sv: number, values: Record
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(values)) {
     const field = declared.get(k);
-    if (field ? field.generation <= sv : collection.mode === 'free') out[k] = v;
+    // In a free collection an undeclared key is a free value, unless it is a field dropped after the record was written.
+    if (field ? field.generation <= sv : collection.mode === 'free' && (collection.dropped?.[k] ?? 0) <= sv) out[k] = v;
   }
   return out;
 }

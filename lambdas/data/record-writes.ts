@@ -4,7 +4,8 @@
  * value, one entry per indexed value, existence checks for relations and blobs, and a check that the
  * collection's schema did not change meanwhile. All of it applies, or none of it.
  */
-import type { Engine, KvWrite } from '../engine/ports.js';
+import type { Engine, KvCondition, KvItem, KvWrite } from '../engine/ports.js';
+import { deepEqual } from '../engine/kv-shared.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import type { Principal } from '../auth/principal.js';
@@ -14,7 +15,7 @@ import { newId } from '../shared/ids.js';
 import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
 import { Collections, collectionNotFound, type Collection } from './collections.js';
 import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyValue, normalizeValue, type StoredField } from './schema.js';
-import { evaluateRule } from './rules.js';
+import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { MAX_RECORD_BYTES, loadRecord, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
 
 export interface WriteOp {
@@ -127,21 +128,55 @@ export class RecordWriter {
     try {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i];
-        const c = await this.collection(op.collection, op.op, cache);
-        const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
-        if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
-        else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
-        else results.push(await this.planDelete(op, c, add, oldBodies));
+        try {
+          const c = await this.collection(op.collection, op.op, cache);
+          const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
+          if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
+          else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
+          else results.push(await this.planDelete(op, c, add, oldBodies));
+        } catch (error) {
+          throw new PlanError(i, error);
+        }
       }
       for (const [name, c] of cache) {
         const first = writes.find((w) => 'put' in w.write || 'update' in w.write ? recordCollection(w.write) === name : false);
         writes.push({ write: { check: collectionKey(this.org, this.ctx.database, name), condition: { ifEquals: { schema_version: c.schema_version } } }, op: first?.op ?? 0, reason: { kind: 'schema' } });
       }
+      return { writes: dedupe(writes), results, newBodies, oldBodies };
     } catch (error) {
       await Promise.all(newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
-      throw error;
+      if (!(error instanceof PlanError)) throw error;
+      // An op found failing while planning is the answer only if no earlier op would fail in the transaction.
+      throw (await this.earlierFailure(ops, writes, error.op)) ?? error.error;
     }
-    return { writes: dedupe(writes), results, newBodies, oldBodies };
+  }
+
+  /**
+   * The failure of the first op before `before` whose planned conditions do not hold now. Conditions
+   * that only the transaction checks (unique guards, existing ids, relations) would otherwise be
+   * hidden behind a later op's error, and section 3 makes the first failure the answer.
+   */
+  private async earlierFailure(ops: WriteOp[], writes: Planned[], before: number): Promise<ApiError | undefined> {
+    const written = new Set(writes.filter((w) => !('check' in w.write)).map((w) => writeId(w.write)));
+    const candidates = writes
+      .filter((w) => w.op < before && w.write.condition && w.reason?.kind !== 'schema' && !('check' in w.write && written.has(writeId(w.write))))
+      .sort((a, b) => a.op - b.op);
+    for (const w of candidates) {
+      const item = await this.ctx.engine.kv.get(writeKeyOf(w.write));
+      if (!conditionHolds(w.write.condition!, item)) return this.explain(ops, w);
+    }
+    return undefined;
+  }
+
+  /**
+   * docs/data/rules.md: before any record is looked at, a credential the rule can never let through
+   * (`null` or `""` for a browser credential, `users` for a publishable key) is refused with 403, so
+   * the answer tells nothing about whether the record exists.
+   */
+  private checkPrincipal(c: Collection, action: 'create' | 'update' | 'delete') {
+    if (ruleAllowsPrincipal(c.compiled[action], this.ctx.principal) === 'no') {
+      throw forbidden('forbidden', `The collection's ${action} rule does not allow this credential.`);
+    }
   }
 
   private checkRule(c: Collection, action: 'create' | 'update' | 'delete', record: RecordView | null, request: Record<string, unknown> | null) {
@@ -153,6 +188,7 @@ export class RecordWriter {
   }
 
   private async planCreate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[]): Promise<RecordView> {
+    this.checkPrincipal(c, 'create');
     const id = op.id ?? newId('rec', this.now());
     if (!RECORD_ID_PATTERN.test(id)) throw badRequest('invalid_value', 'id: 1 to 64 letters, digits, "_" or "-".', 'id');
     const values = this.values(c, op.data ?? {}, {});
@@ -177,6 +213,7 @@ export class RecordWriter {
   }
 
   private async planUpdate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[], oldBodies: string[]): Promise<RecordView> {
+    this.checkPrincipal(c, 'update');
     const before = await this.current(c, op);
     const old = visibleValues(c, before.sv, before.values);
     const values = this.values(c, op.data ?? {}, old);
@@ -192,6 +229,7 @@ export class RecordWriter {
   }
 
   private async planDelete(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, oldBodies: string[]): Promise<{ id: string; deleted: true }> {
+    this.checkPrincipal(c, 'delete');
     const before = await this.current(c, op);
     this.checkRule(c, 'delete', view(c, before), null);
     if (before.body) oldBodies.push(before.body);
@@ -263,30 +301,53 @@ function recordCollection(w: KvWrite): string | undefined {
   return pk?.startsWith('rec#') ? pk.split('#')[3] : undefined;
 }
 
+/** An error met while planning op `op` (its index in the batch). */
+class PlanError extends Error {
+  override name = 'PlanError';
+  constructor(readonly op: number, readonly error: unknown) {
+    super(`op ${op} failed while planning`);
+  }
+}
+
+const writeKeyOf = (w: KvWrite) => ('put' in w ? { pk: w.put.pk, sk: w.put.sk } : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check);
+const writeId = (w: KvWrite) => {
+  const k = writeKeyOf(w);
+  return `${k.pk}\u0000${k.sk}`;
+};
+
+/** Whether a write's condition holds for the item as stored now (the store's own semantics). */
+function conditionHolds(condition: KvCondition, item: KvItem | undefined): boolean {
+  if ('ifAbsent' in condition) return item === undefined;
+  if ('ifExists' in condition) return item !== undefined;
+  return item !== undefined && Object.entries(condition.ifEquals).every(([k, v]) => deepEqual(item[k], v));
+}
+
 /**
  * One transaction may touch an item once. A check on an item the batch also writes is dropped (the
- * write's own condition covers it, e.g. a relation to a record created earlier in the batch); two
- * writes on one item are refused with the later op as the culprit.
+ * write's own condition covers it, e.g. a relation to a record created earlier in the batch) unless
+ * the batch deletes that item: a relation to a record the batch deletes points at nothing. Two writes
+ * on one item are refused with the later op as the culprit.
  */
 function dedupe(writes: Planned[]): Planned[] {
   const byKey = new Map<string, Planned>();
-  const keyOfWrite = (w: KvWrite) => {
-    const k = 'put' in w ? w.put : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check;
-    return `${k.pk}\u0000${k.sk}`;
-  };
   for (const w of writes.filter((x) => !('check' in x.write))) {
-    const key = keyOfWrite(w.write);
+    const key = writeId(w.write);
     const prior = byKey.get(key);
     if (prior) {
-      if (w.reason?.kind === 'unique') throw new ApiError(409, 'unique_violation', `Two operations of the batch give ${w.reason.field} the same value.`, w.reason.field);
-      throw badRequest('invalid_body', `Operations ${prior.op} and ${w.op} of the batch touch the same record; one operation per record per batch.`);
+      if (w.reason?.kind === 'unique') throw new PlanError(w.op, new ApiError(409, 'unique_violation', `Two operations of the batch give ${w.reason.field} the same value.`, w.reason.field));
+      throw new PlanError(w.op, badRequest('invalid_body', `Operations ${prior.op} and ${w.op} of the batch touch the same record; one operation per record per batch.`));
     }
     byKey.set(key, w);
   }
   const checks = new Map<string, Planned>();
   for (const w of writes.filter((x) => 'check' in x.write)) {
-    const key = keyOfWrite(w.write);
-    if (!byKey.has(key) && !checks.has(key)) checks.set(key, w);
+    const key = writeId(w.write);
+    const target = byKey.get(key);
+    if (target && 'delete' in target.write && w.reason?.kind === 'relation') {
+      const field = w.reason.field;
+      throw new PlanError(Math.max(w.op, target.op), badRequest('invalid_value', `${field}: the batch deletes the record it points at.`, field));
+    }
+    if (!target && !checks.has(key)) checks.set(key, w);
   }
   return [...byKey.values(), ...checks.values()];
 }
