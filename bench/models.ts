@@ -8,19 +8,16 @@
  * BENCH_CONNECTIONS (32), BENCH_PROFILE_DIR (run both servers as `node --cpu-prof --import tsx` and write
  * their profiles to platform/ and baseline/ there when they exit; profiling slows them down).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { envNumber, profileDirFromEnv } from './support/env.js';
 import { load, median, type LoadResult } from './support/load.js';
 import { freePort, makeTempDir, runScript, startServer, type ServerProcess } from './support/processes.js';
+import { profileArgs, startLocalPlatform } from './support/platform.js';
 import { fmt, fmtInt } from './support/table.js';
 import type { Benchmark, BenchReport } from './support/types.js';
 
 const TARGET_RATIO = 0.6;
-const num = (name: string, fallback: number) => {
-  const v = Number(process.env[name] ?? fallback);
-  if (!Number.isFinite(v) || v <= 0) throw new Error(`${name} must be a positive number`);
-  return v;
-};
 
 /** Realistic routes: one per endpoint, defaults for two. */
 const ROUTES = [
@@ -33,34 +30,19 @@ export const benchmark: Benchmark = {
   name: 'models',
   title: 'GET /v1/models: local platform vs bare node:http',
   async run(progress): Promise<BenchReport> {
-    const rounds = num('BENCH_ROUNDS', 3);
-    const warmup = num('BENCH_WARMUP_S', 5);
-    const duration = num('BENCH_DURATION_S', 10);
-    const connections = num('BENCH_CONNECTIONS', 32);
-    const profileDir = process.env.BENCH_PROFILE_DIR ? resolve(process.env.BENCH_PROFILE_DIR) : undefined;
+    const rounds = envNumber('BENCH_ROUNDS', 3);
+    const warmup = envNumber('BENCH_WARMUP_S', 5);
+    const duration = envNumber('BENCH_DURATION_S', 10);
+    const connections = envNumber('BENCH_CONNECTIONS', 32);
+    const profileDir = profileDirFromEnv();
 
     const temp = makeTempDir('bench-models-');
     const dir = temp.path;
-    const dataDir = join(dir, 'data');
     const servers: ServerProcess[] = [];
     try {
-      const [ai, data, events, basePort] = [await freePort(), await freePort(), await freePort(), await freePort()];
-      const platform = await startServer(
-        'platform',
-        'bin/local.ts',
-        {
-          DATA_DIR: dataDir,
-          AI_PORT: String(ai),
-          DATA_PORT: String(data),
-          EVENTS_PORT: String(events),
-          LOG_LEVEL: 'silent',
-        },
-        /Events API\s+http:/,
-        { nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, 'platform')}`] : undefined },
-      );
-      servers.push(platform);
-      const aiUrl = /AI API\s+(http:\S+)/.exec(platform.output())![1];
-      const creds = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8')) as { organization_id: string; secret_key: string };
+      const platform = await startLocalPlatform(dir, profileDir);
+      servers.push(platform.server);
+      const { aiUrl, dataDir, credentials: creds } = platform;
       for (const args of ROUTES) runScript('bin/admin.ts', ['route', 'set', '--org', creds.organization_id, ...args], { DATA_DIR: dataDir, LOG_LEVEL: 'silent' });
 
       const headers = { authorization: `Bearer ${creds.secret_key}` };
@@ -76,9 +58,9 @@ export const benchmark: Benchmark = {
       const baseline = await startServer(
         'baseline',
         'bench/support/baseline-server.ts',
-        { BODY_FILE: bodyFile, CONTENT_TYPE: res.headers.get('content-type') ?? 'application/json', PORT: String(basePort) },
+        { BODY_FILE: bodyFile, CONTENT_TYPE: res.headers.get('content-type') ?? 'application/json', PORT: String(await freePort()) },
         /Baseline\s+http:/,
-        { nodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, 'baseline')}`] : undefined },
+        { nodeArgs: profileArgs(profileDir, 'baseline') },
       );
       servers.push(baseline);
       const baseUrl = /Baseline\s+(http:\S+)/.exec(baseline.output())![1];
@@ -87,7 +69,7 @@ export const benchmark: Benchmark = {
 
       const targets = [
         { label: 'baseline (bare node:http)', url: `${baseUrl}/v1/models`, server: baseline, results: [] as LoadResult[] },
-        { label: 'ours (bin/local.ts)', url: `${aiUrl}/v1/models`, server: platform, results: [] as LoadResult[] },
+        { label: 'ours (bin/local.ts)', url: `${aiUrl}/v1/models`, server: platform.server, results: [] as LoadResult[] },
       ];
       progress(`${rounds} rounds, each target: ${warmup} s warm-up (discarded) then ${duration} s, ${connections} keep-alive connections`);
       for (let round = 1; round <= rounds; round++) {

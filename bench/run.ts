@@ -2,8 +2,13 @@
  * `npm run bench [-- name ...]`: runs every benchmark module in bench/ (each `bench/<name>.ts`
  * exporting `benchmark`), in file-name order, and prints their tables and a summary. Missing a target
  * prints FAIL but still exits 0; a benchmark that breaks exits 1.
+ *
+ * The machine's load average is printed before and after. BENCH_QUIET_LOAD=<n> first waits (up to
+ * BENCH_QUIET_WAIT_S, 300 s) until the 1-minute load average is below n, e.g. BENCH_QUIET_LOAD=1.
  */
 import { readdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { formatTable } from './support/table.js';
@@ -30,6 +35,17 @@ if (unknown.length) {
 // Ctrl-C / kill: exit through process.exit so the children's 'exit' safety net runs.
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => process.exit(130));
 
+const loadText = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+const quietLoad = Number(process.env.BENCH_QUIET_LOAD ?? 0);
+if (quietLoad > 0) {
+  const waitS = Number(process.env.BENCH_QUIET_WAIT_S ?? 300);
+  const started = Date.now();
+  process.stdout.write(`waiting up to ${waitS} s for the 1-minute load average to drop below ${quietLoad} (now ${loadText()})\n`);
+  while (loadavg()[0] >= quietLoad && Date.now() - started < waitS * 1000) await sleep(5_000);
+  process.stdout.write(`${loadavg()[0] < quietLoad ? 'quiet' : 'still busy, running anyway'} after ${Math.round((Date.now() - started) / 1000)} s\n`);
+}
+process.stdout.write(`load average (1, 5, 15 min) at the start: ${loadText()}\n`);
+
 const summary: string[][] = [];
 let broken = false;
 for (const b of benchmarks) {
@@ -47,5 +63,6 @@ for (const b of benchmarks) {
   }
 }
 
+process.stdout.write(`\nload average (1, 5, 15 min) at the end: ${loadText()}\n`);
 process.stdout.write(`\n${formatTable({ title: 'Summary', headers: ['benchmark', 'verdict', 'figure', 'took'], rows: summary })}\n`);
 process.exitCode = broken ? 1 : 0;

@@ -1,5 +1,14 @@
 /** autocannon ships no typings; this covers the programmatic use in bench/ (autocannon 9). */
 declare module 'autocannon' {
+  /** One request as autocannon builds it (defaults merged in); `setupRequest` returns a changed copy. */
+  export interface RequestParams {
+    method: string;
+    path: string;
+    headers: Record<string, string>;
+    body?: string | Buffer;
+    [key: string]: unknown;
+  }
+
   interface Options {
     url: string;
     connections?: number;
@@ -8,6 +17,9 @@ declare module 'autocannon' {
     duration?: number;
     method?: string;
     headers?: Record<string, string>;
+    body?: string | Buffer;
+    /** Requests sent in turn on each connection; `setupRequest` builds each one afresh. */
+    requests?: { setupRequest?: (request: RequestParams, context: Record<string, unknown>) => RequestParams | undefined }[];
     /** Counts a response whose body differs as a mismatch. */
     expectBody?: string;
     /** Seconds before a request counts as a timeout. */
