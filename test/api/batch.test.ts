@@ -267,8 +267,8 @@ describe('400 batch_too_large', () => {
     expect(await listIds('pairs')).toHaveLength(30);
   });
 
-  it('takes 99 plain creates and then 99 deletes in one batch each', async () => {
-    const ids = Array.from({ length: 99 }, (_, i) => `many-${String(i).padStart(2, '0')}`);
+  it('takes 100 plain creates and then 100 deletes in one batch each (the spec maximum)', async () => {
+    const ids = Array.from({ length: 100 }, (_, i) => `many-${String(i).padStart(3, '0')}`);
     const made = await batch({ ops: ids.map((id) => ({ op: 'create', collection: 'plain', id, data: { id_copy: id } })) });
     expect(made.status, JSON.stringify(made.body).slice(0, 300)).toBe(200);
     expect(made.body.results.map((r: any) => r.id)).toEqual(ids);
