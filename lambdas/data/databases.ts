@@ -63,7 +63,11 @@ export class Databases {
     } catch (error) {
       if (!(error instanceof ConditionFailedError)) throw error;
     }
-    const existing = await this.get(p, key);
+    const item = await this.kv.get(databaseKey(p.organizationId, key));
+    const existing = item && toDatabase(item);
+    if (!existing) return this.put(p, key); // deleted meanwhile: try again
+    // Database keys are one namespace per organization; another application's key is taken.
+    if (!canSee(p, existing)) throw forbidden('forbidden', `Another application of the organization owns the database "${key}".`);
     return { database: existing, created: false };
   }
 

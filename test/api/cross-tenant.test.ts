@@ -208,9 +208,9 @@ describe('an application-bound key of another application of the same organizati
     }
   });
 
-  it("answers PUT of a name taken in its organization with 404 database_not_found, leaving the owner's database as it was", async () => {
-    expectError(await call(appX, 'PUT', `/v1/databases/${DB}`), 404, 'database_not_found');
-    expectError(await call(appX, 'PUT', `/v1/databases/${Y_DB}`), 404, 'database_not_found');
+  it("answers PUT of a name taken in its organization with 403 forbidden (one namespace per organization), leaving the owner's database as it was", async () => {
+    expectError(await call(appX, 'PUT', `/v1/databases/${DB}`), 403, 'forbidden');
+    expectError(await call(appX, 'PUT', `/v1/databases/${Y_DB}`), 403, 'forbidden');
     const mine = await call(appX, 'PUT', '/v1/databases/x-own');
     expect([mine.status, mine.body.application_id]).toEqual([201, expect.stringMatching(/^app_/)]);
     expect((await call(appX, 'GET', '/v1/databases')).body.databases.map((d: any) => d.key)).toEqual(['x-own']);
