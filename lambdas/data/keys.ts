@@ -20,9 +20,12 @@ export const uniquePartition = (org: string, database: string, collection: strin
   `uniq#${org}#${database}#${collection}#${field}@${generation}`;
 export const indexPartition = (org: string, database: string, collection: string, field: string, generation: number) =>
   `idx#${org}#${database}#${collection}#${field}@${generation}`;
-/** Blob store key of a record body too large for one item. */
-export const recordBodyKey = (org: string, database: string, collection: string, id: string, version: number) =>
-  `records/${org}/${encodeURIComponent(database)}/${collection}/${id}/${version}.json`;
+/**
+ * Blob store key of a record body too large for one item: one per write (`nonce`), not just per
+ * version, so a write that loses its transaction and deletes its body never deletes the winner's.
+ */
+export const recordBodyKey = (org: string, database: string, collection: string, id: string, version: number, nonce: string) =>
+  `records/${org}/${encodeURIComponent(database)}/${collection}/${id}/${version}.${nonce}.json`;
 /** Blob store key of a file (content-addressed, per database). */
 export const blobKey = (org: string, database: string, sha256: string) => `blobs/${org}/${encodeURIComponent(database)}/${sha256}`;
 /** Metadata of a stored blob (its existence is what `blob` fields are checked against). */

@@ -70,10 +70,7 @@ export async function recordItem(
   if (Buffer.byteLength(serialized) <= INLINE_BODY_BYTES) {
     return { item: { ...key, ...meta, values: values as never }, bodyKey: null };
   }
-  // Unique per write, not just per version: a write that loses its transaction (a create on an existing
-  // id, a racing update from the same version) deletes the body it stored, which must not be the body
-  // the winner committed under the same version.
-  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version).replace(/\.json$/, `.${randomBytes(8).toString('hex')}.json`);
+  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version, randomBytes(8).toString('hex'));
   await engine.blobs.put(bodyKey, Buffer.from(serialized));
   return { item: { ...key, ...meta, body: bodyKey, size: Buffer.byteLength(serialized) }, bodyKey };
 }
