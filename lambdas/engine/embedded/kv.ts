@@ -121,7 +121,8 @@ export class SqliteKeyValueStore implements KeyValueStore {
   async transact(writes: KvWrite[]): Promise<void> {
     const sizes = assertTransactionShape(writes);
     this.db.transaction(() => {
-      const current = writes.map((w) => this.read(writeKey(w)));
+      // Only conditions and updates need the stored item; a plain put or delete does not read.
+      const current = writes.map((w) => (w.condition || 'update' in w ? this.read(writeKey(w)) : undefined));
       const failed = writes.flatMap((w, i) => (this.holds(w.condition, current[i]) ? [] : [i]));
       if (failed.length) throw new TransactionCanceledError(failed);
       writes.forEach((w, i) => {
