@@ -41,10 +41,27 @@ export interface RouteInput {
 
 const key = (organizationId: string, routeId: string) => ({ pk: `org#${organizationId}`, sk: `route#${routeId}` });
 
+/**
+ * Every AI call reads its organization's routes, so a process keeps them for MODEL_ROUTES_CACHE_MS
+ * (default 1 s): a change made elsewhere (the admin CLI, another function) reaches it within that time.
+ */
+const cache = new Map<string, { routes: ModelRoute[]; until: number }>();
+const cacheMs = () => Number(process.env.MODEL_ROUTES_CACHE_MS ?? 1000);
+
 export class ModelRoutes {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
   async list(organizationId: string): Promise<ModelRoute[]> {
+    const now = this.now();
+    const hit = cache.get(organizationId);
+    if (hit && hit.until > now) return hit.routes;
+    const routes = await this.read(organizationId);
+    if (cache.size > 10_000) cache.clear();
+    cache.set(organizationId, { routes, until: now + cacheMs() });
+    return routes;
+  }
+
+  private async read(organizationId: string): Promise<ModelRoute[]> {
     const routes: ModelRoute[] = [];
     let cursor: string | undefined;
     do {
@@ -71,7 +88,7 @@ export class ModelRoutes {
       }
       if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ModelRouteError('base_url must be an absolute http(s) URL');
     }
-    const existing = await this.list(organizationId);
+    const existing = await this.read(organizationId);
     const previous = existing.find((r) => r.id === input.id);
     const route: ModelRoute = {
       id: input.id,
@@ -93,6 +110,7 @@ export class ModelRoutes {
       }
     }
     await this.kv.transact(writes);
+    cache.delete(organizationId);
     return route;
   }
 }
