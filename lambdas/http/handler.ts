@@ -13,6 +13,7 @@ import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
 import { jsonBody, tooLargeCode } from './middleware/json-body.js';
 import { operationIdEcho, operationIdRequired } from './middleware/operation-id.js';
+import { rateLimit } from './middleware/rate-limit.js';
 import { respond } from './middleware/respond.js';
 import { streamBody } from './middleware/stream-body.js';
 import { routeById, type RouteDef } from './routes.js';
@@ -38,6 +39,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     context.platform.engine = await getEngine();
   });
   chain.use(credentials());
+  chain.use(rateLimit());
   // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
   if (route.api === 'ai' && route.method !== 'ANY' && route.credentials !== 'none') chain.use(operationIdRequired());
   if ((route.body ?? 'json') === 'json') chain.use(jsonBody());
