@@ -52,7 +52,8 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     method: options.method ?? 'GET',
     headers: options.headers,
     body: options.body,
-    requests: options.setupRequest ? [{ setupRequest: options.setupRequest }] : undefined,
+    // Only when given: autocannon refuses expectBody beside any `requests`, even undefined.
+    ...(options.setupRequest ? { requests: [{ setupRequest: options.setupRequest }] } : {}),
     connections: options.connections,
     pipelining: 1,
     duration: options.duration,
