@@ -68,7 +68,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
     return JSON.parse(row.item) as KvItem;
   }
 
-  private write(item: KvItem, size = assertItemSize(item)): void {
+  private write(item: KvItem, json = JSON.stringify(item), size = assertItemSize(item, json)): void {
     this.stmt.upsert.run({
       pk: item.pk,
       sk: item.sk,
@@ -78,7 +78,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
       gsi2sk: strOrNull(item.gsi2sk),
       expires_at: typeof item.expires_at === 'number' ? Math.floor(item.expires_at) : null,
       size,
-      item: JSON.stringify(item),
+      item: json,
     });
   }
 
@@ -119,14 +119,19 @@ export class SqliteKeyValueStore implements KeyValueStore {
   }
 
   async transact(writes: KvWrite[]): Promise<void> {
-    const sizes = assertTransactionShape(writes);
+    const json = new Map<KvItem, string>();
+    const sizes = assertTransactionShape(writes, (item) => {
+      const encoded = JSON.stringify(item);
+      json.set(item, encoded);
+      return assertItemSize(item, encoded);
+    });
     this.db.transaction(() => {
       // Only conditions and updates need the stored item; a plain put or delete does not read.
       const current = writes.map((w) => (w.condition || 'update' in w ? this.read(writeKey(w)) : undefined));
       const failed = writes.flatMap((w, i) => (this.holds(w.condition, current[i]) ? [] : [i]));
       if (failed.length) throw new TransactionCanceledError(failed);
       writes.forEach((w, i) => {
-        if ('put' in w) this.write(w.put, sizes[i]);
+        if ('put' in w) this.write(w.put, json.get(w.put), sizes[i]);
         else if ('update' in w) this.write(applyUpdate(current[i], w));
         else if ('delete' in w) this.stmt.delete.run(w.delete.pk, w.delete.sk);
       });
