@@ -27,12 +27,14 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
 
   return createServer(async (req, res) => {
     try {
-      const url = new URL(req.url ?? '/', 'http://local');
+      const url = parseTarget(req.url ?? '/');
       // Matched before the body is read: a streaming route's body is handed over unread.
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
       const streaming = route.body === 'stream';
       let body: Buffer = Buffer.alloc(0);
-      if (!streaming) {
+      // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 6.3).
+      const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+      if (!streaming && hasBody) {
         const read = await readBody(req, GATEWAY_MAX_BODY_BYTES);
         if (read === undefined) {
           const err = new ApiError(413, tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
@@ -112,11 +114,23 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined
   });
 }
 
-function toEvent(api: Api, req: IncomingMessage, url: URL, route: RouteDef, params: Record<string, string>, body: Buffer): APIGatewayProxyEventV2 {
+interface Target {
+  pathname: string;
+  /** The query string with its `?`, or empty. */
+  search: string;
+}
+
+/** Splits the request target as received: API Gateway's rawPath is the path as sent, not normalized. */
+function parseTarget(target: string): Target {
+  const q = target.indexOf('?');
+  return q < 0 ? { pathname: target, search: '' } : { pathname: target.slice(0, q), search: target.slice(q) };
+}
+
+function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   const query: Record<string, string> = {};
-  for (const [k, v] of url.searchParams) query[k] = k in query ? `${query[k]},${v}` : v;
+  if (url.search) for (const [k, v] of new URLSearchParams(url.search)) query[k] = k in query ? `${query[k]},${v}` : v;
   const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
   const now = Date.now();
   return {
