@@ -250,7 +250,8 @@ export class RecordReader {
 
   /** Index entries to their records, in order (an entry whose record vanished meanwhile is skipped). */
   private async recordsOf(c: Collection, entries: KvItem[]): Promise<KvItem[]> {
-    const items = await Promise.all(entries.map((e) => this.engine.kv.get(recordKey(this.org, this.database, c.name, String(e.id)))));
+    // A page reads at most MAX_LIMIT entries, within one batch get.
+    const items = await this.engine.kv.getMany(entries.map((e) => recordKey(this.org, this.database, c.name, String(e.id))));
     return items.filter((i): i is KvItem => i !== undefined);
   }
 }

@@ -25,6 +25,7 @@ export type LimitName =
   | 'transaction_items'
   | 'transaction_size'
   | 'transaction_duplicate_item'
+  | 'batch_get_items'
   | 'queue_delay'
   | 'queue_message_size'
   | 'queue_visibility'

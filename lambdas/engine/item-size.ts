@@ -82,6 +82,16 @@ export function assertTransactionShape(writes: KvWrite[], measure: (item: KvItem
   return sizes;
 }
 
+/** BatchGetItem takes 1 to 100 distinct keys. */
+export function assertBatchGetShape(keys: { pk: string; sk: string }[]): void {
+  if (keys.length > LIMITS.batchGetItems) {
+    throw new EngineLimitError('batch_get_items', `a batch get takes at most ${LIMITS.batchGetItems} keys, got ${keys.length}`);
+  }
+  if (new Set(keys.map((k) => `${k.pk}\u0000${k.sk}`)).size !== keys.length) {
+    throw new EngineLimitError('batch_get_items', 'a batch get names a key twice');
+  }
+}
+
 export function writeKey(w: KvWrite) {
   return 'put' in w ? { pk: w.put.pk, sk: w.put.sk } : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check;
 }

@@ -5,6 +5,8 @@ export const LIMITS = {
   /** DynamoDB TransactWriteItems: actions and total size. */
   transactionItems: 100,
   transactionBytes: 4 * 1024 * 1024,
+  /** DynamoDB BatchGetItem: keys per call. */
+  batchGetItems: 100,
   /** DynamoDB Query reads at most 1 MB per page. */
   queryPageBytes: 1024 * 1024,
   /** SQS message timer and visibility ceilings, seconds. */

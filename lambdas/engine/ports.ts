@@ -86,6 +86,8 @@ export interface KvPage {
 export interface KeyValueStore {
   /** Strongly consistent read. */
   get(key: KvKey): Promise<KvItem | undefined>;
+  /** Strongly consistent reads of up to 100 distinct keys (BatchGetItem), answered in key order. */
+  getMany(keys: KvKey[]): Promise<(KvItem | undefined)[]>;
   put(item: KvItem, condition?: KvCondition): Promise<void>;
   /** Applies the update (creating the item if absent, as DynamoDB does) and returns the new item. */
   update(update: Omit<KvUpdate, 'update'> & { key: KvKey }): Promise<KvItem>;

@@ -1,6 +1,19 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomFillSync } from 'node:crypto';
 
 const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
+
+// One getrandom call per 256 ids instead of one per id (ids are made on every write and every call).
+const pool = Buffer.alloc(4096);
+let pos = pool.length;
+/** Offset of 16 fresh random bytes in `pool`. */
+function take16(): number {
+  if (pos + 16 > pool.length) {
+    randomFillSync(pool);
+    pos = 0;
+  }
+  pos += 16;
+  return pos - 16;
+}
 
 /**
  * A ULID in lowercase Crockford base32: 10 characters of milliseconds, 16 of randomness, 26 in all.
@@ -13,9 +26,9 @@ export function ulid(nowMs = Date.now()): string {
     time = CROCKFORD[t % 32] + time;
     t = Math.floor(t / 32);
   }
-  const bytes = randomBytes(16);
+  const at = take16();
   let rand = '';
-  for (let i = 0; i < 16; i++) rand += CROCKFORD[bytes[i] % 32];
+  for (let i = 0; i < 16; i++) rand += CROCKFORD[pool[at + i] & 31];
   return time + rand;
 }
 

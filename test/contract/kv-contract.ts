@@ -38,6 +38,18 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
       expect(await f.kv.get({ pk, sk: 'missing' })).toBeUndefined();
     });
 
+    it('reads many keys at once, in key order, hiding missing and expired items', async () => {
+      const now = Math.floor(f.clock.now() / 1000);
+      await f.kv.put({ pk, sk: 'a', v: 1 });
+      await f.kv.put({ pk, sk: 'c', v: 3 });
+      await f.kv.put({ pk, sk: 'old', v: 0, expires_at: now - 1 });
+      const got = await f.kv.getMany([{ pk, sk: 'c' }, { pk, sk: 'missing' }, { pk, sk: 'a' }, { pk, sk: 'old' }]);
+      expect(got.map((i) => i?.v)).toEqual([3, undefined, 1, undefined]);
+      expect(await f.kv.getMany([])).toEqual([]);
+      await expect(f.kv.getMany([{ pk, sk: 'a' }, { pk, sk: 'a' }])).rejects.toMatchObject({ limit: 'batch_get_items' });
+      await expect(f.kv.getMany(Array.from({ length: 101 }, (_, i) => ({ pk, sk: `k${i}` })))).rejects.toMatchObject({ limit: 'batch_get_items' });
+    });
+
     it('honours ifAbsent, ifExists and ifEquals on put and delete', async () => {
       await f.kv.put({ pk, sk: 'a', v: 1 }, { ifAbsent: true });
       await expect(f.kv.put({ pk, sk: 'a', v: 2 }, { ifAbsent: true })).rejects.toBeInstanceOf(ConditionFailedError);

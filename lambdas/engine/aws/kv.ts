@@ -4,6 +4,7 @@
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   DeleteCommand,
   DynamoDBDocumentClient,
   GetCommand,
@@ -14,7 +15,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
 import { ConditionFailedError, EngineLimitError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
-import { assertItemSize, assertTransactionShape } from '../item-size.js';
+import { assertBatchGetShape, assertItemSize, assertTransactionShape } from '../item-size.js';
 import { decodeCursor, encodeCursor, InvalidCursorError, isExpired } from '../kv-shared.js';
 import { TABLE_SCHEMA } from './table.js';
 
@@ -157,6 +158,26 @@ export class DynamoKeyValueStore implements KeyValueStore {
     const item = out.Item as KvItem | undefined;
     // TTL deletes expired items up to days late; until then they must not be seen.
     return item && !isExpired(item, this.clock.now()) ? item : undefined;
+  }
+
+  /** BatchGetItem with ConsistentRead; keys DynamoDB leaves unprocessed (throttling) are asked again. */
+  async getMany(keys: KvKey[]): Promise<(KvItem | undefined)[]> {
+    assertBatchGetShape(keys);
+    const found = new Map<string, KvItem>();
+    let pending = keys.map(keyOf);
+    for (let attempt = 0; pending.length; attempt++) {
+      if (attempt > 0) await this.clock.sleep(Math.min(1000, 25 * 2 ** attempt));
+      if (attempt >= 8) throw new EngineUnavailableError('BatchGetItem kept leaving keys unprocessed');
+      const request = pending;
+      const out = await call(() => this.doc.send(new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: request, ConsistentRead: true } } })));
+      for (const item of (out.Responses?.[this.tableName] ?? []) as KvItem[]) found.set(`${item.pk}\u0000${item.sk}`, item);
+      pending = (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as typeof pending;
+    }
+    const now = this.clock.now();
+    return keys.map((k) => {
+      const item = found.get(`${k.pk}\u0000${k.sk}`);
+      return item && !isExpired(item, now) ? item : undefined;
+    });
   }
 
   async put(item: KvItem, condition?: KvCondition): Promise<void> {

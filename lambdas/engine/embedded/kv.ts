@@ -5,7 +5,7 @@
 import type Database from 'better-sqlite3';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../errors.js';
-import { assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
+import { assertBatchGetShape, assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
 import { applyUpdate, decodeCursor, deepEqual, encodeCursor } from '../kv-shared.js';
 import { LIMITS } from '../limits.js';
 
@@ -39,10 +39,13 @@ function strOrNull(v: unknown): string | null {
 
 export class SqliteKeyValueStore implements KeyValueStore {
   private readonly stmt;
+  /** Runs a function in a transaction; built once, since better-sqlite3 builds four wrappers per transaction(). */
+  private readonly atomically;
   private readonly queries = new Map<string, { stmt: Database.Statement; order: string[]; skCol: string }>();
 
   constructor(private readonly db: Database.Database, private readonly clock: Clock) {
     db.exec(SCHEMA);
+    this.atomically = db.transaction((fn: () => unknown) => fn());
     this.stmt = {
       get: db.prepare<[string, string], Row>('SELECT pk, sk, size, item, expires_at FROM kv WHERE pk = ? AND sk = ?'),
       upsert: db.prepare(
@@ -94,28 +97,35 @@ export class SqliteKeyValueStore implements KeyValueStore {
     return this.read(key);
   }
 
+  async getMany(keys: KvKey[]): Promise<(KvItem | undefined)[]> {
+    assertBatchGetShape(keys);
+    // One read transaction for all of them: one snapshot, one lock instead of one per read.
+    return this.atomically.deferred(() => keys.map((k) => this.read(k))) as (KvItem | undefined)[];
+  }
+
   async put(item: KvItem, condition?: KvCondition): Promise<void> {
-    this.db.transaction(() => {
-      if (!this.holds(condition, condition ? this.read(item) : undefined)) throw new ConditionFailedError();
+    if (!condition) return this.write(item);
+    this.atomically.immediate(() => {
+      if (!this.holds(condition, this.read(item))) throw new ConditionFailedError();
       this.write(item);
-    }).immediate();
+    });
   }
 
   async update(u: Omit<KvUpdate, 'update'> & { key: KvKey }): Promise<KvItem> {
-    return this.db.transaction(() => {
+    return this.atomically.immediate(() => {
       const current = this.read(u.key);
       if (!this.holds(u.condition, current)) throw new ConditionFailedError();
       const next = applyUpdate(current, { ...u, update: u.key });
       this.write(next);
       return next;
-    }).immediate();
+    }) as KvItem;
   }
 
   async delete(key: KvKey, condition?: KvCondition): Promise<void> {
-    this.db.transaction(() => {
+    this.atomically.immediate(() => {
       if (!this.holds(condition, condition ? this.read(key) : undefined)) throw new ConditionFailedError();
       this.stmt.delete.run(key.pk, key.sk);
-    }).immediate();
+    });
   }
 
   async transact(writes: KvWrite[]): Promise<void> {
@@ -125,7 +135,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
       json.set(item, encoded);
       return assertItemSize(item, encoded);
     });
-    this.db.transaction(() => {
+    this.atomically.immediate(() => {
       // Only conditions and updates need the stored item; a plain put or delete does not read.
       const current = writes.map((w) => (w.condition || 'update' in w ? this.read(writeKey(w)) : undefined));
       const failed = writes.flatMap((w, i) => (this.holds(w.condition, current[i]) ? [] : [i]));
@@ -135,7 +145,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
         else if ('update' in w) this.write(applyUpdate(current[i], w));
         else if ('delete' in w) this.stmt.delete.run(w.delete.pk, w.delete.sk);
       });
-    }).immediate();
+    });
   }
 
   async query(q: KvQuery): Promise<KvPage> {
