@@ -51,14 +51,33 @@ interface PutBody {
   rules?: unknown;
 }
 
+/**
+ * Every record call reads its collection, so a process keeps one for a second. A stale copy cannot
+ * write wrongly: each write transaction checks the collection's schema_version, and a write whose
+ * check fails reads the collection again (`fresh`).
+ */
+const recent = new Map<string, { collection: Collection; until: number }>();
+const RECENT_MS = 1000;
+const recentKey = (org: string, database: string, name: string) => `${org}\u0000${database}\u0000${name}`;
+
 export class Collections {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
-  async get(org: string, database: string, name: string): Promise<Collection | undefined> {
+  async get(org: string, database: string, name: string, options: { fresh?: boolean } = {}): Promise<Collection | undefined> {
+    const key = recentKey(org, database, name);
+    const now = this.now();
+    const hit = recent.get(key);
+    if (hit && hit.until > now && !options.fresh) return hit.collection;
     const item = await this.kv.get(collectionKey(org, database, name));
-    if (!item) return undefined;
-    const { pk: _pk, sk: _sk, ...collection } = item;
-    return collection as unknown as Collection;
+    if (!item) {
+      recent.delete(key);
+      return undefined;
+    }
+    const { pk: _pk, sk: _sk, ...stored } = item;
+    const collection = stored as unknown as Collection;
+    if (recent.size > 10_000) recent.clear();
+    recent.set(key, { collection, until: now + RECENT_MS });
+    return collection;
   }
 
   async require(org: string, database: string, name: string): Promise<Collection> {
@@ -94,7 +113,7 @@ export class Collections {
     }
 
     for (let attempt = 0; ; attempt++) {
-      const current = await this.get(p.organizationId, database, name);
+      const current = await this.get(p.organizationId, database, name, { fresh: true });
       try {
         return current
           ? await this.change(p.organizationId, database, current, mode, fields, rules, compiled)
@@ -119,6 +138,7 @@ export class Collections {
       updated_at: at,
     };
     await this.kv.put({ ...collectionKey(org, database, name), ...(collection as unknown as Record<string, never>) }, { ifAbsent: true });
+    recent.delete(recentKey(org, database, name));
     return { collection, created: true, changed: true };
   }
 
@@ -154,6 +174,7 @@ export class Collections {
       updated_at: new Date(this.now()).toISOString(),
     };
     await this.kv.put({ ...collectionKey(org, database, current.name), ...(collection as unknown as Record<string, never>) }, { ifEquals: { schema_version: current.schema_version } });
+    recent.delete(recentKey(org, database, current.name));
     return { collection, created: false, changed: true };
   }
 

@@ -33,6 +33,13 @@ export function requireServer(p: Principal, what: string): void {
   if (!isServerCredential(p)) throw forbidden('forbidden', `Only a secret key or OAuth client may ${what}.`);
 }
 
+/**
+ * Databases are never deleted and their owner never changes, so a database once read is kept for a
+ * minute (a cap, not a correctness need): every Data call names one.
+ */
+const seen = new Map<string, { db: Database; until: number }>();
+const SEEN_MS = 60_000;
+
 export class Databases {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
@@ -74,8 +81,17 @@ export class Databases {
   /** The database if it exists and the credential may see it; 404 otherwise (the same answer either way). */
   async get(p: Principal, key: string): Promise<Database> {
     if (!DATABASE_NAME_PATTERN.test(key)) throw databaseNotFound(key);
-    const item = await this.kv.get(databaseKey(p.organizationId, key));
-    const db = item && toDatabase(item);
+    const cacheKey = `${p.organizationId}\u0000${key}`;
+    const now = this.now();
+    let db = seen.get(cacheKey)?.until! > now ? seen.get(cacheKey)!.db : undefined;
+    if (!db) {
+      const item = await this.kv.get(databaseKey(p.organizationId, key));
+      db = item && toDatabase(item);
+      if (db) {
+        if (seen.size > 10_000) seen.clear();
+        seen.set(cacheKey, { db, until: now + SEEN_MS });
+      }
+    }
     if (!db || !canSee(p, db)) throw databaseNotFound(key);
     return db;
   }

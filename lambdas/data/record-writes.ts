@@ -65,7 +65,8 @@ export class RecordWriter {
   /** Applies the ops in one transaction; the first failing op is the answer. */
   async apply(ops: WriteOp[]): Promise<WriteResult[]> {
     for (let attempt = 1; ; attempt++) {
-      const plan = await this.plan(ops);
+      // A retry reads collections afresh: the cached one may be what failed the schema check.
+      const plan = await this.plan(ops, attempt > 1);
       try {
         await this.ctx.engine.kv.transact(plan.writes.map((w) => w.write));
       } catch (error) {
@@ -106,10 +107,10 @@ export class RecordWriter {
     }
   }
 
-  private async collection(name: string, op: WriteOp['op'], cache: Map<string, Collection>): Promise<Collection> {
+  private async collection(name: string, op: WriteOp['op'], cache: Map<string, Collection>, fresh: boolean): Promise<Collection> {
     let c = cache.get(name);
     if (c) return c;
-    c = await this.collections.get(this.org, this.ctx.database, name);
+    c = await this.collections.get(this.org, this.ctx.database, name, { fresh });
     if (!c) {
       // Writing to a missing collection creates a free one when the credential may change schemas.
       if (op !== 'create' || !isServerCredential(this.ctx.principal)) throw collectionNotFound(name);
@@ -119,7 +120,7 @@ export class RecordWriter {
     return c;
   }
 
-  private async plan(ops: WriteOp[]) {
+  private async plan(ops: WriteOp[], fresh: boolean) {
     const cache = new Map<string, Collection>();
     const writes: Planned[] = [];
     const results: WriteResult[] = [];
@@ -129,7 +130,7 @@ export class RecordWriter {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i];
         try {
-          const c = await this.collection(op.collection, op.op, cache);
+          const c = await this.collection(op.collection, op.op, cache, fresh);
           const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
           if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
           else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
