@@ -44,6 +44,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
     clock,
     async close() {
       clearInterval(sweeper);
+      await kv.drain();
       if (db.open) db.close();
     },
   };
