@@ -10,7 +10,7 @@ import {
   ProvisionedThroughputExceededException,
   TransactionCanceledException,
 } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, DynamoDBDocumentClient, PutCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import {
@@ -27,7 +27,7 @@ const doc = mockClient(DynamoDBDocumentClient);
 function store() {
   const clock = new ManualClock();
   const client = new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'test', secretAccessKey: 'test' } });
-  return { kv: new DynamoKeyValueStore(client, TABLE, clock), nowSeconds: clock.now() / 1000 };
+  return { kv: new DynamoKeyValueStore(client, TABLE, clock), nowSeconds: clock.now() / 1000, clock };
 }
 
 function canceled(...codes: string[]) {
@@ -164,5 +164,29 @@ describe('DynamoKeyValueStore.put error mapping', () => {
     const { kv } = store();
     doc.on(PutCommand).rejects(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }));
     await expect(kv.put({ pk: 'p', sk: 'a' })).rejects.toBeInstanceOf(EngineUnavailableError);
+  });
+});
+
+describe('DynamoKeyValueStore.getMany', () => {
+  it('asks again for the keys DynamoDB leaves unprocessed, consistently, and answers in key order', async () => {
+    const { kv, clock } = store();
+    doc
+      .on(BatchGetCommand)
+      .resolvesOnce({ Responses: { [TABLE]: [{ pk: 'p', sk: 'b', v: 2 }] }, UnprocessedKeys: { [TABLE]: { Keys: [{ pk: 'p', sk: 'a' }] } } })
+      .resolvesOnce({ Responses: { [TABLE]: [{ pk: 'p', sk: 'a', v: 1 }] } });
+    const got = kv.getMany([{ pk: 'p', sk: 'a' }, { pk: 'p', sk: 'b' }, { pk: 'p', sk: 'c' }]);
+    await new Promise((r) => setTimeout(r, 0));
+    clock.advance(1000); // the back-off before asking again
+    expect((await got).map((i) => i?.v)).toEqual([1, 2, undefined]);
+    const calls = doc.commandCalls(BatchGetCommand);
+    expect(calls).toHaveLength(2);
+    expect(calls[0].args[0].input.RequestItems![TABLE]).toMatchObject({ ConsistentRead: true, Keys: [{ pk: 'p', sk: 'a' }, { pk: 'p', sk: 'b' }, { pk: 'p', sk: 'c' }] });
+    expect(calls[1].args[0].input.RequestItems![TABLE].Keys).toEqual([{ pk: 'p', sk: 'a' }]);
+  });
+
+  it('maps throttling to EngineUnavailableError', async () => {
+    const { kv } = store();
+    doc.on(BatchGetCommand).rejects(new ProvisionedThroughputExceededException({ ...meta, message: 'slow down' }));
+    await expect(kv.getMany([{ pk: 'p', sk: 'a' }])).rejects.toBeInstanceOf(EngineUnavailableError);
   });
 });
