@@ -184,6 +184,22 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
         expect(await f.kv.get({ pk, sk: 'taken' })).toBeUndefined();
       });
 
+      it('keeps concurrent transactions apart: a failing one leaves the others applied', async () => {
+        await f.kv.put({ pk, sk: 'taken' });
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 10 }, (_, i) =>
+            f.kv.transact([
+              { put: { pk, sk: `c${i}` }, condition: { ifAbsent: true } },
+              { put: { pk, sk: i === 4 ? 'taken' : `d${i}` }, condition: { ifAbsent: true } },
+            ]),
+          ),
+        );
+        expect(outcomes.map((o) => o.status)).toEqual(Array.from({ length: 10 }, (_, i) => (i === 4 ? 'rejected' : 'fulfilled')));
+        const sks = (await f.kv.query({ pk })).items.map((i) => i.sk);
+        expect(sks).not.toContain('c4');
+        expect(sks.filter((s) => s.startsWith('c') || s.startsWith('d'))).toHaveLength(18);
+      });
+
       it('refuses more than 100 writes, two writes on one item, and more than 4 MB', async () => {
         const many = Array.from({ length: 101 }, (_, i) => ({ put: { pk, sk: `m${i}` } }));
         await expect(f.kv.transact(many)).rejects.toMatchObject({ limit: 'transaction_items' });
