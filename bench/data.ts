@@ -25,7 +25,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { RequestParams } from 'autocannon';
 import { ulid } from '../lambdas/shared/ids.js';
-import { envNumber, profileDirFromEnv } from './support/env.js';
+import { loadSettings } from './support/env.js';
 import { load, median, type LoadResult } from './support/load.js';
 import { machineCpu, makeTempDir, type ServerProcess } from './support/processes.js';
 import { startLocalPlatform } from './support/platform.js';
@@ -74,11 +74,7 @@ export const benchmark: Benchmark = {
   name: 'data',
   title: 'Data API creates and lists: local platform vs raw better-sqlite3',
   async run(progress): Promise<BenchReport> {
-    const rounds = envNumber('BENCH_ROUNDS', 3);
-    const warmup = envNumber('BENCH_WARMUP_S', 5);
-    const duration = envNumber('BENCH_DURATION_S', 10);
-    const connections = envNumber('BENCH_CONNECTIONS', 32);
-    const profileDir = profileDirFromEnv();
+    const { rounds, warmup, duration, connections, profileDir } = loadSettings();
 
     const temp = makeTempDir('bench-data-');
     let server: ServerProcess | undefined;

@@ -10,7 +10,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { envNumber, profileDirFromEnv } from './support/env.js';
+import { loadSettings } from './support/env.js';
 import { load, median, type LoadResult } from './support/load.js';
 import { freePort, makeTempDir, runScript, startServer, type ServerProcess } from './support/processes.js';
 import { profileArgs, startLocalPlatform } from './support/platform.js';
@@ -30,11 +30,7 @@ export const benchmark: Benchmark = {
   name: 'models',
   title: 'GET /v1/models: local platform vs bare node:http',
   async run(progress): Promise<BenchReport> {
-    const rounds = envNumber('BENCH_ROUNDS', 3);
-    const warmup = envNumber('BENCH_WARMUP_S', 5);
-    const duration = envNumber('BENCH_DURATION_S', 10);
-    const connections = envNumber('BENCH_CONNECTIONS', 32);
-    const profileDir = profileDirFromEnv();
+    const { rounds, warmup, duration, connections, profileDir } = loadSettings();
 
     const temp = makeTempDir('bench-models-');
     const dir = temp.path;
