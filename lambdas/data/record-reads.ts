@@ -250,9 +250,13 @@ export class RecordReader {
 
   /** Index entries to their records, in order (an entry whose record vanished meanwhile is skipped). */
   private async recordsOf(c: Collection, entries: KvItem[]): Promise<KvItem[]> {
-    // A page reads at most MAX_LIMIT entries, within one batch get.
-    const items = await this.engine.kv.getMany(entries.map((e) => recordKey(this.org, this.database, c.name, String(e.id))));
-    return items.filter((i): i is KvItem => i !== undefined);
+    // Entries carry a copy of their record; older entries without one are read (one batch get, a page
+    // reads at most MAX_LIMIT entries).
+    const missing = entries.filter((e) => e.version === undefined);
+    if (!missing.length) return entries;
+    const read = await this.engine.kv.getMany(missing.map((e) => recordKey(this.org, this.database, c.name, String(e.id))));
+    const byId = new Map(read.filter((i): i is KvItem => i !== undefined).map((i) => [String(i.id), i]));
+    return entries.flatMap((e) => (e.version !== undefined ? [e] : byId.has(String(e.id)) ? [byId.get(String(e.id))!] : []));
   }
 }
 

@@ -4,7 +4,7 @@
  * value, one entry per indexed value, existence checks for relations and blobs, and a check that the
  * collection's schema did not change meanwhile. All of it applies, or none of it.
  */
-import type { Engine, KvCondition, KvItem, KvWrite } from '../engine/ports.js';
+import type { Engine, KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
 import { deepEqual } from '../engine/kv-shared.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
@@ -206,7 +206,7 @@ export class RecordWriter {
     const { item, bodyKey } = await this.item(c, meta, values, record);
     if (bodyKey) newBodies.push(bodyKey);
     add({ put: item, condition: { ifAbsent: true } }, { kind: 'exists' });
-    this.planFieldEntries(c, id, {}, values, add);
+    this.planFieldEntries(c, id, {}, values, add, copyOf(item));
     return record;
   }
 
@@ -231,7 +231,7 @@ export class RecordWriter {
     if (bodyKey) newBodies.push(bodyKey);
     if (before.body) oldBodies.push(before.body);
     add({ put: item, condition: { ifEquals: { version: before.version } } }, { kind: 'version' });
-    this.planFieldEntries(c, before.id, old, values, add);
+    this.planFieldEntries(c, before.id, old, values, add, copyOf(item));
     return record;
   }
 
@@ -272,7 +272,11 @@ export class RecordWriter {
   }
 
   /** Guards, index entries and reference checks for the fields whose value changes from `before` to `after`. */
-  private planFieldEntries(c: Collection, id: string, before: Record<string, unknown>, after: Record<string, unknown>, add: (w: KvWrite, r?: Reason) => void) {
+  /**
+   * `copy` is the record item as written: index entries carry it, so a list read through an index
+   * needs no read per record — and so every write of a record rewrites its index entries.
+   */
+  private planFieldEntries(c: Collection, id: string, before: Record<string, unknown>, after: Record<string, unknown>, add: (w: KvWrite, r?: Reason) => void, copy?: Record<string, KvValue>) {
     const { org } = this;
     const db = this.ctx.database;
     for (const f of c.fields) {
@@ -283,9 +287,9 @@ export class RecordWriter {
         if (was !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) } });
         if (now !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now), record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
       }
-      if (f.indexed && changed) {
-        if (was !== undefined) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) + SEP + id } });
-        if (now !== undefined) add({ put: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now) + SEP + id, id } });
+      if (f.indexed && (changed || (copy && now !== undefined))) {
+        if (was !== undefined && changed) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) + SEP + id } });
+        if (now !== undefined) add({ put: { ...copy, pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now) + SEP + id, id } });
       }
       if (now !== undefined && changed && f.type === 'relation') {
         add({ check: recordKey(org, db, f.target!, String(now)), condition: { ifExists: true } }, { kind: 'relation', field: f.name });
@@ -295,6 +299,12 @@ export class RecordWriter {
       }
     }
   }
+}
+
+/** The record item without its key, to copy into index entries. */
+function copyOf(item: KvItem): Record<string, KvValue> {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return rest as Record<string, KvValue>;
 }
 
 function keyOf(f: StoredField, value: unknown): string {

@@ -318,12 +318,16 @@ describe('sizes', () => {
     expect(patched.status).toBe(200);
     expect(patched.body.big).toBe(big);
     expect((await call(server, 'GET', rec('sized', 'large'))).body).toEqual(patched.body);
+    // A list through the index shows the new version too (index entries carry the record).
+    expect((await list('sized', 'filter[x]=large-x')).body.records).toEqual([patched.body]);
     // Shrinking it brings the values back into the item.
     const small = await call(server, 'PATCH', rec('sized', 'large'), { big: null });
     expect(small.body).not.toHaveProperty('big');
     expect((await p.engine.kv.get(recordKey(p.credentials.organization_id, DB, 'sized', 'large')))?.body).toBeUndefined();
     expect((await call(server, 'GET', rec('sized', 'large'))).body).toEqual(small.body);
+    expect((await list('sized', 'filter[x]=large-x')).body.records).toEqual([small.body]);
     expect((await call(server, 'DELETE', rec('sized', 'large'))).status).toBe(204);
+    expect((await list('sized', 'filter[x]=large-x')).body.records).toEqual([]);
   });
 });
 
