@@ -25,6 +25,10 @@ CREATE INDEX IF NOT EXISTS kv_gsi2 ON kv (gsi2pk, gsi2sk, pk, sk) WHERE gsi2pk I
 CREATE INDEX IF NOT EXISTS kv_expiry ON kv (expires_at) WHERE expires_at IS NOT NULL;
 `;
 
+/** A query row: [size, item, sk] for the table, plus [pk, index sort key] for an index. */
+type QueryRow = [number, string, string, string?, string?];
+const [ROW_SIZE, ROW_ITEM, ROW_SK, ROW_PK, ROW_INDEX_SK] = [0, 1, 2, 3, 4] as const;
+
 interface Row {
   pk: string;
   sk: string;
@@ -57,7 +61,8 @@ export class SqliteKeyValueStore implements KeyValueStore {
            size = excluded.size, item = excluded.item`,
       ),
       delete: db.prepare('DELETE FROM kv WHERE pk = ? AND sk = ?'),
-      sweep: db.prepare('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at * 1000 <= ?'),
+      // On the column itself (not an expression of it), so the kv_expiry index serves it.
+      sweep: db.prepare('DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?'),
     };
   }
 
@@ -218,21 +223,23 @@ export class SqliteKeyValueStore implements KeyValueStore {
     const limit = q.limit ?? Number.MAX_SAFE_INTEGER;
     const items: KvItem[] = [];
     let bytes = 0;
-    let last: (Row & { __sk: string }) | undefined;
+    let last: QueryRow | undefined;
     let more = false;
-    const rows = (q.limit !== undefined ? plan.stmt.all(params) : plan.stmt.iterate(params)) as Iterable<Row & { __sk: string }>;
+    const rows = (q.limit !== undefined ? plan.stmt.all(params) : plan.stmt.iterate(params)) as Iterable<QueryRow>;
     for (const row of rows) {
-      if (items.length >= limit || bytes + row.size > LIMITS.queryPageBytes) {
+      const size = row[ROW_SIZE];
+      if (items.length >= limit || bytes + size > LIMITS.queryPageBytes) {
         more = true;
         break;
       }
-      bytes += row.size;
-      items.push(JSON.parse(row.item));
+      bytes += size;
+      items.push(JSON.parse(row[ROW_ITEM]));
       last = row;
     }
     if (!more || !last) return { items };
-    const key: Record<string, string> = { pk: last.pk, sk: last.sk };
-    if (q.index) key[plan.skCol] = last.__sk;
+    // A table query's rows share its pk; an index query's rows name their own.
+    const key: Record<string, string> = { pk: q.index ? last[ROW_PK]! : q.pk, sk: last[ROW_SK] };
+    if (q.index) key[plan.skCol] = last[ROW_INDEX_SK]!;
     return { items, cursor: encodeCursor(key) };
   }
 
@@ -253,16 +260,18 @@ export class SqliteKeyValueStore implements KeyValueStore {
     const order = index ? [skCol, 'pk', 'sk'] : ['sk'];
     if (cursor) where.push(`(${order.join(', ')}) ${descending ? '<' : '>'} (${order.map((_, i) => `@c${i}`).join(', ')})`);
     // No LIMIT without a limit: LIMIT -1 costs SQLite twice the time of none.
-    const sql = `SELECT pk, sk, ${skCol} AS __sk, size, item FROM kv WHERE ${where.join(' AND ')} ORDER BY ${order
+    // Rows come back as arrays with only what is needed: each column read costs a string per row.
+    const columns = index ? `size, item, sk, pk, ${skCol}` : 'size, item, sk';
+    const sql = `SELECT ${columns} FROM kv WHERE ${where.join(' AND ')} ORDER BY ${order
       .map((c) => `${c} ${dir}`)
       .join(', ')}${limited ? ' LIMIT @rows' : ''}`;
-    plan = { stmt: this.db.prepare(sql), order, skCol };
+    plan = { stmt: this.db.prepare(sql).raw(true), order, skCol };
     this.queries.set(shape, plan);
     return plan;
   }
 
   /** Removes expired items for good (they are already invisible); DynamoDB's TTL does the same, later. */
   sweepExpired(): number {
-    return this.stmt.sweep.run(this.nowMs()).changes;
+    return this.stmt.sweep.run(Math.floor(this.nowMs() / 1000)).changes;
   }
 }
