@@ -12,7 +12,7 @@ import { indexPartition, recordKey, recordPartition } from './keys.js';
 import type { Collection } from './collections.js';
 import { encodeKeyValue, keyBounds, normalizeValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
-import { loadRecord, view, type RecordView } from './record-store.js';
+import { inlineRecord, loadRecord, view, type RecordView } from './record-store.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -236,7 +236,8 @@ export class RecordReader {
       scanned += page.items.length;
       const items = field ? await this.recordsOf(c, page.items) : page.items;
       for (const item of items) {
-        const record = view(c, await loadRecord(this.engine, item));
+        // Most records hold their values inline: no await per record for them.
+        const record = view(c, inlineRecord(item) ?? (await loadRecord(this.engine, item)));
         if (!q.conditions.every((cond) => matches(cond, record[cond.field.name]))) continue;
         if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => record[f]))) continue;
         if (!server && !evaluateRule(c.compiled.list, { principal: this.principal, record, request: null })) continue;

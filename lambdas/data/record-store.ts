@@ -31,10 +31,14 @@ export interface LoadedRecord extends RecordMeta {
 export type RecordView = Record<string, unknown> & { id: string; version: number; created_at: string; updated_at: string };
 
 /** The values a record holds under the current schema: fields dropped (or dropped and re-added) since it was written are gone. */
+const declaredFields = new WeakMap<Collection, Map<string, Collection['fields'][number]>>();
+
 export function visibleValues(collection: Collection, sv: number, values: Record<string, unknown>): Record<string, unknown> {
-  const declared = new Map(collection.fields.map((f) => [f.name, f]));
+  let declared = declaredFields.get(collection);
+  if (!declared) declaredFields.set(collection, (declared = new Map(collection.fields.map((f) => [f.name, f]))));
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(values)) {
+  for (const k in values) {
+    const v = values[k];
     const field = declared.get(k);
     // In a free collection an undeclared key is a free value, unless it is a field dropped after the record was written.
     if (field ? field.generation <= sv : collection.mode === 'free' && (collection.dropped?.[k] ?? 0) <= sv) out[k] = v;
@@ -46,16 +50,37 @@ export function view(collection: Collection, r: LoadedRecord): RecordView {
   return { id: r.id, version: r.version, created_at: r.created_at, updated_at: r.updated_at, ...visibleValues(collection, r.sv, r.values) };
 }
 
+/** The record of an item that holds its values inline; undefined when its body is in the blob store. */
+export function inlineRecord(item: KvItem): LoadedRecord | undefined {
+  if (typeof item.body === 'string') return undefined;
+  return {
+    id: String(item.id),
+    version: Number(item.version),
+    created_at: String(item.created_at),
+    updated_at: String(item.updated_at),
+    sv: Number(item.sv),
+    values: (item.values as Record<string, unknown>) ?? {},
+    body: null,
+  };
+}
+
 export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRecord> {
-  const meta = { id: String(item.id), version: Number(item.version), created_at: String(item.created_at), updated_at: String(item.updated_at), sv: Number(item.sv) };
-  if (typeof item.body === 'string') {
-    const blob = await engine.blobs.get(item.body);
-    if (!blob) throw new Error(`record body ${item.body} is missing`);
-    const chunks: Buffer[] = [];
-    for await (const chunk of blob.body) chunks.push(chunk as Buffer);
-    return { ...meta, values: JSON.parse(Buffer.concat(chunks).toString('utf8')), body: item.body };
-  }
-  return { ...meta, values: (item.values as Record<string, unknown>) ?? {}, body: null };
+  const inline = inlineRecord(item);
+  if (inline) return inline;
+  const body = item.body as string;
+  const blob = await engine.blobs.get(body);
+  if (!blob) throw new Error(`record body ${body} is missing`);
+  const chunks: Buffer[] = [];
+  for await (const chunk of blob.body) chunks.push(chunk as Buffer);
+  return {
+    id: String(item.id),
+    version: Number(item.version),
+    created_at: String(item.created_at),
+    updated_at: String(item.updated_at),
+    sv: Number(item.sv),
+    values: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+    body,
+  };
 }
 
 /** The item to commit for a record version; writes the body to the blob store first when it is large. */
