@@ -50,18 +50,18 @@ export function view(collection: Collection, r: LoadedRecord): RecordView {
   return { id: r.id, version: r.version, created_at: r.created_at, updated_at: r.updated_at, ...visibleValues(collection, r.sv, r.values) };
 }
 
+const metaOf = (item: KvItem): RecordMeta => ({
+  id: String(item.id),
+  version: Number(item.version),
+  created_at: String(item.created_at),
+  updated_at: String(item.updated_at),
+  sv: Number(item.sv),
+});
+
 /** The record of an item that holds its values inline; undefined when its body is in the blob store. */
 export function inlineRecord(item: KvItem): LoadedRecord | undefined {
   if (typeof item.body === 'string') return undefined;
-  return {
-    id: String(item.id),
-    version: Number(item.version),
-    created_at: String(item.created_at),
-    updated_at: String(item.updated_at),
-    sv: Number(item.sv),
-    values: (item.values as Record<string, unknown>) ?? {},
-    body: null,
-  };
+  return { ...metaOf(item), values: (item.values as Record<string, unknown>) ?? {}, body: null };
 }
 
 export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRecord> {
@@ -72,15 +72,7 @@ export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRe
   if (!blob) throw new Error(`record body ${body} is missing`);
   const chunks: Buffer[] = [];
   for await (const chunk of blob.body) chunks.push(chunk as Buffer);
-  return {
-    id: String(item.id),
-    version: Number(item.version),
-    created_at: String(item.created_at),
-    updated_at: String(item.updated_at),
-    sv: Number(item.sv),
-    values: JSON.parse(Buffer.concat(chunks).toString('utf8')),
-    body,
-  };
+  return { ...metaOf(item), values: JSON.parse(Buffer.concat(chunks).toString('utf8')), body };
 }
 
 /** The item to commit for a record version; writes the body to the blob store first when it is large. */
