@@ -4,7 +4,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
-import { ConditionFailedError, TransactionCanceledError } from '../errors.js';
+import { ConditionFailedError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
 import { assertBatchGetShape, assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
 import { applyUpdate, decodeCursor, deepEqual, encodeCursor } from '../kv-shared.js';
 import { LIMITS } from '../limits.js';
@@ -168,7 +168,10 @@ export class SqliteKeyValueStore implements KeyValueStore {
         }
       });
     } catch (error) {
-      for (const w of group) w.reject(error);
+      // The whole group failed to commit; a database busy beyond busy_timeout is a 503, not a bug.
+      const code = (error as { code?: string }).code;
+      const failure = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' ? new EngineUnavailableError(`database busy (${code})`) : error;
+      for (const w of group) w.reject(failure);
       return;
     }
     group.forEach((w, i) => (outcomes[i].ok ? w.resolve(outcomes[i].value) : w.reject(outcomes[i].value)));
