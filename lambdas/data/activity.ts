@@ -269,14 +269,15 @@ export function activityItem(scope: RequestScope, event: ActivityEvent, atMs: nu
     country: country && /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : null,
   };
   const sk = activitySortKey(atMs, id);
-  const item: KvItem = {
-    pk: activityPartition(principal.organizationId, activityDay(atMs)),
-    sk,
-    ...(record as unknown as Record<string, KvValue>),
-    // Not part of the answer: lets an application-bound credential see only its application's activity.
-    application_id: principal.applicationId,
-    expires_at: Math.floor((atMs + ACTIVITY_RETENTION_MS) / 1000),
-  };
+  const item: KvItem = { pk: activityPartition(principal.organizationId, activityDay(atMs)), sk };
+  // Fields that do not apply are not stored (activityRecordOf answers them as null): one is written per call.
+  for (const key in record) {
+    const value = (record as unknown as Record<string, KvValue>)[key];
+    if (value !== null) item[key] = value;
+  }
+  // Not part of the answer: lets an application-bound credential see only its application's activity.
+  if (principal.applicationId) item.application_id = principal.applicationId;
+  item.expires_at = Math.floor((atMs + ACTIVITY_RETENTION_MS) / 1000);
   if (sha) {
     item.gsi1pk = activityFilePartition(principal.organizationId, sha);
     item.gsi1sk = sk;
