@@ -3,6 +3,7 @@
  * One route per endpoint may be the default (used for `model: "auto"` or no model).
  */
 import type { KeyValueStore, KvWrite } from '../engine/ports.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 
 export const ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/run'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
@@ -45,7 +46,7 @@ const key = (organizationId: string, routeId: string) => ({ pk: `org#${organizat
  * Every AI call reads its organization's routes, so a process keeps them for MODEL_ROUTES_CACHE_MS
  * (default 1 s): a change made elsewhere (the admin CLI, another function) reaches it within that time.
  */
-const cache = new Map<string, { routes: ModelRoute[]; until: number }>();
+const cache = new TtlCache<ModelRoute[]>();
 const cacheMs = () => Number(process.env.MODEL_ROUTES_CACHE_MS ?? 1000);
 
 export class ModelRoutes {
@@ -53,11 +54,10 @@ export class ModelRoutes {
 
   async list(organizationId: string): Promise<ModelRoute[]> {
     const now = this.now();
-    const hit = cache.get(organizationId);
-    if (hit && hit.until > now) return hit.routes;
+    const hit = cache.get(organizationId, now);
+    if (hit) return hit;
     const routes = await this.read(organizationId);
-    if (cache.size > 10_000) cache.clear();
-    cache.set(organizationId, { routes, until: now + cacheMs() });
+    cache.set(organizationId, routes, now + cacheMs());
     return routes;
   }
 

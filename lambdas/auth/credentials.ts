@@ -15,6 +15,7 @@ import { PUBLISHABLE_KEY_PATTERN, PublishableKeys } from './publishable-keys.js'
 import { OAuthClients } from './oauth-clients.js';
 import { Tenants, type Application, type Organization } from './tenants.js';
 import { verifyToken } from './tokens.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 
 interface Resolved {
   principal: Principal;
@@ -24,16 +25,11 @@ interface Resolved {
   expiresAt?: number;
 }
 
-interface Entry {
-  resolved: Resolved | undefined;
-  until: number;
-}
-
-const MAX_ENTRIES = 10_000;
 /** Unknown credentials are cached briefly too, so a flood of bad ones cannot hammer the store. */
 const NEGATIVE_CACHE_MS = 5_000;
 const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-const cache = new Map<string, Entry>();
+/** Resolved credentials by the hash of the token; null for one that resolved to nothing. */
+const cache = new TtlCache<Resolved | null>();
 
 export const cacheMs = () => Number(process.env.CREDENTIAL_CACHE_MS ?? 30_000);
 
@@ -116,22 +112,14 @@ export async function authenticate(engine: Engine, authorization: string | undef
   const token = bearerToken(authorization);
   const cacheKey = hashSecret(token);
   const now = engine.clock.now();
-  let entry = cache.get(cacheKey);
-  if (!entry || entry.until <= now) {
-    const resolved = await resolve(engine, token);
+  let resolved = cache.get(cacheKey, now);
+  if (resolved === undefined) {
+    resolved = (await resolve(engine, token)) ?? null;
     const until = now + (resolved ? cacheMs() : Math.min(cacheMs(), NEGATIVE_CACHE_MS));
-    entry = { resolved, until: Math.min(until, resolved?.expiresAt ?? until) };
-    if (cache.size >= MAX_ENTRIES) cache.delete(cache.keys().next().value as string);
-    cache.set(cacheKey, entry);
+    cache.set(cacheKey, resolved, Math.min(until, resolved?.expiresAt ?? until));
   }
-  const resolved = entry.resolved;
   if (!resolved || (resolved.expiresAt !== undefined && resolved.expiresAt <= now)) throw invalidCredentials();
   if (resolved.refusal === 'organization_disabled') throw new ApiError(403, 'organization_disabled', 'The organization is disabled.');
   if (resolved.refusal === 'key_disabled') throw new ApiError(403, 'key_disabled', 'This key is disabled.');
   return resolved.principal;
-}
-
-/** For tests that change credentials underneath a running process. */
-export function clearCredentialCache(): void {
-  cache.clear();
 }

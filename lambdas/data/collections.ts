@@ -8,6 +8,7 @@ import { ConditionFailedError } from '../engine/errors.js';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, badRequest } from '../http/errors.js';
 import { collectionKey, recordPartition } from './keys.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 import { requireServer } from './databases.js';
 import { COLLECTION_NAME_PATTERN, checkFields, fieldView, sameField, type FieldDef, type StoredField } from './schema.js';
 import { RuleSyntaxError, compileRules, validateRules, type CompiledRule, type Rule, type RuleAction } from './rules.js';
@@ -56,7 +57,7 @@ interface PutBody {
  * write wrongly: each write transaction checks the collection's schema_version, and a write whose
  * check fails reads the collection again (`fresh`).
  */
-const recent = new Map<string, { collection: Collection; until: number }>();
+const recent = new TtlCache<Collection>();
 const RECENT_MS = 1000;
 const recentKey = (org: string, database: string, name: string) => `${org}\u0000${database}\u0000${name}`;
 
@@ -66,8 +67,8 @@ export class Collections {
   async get(org: string, database: string, name: string, options: { fresh?: boolean } = {}): Promise<Collection | undefined> {
     const key = recentKey(org, database, name);
     const now = this.now();
-    const hit = recent.get(key);
-    if (hit && hit.until > now && !options.fresh) return hit.collection;
+    const hit = options.fresh ? undefined : recent.get(key, now);
+    if (hit) return hit;
     const item = await this.kv.get(collectionKey(org, database, name));
     if (!item) {
       recent.delete(key);
@@ -75,8 +76,7 @@ export class Collections {
     }
     const { pk: _pk, sk: _sk, ...stored } = item;
     const collection = stored as unknown as Collection;
-    if (recent.size > 10_000) recent.clear();
-    recent.set(key, { collection, until: now + RECENT_MS });
+    recent.set(key, collection, now + RECENT_MS);
     return collection;
   }
 

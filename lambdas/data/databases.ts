@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
 import { ApiError, badRequest, forbidden } from '../http/errors.js';
 import { databaseKey, databasesPrefix } from './keys.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 
 /** Lowercase letters, digits, `.`, `_`, `-` and `/`, up to 128 characters. */
 export const DATABASE_NAME_PATTERN = /^[a-z0-9._/-]{1,128}$/;
@@ -37,7 +38,7 @@ export function requireServer(p: Principal, what: string): void {
  * Databases are never deleted and their owner never changes, so a database once read is kept for a
  * minute (a cap, not a correctness need): every Data call names one.
  */
-const seen = new Map<string, { db: Database; until: number }>();
+const seen = new TtlCache<Database>();
 const SEEN_MS = 60_000;
 
 export class Databases {
@@ -83,14 +84,11 @@ export class Databases {
     if (!DATABASE_NAME_PATTERN.test(key)) throw databaseNotFound(key);
     const cacheKey = `${p.organizationId}\u0000${key}`;
     const now = this.now();
-    let db = seen.get(cacheKey)?.until! > now ? seen.get(cacheKey)!.db : undefined;
+    let db = seen.get(cacheKey, now);
     if (!db) {
       const item = await this.kv.get(databaseKey(p.organizationId, key));
       db = item && toDatabase(item);
-      if (db) {
-        if (seen.size > 10_000) seen.clear();
-        seen.set(cacheKey, { db, until: now + SEEN_MS });
-      }
+      if (db) seen.set(cacheKey, db, now + SEEN_MS);
     }
     if (!db || !canSee(p, db)) throw databaseNotFound(key);
     return db;

@@ -13,7 +13,6 @@
 export const databaseKey = (org: string, database: string) => ({ pk: `org#${org}`, sk: `db#${database}` });
 export const databasesPrefix = (org: string) => ({ pk: `org#${org}`, prefix: 'db#' });
 export const collectionKey = (org: string, database: string, collection: string) => ({ pk: `db#${org}#${database}`, sk: `col#${collection}` });
-export const collectionsPrefix = (org: string, database: string) => ({ pk: `db#${org}#${database}`, prefix: 'col#' });
 export const recordPartition = (org: string, database: string, collection: string) => `rec#${org}#${database}#${collection}`;
 export const recordKey = (org: string, database: string, collection: string, id: string) => ({ pk: recordPartition(org, database, collection), sk: id });
 export const uniquePartition = (org: string, database: string, collection: string, field: string, generation: number) =>

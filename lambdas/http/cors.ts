@@ -6,6 +6,8 @@
 import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
+import { cacheMs } from '../auth/credentials.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 
 /** Request headers a browser may send: the credential, JSON, and the Data API's version preconditions. */
 export const ALLOWED_HEADERS = 'authorization, content-type, if-match, if-none-match';
@@ -13,16 +15,16 @@ export const ALLOWED_HEADERS = 'authorization, content-type, if-match, if-none-m
 export const EXPOSED_HEADERS = 'etag, location';
 export const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
-const listed = new Map<string, { apps: Set<string>; until: number }>();
+const listed = new TtlCache<Set<string>>();
 const LISTED_CACHE_MS = 30_000;
 
 async function applicationsListing(engine: Engine, origin: string): Promise<Set<string>> {
   const now = engine.clock.now();
-  const hit = listed.get(origin);
-  if (hit && hit.until > now) return hit.apps;
+  const hit = listed.get(origin, now);
+  if (hit) return hit;
   const apps = await new PublishableKeys(engine.kv, () => now).applicationsListing(origin);
-  if (listed.size > 10_000) listed.clear();
-  listed.set(origin, { apps, until: now + Math.min(LISTED_CACHE_MS, Number(process.env.CREDENTIAL_CACHE_MS ?? LISTED_CACHE_MS)) });
+  // A disabled key's origins leave as fast as the key itself stops working.
+  listed.set(origin, apps, now + Math.min(LISTED_CACHE_MS, cacheMs()));
   return apps;
 }
 

@@ -1,0 +1,25 @@
+/**
+ * The per-process caches of the hot path (credentials, model routes, databases, collections, CORS
+ * origins): each entry lives until its own deadline, and the oldest entry makes room when full.
+ */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, { value: V; until: number }>();
+
+  constructor(private readonly maxEntries = 10_000) {}
+
+  /** The value if it is still fresh at `now`. */
+  get(key: string, now: number): V | undefined {
+    const hit = this.entries.get(key);
+    return hit && hit.until > now ? hit.value : undefined;
+  }
+
+  set(key: string, value: V, until: number): void {
+    this.entries.delete(key);
+    if (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+    this.entries.set(key, { value, until });
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+}
