@@ -85,12 +85,37 @@ async function pipeOut(req: IncomingMessage, res: ServerResponse, status: number
   }
 }
 
+interface Answer {
+  res: ServerResponse;
+  status: number;
+  headers: Record<string, string>;
+  body?: Buffer | string;
+}
+
+/**
+ * Answers ready in one event-loop turn are written together at its end (setImmediate), not one by one
+ * as each handler finishes. Under load many connections are served per turn, and a write to a client
+ * that went idle waiting costs a wake-up in the kernel; written back to back, one wake-up serves them
+ * all (measured in docs/benchmarks.md: a third less kernel time per request). A lone request waits only
+ * for the rest of the turn it was handled in.
+ */
+let answers: Answer[] = [];
+
+function writeAnswers() {
+  const batch = answers;
+  answers = [];
+  for (const a of batch) {
+    if (a.res.destroyed) continue;
+    a.res.writeHead(a.status, a.headers);
+    a.res.end(a.body);
+  }
+}
+
 function send(res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body?: Buffer | string) {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = String(v);
+  for (const k in headers) out[k] = String(headers[k]);
   if (body !== undefined) out['content-length'] = String(Buffer.byteLength(body));
-  res.writeHead(status, out);
-  res.end(body);
+  if (answers.push({ res, status, headers: out, body }) === 1) setImmediate(writeAnswers);
 }
 
 /** Reads the whole body, or returns undefined once it passes `max` bytes. */
