@@ -14,6 +14,7 @@ import { startPlatform } from '../../lambdas/local/platform.js';
 import { routeById } from '../../lambdas/http/routes.js';
 import type { RequestScope } from '../../lambdas/http/types.js';
 import { activityRecorder, recordActivity, type ActivityEvent } from '../../lambdas/data/activity.js';
+import { listActivity } from '../../lambdas/data/activity-log.js';
 
 const DAY = 24 * 3600 * 1000;
 const ORIGIN = 'https://app.example';
@@ -371,13 +372,13 @@ describe('activity on shutdown', () => {
 
       const reopened = createEmbeddedEngine({ dataDir });
       try {
-        const day = new Date().toISOString().slice(0, 10);
-        const yesterday = new Date(Date.now() - DAY).toISOString().slice(0, 10);
-        const items = [
-          ...(await reopened.kv.query({ pk: `act#${credentials.organization_id}#${day}`, descending: true })).items,
-          ...(await reopened.kv.query({ pk: `act#${credentials.organization_id}#${yesterday}`, descending: true })).items,
-        ];
-        expect(items.map((i) => [i.kind, i.route])).toEqual([
+        const page = await listActivity(
+          reopened.kv,
+          { organizationId: credentials.organization_id, applicationId: null },
+          { from: 0, to: Date.now() + 1, kinds: null, file_sha256: null },
+          { limit: 10, now: Date.now() },
+        );
+        expect(page.items.map((i) => [i.kind, i.route])).toEqual([
           ['blob.write', '/v1/databases/{database}/blobs/{sha256}'],
           ['api.call', '/v1/models'],
         ]);

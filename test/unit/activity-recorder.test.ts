@@ -1,21 +1,20 @@
-/** The activity recorder: batching, timing, failure handling, and the synchronous flush in Lambda. */
+/** The activity recorder: segments, timing, failure handling, and the synchronous flush in Lambda. */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import type { Engine, KeyValueStore, KvItem, KvWrite } from '../../lambdas/engine/ports.js';
+import type { Engine, KeyValueStore, KvItem } from '../../lambdas/engine/ports.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { ActivityRecorder, activityRecorder } from '../../lambdas/data/activity.js';
+import { activityRecorder } from '../../lambdas/data/activity.js';
+import { ACTIVITY_RETENTION_MS, ActivityRecorder, SEGMENT_MAX_SPAN_MS, activitySortKey, type ActivityEntry } from '../../lambdas/data/activity-segments.js';
 
 class FakeKv {
   puts: KvItem[] = [];
-  transactions: KvWrite[][] = [];
-  failTransact = false;
   failPutOf = new Set<string>();
   delayMs = 0;
   async put(item: KvItem) {
@@ -23,79 +22,122 @@ class FakeKv {
     if (this.failPutOf.has(item.sk)) throw new Error('put failed');
     this.puts.push(item);
   }
-  async transact(writes: KvWrite[]) {
-    await new Promise((r) => setTimeout(r, this.delayMs));
-    if (this.failTransact) throw new Error('transaction failed');
-    this.transactions.push(writes);
+  /** Every stored event's id, segment by segment. */
+  ids() {
+    return this.puts.map((p) => (p.events as { id: string }[]).map((e) => e.id));
   }
 }
 
-const item = (i: number): KvItem => ({ pk: 'act#org_1#2026-01-01', sk: `${String(i).padStart(15, '0')}#act_${i}` });
+const DAY1 = 'act#org_1#2026-01-01';
+const T0 = Date.parse('2026-01-01T10:00:00Z');
+/** An event of partition `pk` at T0 + `ms`. */
+const entry = (i: number, ms = i, extra: Partial<ActivityEntry> = {}): ActivityEntry => ({
+  pk: DAY1,
+  key: activitySortKey(T0 + ms, `act_${String(i).padStart(4, '0')}`),
+  at: T0 + ms,
+  event: { id: `act_${String(i).padStart(4, '0')}`, at_ms: T0 + ms, kind: 'api.call' },
+  filePk: null,
+  bytes: 300,
+  ...extra,
+});
 const kvOf = (fake: FakeKv) => fake as unknown as KeyValueStore;
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => from + k);
+const ids = (from: number, to: number) => range(from, to).map((i) => `act_${String(i).padStart(4, '0')}`);
 
 describe('ActivityRecorder', () => {
-  it('writes 100 events as one transaction of 100 puts, at once', async () => {
+  it('writes 100 events of one day as one segment, at once, newest first and keyed by the newest', async () => {
     const fake = new FakeKv();
     const recorder = new ActivityRecorder({ intervalMs: 60_000 });
-    for (let i = 0; i < 100; i++) recorder.add(kvOf(fake), item(i));
+    for (let i = 0; i < 100; i++) recorder.add(kvOf(fake), entry(i));
     expect(recorder.pending).toBe(0); // the 100th event started the write; no timer needed
     await recorder.flush();
-    expect(fake.transactions).toHaveLength(1);
-    expect(fake.transactions[0]).toHaveLength(100);
-    expect(fake.transactions[0].map((w) => ('put' in w ? w.put.sk : '')).sort()).toEqual([...Array(100).keys()].map((i) => item(i).sk).sort());
-    expect(fake.puts).toEqual([]);
+    expect(fake.puts).toHaveLength(1);
+    expect(fake.ids()[0]).toEqual(ids(0, 100).reverse());
+    expect(fake.puts[0]).toMatchObject({ pk: DAY1, sk: entry(99).key, oldest_ms: T0, expires_at: Math.floor((T0 + 99 + ACTIVITY_RETENTION_MS) / 1000) });
+    expect(fake.puts[0].gsi1pk).toBeUndefined();
   });
 
-  it('writes fewer events when the interval passes, and a single one as a plain put', async () => {
+  it('writes what it holds when the interval passes', async () => {
     const fake = new FakeKv();
     const recorder = new ActivityRecorder({ intervalMs: 20 });
-    recorder.add(kvOf(fake), item(1));
-    recorder.add(kvOf(fake), item(2));
-    recorder.add(kvOf(fake), item(3));
+    for (let i = 1; i <= 3; i++) recorder.add(kvOf(fake), entry(i));
     expect(recorder.pending).toBe(3);
-    await vi.waitFor(() => expect(fake.transactions).toHaveLength(1), { timeout: 2000, interval: 5 });
-    expect(fake.transactions[0]).toHaveLength(3);
-    recorder.add(kvOf(fake), item(4));
-    await vi.waitFor(() => expect(fake.puts.map((p) => p.sk)).toEqual([item(4).sk]), { timeout: 2000, interval: 5 });
+    await vi.waitFor(() => expect(fake.puts).toHaveLength(1), { timeout: 2000, interval: 5 });
+    expect(fake.ids()).toEqual([ids(1, 4).reverse()]);
+    recorder.add(kvOf(fake), entry(4));
+    await vi.waitFor(() => expect(fake.ids()[1]).toEqual(ids(4, 5)), { timeout: 2000, interval: 5 });
     expect(recorder.pending).toBe(0);
   });
 
-  it('splits a large buffer into batches of 100 on flush', async () => {
+  it(`starts a new segment past ${SEGMENT_MAX_SPAN_MS} ms between its oldest and newest event, and per day`, async () => {
     const fake = new FakeKv();
-    const recorder = new ActivityRecorder({ batchSize: 100, intervalMs: 60_000 });
-    for (let i = 0; i < 250; i++) recorder.add(kvOf(fake), item(i));
+    const recorder = new ActivityRecorder({ intervalMs: 60_000 });
+    recorder.add(kvOf(fake), entry(1, 0));
+    recorder.add(kvOf(fake), entry(2, SEGMENT_MAX_SPAN_MS)); // still within the span
+    recorder.add(kvOf(fake), entry(3, SEGMENT_MAX_SPAN_MS + 1)); // past it: a new segment
+    recorder.add(kvOf(fake), entry(4, 5, { pk: 'act#org_1#2026-01-02' })); // another partition
     await recorder.flush();
-    expect(fake.transactions.map((t) => t.length)).toEqual([100, 100, 50]);
+    const segments = fake.puts.map((p) => [p.pk, (p.events as { id: string }[]).map((e) => e.id)]);
+    expect(segments).toHaveLength(3);
+    expect(segments).toEqual(
+      expect.arrayContaining([
+        [DAY1, ['act_0002', 'act_0001']],
+        [DAY1, ['act_0003']],
+        ['act#org_1#2026-01-02', ['act_0004']],
+      ]),
+    );
+  });
+
+  it('puts an event about a file alone in a segment, in the file index', async () => {
+    const fake = new FakeKv();
+    const recorder = new ActivityRecorder({ intervalMs: 60_000 });
+    recorder.add(kvOf(fake), entry(1));
+    recorder.add(kvOf(fake), entry(2, 2, { filePk: 'actfile#org_1#abc' }));
+    recorder.add(kvOf(fake), entry(3));
+    await recorder.flush();
+    const file = fake.puts.find((p) => p.gsi1pk)!;
+    expect(file).toMatchObject({ pk: DAY1, sk: entry(2, 2).key, gsi1pk: 'actfile#org_1#abc', gsi1sk: entry(2, 2).key });
+    expect((file.events as unknown[]).length).toBe(1);
+    expect(fake.ids().sort()).toEqual([['act_0002'], ['act_0003', 'act_0001']].sort());
+  });
+
+  it('closes a segment before its estimated size passes 256 KB', async () => {
+    const fake = new FakeKv();
+    const recorder = new ActivityRecorder({ intervalMs: 60_000 });
+    for (let i = 0; i < 30; i++) recorder.add(kvOf(fake), entry(i, i, { bytes: 20_000 }));
+    await recorder.flush();
+    expect(fake.puts.map((p) => (p.events as unknown[]).length).sort((a, b) => b - a)).toEqual([13, 13, 4]);
   });
 
   it('flush waits for writes in flight', async () => {
     const fake = new FakeKv();
     fake.delayMs = 50;
-    const recorder = new ActivityRecorder({ batchSize: 2, intervalMs: 60_000 });
-    recorder.add(kvOf(fake), item(1));
-    recorder.add(kvOf(fake), item(2)); // starts a write now
-    recorder.add(kvOf(fake), item(3));
+    const recorder = new ActivityRecorder({ maxEvents: 2, intervalMs: 60_000 });
+    recorder.add(kvOf(fake), entry(1));
+    recorder.add(kvOf(fake), entry(2)); // full: starts a write now
+    recorder.add(kvOf(fake), entry(3));
     await recorder.flush();
-    expect(fake.transactions).toHaveLength(1);
-    expect(fake.puts).toHaveLength(1);
+    expect(fake.ids()).toEqual([['act_0002', 'act_0001'], ['act_0003']]);
   });
 
-  it('never throws: a failed transaction is retried as single puts, what still fails is logged and dropped', async () => {
+  it('never throws: a failed write is logged and dropped, the other segments are written', async () => {
     const fake = new FakeKv();
-    fake.failTransact = true;
-    fake.failPutOf.add(item(2).sk);
+    fake.failPutOf.add(entry(2, SEGMENT_MAX_SPAN_MS * 2).key);
     const recorder = new ActivityRecorder({ intervalMs: 60_000 });
-    for (let i = 1; i <= 3; i++) recorder.add(kvOf(fake), item(i));
+    recorder.add(kvOf(fake), entry(1, 0));
+    recorder.add(kvOf(fake), entry(2, SEGMENT_MAX_SPAN_MS * 2));
+    recorder.add(kvOf(fake), entry(3, SEGMENT_MAX_SPAN_MS * 4));
     await expect(recorder.flush()).resolves.toBeUndefined();
-    expect(fake.puts.map((p) => p.sk).sort()).toEqual([item(1).sk, item(3).sk]);
+    expect(fake.ids().sort()).toEqual([['act_0001'], ['act_0003']]);
+    expect(recorder.pending).toBe(0);
   });
 
   it('keeps one buffer per store and flushes only the one asked for', async () => {
     const a = new FakeKv();
     const b = new FakeKv();
     const recorder = new ActivityRecorder({ intervalMs: 60_000 });
-    recorder.add(kvOf(a), item(1));
-    recorder.add(kvOf(b), item(2));
+    recorder.add(kvOf(a), entry(1));
+    recorder.add(kvOf(b), entry(2));
     await recorder.flush(kvOf(a));
     expect(a.puts).toHaveLength(1);
     expect(b.puts).toHaveLength(0);
@@ -138,7 +180,7 @@ describe('the chain records api.call', () => {
   });
   const ctx = { getRemainingTimeInMillis: () => 30_000 } as Context;
   const handler = httpHandler(route, async () => ({ status: 200, body: { ok: true } }));
-  const stored = async () => (await embedded.kv.query({ pk: `act#${org}#${new Date().toISOString().slice(0, 10)}` })).items;
+  const stored = async () => (await embedded.kv.query({ pk: `act#${org}#${new Date().toISOString().slice(0, 10)}` })).items.flatMap((s) => [...(s.events as KvItem[])].reverse());
 
   it('locally in the background: the answer does not wait for the write', async () => {
     useEngine(embedded);

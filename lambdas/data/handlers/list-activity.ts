@@ -1,17 +1,9 @@
 import { z } from 'zod';
 import { httpHandler } from '../../http/handler.js';
 import { badRequest } from '../../http/errors.js';
-import {
-  ACTIVITY_RETENTION_MS,
-  InvalidActivityCursorError,
-  decodeActivityCursor,
-  encodeActivityCursor,
-  flushActivity,
-  isActivityKind,
-  listActivity,
-  type ActivityKind,
-  type ActivityQuery,
-} from '../activity.js';
+import { flushActivity, isActivityKind, type ActivityKind } from '../activity.js';
+import { InvalidActivityCursorError, decodeActivityCursor, encodeActivityCursor, listActivity, type ActivityQuery } from '../activity-log.js';
+import { ACTIVITY_RETENTION_MS } from '../activity-segments.js';
 import { requireServer } from '../databases.js';
 
 const MS = /^\d{1,15}$/;

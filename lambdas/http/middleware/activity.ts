@@ -44,7 +44,7 @@ async function record(request: Request): Promise<void> {
     const principal = platform.principal ?? (await resolveAgain(platform));
     if (!principal || !platform.engine) return;
     const start = started.get(request.context);
-    recordActivity({ ...platform, principal } as RequestScope, {
+    recordActivity({ principal, route: platform.route, req: platform.req, engine: platform.engine }, {
       kind: 'api.call',
       status,
       error_code: status >= 400 ? errorCode(result) : null,
