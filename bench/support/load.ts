@@ -36,6 +36,8 @@ export interface LoadResult {
   serverCpuShare?: number;
   /** Share of one core this (load generating) process used over the run. */
   clientCpuShare: number;
+  /** The load generator's CPU time per answered request, in microseconds (where it is measured). */
+  clientCpuUsPerRequest?: number;
   /** Share of the whole machine (all cores) busy over the run, whoever used it (undefined without /proc). */
   machineBusy?: number;
   /** Share of the whole machine used by anything but the server and this process: noise. */

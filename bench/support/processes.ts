@@ -176,7 +176,7 @@ export function machineCpu(): { busy: number; total: number } | undefined {
   }
 }
 
-function clockTicks(): number {
+export function clockTicks(): number {
   try {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   } catch {

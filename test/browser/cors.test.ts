@@ -5,7 +5,7 @@
  * a preflight first. From A the page reads the answers; from B its fetch rejects.
  *
  * Chromium comes from Debian (/usr/bin/chromium, installed by `npm test`'s pretest,
- * scripts/ensure-chromium.sh); without it this suite fails rather than skips.
+ * scripts/ensure-debian-package.sh); without it this suite fails rather than skips.
  */
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -86,7 +86,7 @@ let originB = '';
 
 beforeAll(async () => {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run \`bash scripts/ensure-chromium.sh\` (npm test runs it as its pretest step)`);
+    throw new Error(`${CHROMIUM} is missing: run \`bash scripts/ensure-debian-package.sh /usr/bin/chromium chromium\` (npm test runs it as its pretest step)`);
   }
   platform = await startTestPlatform();
 
