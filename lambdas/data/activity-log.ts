@@ -13,6 +13,7 @@ import {
   activityPartition,
   atMsOfSortKey,
   eventKey,
+  segmentEvents,
   type StoredEvent,
 } from './activity-segments.js';
 
@@ -156,7 +157,7 @@ export async function listActivity(
       for (const segment of page.items) {
         release(buffered, segment.sk);
         if (done) return done;
-        for (const event of segment.events as StoredEvent[]) {
+        for (const event of segmentEvents(segment)) {
           const key = eventKey(event);
           if (key >= lower && key < upper) buffered.push({ key, event });
         }

@@ -5,8 +5,13 @@
  * where one item per event cost a hundred (locally, a GET /v1/models spent a fifth of its time writing
  * its own activity item; on DynamoDB, fewer and fuller items cost fewer write units).
  *
- *   act#<org>#<yyyy-mm-dd UTC> / <newest event's sort key>     events (newest first), oldest_ms, expires_at
+ *   act#<org>#<yyyy-mm-dd UTC> / <newest event's sort key>     organization_id, columns, events, oldest_ms, expires_at
  *   gsi1: actfile#<org>#<sha256> / same sort key               an event about a file, alone in its segment
+ *
+ * An event is a row: its values in the order of the segment's `columns` (the names of the record's
+ * fields but organization_id, which the segment holds once, plus application_id), nulls included. Rows
+ * without names halve what a segment stores and cost a third of objects to build; a segment names its
+ * columns, so a later version may add some and still read the older segments.
  *
  * An event's sort key is `<at_ms, 15 digits>#<id>`. A segment spans at most SEGMENT_MAX_SPAN_MS between
  * its oldest and newest event: readers rely on it to merge the segments of several writers (processes,
@@ -31,7 +36,16 @@ const SEGMENT_MAX_BYTES = 256 * 1024;
 /** Hot retention: segments expire (TTL) this long after their newest event. */
 export const ACTIVITY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 
-/** An event as stored: the record's fields that are not null, plus `application_id` when the caller had one. */
+/** The columns of the segments written now; `activityEntry` (activity.ts) builds rows in this order. */
+export const ACTIVITY_COLUMNS = [
+  'id', 'at_ms', 'actor_kind', 'actor_id', 'source', 'kind', 'method', 'route', 'status', 'outcome', 'error_code',
+  'latency_ms', 'file_id', 'file_sha256', 'file_size', 'content_type', 'file_name', 'related', 'bytes_in', 'bytes_out',
+  'country', 'application_id',
+] as const;
+
+/** An event as written: its values in ACTIVITY_COLUMNS order. */
+export type EventRow = KvValue[];
+/** An event as read back: every field by name, organization_id included. */
 export type StoredEvent = Record<string, KvValue>;
 
 /** An event ready to be buffered: where it goes and what it weighs. */
@@ -41,7 +55,8 @@ export interface ActivityEntry {
   /** `<at_ms, 15 digits>#<id>`. */
   key: string;
   at: number;
-  event: StoredEvent;
+  organizationId: string;
+  row: EventRow;
   /** The file index partition, for an event about a file. */
   filePk: string | null;
   /** An upper bound of the event's stored size (UTF-8 at most 3 bytes per UTF-16 unit). */
@@ -53,7 +68,7 @@ export const activitySortKey = (atMs: number, id: string) => `${pad15(atMs)}#${i
 export const activityPartition = (org: string, day: string) => `act#${org}#${day}`;
 export const activityFilePartition = (org: string, sha256: string) => `actfile#${org}#${sha256}`;
 export const atMsOfSortKey = (sk: string) => Number(sk.slice(0, 15));
-/** The sort key of a stored event. */
+/** The sort key of an event read back. */
 export const eventKey = (e: StoredEvent) => activitySortKey(e.at_ms as number, e.id as string);
 
 const DAY_MS = 24 * 3600 * 1000;
@@ -70,6 +85,7 @@ export function activityDay(ms: number): string {
 
 interface Segment {
   pk: string;
+  organizationId: string;
   filePk: string | null;
   events: ActivityEntry[];
   bytes: number;
@@ -84,7 +100,9 @@ export function segmentItem(segment: Segment): KvItem {
   const item: KvItem = {
     pk: segment.pk,
     sk,
-    events: entries.map((e) => e.event),
+    organization_id: segment.organizationId,
+    columns: ACTIVITY_COLUMNS as unknown as string[],
+    events: entries.map((e) => e.row),
     oldest_ms: segment.oldest,
     expires_at: Math.floor((segment.newest + ACTIVITY_RETENTION_MS) / 1000),
   };
@@ -93,6 +111,16 @@ export function segmentItem(segment: Segment): KvItem {
     item.gsi1sk = sk;
   }
   return item;
+}
+
+/** The events of a segment item, newest first, each with every field by name. */
+export function segmentEvents(item: KvItem): StoredEvent[] {
+  const columns = item.columns as string[];
+  return (item.events as EventRow[]).map((row) => {
+    const event: StoredEvent = { organization_id: item.organization_id as string };
+    for (let i = 0; i < columns.length; i++) event[columns[i]] = row[i] ?? null;
+    return event;
+  });
 }
 
 export interface ActivityRecorderOptions {
@@ -135,7 +163,7 @@ export class ActivityRecorder {
     if (!buffer) this.buffers.set(kv, (buffer = { open: new Map(), closed: [], events: 0 }));
     buffer.events++;
     if (entry.filePk) {
-      buffer.closed.push({ pk: entry.pk, filePk: entry.filePk, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at });
+      buffer.closed.push({ pk: entry.pk, organizationId: entry.organizationId, filePk: entry.filePk, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at });
     } else {
       let segment = buffer.open.get(entry.pk);
       if (
@@ -146,7 +174,10 @@ export class ActivityRecorder {
         buffer.closed.push(segment);
         segment = undefined;
       }
-      if (!segment) buffer.open.set(entry.pk, (segment = { pk: entry.pk, filePk: null, events: [], bytes: 0, oldest: entry.at, newest: entry.at }));
+      if (!segment) {
+        segment = { pk: entry.pk, organizationId: entry.organizationId, filePk: null, events: [], bytes: 0, oldest: entry.at, newest: entry.at };
+        buffer.open.set(entry.pk, segment);
+      }
       segment.events.push(entry);
       segment.bytes += entry.bytes;
       if (entry.at < segment.oldest) segment.oldest = entry.at;

@@ -3,7 +3,7 @@
  * here; the chain reports every call as `api.call` (http/middleware/activity.ts). How events are
  * buffered and stored is in activity-segments.ts, how they are read back in activity-log.ts.
  */
-import type { Engine, KvValue } from '../engine/ports.js';
+import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import type { HttpRequest, RequestScope } from '../http/types.js';
 import type { Api, CredentialKind, RouteDef } from '../http/routes.js';
@@ -15,6 +15,7 @@ import {
   activityPartition,
   activitySortKey,
   type ActivityEntry,
+  type EventRow,
   type StoredEvent,
 } from './activity-segments.js';
 
@@ -36,11 +37,11 @@ const FILE_KIND = /^file\.[a-z0-9_]+(\.[a-z0-9_]+)*$/;
 const NAMED = new Set<string>(NAMED_ACTIVITY_KINDS);
 export const isActivityKind = (kind: string): kind is ActivityKind => NAMED.has(kind) || (kind.length <= 64 && FILE_KIND.test(kind));
 
-export interface ActivityRelated {
+export type ActivityRelated = {
   database: string | null;
   collection_id: string | null;
   record_id: string | null;
-}
+};
 
 /** What a service reports. Anything left out is null in the record. */
 export interface ActivityEvent {
@@ -145,59 +146,53 @@ export interface ActivityCaller {
   req?: HttpRequest;
 }
 
-/**
- * Builds the stored form of an event: only the fields that apply (activityRecordOf answers the others
- * as null), since one is written per call.
- */
+/** Builds an event's row (in ACTIVITY_COLUMNS order) and where it goes. */
 export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs: number): ActivityEntry {
   const { principal, route, req } = caller;
   const id = `act_${monotonicUlid(atMs)}`;
-  const stored: StoredEvent = {
-    id,
-    at_ms: atMs,
-    organization_id: principal.organizationId,
-    actor_kind: principal.kind,
-    actor_id: principal.userId ?? principal.credentialId,
-    source: route.api,
-    kind: event.kind,
-  };
-  let bytes = 160 + 3 * (id.length + principal.organizationId.length + (stored.actor_id as string).length + event.kind.length);
-  const put = (field: string, value: KvValue) => {
-    if (value === null) return;
-    stored[field] = value;
-    bytes += field.length + 4 + (typeof value === 'string' ? 3 * value.length : 24);
-  };
-  put('method', req?.method ?? (route.method === 'ANY' ? null : route.method));
-  put('route', text(route.path === '$default' ? (req?.path ?? null) : route.path));
   const status = num(event.status);
-  put('status', status);
-  put('outcome', outcomeOf(status));
-  put('error_code', text(event.error_code));
-  put('latency_ms', num(event.latency_ms));
-  put('file_id', text(event.file_id));
   const sha = typeof event.file_sha256 === 'string' && SHA256.test(event.file_sha256) ? event.file_sha256 : null;
-  put('file_sha256', sha);
-  put('file_size', num(event.file_size));
-  put('content_type', text(event.content_type));
-  put('file_name', text(event.file_name));
+  let related: ActivityRelated | null = null;
   if (event.related) {
-    const related = { database: text(event.related.database), collection_id: text(event.related.collection_id), record_id: text(event.related.record_id) };
-    if ((related.database ?? related.collection_id ?? related.record_id) !== null) {
-      stored.related = related;
-      bytes += 64 + 3 * ((related.database?.length ?? 0) + (related.collection_id?.length ?? 0) + (related.record_id?.length ?? 0));
-    }
+    related = { database: text(event.related.database), collection_id: text(event.related.collection_id), record_id: text(event.related.record_id) };
+    if ((related.database ?? related.collection_id ?? related.record_id) === null) related = null;
   }
-  put('bytes_in', num(event.bytes_in));
-  put('bytes_out', num(event.bytes_out));
   const country = req?.headers['cloudfront-viewer-country'];
-  if (country !== undefined && /^[A-Za-z]{2}$/.test(country)) put('country', country.toUpperCase());
-  // Not part of the answer: lets an application-bound credential see only its application's activity.
-  if (principal.applicationId) put('application_id', principal.applicationId);
+  const row: EventRow = [
+    id,
+    atMs,
+    principal.kind,
+    principal.userId ?? principal.credentialId,
+    route.api,
+    event.kind,
+    req?.method ?? (route.method === 'ANY' ? null : route.method),
+    text(route.path === '$default' ? (req?.path ?? null) : route.path),
+    status,
+    outcomeOf(status),
+    text(event.error_code),
+    num(event.latency_ms),
+    text(event.file_id),
+    sha,
+    num(event.file_size),
+    text(event.content_type),
+    text(event.file_name),
+    related,
+    num(event.bytes_in),
+    num(event.bytes_out),
+    country !== undefined && /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : null,
+    // Not part of the answer: lets an application-bound credential see only its application's activity.
+    principal.applicationId,
+  ];
+  // An upper bound of the stored size: UTF-8 takes at most 3 bytes per UTF-16 unit.
+  let bytes = 64;
+  for (const value of row) bytes += typeof value === 'string' ? 3 * value.length + 3 : 24;
+  if (related) bytes += 3 * ((related.database?.length ?? 0) + (related.collection_id?.length ?? 0) + (related.record_id?.length ?? 0)) + 64;
   return {
     pk: activityPartition(principal.organizationId, activityDay(atMs)),
     key: activitySortKey(atMs, id),
     at: atMs,
-    event: stored,
+    organizationId: principal.organizationId,
+    row,
     filePk: sha ? activityFilePartition(principal.organizationId, sha) : null,
     bytes,
   };

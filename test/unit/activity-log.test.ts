@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { listActivity, type ActivityQuery } from '../../lambdas/data/activity-log.js';
 import {
+  ACTIVITY_COLUMNS,
   ActivityRecorder,
   SEGMENT_MAX_SPAN_MS,
   activityDay,
@@ -52,8 +53,9 @@ describe('activity log over segments of several writers', () => {
       const id = `act_${String(i).padStart(5, '0')}${Math.floor(next() * 1e6)}`;
       const kind = next() < 0.3 ? 'record.write' : 'api.call';
       const app = next() < 0.5 ? 'app_a' : null;
-      const event = { id, at_ms: at, organization_id: ORG, kind, ...(app ? { application_id: app } : {}) };
-      const entry: ActivityEntry = { pk: activityPartition(ORG, activityDay(at)), key: activitySortKey(at, id), at, event, filePk: null, bytes: 300 };
+      const event: Record<string, string | number> = { id, at_ms: at, kind, ...(app ? { application_id: app } : {}) };
+      const row = ACTIVITY_COLUMNS.map((c) => event[c] ?? null);
+      const entry: ActivityEntry = { pk: activityPartition(ORG, activityDay(at)), key: activitySortKey(at, id), at, organizationId: ORG, row, filePk: null, bytes: 300 };
       const writer = writers[Math.floor(next() * writers.length)];
       writer.add(engine.kv, entry);
       made.push({ key: entry.key, at, kind, app });

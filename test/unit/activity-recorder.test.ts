@@ -11,7 +11,15 @@ import { httpHandler } from '../../lambdas/http/handler.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { activityRecorder } from '../../lambdas/data/activity.js';
-import { ACTIVITY_RETENTION_MS, ActivityRecorder, SEGMENT_MAX_SPAN_MS, activitySortKey, type ActivityEntry } from '../../lambdas/data/activity-segments.js';
+import {
+  ACTIVITY_COLUMNS,
+  ACTIVITY_RETENTION_MS,
+  ActivityRecorder,
+  SEGMENT_MAX_SPAN_MS,
+  activitySortKey,
+  segmentEvents,
+  type ActivityEntry,
+} from '../../lambdas/data/activity-segments.js';
 
 class FakeKv {
   puts: KvItem[] = [];
@@ -24,7 +32,7 @@ class FakeKv {
   }
   /** Every stored event's id, segment by segment. */
   ids() {
-    return this.puts.map((p) => (p.events as { id: string }[]).map((e) => e.id));
+    return this.puts.map((p) => segmentEvents(p).map((e) => e.id));
   }
 }
 
@@ -35,7 +43,8 @@ const entry = (i: number, ms = i, extra: Partial<ActivityEntry> = {}): ActivityE
   pk: DAY1,
   key: activitySortKey(T0 + ms, `act_${String(i).padStart(4, '0')}`),
   at: T0 + ms,
-  event: { id: `act_${String(i).padStart(4, '0')}`, at_ms: T0 + ms, kind: 'api.call' },
+  organizationId: 'org_1',
+  row: ACTIVITY_COLUMNS.map((c) => ({ id: `act_${String(i).padStart(4, '0')}`, at_ms: T0 + ms, kind: 'api.call' })[c as string] ?? null),
   filePk: null,
   bytes: 300,
   ...extra,
@@ -77,7 +86,7 @@ describe('ActivityRecorder', () => {
     recorder.add(kvOf(fake), entry(3, SEGMENT_MAX_SPAN_MS + 1)); // past it: a new segment
     recorder.add(kvOf(fake), entry(4, 5, { pk: 'act#org_1#2026-01-02' })); // another partition
     await recorder.flush();
-    const segments = fake.puts.map((p) => [p.pk, (p.events as { id: string }[]).map((e) => e.id)]);
+    const segments = fake.puts.map((p) => [p.pk, segmentEvents(p).map((e) => e.id)]);
     expect(segments).toHaveLength(3);
     expect(segments).toEqual(
       expect.arrayContaining([
@@ -97,7 +106,7 @@ describe('ActivityRecorder', () => {
     await recorder.flush();
     const file = fake.puts.find((p) => p.gsi1pk)!;
     expect(file).toMatchObject({ pk: DAY1, sk: entry(2, 2).key, gsi1pk: 'actfile#org_1#abc', gsi1sk: entry(2, 2).key });
-    expect((file.events as unknown[]).length).toBe(1);
+    expect(segmentEvents(file)).toHaveLength(1);
     expect(fake.ids().sort()).toEqual([['act_0002'], ['act_0003', 'act_0001']].sort());
   });
 
@@ -106,7 +115,7 @@ describe('ActivityRecorder', () => {
     const recorder = new ActivityRecorder({ intervalMs: 60_000 });
     for (let i = 0; i < 30; i++) recorder.add(kvOf(fake), entry(i, i, { bytes: 20_000 }));
     await recorder.flush();
-    expect(fake.puts.map((p) => (p.events as unknown[]).length).sort((a, b) => b - a)).toEqual([13, 13, 4]);
+    expect(fake.puts.map((p) => segmentEvents(p).length).sort((a, b) => b - a)).toEqual([13, 13, 4]);
   });
 
   it('flush waits for writes in flight', async () => {
@@ -180,7 +189,7 @@ describe('the chain records api.call', () => {
   });
   const ctx = { getRemainingTimeInMillis: () => 30_000 } as Context;
   const handler = httpHandler(route, async () => ({ status: 200, body: { ok: true } }));
-  const stored = async () => (await embedded.kv.query({ pk: `act#${org}#${new Date().toISOString().slice(0, 10)}` })).items.flatMap((s) => [...(s.events as KvItem[])].reverse());
+  const stored = async () => (await embedded.kv.query({ pk: `act#${org}#${new Date().toISOString().slice(0, 10)}` })).items.flatMap((s) => segmentEvents(s).reverse());
 
   it('locally in the background: the answer does not wait for the write', async () => {
     useEngine(embedded);
