@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { randomHex } from '../shared/ids.js';
 
 /** `aik_` + 64 lowercase hex (spec section 5). */
@@ -10,4 +10,5 @@ export const newSecretKey = () => `aik_${randomHex(32)}`;
  * Keys carry 256 random bits, so a plain SHA-256 is a safe one-way store (a slow password hash buys
  * nothing against that entropy and would cost every uncached request).
  */
-export const hashSecret = (secret: string) => createHash('sha256').update(secret).digest('hex');
+// One-shot `hash` (no Hash object per call): it runs on every request, to look the credential cache up.
+export const hashSecret = (secret: string) => hash('sha256', secret, 'hex');

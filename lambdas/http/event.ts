@@ -37,14 +37,20 @@ export const responseStreamOf = (result: APIGatewayProxyStructuredResultV2): Rea
 
 export const isReadable = (value: unknown): value is Readable => value instanceof Readable;
 
+const NO_BODY = Buffer.alloc(0);
+
+/** Copies a map of an event, leaving out undefined values (names lower-cased for headers). */
+function defined(map: Record<string, string | undefined> | undefined, lower: boolean): Record<string, string> {
+  const out: Record<string, string> = {};
+  if (map) for (const k in map) if (map[k] !== undefined) out[lower ? k.toLowerCase() : k] = map[k];
+  return out;
+}
+
 export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.headers ?? {})) if (v !== undefined) headers[k.toLowerCase()] = v;
-  const query: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.queryStringParameters ?? {})) if (v !== undefined) query[k] = v;
-  const params: Record<string, string> = {};
-  for (const [k, v] of Object.entries(event.pathParameters ?? {})) if (v !== undefined) params[k] = v;
-  const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : Buffer.alloc(0);
+  const headers = defined(event.headers, true);
+  const query = defined(event.queryStringParameters, false);
+  const params = defined(event.pathParameters, false);
+  const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : NO_BODY;
   const attached = (event as unknown as Record<symbol, Readable | undefined>)[BODY_STREAM];
   let taken = false;
   const stream = () => {
@@ -56,8 +62,9 @@ export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
   return { method: event.requestContext.http.method, path: event.rawPath, params, query, headers, body, stream };
 }
 
+/** The API Gateway result of a response; `res.headers` becomes the result's (the caller hands over a copy). */
 export function toResult(res: HttpResponse): APIGatewayProxyStructuredResultV2 {
-  const headers: Record<string, string> = { ...res.headers };
+  const headers: Record<string, string> = res.headers ?? {};
   if (res.body === undefined || res.status === 204 || res.status === 304) {
     if (isReadable(res.body)) res.body.destroy();
     return { statusCode: res.status, headers, body: '' };

@@ -5,6 +5,7 @@
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, pipesResponse, toHttpRequest } from './event.js';
@@ -26,11 +27,11 @@ export function httpHandler(route: string | RouteDef, handle: RouteHandler): Lam
 export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): LambdaHttpHandler {
   const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
-    // activity() is registered before everything: its before starts the latency clock, and its after and
-    // onError run after respond()'s, so it records the final answer (status, error code, bytes out).
+    // activity() is registered before everything: its after and onError run after respond()'s, so it
+    // records the final answer (status, error code, bytes out). The latency clock starts here.
     .use(activity())
     .before(async ({ event, context }) => {
-      context.platform = { route, req: toHttpRequest(event), requestId: event.requestContext.requestId ?? randomUUID() };
+      context.platform = { route, req: toHttpRequest(event), requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
     })
     // respond() is registered first so its onError runs last and sees every other middleware's error.
     .use(respond());
@@ -39,7 +40,8 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     context.platform.engine = await getEngine();
   });
   chain.use(credentials());
-  chain.use(rateLimit());
+  // The AI API has no per-credential call limit (its limits belong to routes and quotas, rate-limit.ts).
+  if (route.api !== 'ai') chain.use(rateLimit());
   // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
   if (route.api === 'ai' && route.method !== 'ANY' && route.credentials !== 'none') chain.use(operationIdRequired());
   if ((route.body ?? 'json') === 'json') chain.use(jsonBody());

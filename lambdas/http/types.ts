@@ -50,7 +50,8 @@ export type RouteHandler = (req: HttpRequest, scope: RequestScope) => Promise<Ht
 
 /** The Lambda context, carrying the chain's state between middlewares. */
 export interface PlatformContext extends Context {
-  platform: Partial<RequestScope> & { route: RouteDef; req: HttpRequest };
+  /** `startedAt`: performance.now() when the chain began, for the activity record's latency. */
+  platform: Partial<RequestScope> & { route: RouteDef; req: HttpRequest; startedAt?: number };
 }
 
 /** A middleware of the chain: event and response types vary along it, the context is ours. */

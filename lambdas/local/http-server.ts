@@ -15,6 +15,8 @@ import type { Api, RouteDef } from '../http/routes.js';
 import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
 
+const NO_BODY = Buffer.alloc(0);
+
 /** API Gateway refuses payloads over 10 MiB before any function runs. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
@@ -31,7 +33,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       // Matched before the body is read: a streaming route's body is handed over unread.
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
       const streaming = route.body === 'stream';
-      let body: Buffer = Buffer.alloc(0);
+      let body: Buffer = NO_BODY;
       // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 6.3).
       const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
       if (!streaming && hasBody) {
@@ -46,7 +48,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       markPipesResponse(event);
       if (streaming) attachBodyStream(event, req);
       const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId));
-      const headers: Record<string, string | number | boolean> = { ...result.headers };
+      const headers: Record<string, string | number | boolean> = result.headers ?? {};
       if (streaming && !req.complete) {
         // Answered before the body was read to its end (an early error): drop the rest and the connection.
         headers.connection = 'close';
@@ -54,7 +56,8 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       }
       const stream = responseStreamOf(result);
       if (stream) return await pipeOut(req, res, result.statusCode ?? 200, headers, stream);
-      const payload = result.body ? Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8') : undefined;
+      // A text body goes out as the string: node:http writes it with the head in one write.
+      const payload = result.body ? (result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body) : undefined;
       send(res, result.statusCode ?? 200, headers, payload);
     } catch (error) {
       // Handlers map their own errors; reaching here is a bug in the runtime itself.
@@ -151,6 +154,9 @@ function parseTarget(target: string): Target {
   return q < 0 ? { pathname: target, search: '' } : { pathname: target.slice(0, q), search: target.slice(q) };
 }
 
+/** The last millisecond's ISO text: many events share it under load. */
+const isoOf = { ms: -1, text: '' };
+
 function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
@@ -158,6 +164,7 @@ function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, p
   if (url.search) for (const [k, v] of new URLSearchParams(url.search)) query[k] = k in query ? `${query[k]},${v}` : v;
   const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
   const now = Date.now();
+  if (now !== isoOf.ms) isoOf.text = new Date((isoOf.ms = now)).toISOString();
   return {
     version: '2.0',
     routeKey,
@@ -183,11 +190,14 @@ function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, p
       requestId: randomUUID(),
       routeKey,
       stage: '$default',
-      time: new Date(now).toISOString(),
+      time: isoOf.text,
       timeEpoch: now,
     },
   };
 }
+
+const remainingTime = () => 30_000;
+const ignore = () => undefined;
 
 function lambdaContext(route: RouteDef, requestId: string): Context {
   return {
@@ -199,9 +209,9 @@ function lambdaContext(route: RouteDef, requestId: string): Context {
     awsRequestId: requestId,
     logGroupName: `/local/${route.id}`,
     logStreamName: 'local',
-    getRemainingTimeInMillis: () => 30_000,
-    done: () => undefined,
-    fail: () => undefined,
-    succeed: () => undefined,
+    getRemainingTimeInMillis: remainingTime,
+    done: ignore,
+    fail: ignore,
+    succeed: ignore,
   };
 }

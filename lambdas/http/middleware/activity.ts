@@ -10,11 +10,10 @@ import type { Middleware, PlatformContext, RequestScope } from '../types.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, PlatformContext>;
 
-const started = new WeakMap<object, number>();
-
 /**
- * Records every call as `api.call`. Registered first in the chain, so its `before` starts the clock
- * and its `after` / `onError` run last, once respond() has built the final answer (errors included).
+ * Records every call as `api.call`. Registered first in the chain, so its `after` / `onError` run last,
+ * once respond() has built the final answer (errors included); the latency counts from the chain's
+ * first step (`startedAt`).
  *
  * Calls answered 401 have no organization and are not recorded; neither are routes that read no
  * credential (CORS preflights, the OAuth token exchange). A call refused with 403 by the credential
@@ -26,9 +25,6 @@ const started = new WeakMap<object, number>();
  */
 export function activity(): Middleware {
   return {
-    before: ({ context }) => {
-      started.set(context, performance.now());
-    },
     after: (request) => record(request as Request),
     onError: (request) => record(request as Request),
   };
@@ -43,7 +39,7 @@ async function record(request: Request): Promise<void> {
     if (status === 401) return;
     const principal = platform.principal ?? (await resolveAgain(platform));
     if (!principal || !platform.engine) return;
-    const start = started.get(request.context);
+    const start = platform.startedAt;
     recordActivity({ principal, route: platform.route, req: platform.req, engine: platform.engine }, {
       kind: 'api.call',
       status,

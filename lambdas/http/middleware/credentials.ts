@@ -37,10 +37,11 @@ export function credentials(): Middleware {
         throw new ApiError(403, 'capability_not_enabled', `This application has not enabled the "${route.capability}" capability.`);
       }
       if (route.api === 'ai') {
-        const own = new Set([principal.organizationId, principal.workspaceId, principal.applicationId]);
         for (const name of TENANT_HEADERS) {
           const value = req.headers[name];
-          if (value !== undefined && !own.has(value)) throw badRequest('unsupported_field', `The ${name} header names another tenant; the tenant comes from the credential.`, name);
+          if (value !== undefined && value !== principal.organizationId && value !== principal.workspaceId && value !== principal.applicationId) {
+            throw badRequest('unsupported_field', `The ${name} header names another tenant; the tenant comes from the credential.`, name);
+          }
         }
       }
       context.platform.principal = principal;

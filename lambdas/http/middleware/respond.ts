@@ -22,7 +22,7 @@ export function respond(): Middleware {
     if (origin !== undefined && platform.route.api !== 'ai' && platform.engine) {
       Object.assign(headers, await corsHeaders(platform.engine, origin, platform.principal).catch(() => ({ vary: 'Origin' })));
     }
-    request.response = toResult({ ...res, headers });
+    request.response = toResult({ status: res.status, body: res.body, headers });
   };
   return {
     after: (request) => finish(request, request.response as unknown as HttpResponse),
