@@ -29,7 +29,8 @@ export function attachBodyStream(event: APIGatewayProxyEventV2, stream: Readable
   hide(event, BODY_STREAM, stream);
 }
 export function markPipesResponse(event: APIGatewayProxyEventV2): void {
-  hide(event, PIPES_RESPONSE, true);
+  // Every local request passes here: a plain assignment (a symbol key is never serialized either).
+  (event as unknown as Record<symbol, boolean>)[PIPES_RESPONSE] = true;
 }
 export const pipesResponse = (event: APIGatewayProxyEventV2): boolean => (event as unknown as Record<symbol, unknown>)[PIPES_RESPONSE] === true;
 export const responseStreamOf = (result: APIGatewayProxyStructuredResultV2): Readable | undefined =>
@@ -52,14 +53,30 @@ export function toHttpRequest(event: APIGatewayProxyEventV2): HttpRequest {
   const params = defined(event.pathParameters, false);
   const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : NO_BODY;
   const attached = (event as unknown as Record<symbol, Readable | undefined>)[BODY_STREAM];
-  let taken = false;
-  const stream = () => {
-    if (taken) throw new Error('the request body stream was already taken');
-    taken = true;
+  return new EventRequest(event.requestContext.http.method, event.rawPath, params, query, headers, body, attached);
+}
+
+/** A class, not a literal with a closure: one is built per request. */
+class EventRequest implements HttpRequest {
+  json?: unknown;
+  private taken = false;
+
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly params: Record<string, string>,
+    readonly query: Record<string, string>,
+    readonly headers: Record<string, string>,
+    readonly body: Buffer,
+    private readonly attached: Readable | undefined,
+  ) {}
+
+  stream(): Readable {
+    if (this.taken) throw new Error('the request body stream was already taken');
+    this.taken = true;
     // In Lambda the body arrives whole in the event: the same bytes, as a stream.
-    return attached ?? Readable.from(body.length ? [body] : []);
-  };
-  return { method: event.requestContext.http.method, path: event.rawPath, params, query, headers, body, stream };
+    return this.attached ?? Readable.from(this.body.length ? [this.body] : []);
+  }
 }
 
 /** The API Gateway result of a response; `res.headers` becomes the result's (the caller hands over a copy). */

@@ -2,7 +2,7 @@
  * The local runtime's HTTP side: it only translates node:http requests into API Gateway HTTP API
  * (payload v2) events, calls the route's Lambda handler, and writes the result back (DESIGN property 1).
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -91,7 +91,7 @@ async function pipeOut(req: IncomingMessage, res: ServerResponse, status: number
 interface Answer {
   res: ServerResponse;
   status: number;
-  headers: Record<string, string>;
+  headers: OutgoingHttpHeaders;
   body?: Buffer | string;
 }
 
@@ -114,11 +114,12 @@ function writeAnswers() {
   }
 }
 
+/** Queues an answer; `headers` (the handler's result's own object) gains the content-length. */
 function send(res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body?: Buffer | string) {
-  const out: Record<string, string> = {};
-  for (const k in headers) out[k] = String(headers[k]);
-  if (body !== undefined) out['content-length'] = String(Buffer.byteLength(body));
-  if (answers.push({ res, status, headers: out, body }) === 1) setImmediate(writeAnswers);
+  // node:http takes strings and numbers; a Lambda result may also hold booleans.
+  for (const k in headers) if (typeof headers[k] === 'boolean') headers[k] = String(headers[k]);
+  if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
+  if (answers.push({ res, status, headers: headers as OutgoingHttpHeaders, body }) === 1) setImmediate(writeAnswers);
 }
 
 /** Reads the whole body, or returns undefined once it passes `max` bytes. */

@@ -17,7 +17,7 @@ export function streamBody(): Middleware {
       const tooLarge = () => new ApiError(413, tooLargeCode(route.api), `The body is over ${max} bytes.`);
       const declared = req.headers['content-length'];
       if (declared !== undefined && Number(declared) > max) throw tooLarge();
-      const open = req.stream;
+      const open = req.stream.bind(req);
       req.stream = () => Readable.from(limited(open(), max, tooLarge));
     },
   };
