@@ -135,6 +135,22 @@ export async function flushActivity(engine?: Engine): Promise<void> {
   await activityRecorder.flush(engine?.kv).catch((error) => log.error('activity flush failed', { error: String(error) }));
 }
 
+let peers: (() => Promise<void>) | undefined;
+
+/**
+ * The local runtime with several worker processes registers how to make the other workers flush
+ * (through the primary), so that a reader of the log sees every call answered before it, as on AWS
+ * where each call's events are written before it returns.
+ */
+export function onFlushPeers(flushPeers: (() => Promise<void>) | undefined): void {
+  peers = flushPeers;
+}
+
+/** Before reading the log: this process's buffered events, and every peer's, written. Never throws. */
+export async function flushActivityEverywhere(engine: Engine): Promise<void> {
+  await Promise.all([flushActivity(engine), peers?.().catch((error) => log.warn('activity flush of other workers failed', { error: String(error) }))]);
+}
+
 const text = (v: string | null | undefined) => (typeof v === 'string' ? v.slice(0, MAX_TEXT) : null);
 const num = (v: number | null | undefined) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { httpHandler } from '../../http/handler.js';
 import { badRequest } from '../../http/errors.js';
-import { flushActivity, isActivityKind, type ActivityKind } from '../activity.js';
+import { flushActivityEverywhere, isActivityKind, type ActivityKind } from '../activity.js';
 import { InvalidActivityCursorError, decodeActivityCursor, encodeActivityCursor, listActivity, type ActivityQuery } from '../activity-log.js';
 import { ACTIVITY_RETENTION_MS } from '../activity-segments.js';
 import { requireServer } from '../databases.js';
@@ -74,9 +74,9 @@ export const handler = httpHandler('data.activity.list', async (req, { engine, p
     query = { from, to, kinds: sent.kinds ?? null, file_sha256: sent.file_sha256 ?? null };
   }
 
-  // Locally, this process's own buffered events become visible first (in Lambda they were written when
-  // each call returned).
-  await flushActivity(engine);
+  // Locally, the buffered events of this process and of the other workers become visible first (in
+  // Lambda they were written when each call returned).
+  await flushActivityEverywhere(engine);
   const page = await listActivity(engine.kv, caller, query, { limit, after, now });
   return {
     status: 200,
