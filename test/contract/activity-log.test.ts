@@ -1,13 +1,18 @@
 /**
  * Reading the activity log back when several writers (processes, function instances) wrote segments
  * that overlap in time: every page comes out newest first, and paging with the cursor returns every
- * event exactly once, with windows and filters, on a real SQLite store.
+ * event exactly once, with windows and filters. On both key-value adapters: SQLite on disk, and
+ * DynamoDB on dynalite (segments are plain puts and queries, which dynalite implements).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
+import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
+import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
+import { systemClock } from '../../lambdas/engine/clock.js';
+import type { KeyValueStore } from '../../lambdas/engine/ports.js';
+import { startDynalite } from '../helpers/dynalite.js';
 import { listActivity, type ActivityQuery } from '../../lambdas/data/activity-log.js';
 import {
   ACTIVITY_COLUMNS,
@@ -37,14 +42,32 @@ interface Made {
   app: string | null;
 }
 
-describe('activity log over segments of several writers', () => {
-  let dir: string;
-  let engine: EmbeddedEngine;
+const stores: [string, () => Promise<{ kv: KeyValueStore; close(): Promise<void> }>][] = [
+  [
+    'embedded (SQLite)',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'actlog-'));
+      const engine = createEmbeddedEngine({ dataDir: dir });
+      return { kv: engine.kv, close: async () => (await engine.close(), rmSync(dir, { recursive: true, force: true })) };
+    },
+  ],
+  [
+    'aws (DynamoDB on dynalite)',
+    async () => {
+      const dynamo = await startDynalite();
+      return { kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, systemClock), close: () => dynamo.close() };
+    },
+  ],
+];
+
+describe.each(stores)('activity log over segments of several writers: %s', (_name, open) => {
+  let store: { kv: KeyValueStore; close(): Promise<void> };
+  let engine: { kv: KeyValueStore };
   const made: Made[] = [];
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'actlog-'));
-    engine = createEmbeddedEngine({ dataDir: dir });
+    store = await open();
+    engine = store;
     const next = random(7);
     const writers = [new ActivityRecorder({ intervalMs: 60_000 }), new ActivityRecorder({ intervalMs: 60_000 }), new ActivityRecorder({ intervalMs: 60_000 })];
     for (let i = 0; i < 600; i++) {
@@ -65,10 +88,7 @@ describe('activity log over segments of several writers', () => {
     for (const w of writers) await w.flush();
     made.sort((a, b) => (a.key < b.key ? 1 : -1));
   });
-  afterAll(async () => {
-    await engine.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => store.close());
 
   const now = T0 + SPREAD_MS + 1000;
   const all = (q: Partial<ActivityQuery> = {}): ActivityQuery => ({ from: 0, to: now, kinds: null, file_sha256: null, ...q });
