@@ -160,9 +160,16 @@ const isoOf = { ms: -1, text: '' };
 
 function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
-  const query: Record<string, string> = {};
-  if (url.search) for (const [k, v] of new URLSearchParams(url.search)) query[k] = k in query ? `${query[k]},${v}` : v;
+  const sent = req.headers;
+  for (const k in sent) {
+    const v = sent[k];
+    if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
+  }
+  let query: Record<string, string> | undefined;
+  if (url.search) {
+    query = {};
+    for (const [k, v] of new URLSearchParams(url.search)) query[k] = k in query ? `${query[k]},${v}` : v;
+  }
   const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
   const now = Date.now();
   if (now !== isoOf.ms) isoOf.text = new Date((isoOf.ms = now)).toISOString();
@@ -172,8 +179,8 @@ function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, p
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
-    queryStringParameters: Object.keys(query).length ? query : undefined,
-    pathParameters: Object.keys(params).length ? params : undefined,
+    queryStringParameters: query && Object.keys(query).length ? query : undefined,
+    pathParameters: hasAny(params) ? params : undefined,
     body: body.length ? body.toString('base64') : undefined,
     isBase64Encoded: body.length > 0,
     requestContext: {
@@ -195,6 +202,11 @@ function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, p
       timeEpoch: now,
     },
   };
+}
+
+function hasAny(map: Record<string, string>): boolean {
+  for (const _ in map) return true;
+  return false;
 }
 
 const remainingTime = () => 30_000;

@@ -55,7 +55,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
       get: db.prepare<[string, string], Row>('SELECT pk, sk, size, item, expires_at FROM kv WHERE pk = ? AND sk = ?'),
       upsert: db.prepare(
         `INSERT INTO kv (pk, sk, gsi1pk, gsi1sk, gsi2pk, gsi2sk, expires_at, size, item)
-         VALUES (@pk, @sk, @gsi1pk, @gsi1sk, @gsi2pk, @gsi2sk, @expires_at, @size, @item)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
          ON CONFLICT (pk, sk) DO UPDATE SET gsi1pk = excluded.gsi1pk, gsi1sk = excluded.gsi1sk,
            gsi2pk = excluded.gsi2pk, gsi2sk = excluded.gsi2sk, expires_at = excluded.expires_at,
            size = excluded.size, item = excluded.item`,
@@ -78,17 +78,18 @@ export class SqliteKeyValueStore implements KeyValueStore {
   }
 
   private write(item: KvItem, json = JSON.stringify(item), size = assertItemSize(item, json)): void {
-    this.stmt.upsert.run({
-      pk: item.pk,
-      sk: item.sk,
-      gsi1pk: strOrNull(item.gsi1pk),
-      gsi1sk: strOrNull(item.gsi1sk),
-      gsi2pk: strOrNull(item.gsi2pk),
-      gsi2sk: strOrNull(item.gsi2sk),
-      expires_at: typeof item.expires_at === 'number' ? Math.floor(item.expires_at) : null,
+    // Positional parameters: binding by name costs a lookup per parameter on every write.
+    this.stmt.upsert.run(
+      item.pk,
+      item.sk,
+      strOrNull(item.gsi1pk),
+      strOrNull(item.gsi1sk),
+      strOrNull(item.gsi2pk),
+      strOrNull(item.gsi2sk),
+      typeof item.expires_at === 'number' ? Math.floor(item.expires_at) : null,
       size,
-      item: json,
-    });
+      json,
+    );
   }
 
   private holds(condition: KvCondition | undefined, current: KvItem | undefined): boolean {
