@@ -11,64 +11,41 @@
  * unique guards, guards without records) fails one of the checks below.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const CLIENTS = 4;
 const PER_BATCH = 10;
 const CYCLES = 3;
 const DB = 'crash';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
-let server: { child: ChildProcess; url: string } | undefined;
+let server: Started | undefined;
 let key: string;
+
+interface Started {
+  process: LocalProcess;
+  /** The Data API. */
+  url: string;
+}
 
 afterAll(async () => {
   // Never leave a server behind, whatever failed.
-  if (server && server.child.exitCode === null && server.child.signalCode === null) await kill(server.child);
+  if (server) await crashLocalProcess(server.process);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-/**
- * Starts `bin/local.ts` as ONE process (node with tsx's loader): the tsx CLI would run the server in a
- * child process and relay only catchable signals, so a SIGKILL would kill the CLI and orphan the server.
- */
-async function start(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bin/local.ts'], {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', LOG_LEVEL: 'silent' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  server = { child, url: '' };
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start: ${out}`)), 20_000);
-    child.stdout!.on('data', () => {
-      const m = /Data API\s+(http:\/\/\S+)/.exec(out);
-      if (m && out.includes('Events API')) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`exited ${code ?? signal}: ${out}`));
-    });
-  });
-  server.url = url;
+/** Starts `bin/local.ts` (node with tsx's loader, its default worker processes) in a process group of its own. */
+async function start(): Promise<Started> {
+  const started = await startLocalProcess({ DATA_DIR: dataDir });
+  server = { process: started, url: started.urls.data };
   return server;
 }
 
-const kill = (child: ChildProcess) =>
-  new Promise<void>((resolve) => {
-    child.once('exit', () => resolve());
-    child.kill('SIGKILL');
-  });
+/** The crash: SIGKILL to the primary and every worker at once. */
+const kill = (s: Started) => crashLocalProcess(s.process);
 
 async function api(url: string, method: string, path: string, body?: unknown) {
   const res = await fetch(`${url}/v1/databases/${DB}${path}`, {
@@ -114,7 +91,7 @@ interface CycleLoad {
 }
 
 /** Runs the clients against the server and SIGKILLs it `killAfterMs` after the first acknowledged batch, with requests in flight. */
-async function loadAndKill(s: { child: ChildProcess; url: string }, next: number[], killAfterMs: number): Promise<CycleLoad> {
+async function loadAndKill(s: Started, next: number[], killAfterMs: number): Promise<CycleLoad> {
   let killed = false;
   const acked = new Set<string>();
   const ackedPerClient = Array(CLIENTS).fill(0);
@@ -153,7 +130,7 @@ async function loadAndKill(s: { child: ChildProcess; url: string }, next: number
   const started = Date.now();
   await new Promise((resolve) => setTimeout(resolve, killAfterMs));
   killed = true;
-  await kill(s.child);
+  await kill(s);
   const killedAfterMs = Date.now() - started;
   await Promise.all(clients);
   return { acked, ackedPerClient, unexpected, killedAfterMs };

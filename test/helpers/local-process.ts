@@ -1,0 +1,74 @@
+/**
+ * `bin/local.ts` as a child process, as a user starts it: for the tests of `npm start` itself (its
+ * lifecycle, its worker processes, a crash). It runs in a process group of its own, so a crash can be
+ * made of all its processes at once.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import type { Api } from '../../lambdas/http/routes.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+
+export interface LocalProcess {
+  child: ChildProcess;
+  urls: Record<Api, string>;
+  /** Everything it printed so far, stdout and stderr. */
+  output(): string;
+}
+
+/**
+ * Starts `bin/local.ts` with `env` over the defaults (free ports, silent logs) and resolves once it
+ * printed the Events API's URL. `via: 'tsx'` runs it as `npm start` does, through the tsx CLI (which
+ * runs the server in a child and relays SIGINT/SIGTERM); `'node'` (default) makes the server itself
+ * the child, so a SIGKILL reaches it and not a CLI in front of it.
+ */
+export async function startLocalProcess(env: Record<string, string>, options: { via?: 'node' | 'tsx' } = {}): Promise<LocalProcess> {
+  const [command, args] =
+    options.via === 'tsx' ? [join(ROOT, 'node_modules', '.bin', 'tsx'), ['bin/local.ts']] : [process.execPath, ['--import', 'tsx', 'bin/local.ts']];
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', LOG_LEVEL: 'silent', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start within 30 s: ${out}`)), 30_000);
+    child.stdout!.on('data', () => {
+      if (/Events API\s+http:\S+/.test(out)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`exited ${code ?? signal}: ${out}`));
+    });
+  });
+  const url = (name: string) => new RegExp(`${name} API\\s+(http:\\S+)`).exec(out)![1];
+  return { child, urls: { ai: url('AI'), data: url('Data'), events: url('Events') }, output: () => out };
+}
+
+/** Sends `signal` to the started process only; resolves with its exit code. */
+export function stopLocalProcess(p: LocalProcess, signal: NodeJS.Signals): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve(p.child.exitCode);
+    p.child.once('exit', (code) => resolve(code));
+    p.child.kill(signal);
+  });
+}
+
+/** A crash: SIGKILL to every process of its group at once (primary and workers). */
+export function crashLocalProcess(p: LocalProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (p.child.exitCode !== null || p.child.signalCode !== null) return resolve();
+    p.child.once('exit', () => resolve());
+    try {
+      process.kill(-p.child.pid!, 'SIGKILL');
+    } catch {
+      resolve();
+    }
+  });
+}
