@@ -8,7 +8,7 @@ export const newSecretKey = () => `aik_${randomHex(32)}`;
 
 /**
  * Keys carry 256 random bits, so a plain SHA-256 is a safe one-way store (a slow password hash buys
- * nothing against that entropy and would cost every uncached request).
+ * nothing against that entropy and would cost every uncached request). The one-shot `hash` builds no
+ * Hash object: this runs on every request, to look the credential cache up.
  */
-// One-shot `hash` (no Hash object per call): it runs on every request, to look the credential cache up.
 export const hashSecret = (secret: string) => hash('sha256', secret, 'hex');

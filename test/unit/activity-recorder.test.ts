@@ -10,7 +10,8 @@ import { useEngine } from '../../lambdas/engine/index.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { activityRecorder } from '../../lambdas/data/activity.js';
+import { ACTIVITY_FIELDS, activityEntry, activityRecordOf, activityRecorder } from '../../lambdas/data/activity.js';
+import type { Principal } from '../../lambdas/auth/principal.js';
 import {
   ACTIVITY_COLUMNS,
   ACTIVITY_RETENTION_MS,
@@ -18,6 +19,7 @@ import {
   SEGMENT_MAX_SPAN_MS,
   activitySortKey,
   segmentEvents,
+  segmentItem,
   type ActivityEntry,
 } from '../../lambdas/data/activity-segments.js';
 
@@ -153,6 +155,34 @@ describe('ActivityRecorder', () => {
     expect(recorder.pending).toBe(1);
     await recorder.flush();
     expect(b.puts).toHaveLength(1);
+  });
+});
+
+describe('an event through its segment', () => {
+  it('comes back with every field of the record, in the spec order, organization included', () => {
+    const principal: Principal = {
+      kind: 'end_user', credentialId: 'tok_1', organizationId: 'org_a', applicationId: 'app_1', workspaceId: 'ws_1',
+      capabilities: null, userId: 'user_7', claims: {}, origins: null,
+    };
+    const route = { id: 'data.blobs.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'x' } as RouteDef;
+    const req = { method: 'PUT', path: '/v1/databases/db1/blobs/x', headers: { 'cloudfront-viewer-country': 'fr' } } as never;
+    const sha = 'a'.repeat(64);
+    const at = Date.parse('2026-11-26T01:02:03.456Z');
+    const entry = activityEntry({ principal, route, req }, {
+      kind: 'file.upload.completed', status: 201, error_code: null, latency_ms: 12, file_id: 'f_1', file_sha256: sha, file_size: 3,
+      content_type: 'text/plain', file_name: 'a.txt', related: { database: 'db1', collection_id: null, record_id: 'r1' }, bytes_in: 3, bytes_out: 70,
+    }, at);
+    const [stored] = segmentEvents(segmentItem({ pk: entry.pk, organizationId: 'org_a', filePk: entry.filePk, events: [entry], bytes: entry.bytes, oldest: at, newest: at }));
+    const record = activityRecordOf(stored);
+    expect(Object.keys(record)).toEqual([...ACTIVITY_FIELDS]);
+    expect(record).toEqual({
+      id: expect.stringMatching(/^act_[0-9a-z]{26}$/), at_ms: at, organization_id: 'org_a', actor_kind: 'end_user', actor_id: 'user_7',
+      source: 'data', kind: 'file.upload.completed', method: 'PUT', route: '/v1/databases/{database}/blobs/{sha256}', status: 201,
+      outcome: 'success', error_code: null, latency_ms: 12, file_id: 'f_1', file_sha256: sha, file_size: 3, content_type: 'text/plain',
+      file_name: 'a.txt', related: { database: 'db1', collection_id: null, record_id: 'r1' }, bytes_in: 3, bytes_out: 70, country: 'FR',
+    });
+    expect(stored.application_id).toBe('app_1');
+    expect(entry).toMatchObject({ pk: 'act#org_a#2026-11-26', filePk: `actfile#org_a#${sha}`, key: `${String(at).padStart(15, '0')}#${record.id}` });
   });
 });
 
