@@ -192,8 +192,9 @@ describe('PUT a file (4.17)', () => {
     clearInterval(sampler);
     console.info(`30 MiB upload: rss grew ${(uploadGrowth / MiB).toFixed(1)} MiB; download: ${(downloadGrowth / MiB).toFixed(1)} MiB`);
     // Client and server share this process, and streamed chunks are garbage V8 collects lazily, so this
-    // is rough. Buffering would keep the 30 MiB body alive at once (plus its 40 MiB base64 in an event).
-    expect(uploadGrowth).toBeLessThan(25 * MiB);
+    // is rough (25.5 MiB seen in a CI run). Buffering would keep the 30 MiB body alive at once plus its
+    // 40 MiB base64 in an event: 70 MiB, well over this bound.
+    expect(uploadGrowth).toBeLessThan(45 * MiB);
     // A download makes garbage on both sides (file chunks, then fetch's copies): 40 MiB still tells it
     // from a buffered answer, which holds the file, its base64 and the decoded copy (~100 MiB) at once.
     expect(downloadGrowth).toBeLessThan(40 * MiB);
