@@ -13,6 +13,7 @@ import {
   activityPartition,
   atMsOfSortKey,
   eventKey,
+  pad15,
   segmentEvents,
   type StoredEvent,
 } from './activity-segments.js';
@@ -81,7 +82,6 @@ function checksum(payload: string, callerKey: string): string {
   return createHash('sha256').update(`platform.activity.cursor\n${callerKey}\n${payload}`).digest('base64url').slice(0, 22);
 }
 
-const pad15 = (ms: number) => String(Math.max(0, ms)).padStart(15, '0');
 /** Segments read per query: with segments under 256 KB, a page stays under DynamoDB's 1 MB. */
 const SEGMENTS_PER_READ = 4;
 

@@ -63,7 +63,8 @@ export interface ActivityEntry {
   bytes: number;
 }
 
-const pad15 = (ms: number) => String(Math.max(0, ms)).padStart(15, '0');
+/** Unix ms as 15 digits: sort keys compare as strings. */
+export const pad15 = (ms: number) => String(Math.max(0, ms)).padStart(15, '0');
 export const activitySortKey = (atMs: number, id: string) => `${pad15(atMs)}#${id}`;
 export const activityPartition = (org: string, day: string) => `act#${org}#${day}`;
 export const activityFilePartition = (org: string, sha256: string) => `actfile#${org}#${sha256}`;

@@ -99,8 +99,8 @@ interface Answer {
  * Answers ready in one event-loop turn are written together at its end (setImmediate), not one by one
  * as each handler finishes. Under load many connections are served per turn, and a write to a client
  * that went idle waiting costs a wake-up in the kernel; written back to back, one wake-up serves them
- * all (measured in docs/benchmarks.md: a third less kernel time per request). A lone request waits only
- * for the rest of the turn it was handled in.
+ * all (docs/benchmarks.md: a server spending 20 µs a request went from 24,846 to 31,855 req/s). A lone
+ * request waits only for the rest of the turn it was handled in.
  */
 let answers: Answer[] = [];
 
