@@ -109,6 +109,9 @@ const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
 let lastMs = -1;
 const lastRandom: number[] = new Array(16).fill(0);
 
+/** The time part of the last millisecond's ids: under load, many events share a millisecond. */
+let lastTime = '';
+
 function monotonicUlid(nowMs: number): string {
   if (nowMs === lastMs) {
     // Increment the random part (base 32) so the id sorts after the previous one of this millisecond.
@@ -118,11 +121,12 @@ function monotonicUlid(nowMs: number): string {
   } else {
     lastMs = nowMs;
     for (let i = 0; i < 16; i++) lastRandom[i] = Math.floor(Math.random() * 32);
+    lastTime = '';
+    for (let i = 0, t = nowMs; i < 10; i++, t = Math.floor(t / 32)) lastTime = CROCKFORD[t % 32] + lastTime;
   }
-  let time = '';
-  for (let i = 0, t = nowMs; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD[t % 32] + time;
-  for (let i = 0; i < 16; i++) time += CROCKFORD[lastRandom[i]];
-  return time;
+  let id = lastTime;
+  for (let i = 0; i < 16; i++) id += CROCKFORD[lastRandom[i]];
+  return id;
 }
 
 // ---------- recording ----------

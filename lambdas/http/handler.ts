@@ -13,7 +13,7 @@ import { ApiError } from './errors.js';
 import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
 import { jsonBody, tooLargeCode } from './middleware/json-body.js';
-import { operationIdEcho, operationIdRequired } from './middleware/operation-id.js';
+import { operationIdRequired, pickOperationId } from './middleware/operation-id.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { respond } from './middleware/respond.js';
 import { streamBody } from './middleware/stream-body.js';
@@ -30,15 +30,18 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     // activity() is registered before everything: its after and onError run after respond()'s, so it
     // records the final answer (status, error code, bytes out). The latency clock starts here.
     .use(activity())
+    // The first step: the request, the latency clock, on the AI API the operation id every answer
+    // echoes (picked before anything can fail, so a 401 or a 503 carries one too), then the engine.
     .before(async ({ event, context }) => {
-      context.platform = { route, req: toHttpRequest(event), requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
+      const req = toHttpRequest(event);
+      const platform: PlatformContext['platform'] = { route, req, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
+      if (route.api === 'ai') platform.operationId = pickOperationId(req);
+      context.platform = platform;
+      platform.engine = await getEngine();
     })
-    // respond() is registered first so its onError runs last and sees every other middleware's error.
+    // respond() is registered first so its onError runs last and sees every other middleware's error
+    // (middy runs every onError, whichever step threw).
     .use(respond());
-  if (route.api === 'ai') chain.use(operationIdEcho());
-  chain.before(async ({ context }) => {
-    context.platform.engine = await getEngine();
-  });
   chain.use(credentials());
   // The AI API has no per-credential call limit (its limits belong to routes and quotas, rate-limit.ts).
   if (route.api !== 'ai') chain.use(rateLimit());

@@ -1,22 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { badRequest } from '../errors.js';
-import type { Middleware } from '../types.js';
+import type { HttpRequest, Middleware } from '../types.js';
 
 /** Spec 4.1: 8 to 128 letters, digits, `_`, `-`. */
 export const OPERATION_ID_PATTERN = /^[A-Za-z0-9_-]{8,128}$/;
 const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
- * Picks the id every AI answer echoes in `x-operation-id` (runs first, so even a 401 carries one):
- * the caller's when well formed, otherwise one made up here.
+ * The id every AI answer echoes in `x-operation-id`: the caller's when well formed, otherwise one made
+ * up here. The chain's first step picks it, so even a 401 carries one.
  */
-export function operationIdEcho(): Middleware {
-  return {
-    before: ({ context }) => {
-      const sent = context.platform.req.headers['x-operation-id'];
-      context.platform.operationId = sent && OPERATION_ID_PATTERN.test(sent) ? sent : `op_${randomUUID().replaceAll('-', '')}`;
-    },
-  };
+export function pickOperationId(req: HttpRequest): string {
+  const sent = req.headers['x-operation-id'];
+  return sent && OPERATION_ID_PATTERN.test(sent) ? sent : `op_${randomUUID().replaceAll('-', '')}`;
 }
 
 /** Requires a well-formed X-Operation-Id on writes (runs after credentials: 401 comes first). */
