@@ -8,6 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import type { HttpRequest, RequestScope } from '../http/types.js';
 import type { Api, CredentialKind, RouteDef } from '../http/routes.js';
 import { log } from '../shared/log.js';
+import { monotonicUlid } from '../shared/ids.js';
 import {
   ActivityRecorder,
   activityDay,
@@ -103,32 +104,6 @@ export function outcomeOf(status: number | null): ActivityRecord['outcome'] {
   return 'success';
 }
 
-// ---------- ids: `act_` + a ULID, monotonic within the process so same-millisecond events keep their order ----------
-
-const CROCKFORD = '0123456789abcdefghjkmnpqrstvwxyz';
-let lastMs = -1;
-const lastRandom: number[] = new Array(16).fill(0);
-
-/** The time part of the last millisecond's ids: under load, many events share a millisecond. */
-let lastTime = '';
-
-function monotonicUlid(nowMs: number): string {
-  if (nowMs === lastMs) {
-    // Increment the random part (base 32) so the id sorts after the previous one of this millisecond.
-    let i = 15;
-    while (i >= 0 && lastRandom[i] === 31) lastRandom[i--] = 0;
-    if (i >= 0) lastRandom[i]++;
-  } else {
-    lastMs = nowMs;
-    for (let i = 0; i < 16; i++) lastRandom[i] = Math.floor(Math.random() * 32);
-    lastTime = '';
-    for (let i = 0, t = nowMs; i < 10; i++, t = Math.floor(t / 32)) lastTime = CROCKFORD[t % 32] + lastTime;
-  }
-  let id = lastTime;
-  for (let i = 0; i < 16; i++) id += CROCKFORD[lastRandom[i]];
-  return id;
-}
-
 // ---------- recording ----------
 
 /** The process's recorder: one per process, like the engine. */
@@ -169,6 +144,7 @@ export interface ActivityCaller {
 /** Builds an event's row (in ACTIVITY_COLUMNS order) and where it goes. */
 export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs: number): ActivityEntry {
   const { principal, route, req } = caller;
+  // Monotonic: events recorded in one millisecond keep their order.
   const id = `act_${monotonicUlid(atMs)}`;
   const status = num(event.status);
   const sha = typeof event.file_sha256 === 'string' && SHA256.test(event.file_sha256) ? event.file_sha256 : null;

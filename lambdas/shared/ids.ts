@@ -20,16 +20,42 @@ function take16(): number {
  * Ids sort by creation time, which keeps listings and cursors cheap.
  */
 export function ulid(nowMs = Date.now()): string {
-  let time = '';
-  let t = nowMs;
-  for (let i = 0; i < 10; i++) {
-    time = CROCKFORD[t % 32] + time;
-    t = Math.floor(t / 32);
-  }
   const at = take16();
-  let rand = '';
-  for (let i = 0; i < 16; i++) rand += CROCKFORD[pool[at + i] & 31];
-  return time + rand;
+  let id = timePart(nowMs);
+  for (let i = 0; i < 16; i++) id += CROCKFORD[pool[at + i] & 31];
+  return id;
+}
+
+/** The 10 characters of a ULID that encode its millisecond. */
+function timePart(nowMs: number): string {
+  let time = '';
+  for (let i = 0, t = nowMs; i < 10; i++, t = Math.floor(t / 32)) time = CROCKFORD[t % 32] + time;
+  return time;
+}
+
+let lastMs = -1;
+let lastTime = '';
+const lastRandom: number[] = new Array(16).fill(0);
+
+/**
+ * A ULID that sorts after every one this process made before in the same millisecond: the random part
+ * of the millisecond's first id is incremented (base 32) for the next. For logs, where events made in
+ * one millisecond must keep their order.
+ */
+export function monotonicUlid(nowMs = Date.now()): string {
+  if (nowMs === lastMs) {
+    let i = 15;
+    while (i >= 0 && lastRandom[i] === 31) lastRandom[i--] = 0;
+    if (i >= 0) lastRandom[i]++;
+  } else {
+    lastMs = nowMs;
+    lastTime = timePart(nowMs);
+    const at = take16();
+    for (let i = 0; i < 16; i++) lastRandom[i] = pool[at + i] & 31;
+  }
+  let id = lastTime;
+  for (let i = 0; i < 16; i++) id += CROCKFORD[lastRandom[i]];
+  return id;
 }
 
 /** `prefix_` followed by a ULID, e.g. `org_01j...`. */
