@@ -44,11 +44,37 @@ export interface LoadResult {
   othersBusy?: number;
 }
 
-export async function load(options: LoadOptions): Promise<LoadResult> {
-  const serverCpuBefore = options.serverPgid === undefined ? undefined : groupCpuSeconds(options.serverPgid);
+/**
+ * CPU accounting around one load run: the server's process group, the whole machine and the wall
+ * clock, from now until the returned function is called with what the run answered and what the load
+ * generator itself used.
+ */
+export function cpuWindow(serverPgid: number | undefined) {
+  const serverBefore = serverPgid === undefined ? undefined : groupCpuSeconds(serverPgid);
   const machineBefore = machineCpu();
-  const clientCpuBefore = process.cpuUsage();
   const wallBefore = process.hrtime.bigint();
+  return (requests: number, clientSeconds: number) => {
+    const wall = Number(process.hrtime.bigint() - wallBefore) / 1e9;
+    const serverAfter = serverPgid === undefined ? undefined : groupCpuSeconds(serverPgid);
+    const machineAfter = machineCpu();
+    const serverSys = serverBefore && serverAfter ? serverAfter.system - serverBefore.system : undefined;
+    const serverCpu = serverBefore && serverAfter ? serverAfter.user - serverBefore.user + serverSys! : undefined;
+    const machineBusy = machineBefore && machineAfter ? (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total) : undefined;
+    return {
+      serverCpuUsPerRequest: serverCpu === undefined ? undefined : (serverCpu / requests) * 1e6,
+      serverSysUsPerRequest: serverSys === undefined ? undefined : (serverSys / requests) * 1e6,
+      serverCpuShare: serverCpu === undefined ? undefined : serverCpu / wall,
+      clientCpuShare: clientSeconds / wall,
+      clientCpuUsPerRequest: (clientSeconds / requests) * 1e6,
+      machineBusy,
+      othersBusy: machineBusy === undefined || serverCpu === undefined ? undefined : Math.max(0, machineBusy - (serverCpu + clientSeconds) / wall / availableParallelism()),
+    };
+  };
+}
+
+export async function load(options: LoadOptions): Promise<LoadResult> {
+  const measured = cpuWindow(options.serverPgid);
+  const clientCpuBefore = process.cpuUsage();
   const r = await autocannon({
     url: options.url,
     method: options.method ?? 'GET',
@@ -61,10 +87,7 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     duration: options.duration,
     expectBody: options.expectBody,
   });
-  const wall = Number(process.hrtime.bigint() - wallBefore) / 1e9;
   const clientCpu = process.cpuUsage(clientCpuBefore);
-  const serverCpuAfter = options.serverPgid === undefined ? undefined : groupCpuSeconds(options.serverPgid);
-  const machineAfter = machineCpu();
 
   const answered = options.expectStatus === undefined ? r['2xx'] : (r.statusCodeStats[options.expectStatus]?.count ?? 0);
   const unexpected = Object.values(r.statusCodeStats).reduce((sum, s) => sum + s.count, 0) - answered;
@@ -77,24 +100,13 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   ].filter(Boolean);
   if (problems.length) throw new Error(`load on ${options.url} failed: ${problems.join(', ')}`);
 
-  const machineBusy = machineBefore && machineAfter ? (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total) : undefined;
-  const serverSys = serverCpuBefore && serverCpuAfter ? serverCpuAfter.system - serverCpuBefore.system : undefined;
-  const serverCpu = serverCpuBefore && serverCpuAfter ? serverCpuAfter.user - serverCpuBefore.user + serverSys! : undefined;
   return {
     rps: answered / r.duration,
     requests: answered,
     seconds: r.duration,
     latencyP50Ms: r.latency.p50,
     latencyP99Ms: r.latency.p99,
-    serverCpuUsPerRequest: serverCpu === undefined ? undefined : (serverCpu / answered) * 1e6,
-    serverSysUsPerRequest: serverSys === undefined ? undefined : (serverSys / answered) * 1e6,
-    serverCpuShare: serverCpu === undefined ? undefined : serverCpu / wall,
-    clientCpuShare: (clientCpu.user + clientCpu.system) / 1e6 / wall,
-    machineBusy,
-    othersBusy:
-      machineBusy === undefined || serverCpu === undefined
-        ? undefined
-        : Math.max(0, machineBusy - (serverCpu / wall + (clientCpu.user + clientCpu.system) / 1e6 / wall) / availableParallelism()),
+    ...measured(answered, (clientCpu.user + clientCpu.system) / 1e6),
   };
 }
 

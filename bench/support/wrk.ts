@@ -11,9 +11,8 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { availableParallelism } from 'node:os';
-import { clockTicks, groupCpuSeconds, machineCpu, ROOT } from './processes.js';
-import type { LoadResult } from './load.js';
+import { clockTicks, ROOT } from './processes.js';
+import { cpuWindow, type LoadResult } from './load.js';
 
 const WRK = '/usr/bin/wrk';
 
@@ -41,9 +40,7 @@ export async function wrkLoad(options: WrkOptions): Promise<LoadResult> {
   // `cat /proc/$$/stat` after wrk exits: fields 16 and 17 (cutime, cstime) are wrk's CPU ticks.
   const script = `${WRK} ${quoted}; status=$?; echo "@@stat $(cat /proc/$$/stat)"; exit $status`;
 
-  const serverBefore = options.serverPgid === undefined ? undefined : groupCpuSeconds(options.serverPgid);
-  const machineBefore = machineCpu();
-  const wallBefore = process.hrtime.bigint();
+  const measured = cpuWindow(options.serverPgid);
   const output = await new Promise<string>((resolve, reject) => {
     const child = spawn('sh', ['-c', script], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
@@ -52,10 +49,6 @@ export async function wrkLoad(options: WrkOptions): Promise<LoadResult> {
     child.once('error', reject);
     child.once('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited ${code}: ${out}`))));
   });
-  const wall = Number(process.hrtime.bigint() - wallBefore) / 1e9;
-  const serverAfter = options.serverPgid === undefined ? undefined : groupCpuSeconds(options.serverPgid);
-  const machineAfter = machineCpu();
-
   const requests = Number(/(\d+) requests in ([\d.]+)s/.exec(output)?.[1]);
   const seconds = Number(/(\d+) requests in ([\d.]+)s/.exec(output)?.[2]);
   const non2xx = Number(/Non-2xx or 3xx responses: (\d+)/.exec(output)?.[1] ?? 0);
@@ -72,22 +65,13 @@ export async function wrkLoad(options: WrkOptions): Promise<LoadResult> {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const clientSeconds = (Number(fields[13]) + Number(fields[14])) / clockTicks();
 
-  const serverSys = serverBefore && serverAfter ? serverAfter.system - serverBefore.system : undefined;
-  const serverCpu = serverBefore && serverAfter ? serverAfter.user - serverBefore.user + serverSys! : undefined;
-  const machineBusy = machineBefore && machineAfter ? (machineAfter.busy - machineBefore.busy) / (machineAfter.total - machineBefore.total) : undefined;
   return {
     rps: requests / seconds,
     requests,
     seconds,
     latencyP50Ms: latencyMs(output, '50%'),
     latencyP99Ms: latencyMs(output, '99%'),
-    serverCpuUsPerRequest: serverCpu === undefined ? undefined : (serverCpu / requests) * 1e6,
-    serverSysUsPerRequest: serverSys === undefined ? undefined : (serverSys / requests) * 1e6,
-    serverCpuShare: serverCpu === undefined ? undefined : serverCpu / wall,
-    clientCpuShare: clientSeconds / wall,
-    clientCpuUsPerRequest: (clientSeconds / requests) * 1e6,
-    machineBusy,
-    othersBusy: machineBusy === undefined || serverCpu === undefined ? undefined : Math.max(0, machineBusy - (serverCpu + clientSeconds) / wall / availableParallelism()),
+    ...measured(requests, clientSeconds),
   };
 }
 
