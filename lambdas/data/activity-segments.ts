@@ -136,7 +136,6 @@ interface StoreBuffer {
   open: Map<string, Segment>;
   /** Segments waiting for the next write. */
   closed: Segment[];
-  events: number;
 }
 
 /** Buffers events per key-value store in segments and writes them in the background. */
@@ -155,14 +154,13 @@ export class ActivityRecorder {
   /** Events buffered and not yet handed to the store. */
   get pending(): number {
     let n = 0;
-    for (const b of this.buffers.values()) n += b.events;
+    for (const b of this.buffers.values()) for (const s of [...b.closed, ...b.open.values()]) n += s.events.length;
     return n;
   }
 
   add(kv: KeyValueStore, entry: ActivityEntry): void {
     let buffer = this.buffers.get(kv);
-    if (!buffer) this.buffers.set(kv, (buffer = { open: new Map(), closed: [], events: 0 }));
-    buffer.events++;
+    if (!buffer) this.buffers.set(kv, (buffer = { open: new Map(), closed: [] }));
     if (entry.filePk) {
       buffer.closed.push({ pk: entry.pk, organizationId: entry.organizationId, filePk: entry.filePk, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at });
     } else {
@@ -214,8 +212,7 @@ export class ActivityRecorder {
       segments.push(...buffer.open.values());
       buffer.open.clear();
     }
-    for (const s of segments) buffer.events -= s.events.length;
-    if (all || buffer.events === 0) this.buffers.delete(kv);
+    if (buffer.open.size === 0) this.buffers.delete(kv);
     if (this.buffers.size === 0 && this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
