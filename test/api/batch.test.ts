@@ -11,27 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PublishableKeys } from '../../lambdas/auth/publishable-keys.js';
+import { callApi, expectError, type Res } from '../helpers/data-api.js';
 
 let p: TestPlatform;
 let server: Record<string, string>;
 const DB = 'batchdb';
 const ORIGIN = 'https://batch.example';
 
-interface Res {
-  status: number;
-  body: any;
-}
-
-async function call(cred: Record<string, string>, method: string, path: string, body?: unknown): Promise<Res> {
-  const raw = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  const res = await fetch(`${p.urls.data}${path}`, { method, headers: { ...cred, ...(raw !== undefined ? { 'content-type': 'application/json' } : {}) }, body: raw });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-function expectError(r: Res, status: number, code: string) {
-  expect({ status: r.status, code: r.body?.error?.code }, JSON.stringify(r.body)?.slice(0, 500)).toEqual({ status, code });
-}
+const call = (cred: Record<string, string>, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  callApi(p.urls.data, cred, method, path, body, headers);
 
 const batch = (body: unknown, cred = server, db = DB) => call(cred, 'POST', `/v1/databases/${db}/batch`, body);
 const recs = (name: string, db = DB) => `/v1/databases/${db}/collections/${name}/records`;

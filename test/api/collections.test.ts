@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PublishableKeys } from '../../lambdas/auth/publishable-keys.js';
+import { callApi, expectError, type Res } from '../helpers/data-api.js';
 
 let p: TestPlatform;
 let server: Record<string, string>;
@@ -20,25 +21,8 @@ const ORIGIN = 'https://app.example';
 const DB = 'coll';
 const APP_DB = 'coll-app';
 
-interface Res {
-  status: number;
-  headers: Headers;
-  body: any;
-}
-
-async function call(cred: Record<string, string>, method: string, path: string, body?: unknown): Promise<Res> {
-  const res = await fetch(`${p.urls.data}${path}`, {
-    method,
-    headers: { ...cred, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
-}
-
-function expectError(r: Res, status: number, code: string) {
-  expect({ status: r.status, code: r.body?.error?.code }, JSON.stringify(r.body)).toEqual({ status, code });
-}
+const call = (cred: Record<string, string>, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  callApi(p.urls.data, cred, method, path, body, headers);
 
 const putCollection = (name: string, body: unknown, cred = server, db = DB) => call(cred, 'PUT', `/v1/databases/${db}/collections/${name}`, body);
 const getCollection = (name: string, cred = server, db = DB) => call(cred, 'GET', `/v1/databases/${db}/collections/${name}`);
@@ -155,7 +139,7 @@ describe('400 invalid_name and invalid_body', () => {
   });
 
   it('refuses a body that is not an object, an unknown top-level key and a bad mode', async () => {
-    for (const bad of [[], 'text', 42, null, [{ fields: [] }]]) {
+    for (const bad of [[], JSON.stringify('text'), 42, null, [{ fields: [] }]]) {
       expectError(await putCollection('bodies', bad), 400, 'invalid_body');
     }
     expectError(await putCollection('bodies', { fields: [], schema: [] }), 400, 'invalid_body');

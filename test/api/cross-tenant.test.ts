@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PublishableKeys } from '../../lambdas/auth/publishable-keys.js';
+import { callApi, expectError, type Res } from '../helpers/data-api.js';
 
 let p: TestPlatform;
 /** Organization A's organization-wide key (the bootstrapped one). */
@@ -25,21 +26,8 @@ const DB = 'accounts'; // organization A's database (organization-owned)
 const Y_DB = 'y-private'; // application Y's database
 const COLL = 'secrets';
 
-interface Res {
-  status: number;
-  body: any;
-}
-
-async function call(cred: Record<string, string>, method: string, path: string, body?: unknown): Promise<Res> {
-  const raw = body === undefined ? undefined : JSON.stringify(body);
-  const res = await fetch(`${p.urls.data}${path}`, { method, headers: { ...cred, ...(raw !== undefined ? { 'content-type': 'application/json' } : {}) }, body: raw });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
-
-function expectError(r: Res, status: number, code: string, what = '') {
-  expect({ status: r.status, code: r.body?.error?.code }, `${what} ${JSON.stringify(r.body)?.slice(0, 300)}`).toEqual({ status, code });
-}
+const call = (cred: Record<string, string>, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  callApi(p.urls.data, cred, method, path, body, headers);
 
 /** The body must not carry anything of the owner's records. */
 function expectNoLeak(r: Res) {

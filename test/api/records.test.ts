@@ -10,32 +10,15 @@ import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platfor
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PublishableKeys } from '../../lambdas/auth/publishable-keys.js';
 import { recordKey } from '../../lambdas/data/keys.js';
+import { callApi, expectError, type Res } from '../helpers/data-api.js';
 
 let p: TestPlatform;
 let server: Record<string, string>;
 const DB = 'recs';
 const ORIGIN = 'https://notes.example';
 
-interface Res {
-  status: number;
-  headers: Headers;
-  body: any;
-}
-
-async function call(cred: Record<string, string>, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Res> {
-  const raw = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
-  const res = await fetch(`${p.urls.data}${path}`, {
-    method,
-    headers: { ...cred, ...(raw !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-    body: raw,
-  });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
-}
-
-function expectError(r: Res, status: number, code: string) {
-  expect({ status: r.status, code: r.body?.error?.code }, JSON.stringify(r.body)?.slice(0, 500)).toEqual({ status, code });
-}
+const call = (cred: Record<string, string>, method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  callApi(p.urls.data, cred, method, path, body, headers);
 
 const coll = (name: string, db = DB) => `/v1/databases/${db}/collections/${name}`;
 const recs = (name: string, db = DB) => `${coll(name, db)}/records`;
