@@ -8,7 +8,7 @@
  * never outlives the token.
  */
 import type { Engine } from '../engine/ports.js';
-import { ApiError } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import type { Principal } from './principal.js';
 import { SECRET_KEY_PATTERN, hashSecret } from './secret-keys.js';
 import { PUBLISHABLE_KEY_PATTERN, PublishableKeys } from './publishable-keys.js';
@@ -34,9 +34,9 @@ const cache = new TtlCache<Resolved | null>();
 export const cacheMs = () => Number(process.env.CREDENTIAL_CACHE_MS ?? 30_000);
 
 export const missingCredentials = () =>
-  new ApiError(401, 'missing_credentials', 'Send your credential as "Authorization: Bearer <credential>".');
+  new PlatformError('missing_credentials', 'Send your credential as "Authorization: Bearer <credential>".');
 export const invalidCredentials = (message = 'The credential is malformed, unknown or expired.') =>
-  new ApiError(401, 'invalid_credentials', message);
+  new PlatformError('invalid_credentials', message);
 
 export function bearerToken(authorization: string | undefined): string {
   if (!authorization || !authorization.trim()) throw missingCredentials();
@@ -119,7 +119,7 @@ export async function authenticate(engine: Engine, authorization: string | undef
     cache.set(cacheKey, resolved, Math.min(until, resolved?.expiresAt ?? until));
   }
   if (!resolved || (resolved.expiresAt !== undefined && resolved.expiresAt <= now)) throw invalidCredentials();
-  if (resolved.refusal === 'organization_disabled') throw new ApiError(403, 'organization_disabled', 'The organization is disabled.');
-  if (resolved.refusal === 'key_disabled') throw new ApiError(403, 'key_disabled', 'This key is disabled.');
+  if (resolved.refusal === 'organization_disabled') throw new PlatformError('organization_disabled', 'The organization is disabled.');
+  if (resolved.refusal === 'key_disabled') throw new PlatformError('key_disabled', 'This key is disabled.');
   return resolved.principal;
 }

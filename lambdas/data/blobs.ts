@@ -18,7 +18,7 @@ import type { KeyValueStore, KvItem } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineError, EngineLimitError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential, type Principal } from '../auth/principal.js';
-import { ApiError, badRequest, forbidden, notFound } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import type { RequestScope } from '../http/types.js';
 import { newId } from '../shared/ids.js';
 import { recordActivity } from './activity.js';
@@ -69,18 +69,18 @@ export const blobHeaders = (blob: Blob): Record<string, string> => ({
 /** Publishable keys are read-only; every other credential that sees the database may write. */
 export const mayWrite = (p: Principal) => isServerCredential(p) || p.kind === 'end_user';
 
-const blobNotFound = (sha256: string) => notFound('blob_not_found', `No file ${sha256} in this database.`);
-const uploadNotFound = (id: string) => notFound('upload_not_found', `No open upload "${id}" for this file in this database.`);
-const invalidPart = (message: string, param: string | null = 'parts') => badRequest('invalid_part', message, param);
-const lengthRequired = () => new ApiError(411, 'length_required', 'Send the bytes with a Content-Length header.');
-const tooLarge = (max: number, what: string) => new ApiError(413, 'payload_too_large', `${what} is over ${max} bytes.`);
+const blobNotFound = (sha256: string) => new PlatformError('blob_not_found', `No file ${sha256} in this database.`);
+const uploadNotFound = (id: string) => new PlatformError('upload_not_found', `No open upload "${id}" for this file in this database.`);
+const invalidPart = (message: string, param: string | null = 'parts') => new PlatformError('invalid_part', message, param);
+const lengthRequired = () => new PlatformError('length_required', 'Send the bytes with a Content-Length header.');
+const tooLarge = (max: number, what: string) => new PlatformError('payload_too_large', `${what} is over ${max} bytes.`);
 
-function hashMismatch(error: BlobMismatchError, expected: { sha256: string; size?: number }): ApiError {
+function hashMismatch(error: BlobMismatchError, expected: { sha256: string; size?: number }): PlatformError {
   const message =
     error.mismatch === 'size'
       ? `${error.actual.size} bytes arrived, not the ${expected.size} announced; nothing was kept.`
       : `The bytes hash to ${error.actual.sha256}, not to ${expected.sha256}; nothing was kept.`;
-  return badRequest('hash_mismatch', message, 'sha256');
+  return new PlatformError('hash_mismatch', message, 'sha256');
 }
 
 export class BlobService {
@@ -179,7 +179,7 @@ export class BlobService {
       part = await this.scope.engine.blobs.uploadPart(blobKey(this.org, database, sha256), String(upload.engine_upload_id), partNumber, body, size);
     } catch (error) {
       if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
-      if (error instanceof BlobMismatchError) throw badRequest('hash_mismatch', `${error.actual.size} bytes arrived, not the ${size} announced; the part was not kept.`);
+      if (error instanceof BlobMismatchError) throw new PlatformError('hash_mismatch', `${error.actual.size} bytes arrived, not the ${size} announced; the part was not kept.`);
       throw error;
     }
     await this.kv.put({
@@ -220,13 +220,13 @@ export class BlobService {
         throw invalidPart(`Part ${part.part_number} with etag ${part.etag} was not uploaded to this upload.`, `parts.${i}.etag`);
       }
       if (i < parts.length - 1 && stored.size < MIN_PART_BYTES) {
-        throw badRequest('part_too_small', `Part ${part.part_number} is ${stored.size} bytes; every part but the last needs at least ${MIN_PART_BYTES}.`, `parts.${i}`);
+        throw new PlatformError('part_too_small', `Part ${part.part_number} is ${stored.size} bytes; every part but the last needs at least ${MIN_PART_BYTES}.`, `parts.${i}`);
       }
       total += stored.size;
     });
     if (total > MAX_MULTIPART_BYTES) throw tooLarge(MAX_MULTIPART_BYTES, 'The file');
     if (expectedSize !== undefined && expectedSize !== total) {
-      throw badRequest('hash_mismatch', `The listed parts hold ${total} bytes, not the ${expectedSize} announced.`, 'size');
+      throw new PlatformError('hash_mismatch', `The listed parts hold ${total} bytes, not the ${expectedSize} announced.`, 'size');
     }
 
     let stored: Blob;
@@ -243,7 +243,7 @@ export class BlobService {
         throw hashMismatch(error, { sha256, size: total });
       }
       if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
-      if (error instanceof EngineLimitError && error.limit === 'multipart_part') throw badRequest('part_too_small', error.message, 'parts');
+      if (error instanceof EngineLimitError && error.limit === 'multipart_part') throw new PlatformError('part_too_small', error.message, 'parts');
       // A part replaced between our check and the join (the engine's InvalidPart).
       if ((error instanceof EngineError && error.name === 'EngineError') || (error as Error)?.name === 'InvalidPart') {
         throw invalidPart('A listed part is not the one uploaded under its number; list the etags the part uploads answered.');
@@ -274,10 +274,10 @@ export class BlobService {
   /** Path checks, then the access decision, then the database (404 when missing or not visible). */
   private async open(database: string, sha256: string, access: 'read' | 'write', options: { strictName?: boolean } = {}): Promise<void> {
     if (options.strictName && !SHA256_PATTERN.test(sha256)) {
-      throw badRequest('invalid_name', 'A file is named by the SHA-256 of its bytes: 64 lowercase hex characters.', 'sha256');
+      throw new PlatformError('invalid_name', 'A file is named by the SHA-256 of its bytes: 64 lowercase hex characters.', 'sha256');
     }
     if (access === 'write' && !mayWrite(this.scope.principal)) {
-      throw forbidden('forbidden', 'Publishable keys may only read files; write with a secret key, an OAuth client or an end-user token.');
+      throw new PlatformError('forbidden', 'Publishable keys may only read files; write with a secret key, an OAuth client or an end-user token.');
     }
     await new Databases(this.kv, () => this.scope.engine.clock.now()).get(this.scope.principal, database);
     if (!SHA256_PATTERN.test(sha256)) throw blobNotFound(sha256);
@@ -291,7 +291,7 @@ export class BlobService {
   }
 
   /** The upload is gone from the engine (aborted, completed, expired): forget it too, and answer 404. */
-  private async forgetUpload(database: string, uploadId: string): Promise<ApiError> {
+  private async forgetUpload(database: string, uploadId: string): Promise<PlatformError> {
     await this.kv.delete(uploadKey(this.org, database, uploadId));
     return uploadNotFound(uploadId);
   }

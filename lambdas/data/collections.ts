@@ -6,7 +6,7 @@
 import type { KeyValueStore } from '../engine/ports.js';
 import { ConditionFailedError } from '../engine/errors.js';
 import type { Principal } from '../auth/principal.js';
-import { ApiError, badRequest } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import { collectionKey, recordPartition } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { requireServer } from './databases.js';
@@ -30,11 +30,11 @@ export interface Collection {
   updated_at: string;
 }
 
-export const collectionNotFound = (name: string) => new ApiError(404, 'collection_not_found', `No collection "${name}".`);
+export const collectionNotFound = (name: string) => new PlatformError('collection_not_found', `No collection "${name}".`);
 
 export function checkCollectionName(name: string): void {
   if (!COLLECTION_NAME_PATTERN.test(name)) {
-    throw badRequest('invalid_name', 'A collection name is a lowercase letter, then lowercase letters, digits or "_", up to 63 characters.', 'collection');
+    throw new PlatformError('invalid_name', 'A collection name is a lowercase letter, then lowercase letters, digits or "_", up to 63 characters.', 'collection');
   }
 }
 
@@ -90,12 +90,12 @@ export class Collections {
   async put(p: Principal, database: string, name: string, body: unknown): Promise<{ collection: Collection; created: boolean; changed: boolean }> {
     requireServer(p, 'change schemas');
     checkCollectionName(name);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_body', 'The body must be a JSON object.');
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body must be a JSON object.');
     const b = body as PutBody;
     const unknown = Object.keys(b).find((k) => !['mode', 'fields', 'rules'].includes(k));
-    if (unknown) throw badRequest('invalid_body', `Unknown property "${unknown}".`, unknown);
+    if (unknown) throw new PlatformError('invalid_body', `Unknown property "${unknown}".`, unknown);
     const mode = b.mode ?? 'schema';
-    if (mode !== 'schema' && mode !== 'free') throw badRequest('invalid_body', 'mode must be "schema" or "free".', 'mode');
+    if (mode !== 'schema' && mode !== 'free') throw new PlatformError('invalid_body', 'mode must be "schema" or "free".', 'mode');
     const fields = checkFields(b.fields);
     let rules: Record<RuleAction, Rule>;
     let compiled: Record<RuleAction, CompiledRule>;
@@ -103,12 +103,12 @@ export class Collections {
       rules = validateRules(b.rules);
       compiled = compileRules(rules);
     } catch (error) {
-      if (error instanceof RuleSyntaxError) throw badRequest('invalid_rule', error.message, 'rules');
+      if (error instanceof RuleSyntaxError) throw new PlatformError('invalid_rule', error.message, 'rules');
       throw error;
     }
     for (const f of fields) {
       if (f.type === 'relation' && f.target !== name && !(await this.get(p.organizationId, database, f.target!))) {
-        throw badRequest('invalid_schema', `${f.name}: target collection "${f.target}" does not exist.`, 'fields');
+        throw new PlatformError('invalid_schema', `${f.name}: target collection "${f.target}" does not exist.`, 'fields');
       }
     }
 
@@ -143,7 +143,7 @@ export class Collections {
   }
 
   private async change(org: string, database: string, current: Collection, mode: Collection['mode'], fields: FieldDef[], rules: Collection['rules'], compiled: Collection['compiled']) {
-    if (mode !== current.mode) throw badRequest('schema_change_unsupported', `mode is fixed once set ("${current.mode}").`, 'mode');
+    if (mode !== current.mode) throw new PlatformError('schema_change_unsupported', `mode is fixed once set ("${current.mode}").`, 'mode');
     const old = new Map(current.fields.map((f) => [f.name, f]));
     const version = current.schema_version + 1;
     const next: StoredField[] = [];
@@ -151,7 +151,7 @@ export class Collections {
     for (const f of fields) {
       const before = old.get(f.name);
       if (before && !sameField(before, f)) {
-        throw badRequest('schema_change_unsupported', `Field "${f.name}" cannot change; drop it and add it under a new name.`, 'fields');
+        throw new PlatformError('schema_change_unsupported', `Field "${f.name}" cannot change; drop it and add it under a new name.`, 'fields');
       }
       if (!before) added.push(f);
       next.push(before ?? { ...f, generation: version });
@@ -162,7 +162,7 @@ export class Collections {
     const reordered = JSON.stringify(current.fields.map((f) => f.name)) !== JSON.stringify(next.map((f) => f.name));
     if (!added.length && !dropped && !rulesChanged && !reordered) return { collection: current, created: false, changed: false };
     if (added.some((f) => f.required) && (await this.hasRecords(org, database, current.name))) {
-      throw new ApiError(409, 'schema_violation', 'A new required field cannot be added to a collection that has records: they would lack it.', 'fields');
+      throw new PlatformError('schema_violation', 'A new required field cannot be added to a collection that has records: they would lack it.', 'fields');
     }
     const collection: Collection = {
       ...current,

@@ -6,7 +6,7 @@ import type { KeyValueStore } from '../engine/ports.js';
 import { ConditionFailedError } from '../engine/errors.js';
 import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
-import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import { databaseKey, databasesPrefix } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 
@@ -19,11 +19,11 @@ export interface Database {
   application_id: string | null;
 }
 
-export const databaseNotFound = (key: string) => new ApiError(404, 'database_not_found', `No database "${key}".`);
+export const databaseNotFound = (key: string) => new PlatformError('database_not_found', `No database "${key}".`);
 
 export function checkDatabaseName(key: string): void {
   if (!DATABASE_NAME_PATTERN.test(key) || key.split('/').some((part) => part === '' || part === '.' || part === '..')) {
-    throw badRequest('invalid_name', 'A database key is 1 to 128 of lowercase letters, digits, ".", "_", "-" and "/" (written %2F).', 'database');
+    throw new PlatformError('invalid_name', 'A database key is 1 to 128 of lowercase letters, digits, ".", "_", "-" and "/" (written %2F).', 'database');
   }
 }
 
@@ -31,7 +31,7 @@ export function checkDatabaseName(key: string): void {
 export const canSee = (p: Principal, db: Database) => p.applicationId === null || db.application_id === p.applicationId;
 
 export function requireServer(p: Principal, what: string): void {
-  if (!isServerCredential(p)) throw forbidden('forbidden', `Only a secret key or OAuth client may ${what}.`);
+  if (!isServerCredential(p)) throw new PlatformError('forbidden', `Only a secret key or OAuth client may ${what}.`);
 }
 
 /**
@@ -75,7 +75,7 @@ export class Databases {
     const existing = item && toDatabase(item);
     if (!existing) return this.put(p, key); // deleted meanwhile: try again
     // Database keys are one namespace per organization; another application's key is taken.
-    if (!canSee(p, existing)) throw forbidden('forbidden', `Another application of the organization owns the database "${key}".`);
+    if (!canSee(p, existing)) throw new PlatformError('forbidden', `Another application of the organization owns the database "${key}".`);
     return { database: existing, created: false };
   }
 

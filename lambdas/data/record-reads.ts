@@ -7,7 +7,7 @@
 import type { Engine, KvItem, KvSortKeyCondition } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
-import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import { indexPartition, recordKey, recordPartition } from './keys.js';
 import type { Collection } from './collections.js';
 import { encodeKeyValue, keyBounds, normalizeValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
@@ -22,8 +22,8 @@ const OPS = ['eq', 'gt', 'gte', 'lt', 'lte', 'in'] as const;
 type FilterOp = (typeof OPS)[number];
 const MAX_IN_VALUES = 20;
 
-const invalidQuery = (message: string, param: string | null = null) => badRequest('invalid_query', message, param);
-const recordNotFound = (id: string) => new ApiError(404, 'record_not_found', `No record "${id}".`);
+const invalidQuery = (message: string, param: string | null = null) => new PlatformError('invalid_query', message, param);
+const recordNotFound = (id: string) => new PlatformError('record_not_found', `No record "${id}".`);
 
 interface Condition {
   field: StoredField;
@@ -194,7 +194,7 @@ export class RecordReader {
   async get(c: Collection, id: string): Promise<RecordView> {
     // A credential the view rule can never let through is refused before any record is looked at.
     if (ruleAllowsPrincipal(c.compiled.view, this.principal) === 'no') {
-      throw forbidden('forbidden', "The collection's view rule does not allow this credential.");
+      throw new PlatformError('forbidden', "The collection's view rule does not allow this credential.");
     }
     if (!RECORD_ID_PATTERN.test(id)) throw recordNotFound(id);
     const item = await this.engine.kv.get(recordKey(this.org, this.database, c.name, id));
@@ -209,7 +209,7 @@ export class RecordReader {
   async list(c: Collection, q: ListQuery): Promise<{ records: RecordView[]; next_cursor: string | null }> {
     const server = isServerCredential(this.principal);
     if (!server && ruleAllowsPrincipal(c.compiled.list, this.principal) === 'no') {
-      throw forbidden('forbidden', "The collection's list rule does not allow this credential.");
+      throw new PlatformError('forbidden', "The collection's list rule does not allow this credential.");
     }
     const driver = pickDriver(q.conditions);
     const field = driver?.field ?? (q.sort.field === 'id' ? undefined : q.sort.field);

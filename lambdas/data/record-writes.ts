@@ -10,7 +10,7 @@ import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js'
 import { LIMITS } from '../engine/limits.js';
 import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
-import { ApiError, badRequest, forbidden } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
 import { Collections, collectionNotFound, type Collection } from './collections.js';
@@ -45,8 +45,8 @@ interface Planned {
   reason?: Reason;
 }
 
-const recordNotFound = (id: string) => new ApiError(404, 'record_not_found', `No record "${id}".`);
-export const versionConflict = (id: string) => new ApiError(409, 'version_conflict', `Record "${id}" is not at that version.`);
+const recordNotFound = (id: string) => new PlatformError('record_not_found', `No record "${id}".`);
+export const versionConflict = (id: string) => new PlatformError('version_conflict', `Record "${id}" is not at that version.`);
 const MAX_ATTEMPTS = 3;
 
 export class RecordWriter {
@@ -72,7 +72,7 @@ export class RecordWriter {
       } catch (error) {
         await Promise.all(plan.newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
         if (error instanceof EngineLimitError) {
-          throw badRequest('batch_too_large', `The batch needs ${plan.writes.length} storage writes; one transaction holds ${LIMITS.transactionItems} writes and 4 MB (see the Data API reference).`);
+          throw new PlatformError('batch_too_large', `The batch needs ${plan.writes.length} storage writes; one transaction holds ${LIMITS.transactionItems} writes and 4 MB (see the Data API reference).`);
         }
         if (!(error instanceof TransactionCanceledError)) throw error;
         const failed = error.failed.map((i) => plan.writes[i]).sort((a, b) => a.op - b.op)[0];
@@ -86,24 +86,24 @@ export class RecordWriter {
     }
   }
 
-  private async explain(ops: WriteOp[], failed: Planned | undefined): Promise<ApiError> {
-    if (!failed?.reason) return new ApiError(409, 'version_conflict', 'The data changed while the write ran; retry.');
+  private async explain(ops: WriteOp[], failed: Planned | undefined): Promise<PlatformError> {
+    if (!failed?.reason) return new PlatformError('version_conflict', 'The data changed while the write ran; retry.');
     const op = ops[failed.op];
     switch (failed.reason.kind) {
       case 'exists':
-        return new ApiError(409, 'already_exists', `Record "${op.id}" already exists.`, 'id');
+        return new PlatformError('already_exists', `Record "${op.id}" already exists.`, 'id');
       case 'unique':
-        return new ApiError(409, 'unique_violation', `Another record already has this ${failed.reason.field}.`, failed.reason.field);
+        return new PlatformError('unique_violation', `Another record already has this ${failed.reason.field}.`, failed.reason.field);
       case 'relation':
-        return badRequest('invalid_value', `${failed.reason.field}: no such record in the target collection.`, failed.reason.field);
+        return new PlatformError('invalid_value', `${failed.reason.field}: no such record in the target collection.`, failed.reason.field);
       case 'blob':
-        return badRequest('invalid_value', `${failed.reason.field}: no blob with this SHA-256 in the database.`, failed.reason.field);
+        return new PlatformError('invalid_value', `${failed.reason.field}: no blob with this SHA-256 in the database.`, failed.reason.field);
       case 'version': {
         const exists = await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, op.collection, op.id!));
         return exists ? versionConflict(op.id!) : recordNotFound(op.id!);
       }
       case 'schema':
-        return new ApiError(503, 'service_unavailable', 'The collection kept changing; retry.');
+        return new PlatformError('service_unavailable', 'The collection kept changing; retry.');
     }
   }
 
@@ -163,7 +163,7 @@ export class RecordWriter {
    * that only the transaction checks (unique guards, existing ids, relations) would otherwise be
    * hidden behind a later op's error, and section 3 makes the first failure the answer.
    */
-  private async earlierFailure(ops: WriteOp[], writes: Planned[], before: number): Promise<ApiError | undefined> {
+  private async earlierFailure(ops: WriteOp[], writes: Planned[], before: number): Promise<PlatformError | undefined> {
     const written = new Set(writes.filter((w) => !('check' in w.write)).map((w) => writeId(w.write)));
     const candidates = writes
       .filter((w) => w.op < before && w.write.condition && w.reason?.kind !== 'schema' && !('check' in w.write && written.has(writeId(w.write))))
@@ -182,7 +182,7 @@ export class RecordWriter {
    */
   private checkPrincipal(c: Collection, action: 'create' | 'update' | 'delete') {
     if (ruleAllowsPrincipal(c.compiled[action], this.ctx.principal) === 'no') {
-      throw forbidden('forbidden', `The collection's ${action} rule does not allow this credential.`);
+      throw new PlatformError('forbidden', `The collection's ${action} rule does not allow this credential.`);
     }
   }
 
@@ -190,14 +190,14 @@ export class RecordWriter {
     const p = this.ctx.principal;
     if (isServerCredential(p)) return;
     if (!evaluateRule(c.compiled[action], { principal: p, record, request })) {
-      throw forbidden('forbidden', `The collection's ${action} rule does not allow this.`);
+      throw new PlatformError('forbidden', `The collection's ${action} rule does not allow this.`);
     }
   }
 
   private async planCreate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[]): Promise<RecordView> {
     this.checkPrincipal(c, 'create');
     const id = op.id ?? newId('rec', this.now());
-    if (!RECORD_ID_PATTERN.test(id)) throw badRequest('invalid_value', 'id: 1 to 64 letters, digits, "_" or "-".', 'id');
+    if (!RECORD_ID_PATTERN.test(id)) throw new PlatformError('invalid_value', 'id: 1 to 64 letters, digits, "_" or "-".', 'id');
     const values = this.values(c, op.data ?? {}, {});
     this.checkRule(c, 'create', null, values);
     const at = new Date(this.now()).toISOString();
@@ -247,18 +247,18 @@ export class RecordWriter {
 
   /** Checks the request's fields against the schema and merges them over `base` (null unsets). */
   private values(c: Collection, data: Record<string, unknown>, base: Record<string, unknown>): Record<string, unknown> {
-    if (!data || typeof data !== 'object' || Array.isArray(data)) throw badRequest('invalid_body', 'data must be an object.', 'data');
+    if (!data || typeof data !== 'object' || Array.isArray(data)) throw new PlatformError('invalid_body', 'data must be an object.', 'data');
     const declared = new Map(c.fields.map((f) => [f.name, f]));
     const out = { ...base };
     for (const [name, value] of Object.entries(data)) {
-      if (RESERVED_FIELDS.includes(name) || name.startsWith('_')) throw badRequest('reserved_field', `"${name}" is reserved.`, name);
+      if (RESERVED_FIELDS.includes(name) || name.startsWith('_')) throw new PlatformError('reserved_field', `"${name}" is reserved.`, name);
       const field = declared.get(name);
-      if (!field && c.mode === 'schema') throw badRequest('unknown_field', `The collection has no field "${name}".`, name);
+      if (!field && c.mode === 'schema') throw new PlatformError('unknown_field', `The collection has no field "${name}".`, name);
       if (value === null) delete out[name];
       else out[name] = field ? normalizeValue(field, value) : value;
     }
     for (const f of c.fields) {
-      if (f.required && (out[f.name] === undefined || out[f.name] === null)) throw badRequest('missing_field', `"${f.name}" is required.`, f.name);
+      if (f.required && (out[f.name] === undefined || out[f.name] === null)) throw new PlatformError('missing_field', `"${f.name}" is required.`, f.name);
     }
     return out;
   }
@@ -266,7 +266,7 @@ export class RecordWriter {
   private async item(c: Collection, meta: { id: string; version: number; created_at: string; updated_at: string; sv: number }, values: Record<string, unknown>, record: RecordView) {
     const serialized = JSON.stringify(values);
     if (Buffer.byteLength(JSON.stringify(record)) > MAX_RECORD_BYTES) {
-      throw badRequest('record_too_large', `A record is at most ${MAX_RECORD_BYTES} bytes of JSON.`);
+      throw new PlatformError('record_too_large', `A record is at most ${MAX_RECORD_BYTES} bytes of JSON.`);
     }
     return recordItem(this.ctx.engine, recordKey(this.org, this.ctx.database, c.name, meta.id), { org: this.org, database: this.ctx.database, collection: c.name }, meta, values, serialized);
   }
@@ -351,8 +351,8 @@ function dedupe(writes: Planned[]): Planned[] {
     const key = writeId(w.write);
     const prior = byKey.get(key);
     if (prior) {
-      if (w.reason?.kind === 'unique') throw new PlanError(w.op, new ApiError(409, 'unique_violation', `Two operations of the batch give ${w.reason.field} the same value.`, w.reason.field));
-      throw new PlanError(w.op, badRequest('invalid_body', `Operations ${prior.op} and ${w.op} of the batch touch the same record; one operation per record per batch.`));
+      if (w.reason?.kind === 'unique') throw new PlanError(w.op, new PlatformError('unique_violation', `Two operations of the batch give ${w.reason.field} the same value.`, w.reason.field));
+      throw new PlanError(w.op, new PlatformError('invalid_body', `Operations ${prior.op} and ${w.op} of the batch touch the same record; one operation per record per batch.`));
     }
     byKey.set(key, w);
   }
@@ -362,7 +362,7 @@ function dedupe(writes: Planned[]): Planned[] {
     const target = byKey.get(key);
     if (target && 'delete' in target.write && w.reason?.kind === 'relation') {
       const field = w.reason.field;
-      throw new PlanError(Math.max(w.op, target.op), badRequest('invalid_value', `${field}: the batch deletes the record it points at.`, field));
+      throw new PlanError(Math.max(w.op, target.op), new PlatformError('invalid_value', `${field}: the batch deletes the record it points at.`, field));
     }
     if (!target && !checks.has(key)) checks.set(key, w);
   }

@@ -1,6 +1,6 @@
 /** What the record handlers share: the database and collection a request names, and versions in HTTP headers. */
 import type { HttpRequest, RequestScope } from '../http/types.js';
-import { badRequest } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 import { Databases } from './databases.js';
 import { Collections } from './collections.js';
 import { recordActivity } from './activity.js';
@@ -33,7 +33,7 @@ export function ifMatchVersion(req: HttpRequest): number | undefined {
   const header = req.headers['if-match'];
   if (header === undefined) return undefined;
   const m = /^\s*(?:W\/)?"?(\d{1,15})"?\s*$/.exec(header);
-  if (!m) throw badRequest('invalid_body', 'If-Match takes a record version, e.g. If-Match: "3".', 'if-match');
+  if (!m) throw new PlatformError('invalid_body', 'If-Match takes a record version, e.g. If-Match: "3".', 'if-match');
   return Number(m[1]);
 }
 

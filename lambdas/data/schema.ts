@@ -2,7 +2,7 @@
  * Collection schemas (spec 4.14): field definitions, their validation, and checking and normalizing
  * record values against them.
  */
-import { ApiError, badRequest } from '../http/errors.js';
+import { PlatformError } from '../shared/errors.js';
 
 export const FIELD_TYPES = ['text', 'integer', 'number', 'bool', 'datetime', 'json', 'relation', 'blob'] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
@@ -30,7 +30,7 @@ export interface StoredField extends FieldDef {
 }
 
 const FLAGS = ['required', 'unique', 'indexed', 'fulltext'] as const;
-const invalidSchema = (message: string, param: string | null = 'fields') => badRequest('invalid_schema', message, param);
+const invalidSchema = (message: string, param: string | null = 'fields') => new PlatformError('invalid_schema', message, param);
 
 /** Checks a `fields` array from a collection PUT and returns it in canonical form (flags false dropped). */
 export function checkFields(value: unknown): FieldDef[] {
@@ -81,7 +81,7 @@ export const fieldView = ({ generation: _g, ...def }: StoredField): FieldDef => 
 
 // ---------- values ----------
 
-export const invalidValue = (field: string, message: string) => badRequest('invalid_value', `${field}: ${message}`, field);
+export const invalidValue = (field: string, message: string) => new PlatformError('invalid_value', `${field}: ${message}`, field);
 
 /**
  * Checks one value against its field and returns it normalized (datetimes as ISO 8601 with
@@ -145,7 +145,7 @@ export function encodeKeyValue(type: FieldType, value: unknown): string {
 
 export function checkKeyValueSize(field: FieldDef, encoded: string): void {
   if (Buffer.byteLength(encoded) > MAX_KEY_VALUE_BYTES) {
-    throw new ApiError(400, 'field_too_large', `${field.name}: unique and indexed values are at most ${MAX_KEY_VALUE_BYTES} bytes`, field.name);
+    throw new PlatformError('field_too_large', `${field.name}: unique and indexed values are at most ${MAX_KEY_VALUE_BYTES} bytes`, field.name);
   }
 }
 

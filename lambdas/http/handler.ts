@@ -9,10 +9,10 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, pipesResponse, toHttpRequest } from './event.js';
-import { ApiError } from './errors.js';
+import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
-import { jsonBody, tooLargeCode } from './middleware/json-body.js';
+import { jsonBody } from './middleware/json-body.js';
 import { operationIdRequired, pickOperationId } from './middleware/operation-id.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { respond } from './middleware/respond.js';
@@ -61,7 +61,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
 /** Reads a streamed answer into memory for Lambda, refusing one over the Lambda payload limit. */
 async function readWhole(body: Readable, declared: number, api: string): Promise<Buffer> {
   const tooLarge = () =>
-    new ApiError(413, tooLargeCode(api), `The answer is over the ${LAMBDA_MAX_RESPONSE_BYTES} bytes a function behind API Gateway may return.`);
+    new PlatformError(tooLargeCode(api), `The answer is over the ${LAMBDA_MAX_RESPONSE_BYTES} bytes a function behind API Gateway may return.`);
   if (declared > LAMBDA_MAX_RESPONSE_BYTES) {
     body.destroy();
     throw tooLarge();

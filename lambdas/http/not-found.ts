@@ -1,5 +1,5 @@
 import { httpHandler } from './handler.js';
-import { notFound } from './errors.js';
+import { PlatformError } from '../shared/errors.js';
 
 /**
  * An API's `$default` route. It runs the whole chain first, so a request without valid credentials
@@ -7,5 +7,5 @@ import { notFound } from './errors.js';
  */
 export const notFoundHandler = (routeId: string) =>
   httpHandler(routeId, async (req) => {
-    throw notFound('not_found', `No route ${req.method} ${req.path}.`);
+    throw new PlatformError('not_found', `No route ${req.method} ${req.path}.`);
   });

@@ -1,5 +1,5 @@
 import { httpHandler } from './handler.js';
-import { ApiError } from './errors.js';
+import { PlatformError } from '../shared/errors.js';
 import { ALLOWED_HEADERS, PREFLIGHT_MAX_AGE_SECONDS, originAllowed } from './cors.js';
 import { Router } from './router.js';
 import { ROUTES, routeById } from './routes.js';
@@ -14,7 +14,7 @@ export const preflightHandler = (routeId: string) => {
   return httpHandler(routeId, async (req, { engine }) => {
     const origin = req.headers.origin;
     if (origin === undefined || !(await originAllowed(engine, origin))) {
-      throw new ApiError(403, 'origin_not_allowed', 'No publishable key lists this origin.');
+      throw new PlatformError('origin_not_allowed', 'No publishable key lists this origin.');
     }
     const methods = router.methodsFor(req.path);
     return {

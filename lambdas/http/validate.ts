@@ -1,24 +1,24 @@
 /** Parses a request body with a zod schema, answering the spec's 400 codes instead of zod's errors. */
 import { z } from 'zod';
-import { badRequest } from './errors.js';
+import { PlatformError, type ErrorCode } from '../shared/errors.js';
 
 export interface ValidateOptions {
   /** Code for a field the endpoint does not take (AI: unsupported_field; Data: unknown_field). */
-  unknownField: string;
+  unknownField: ErrorCode;
   /** Code for anything else wrong (default invalid_body). */
-  invalid?: string;
+  invalid?: ErrorCode;
 }
 
 export function parseBody<T extends z.ZodType>(schema: T, value: unknown, options: ValidateOptions): z.infer<T> {
-  if (value === undefined) throw badRequest(options.invalid ?? 'invalid_body', 'A JSON body is required.');
+  if (value === undefined) throw new PlatformError(options.invalid ?? 'invalid_body', 'A JSON body is required.');
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   if (issue.code === 'unrecognized_keys') {
     const name = issue.keys[0];
     const path = [...issue.path, name].join('.');
-    throw badRequest(options.unknownField, `Unknown field "${path}".`, path);
+    throw new PlatformError(options.unknownField, `Unknown field "${path}".`, path);
   }
   const path = issue.path.join('.') || null;
-  throw badRequest(options.invalid ?? 'invalid_body', path ? `${path}: ${issue.message}` : issue.message, path);
+  throw new PlatformError(options.invalid ?? 'invalid_body', path ? `${path}: ${issue.message}` : issue.message, path);
 }

@@ -8,9 +8,9 @@ import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { LambdaHttpHandler } from '../http/handler.js';
-import { ApiError } from '../http/errors.js';
+import { PlatformError, tooLargeCode } from '../shared/errors.js';
+import { errorBody } from '../http/error-response.js';
 import { attachBodyStream, markPipesResponse, responseStreamOf } from '../http/event.js';
-import { tooLargeCode } from '../http/middleware/json-body.js';
 import type { Api, RouteDef } from '../http/routes.js';
 import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
@@ -39,8 +39,8 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       if (!streaming && hasBody) {
         const read = await readBody(req, GATEWAY_MAX_BODY_BYTES);
         if (read === undefined) {
-          const err = new ApiError(413, tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
-          return send(res, 413, { 'content-type': 'application/json', connection: 'close' }, JSON.stringify(err.toBody()));
+          const err = new PlatformError(tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
+          return send(res, 413, { 'content-type': 'application/json', connection: 'close' }, JSON.stringify(errorBody(err)));
         }
         body = read;
       }
@@ -62,8 +62,8 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
     } catch (error) {
       // Handlers map their own errors; reaching here is a bug in the runtime itself.
       log.error('local runtime error', { error: String((error as Error)?.stack ?? error) });
-      const err = new ApiError(500, 'internal_error', 'The service failed to answer; retry later.');
-      if (!res.headersSent) send(res, 500, { 'content-type': 'application/json' }, JSON.stringify(err.toBody()));
+      const err = new PlatformError('internal_error', 'The service failed to answer; retry later.');
+      if (!res.headersSent) send(res, 500, { 'content-type': 'application/json' }, JSON.stringify(errorBody(err)));
       else res.destroy();
     }
   });

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { httpHandler } from '../../http/handler.js';
-import { forbidden } from '../../http/errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import { parseBody } from '../../http/validate.js';
 import { issueToken } from '../../auth/tokens.js';
 
@@ -26,7 +26,7 @@ const Body = z
 export const handler = httpHandler('data.end_user_tokens.create', async (req, { engine, principal }) => {
   const body = parseBody(Body, req.json, { unknownField: 'unknown_field' });
   if (!principal.applicationId || !principal.workspaceId) {
-    throw forbidden('forbidden', 'Use a secret key or OAuth client bound to the application whose users the token is for.');
+    throw new PlatformError('forbidden', 'Use a secret key or OAuth client bound to the application whose users the token is for.');
   }
   const ttl = body.ttl_seconds ?? 3600;
   const { token, expiresAt } = await issueToken(

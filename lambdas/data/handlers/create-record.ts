@@ -1,5 +1,5 @@
 import { httpHandler } from '../../http/handler.js';
-import { ApiError, badRequest } from '../../http/errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import { etag, openDatabase } from '../records.js';
 import type { RecordView } from '../record-store.js';
 
@@ -9,11 +9,11 @@ import type { RecordView } from '../record-store.js';
  */
 export const handler = httpHandler('data.records.create', async (req, scope) => {
   const body = req.json;
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_body', 'The body must be a JSON object of fields.');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body must be a JSON object of fields.');
   const inm = req.headers['if-none-match'];
-  if (inm !== undefined && inm.trim() !== '*') throw new ApiError(400, 'invalid_body', 'On create, If-None-Match takes only "*".', 'if-none-match');
+  if (inm !== undefined && inm.trim() !== '*') throw new PlatformError('invalid_body', 'On create, If-None-Match takes only "*".', 'if-none-match');
   const { id, ...data } = body as Record<string, unknown>;
-  if (id !== undefined && typeof id !== 'string') throw badRequest('invalid_value', 'id must be a string.', 'id');
+  if (id !== undefined && typeof id !== 'string') throw new PlatformError('invalid_value', 'id must be a string.', 'id');
   const { writer } = await openDatabase(req, scope);
   const [record] = (await writer.apply([{ op: 'create', collection: req.params.collection, id, data }])) as RecordView[];
   return { status: 201, headers: etag(record), body: record };

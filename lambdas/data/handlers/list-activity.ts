@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { httpHandler } from '../../http/handler.js';
-import { badRequest } from '../../http/errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import { flushActivityEverywhere, isActivityKind, type ActivityKind } from '../activity.js';
 import { InvalidActivityCursorError, decodeActivityCursor, encodeActivityCursor, listActivity, type ActivityQuery } from '../activity-log.js';
 import { ACTIVITY_RETENTION_MS } from '../activity-segments.js';
@@ -16,7 +16,7 @@ const QUERY = z.strictObject({
   cursor: z.string().min(1).max(4096).optional(),
 });
 
-const invalidQuery = (message: string, param: string | null = null) => badRequest('invalid_query', message, param);
+const invalidQuery = (message: string, param: string | null = null) => new PlatformError('invalid_query', message, param);
 
 function parseKinds(value: string): ActivityKind[] {
   const kinds = [...new Set(value.split(',').map((k) => k.trim()))];

@@ -1,12 +1,12 @@
 import { httpHandler } from '../../http/handler.js';
-import { badRequest } from '../../http/errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import { etag, ifMatchVersion, openDatabase } from '../records.js';
 import type { RecordView } from '../record-store.js';
 
 /** PATCH .../records/{id}: sets the fields sent (null unsets one); `If-Match: <version>` makes it conditional. */
 export const handler = httpHandler('data.records.update', async (req, scope) => {
   const body = req.json;
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid_body', 'The body must be a JSON object of fields.');
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body must be a JSON object of fields.');
   const version = ifMatchVersion(req);
   const { writer } = await openDatabase(req, scope);
   const [record] = (await writer.apply([{ op: 'update', collection: req.params.collection, id: req.params.id, version, data: body as Record<string, unknown> }])) as RecordView[];

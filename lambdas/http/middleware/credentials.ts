@@ -1,6 +1,6 @@
 import { authenticate, invalidCredentials } from '../../auth/credentials.js';
 import { isServerCredential } from '../../auth/principal.js';
-import { ApiError, badRequest } from '../errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import { acceptedCredentials } from '../routes.js';
 import type { Middleware } from '../types.js';
 
@@ -22,25 +22,25 @@ export function credentials(): Middleware {
 
       if (!accepted.includes(principal.kind)) {
         if (principal.kind === 'publishable_key' && route.api === 'events') {
-          throw new ApiError(403, 'publishable_key_not_allowed', 'On the Events API a publishable key may only open a stream.');
+          throw new PlatformError('publishable_key_not_allowed', 'On the Events API a publishable key may only open a stream.');
         }
         throw invalidCredentials(`The ${route.api} API does not accept this kind of credential here.`);
       }
       const origin = req.headers.origin;
       if (origin !== undefined && route.api !== 'ai' && isServerCredential(principal)) {
-        throw new ApiError(403, 'secret_key_in_browser', 'Server credentials must not be used from a browser; use a publishable key or an end-user token.');
+        throw new PlatformError('secret_key_in_browser', 'Server credentials must not be used from a browser; use a publishable key or an end-user token.');
       }
       if (principal.kind === 'publishable_key' && (origin === undefined || !principal.origins!.includes(origin))) {
-        throw new ApiError(403, 'origin_not_allowed', 'This publishable key is not allowed from this origin.');
+        throw new PlatformError('origin_not_allowed', 'This publishable key is not allowed from this origin.');
       }
       if (route.capability && principal.capabilities && !principal.capabilities.includes(route.capability)) {
-        throw new ApiError(403, 'capability_not_enabled', `This application has not enabled the "${route.capability}" capability.`);
+        throw new PlatformError('capability_not_enabled', `This application has not enabled the "${route.capability}" capability.`);
       }
       if (route.api === 'ai') {
         for (const name of TENANT_HEADERS) {
           const value = req.headers[name];
           if (value !== undefined && value !== principal.organizationId && value !== principal.workspaceId && value !== principal.applicationId) {
-            throw badRequest('unsupported_field', `The ${name} header names another tenant; the tenant comes from the credential.`, name);
+            throw new PlatformError('unsupported_field', `The ${name} header names another tenant; the tenant comes from the credential.`, name);
           }
         }
       }

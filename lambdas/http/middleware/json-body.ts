@@ -1,11 +1,8 @@
-import { ApiError, badRequest } from '../errors.js';
+import { PlatformError, tooLargeCode } from '../../shared/errors.js';
 import type { Middleware } from '../types.js';
 
 /** Default ceiling for JSON bodies: the Events API's 5 MiB (spec 8); routes may set their own. */
 export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
-
-/** 413 code per API: the AI API says request_too_large, Data and Events say payload_too_large. */
-export const tooLargeCode = (api: string) => (api === 'ai' ? 'request_too_large' : 'payload_too_large');
 
 /** Parses a JSON body when one is sent: size limit first, then the content type, then the syntax. */
 export function jsonBody(): Middleware {
@@ -14,15 +11,15 @@ export function jsonBody(): Middleware {
       const { req, route } = context.platform;
       if (req.body.length === 0) return;
       const max = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-      if (req.body.length > max) throw new ApiError(413, tooLargeCode(route.api), `The body is over ${max} bytes.`);
+      if (req.body.length > max) throw new PlatformError(tooLargeCode(route.api), `The body is over ${max} bytes.`);
       const type = req.headers['content-type'] ?? '';
       if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
-        throw badRequest('invalid_body', 'Send the body as JSON with "Content-Type: application/json".');
+        throw new PlatformError('invalid_body', 'Send the body as JSON with "Content-Type: application/json".');
       }
       try {
         req.json = JSON.parse(req.body.toString('utf8'));
       } catch {
-        throw badRequest('invalid_body', 'The body is not valid JSON.');
+        throw new PlatformError('invalid_body', 'The body is not valid JSON.');
       }
     },
   };

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { badRequest } from '../errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import type { HttpRequest, Middleware } from '../types.js';
 
 /** Spec 4.1: 8 to 128 letters, digits, `_`, `-`. */
@@ -22,11 +22,11 @@ export function operationIdRequired(): Middleware {
       const { req } = context.platform;
       const sent = req.headers['x-operation-id'];
       if (sent === undefined) {
-        if (WRITES.has(req.method)) throw badRequest('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT and DELETE.');
+        if (WRITES.has(req.method)) throw new PlatformError('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT and DELETE.');
         return;
       }
       if (!OPERATION_ID_PATTERN.test(sent)) {
-        throw badRequest('invalid_operation_id', 'X-Operation-Id must be 8 to 128 letters, digits, "_" or "-".');
+        throw new PlatformError('invalid_operation_id', 'X-Operation-Id must be 8 to 128 letters, digits, "_" or "-".');
       }
     },
   };

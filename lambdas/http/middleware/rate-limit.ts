@@ -1,4 +1,4 @@
-import { ApiError } from '../errors.js';
+import { PlatformError } from '../../shared/errors.js';
 import type { Api } from '../routes.js';
 import type { Middleware } from '../types.js';
 
@@ -41,9 +41,7 @@ export function rateLimit(): Middleware {
       buckets.set(key, bucket);
       if (bucket.tokens < 1) {
         const retryAfter = Math.ceil(((1 - bucket.tokens) * 60_000) / limit / 1000);
-        throw new ApiError(429, 'rate_limited', `Over ${limit} calls per minute for this credential; retry after ${retryAfter} s.`, null, {
-          'retry-after': String(retryAfter),
-        });
+        throw new PlatformError('rate_limited', `Over ${limit} calls per minute for this credential; retry after ${retryAfter} s.`, { retryAfterSeconds: retryAfter });
       }
       bucket.tokens -= 1;
     },

@@ -1,9 +1,8 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { ApiError } from '../errors.js';
+import { errorResponse } from '../error-response.js';
 import { toResult } from '../event.js';
 import type { HttpResponse, Middleware, PlatformContext } from '../types.js';
-import { log } from '../../shared/log.js';
 import { corsHeaders } from '../cors.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, PlatformContext>;
@@ -26,21 +25,6 @@ export function respond(): Middleware {
   };
   return {
     after: (request) => finish(request, request.response as unknown as HttpResponse),
-    onError: async (request) => {
-      const error = request.error;
-      if (error instanceof ApiError) {
-        await finish(request, { status: error.status, body: error.toBody(), headers: error.headers });
-        return;
-      }
-      const mapped = mapEngineError(error);
-      if (!mapped) log.error('unhandled error', { route: request.context.platform?.route.id, error: String(error?.stack ?? error) });
-      const apiError = mapped ?? new ApiError(500, 'internal_error', 'The service failed to answer; retry later.');
-      await finish(request, { status: apiError.status, body: apiError.toBody() });
-    },
+    onError: (request) => finish(request, errorResponse(request.error, request.context.platform?.route.id)),
   };
-}
-
-function mapEngineError(error: Error | null | undefined): ApiError | undefined {
-  if (error?.name === 'EngineUnavailableError') return new ApiError(503, 'service_unavailable', 'The service is briefly unavailable; retry.');
-  return undefined;
 }

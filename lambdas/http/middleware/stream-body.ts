@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
-import { ApiError } from '../errors.js';
+import { PlatformError, tooLargeCode } from '../../shared/errors.js';
 import type { Middleware } from '../types.js';
-import { DEFAULT_MAX_BODY_BYTES, tooLargeCode } from './json-body.js';
+import { DEFAULT_MAX_BODY_BYTES } from './json-body.js';
 
 /**
  * For `body: 'stream'` routes: the route's `maxBodyBytes` applies to a body nobody buffers. A declared
@@ -14,7 +14,7 @@ export function streamBody(): Middleware {
     before: ({ context }) => {
       const { req, route } = context.platform;
       const max = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-      const tooLarge = () => new ApiError(413, tooLargeCode(route.api), `The body is over ${max} bytes.`);
+      const tooLarge = () => new PlatformError(tooLargeCode(route.api), `The body is over ${max} bytes.`);
       const declared = req.headers['content-length'];
       if (declared !== undefined && Number(declared) > max) throw tooLarge();
       const open = req.stream.bind(req);

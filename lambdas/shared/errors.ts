@@ -1,0 +1,132 @@
+/**
+ * Errors are data. Domain code throws a PlatformError naming one of the spec's codes; the HTTP layer
+ * (lambdas/http/error-response.ts) turns it into the one JSON error shape. How a code maps to a status
+ * lives in this one table, so no domain module says "403" and no code answers two statuses.
+ */
+
+/** Every code the platform answers, with its HTTP status (spec sections 4 and 7). */
+export const ERROR_STATUS = {
+  // 400: malformed or invalid input
+  invalid_body: 400,
+  invalid_query: 400,
+  invalid_name: 400,
+  invalid_schema: 400,
+  invalid_rule: 400,
+  invalid_value: 400,
+  invalid_cursor: 400,
+  invalid_id: 400,
+  invalid_limit: 400,
+  invalid_part: 400,
+  invalid_messages: 400,
+  invalid_decision_input: 400,
+  invalid_operation_id: 400,
+  missing_operation_id: 400,
+  missing_field: 400,
+  unknown_field: 400,
+  reserved_field: 400,
+  unsupported_field: 400,
+  unsupported_field_for_route: 400,
+  model_not_allowed: 400,
+  input_too_large: 400,
+  field_too_large: 400,
+  record_too_large: 400,
+  batch_too_large: 400,
+  cross_shard_batch: 400,
+  schema_change_unsupported: 400,
+  hash_mismatch: 400,
+  part_too_small: 400,
+  upload_incomplete: 400,
+  mode_not_supported: 400,
+  invalid_subscription: 400,
+  invalid_delivery: 400,
+  invalid_url: 400,
+  url_not_https: 400,
+  url_has_credentials: 400,
+  url_port_not_allowed: 400,
+  url_destination_blocked: 400,
+  // 401: credentials
+  missing_credentials: 401,
+  invalid_credentials: 401,
+  // 403: permission or feature
+  forbidden: 403,
+  key_disabled: 403,
+  organization_disabled: 403,
+  capability_not_enabled: 403,
+  field_not_allowed: 403,
+  budget_exceeded: 403,
+  origin_not_allowed: 403,
+  secret_key_in_browser: 403,
+  publishable_key_not_allowed: 403,
+  account_required: 403,
+  vector_database_disabled: 403,
+  // 404: unknown resource
+  not_found: 404,
+  database_not_found: 404,
+  collection_not_found: 404,
+  record_not_found: 404,
+  blob_not_found: 404,
+  upload_not_found: 404,
+  subscription_not_found: 404,
+  dead_event_not_found: 404,
+  // 409: conflict
+  already_exists: 409,
+  unique_violation: 409,
+  version_conflict: 409,
+  schema_violation: 409,
+  operation_in_progress: 409,
+  operation_id_reused: 409,
+  wrong_delivery_mode: 409,
+  too_many_subscriptions: 409,
+  secret_not_managed: 409,
+  vector_database_not_created: 409,
+  vector_database_deleting: 409,
+  // other client statuses
+  collection_expired: 410,
+  length_required: 411,
+  payload_too_large: 413,
+  request_too_large: 413,
+  upgrade_required: 426,
+  rate_limited: 429,
+  too_many_streams: 429,
+  // the service and its upstreams
+  internal_error: 500,
+  upstream_error: 502,
+  service_unavailable: 503,
+  events_disabled: 503,
+  signing_unavailable: 503,
+  upstream_timeout: 504,
+} as const satisfies Record<string, number>;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export interface PlatformErrorOptions {
+  /** The offending field, when there is one (the JSON shape's `param`). */
+  param?: string | null;
+  /** For 429 and 503: when a retry may succeed (the HTTP layer sends it as Retry-After). */
+  retryAfterSeconds?: number;
+  cause?: unknown;
+}
+
+export class PlatformError extends Error {
+  override name = 'PlatformError';
+  readonly param: string | null;
+  readonly retryAfterSeconds?: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    options: PlatformErrorOptions | string | null = {},
+  ) {
+    const opts = typeof options === 'string' || options === null ? { param: options } : options;
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.param = opts.param ?? null;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.code];
+  }
+}
+
+/** 413 code per API: the AI API says request_too_large, Data and Events say payload_too_large. */
+export const tooLargeCode = (api: string): ErrorCode => (api === 'ai' ? 'request_too_large' : 'payload_too_large');
