@@ -1,6 +1,6 @@
 /** Checks both blob adapters make, so a request S3 would refuse is refused locally too. */
 import type { BlobExpectation, StoredBlob } from './ports.js';
-import { BlobMismatchError, EngineLimitError } from './errors.js';
+import { BlobMismatchError, EngineLimitError, InvalidPartError } from './errors.js';
 import { LIMITS } from './limits.js';
 
 export function checkExpectation(stored: StoredBlob, expect?: BlobExpectation): void {
@@ -18,9 +18,9 @@ export function checkPartList(parts: { partNumber: number }[]): void {
   if (parts.length === 0) throw new EngineLimitError('multipart_part', 'a multipart upload needs at least one part');
   parts.forEach((part, i) => {
     checkPartNumber(part.partNumber);
-    // S3 answers InvalidPartOrder.
+    // S3 answers InvalidPartOrder (a repeated number included).
     if (i > 0 && part.partNumber <= parts[i - 1].partNumber) {
-      throw new EngineLimitError('multipart_part', 'parts must be listed in strictly ascending part number order');
+      throw new InvalidPartError('parts must be listed in strictly ascending part number order');
     }
   });
 }

@@ -53,6 +53,15 @@ export class UploadNotFoundError extends EngineError {
   override name = 'UploadNotFoundError';
 }
 
+/**
+ * A multipart completion listed a part that is not the one uploaded under its number (wrong etag, or
+ * a part number never uploaded), or listed the parts out of ascending order (S3's InvalidPart and
+ * InvalidPartOrder). Nothing was joined; the upload stays open.
+ */
+export class InvalidPartError extends EngineError {
+  override name = 'InvalidPartError';
+}
+
 /** The backing service is unreachable or throttling; callers answer 503. */
 export class EngineUnavailableError extends EngineError {
   override name = 'EngineUnavailableError';

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { describe, expect, it, beforeEach, afterEach } from 'vitest';
 import type { BlobStore } from '../../lambdas/engine/ports.js';
-import { BlobMismatchError, EngineLimitError, UploadNotFoundError } from '../../lambdas/engine/errors.js';
+import { BlobMismatchError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../../lambdas/engine/errors.js';
 
 export interface BlobFixture {
   blobs: BlobStore;
@@ -16,6 +16,12 @@ export interface BlobFixture {
 export interface BlobContractOptions {
   /** s3rver has no AbortMultipartUpload: the AWS adapter's abort is covered with a client mock. */
   abortMultipart: boolean;
+  /**
+   * Whether the store compares the listed part etags on completion (S3 answers InvalidPart). s3rver
+   * does not: it joins whatever files it has under the listed numbers. The AWS adapter's translation
+   * of InvalidPart is covered with a client mock.
+   */
+  partEtags: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -103,6 +109,14 @@ export function blobContract(name: string, setup: () => Promise<BlobFixture>, op
       );
       expect(err).toBeInstanceOf(EngineLimitError);
       expect((err as EngineLimitError).limit).toBe('multipart_part');
+    };
+
+    const invalidPart = async (promise: Promise<unknown>) => {
+      const err = await promise.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(InvalidPartError);
     };
 
     // ---------- put / get / head / delete ----------
@@ -361,6 +375,46 @@ export function blobContract(name: string, setup: () => Promise<BlobFixture>, op
       expect(await f.blobs.completeMultipart(key, uploadId, [{ partNumber: 10_000, etag: ok.etag }])).toEqual({
         size: 10,
         sha256: sha256(bytes(10)),
+      });
+    });
+
+    it('refuses parts listed out of order, or twice, with InvalidPartError; the upload stays open', async () => {
+      const key = `${prefix}/part-order`;
+      const uploadId = await f.blobs.createMultipart(key);
+      const a = await f.blobs.uploadPart(key, uploadId, 1, new Uint8Array(bytes(10, 60)));
+      const b = await f.blobs.uploadPart(key, uploadId, 2, new Uint8Array(bytes(10, 61)));
+      await invalidPart(
+        f.blobs.completeMultipart(key, uploadId, [
+          { partNumber: 2, etag: b.etag },
+          { partNumber: 1, etag: a.etag },
+        ]),
+      );
+      await invalidPart(
+        f.blobs.completeMultipart(key, uploadId, [
+          { partNumber: 1, etag: a.etag },
+          { partNumber: 1, etag: a.etag },
+        ]),
+      );
+      expect(await f.blobs.head(key)).toBeUndefined();
+      // Still open: a list S3 accepts (a subset of the parts) completes it.
+      expect(await f.blobs.completeMultipart(key, uploadId, [{ partNumber: 1, etag: a.etag }])).toEqual({
+        size: 10,
+        sha256: sha256(bytes(10, 60)),
+      });
+    });
+
+    it.skipIf(!options.partEtags)('refuses a wrong part etag or a part never uploaded with InvalidPartError; the upload stays open', async () => {
+      const key = `${prefix}/part-etags`;
+      const uploadId = await f.blobs.createMultipart(key);
+      const a = await f.blobs.uploadPart(key, uploadId, 1, new Uint8Array(bytes(10, 62)));
+      const b = await f.blobs.uploadPart(key, uploadId, 2, new Uint8Array(bytes(10, 63)));
+      await invalidPart(f.blobs.completeMultipart(key, uploadId, [{ partNumber: 1, etag: b.etag }])); // another part's etag
+      await invalidPart(f.blobs.completeMultipart(key, uploadId, [{ partNumber: 1, etag: 'not-an-etag' }]));
+      await invalidPart(f.blobs.completeMultipart(key, uploadId, [{ partNumber: 3, etag: a.etag }])); // never uploaded
+      expect(await f.blobs.head(key)).toBeUndefined();
+      expect(await f.blobs.completeMultipart(key, uploadId, [{ partNumber: 1, etag: a.etag }])).toEqual({
+        size: 10,
+        sha256: sha256(bytes(10, 62)),
       });
     });
 

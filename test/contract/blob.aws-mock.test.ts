@@ -9,6 +9,7 @@ import { mockClient } from 'aws-sdk-client-mock';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
+  CopyObjectCommand,
   CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
@@ -22,7 +23,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { S3BlobStore } from '../../lambdas/engine/aws/blobs.js';
-import { EngineLimitError, EngineUnavailableError, UploadNotFoundError } from '../../lambdas/engine/errors.js';
+import { EngineLimitError, EngineUnavailableError, InvalidPartError, UploadNotFoundError } from '../../lambdas/engine/errors.js';
 
 const bucket = 'mock-bucket';
 const s3 = mockClient(S3Client);
@@ -92,8 +93,18 @@ describe('S3BlobStore multipart on S3 (mocked)', () => {
         { partNumber: 2, etag: last.etag },
         { partNumber: 1, etag: small.etag },
       ]),
-    ).rejects.toBeInstanceOf(EngineLimitError);
+    ).rejects.toBeInstanceOf(InvalidPartError); // S3's InvalidPartOrder
     expect(s3.commandCalls(CompleteMultipartUploadCommand)).toHaveLength(0);
+  });
+
+  it.each(['InvalidPart', 'InvalidPartOrder'])('translates %s into InvalidPartError', async (name) => {
+    const refused = serviceError(name, 400);
+    s3.on(CompleteMultipartUploadCommand).rejects(refused);
+    const uploadId = await blobs.createMultipart('k');
+    const err = await blobs.completeMultipart('k', uploadId, [{ partNumber: 1, etag: 'e:10' }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InvalidPartError);
+    expect((err as Error).cause).toBe(refused);
+    expect(s3.commandCalls(CopyObjectCommand)).toHaveLength(0); // nothing joined, nothing copied to the key
   });
 
   it('translates EntityTooSmall into EngineLimitError', async () => {

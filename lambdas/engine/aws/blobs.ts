@@ -35,15 +35,10 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
-import {
-  BlobMismatchError,
-  EngineError,
-  EngineLimitError,
-  EngineUnavailableError,
-  UploadNotFoundError,
-} from '../errors.js';
+import { BlobMismatchError, EngineError, EngineLimitError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { checkExpectation, checkPartList, checkPartNumber } from '../blob-checks.js';
+import { isNotFound, translateAwsError } from './errors.js';
 
 const STAGING_PREFIX = '.staging/';
 /** Part size used when a streamed body of unknown length is staged with a multipart upload. */
@@ -317,7 +312,7 @@ export class S3BlobStore implements BlobStore {
         size += (chunk as Buffer).byteLength;
       }
     } catch (err) {
-      throw translateError(err);
+      throw translateAwsError(err, 'S3');
     }
     return { size, sha256: hash.digest('hex') };
   }
@@ -343,8 +338,8 @@ export class S3BlobStore implements BlobStore {
     try {
       return await fn();
     } catch (err) {
-      if (options?.missing && isMissingKey(err)) return undefined;
-      throw translateError(err);
+      if (options?.missing && isNotFound(err)) return undefined;
+      throw translateAwsError(err, 'S3');
     }
   }
 }
@@ -419,51 +414,3 @@ function encodeCopyKey(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
-
-interface AwsError {
-  name?: string;
-  code?: string;
-  $metadata?: { httpStatusCode?: number };
-  $retryable?: { throttling?: boolean };
-}
-
-function isMissingKey(err: unknown): boolean {
-  const e = err as AwsError;
-  return e?.name === 'NoSuchKey' || e?.name === 'NotFound' || (e?.$metadata?.httpStatusCode === 404 && e?.name !== 'NoSuchBucket' && e?.name !== 'NoSuchUpload');
-}
-
-const THROTTLING = new Set([
-  'SlowDown',
-  'Throttling',
-  'ThrottlingException',
-  'ThrottledException',
-  'RequestThrottled',
-  'RequestThrottledException',
-  'TooManyRequestsException',
-  'RequestLimitExceeded',
-  'ServiceUnavailable',
-  'InternalError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-  'TimeoutError',
-]);
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
-
-export function translateError(err: unknown): unknown {
-  if (err instanceof EngineError) return err;
-  const e = err as AwsError;
-  if (e?.name === 'NoSuchUpload') return new UploadNotFoundError((err as Error).message);
-  if (e?.name === 'EntityTooSmall') return new EngineLimitError('multipart_part', (err as Error).message);
-  const status = e?.$metadata?.httpStatusCode;
-  if (
-    (e?.name !== undefined && THROTTLING.has(e.name)) ||
-    e?.$retryable?.throttling ||
-    (status !== undefined && (status >= 500 || status === 429)) ||
-    (e?.code !== undefined && NETWORK.has(e.code))
-  ) {
-    const wrapped = new EngineUnavailableError(`S3 unavailable: ${(err as Error).name}: ${(err as Error).message}`);
-    (wrapped as Error & { cause?: unknown }).cause = err;
-    return wrapped;
-  }
-  return err;
-}

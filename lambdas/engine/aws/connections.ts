@@ -1,9 +1,7 @@
 /** WebSocket connection gateway on the API Gateway Management API (the client targets the stage's https endpoint). */
 import { DeleteConnectionCommand, PostToConnectionCommand, type ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import type { ConnectionGateway } from '../ports.js';
-import { callAws } from './queue.js';
-
-const isGone = (error: unknown) => (error as Error | undefined)?.name === 'GoneException';
+import { callAws, isGone } from './errors.js';
 
 export class ApiGatewayConnectionGateway implements ConnectionGateway {
   private readonly encoder = new TextEncoder();

@@ -14,9 +14,10 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
-import { ConditionFailedError, EngineLimitError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
+import { ConditionFailedError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
 import { assertBatchGetShape, assertItemSize, assertTransactionShape } from '../item-size.js';
 import { decodeCursor, encodeCursor, InvalidCursorError, isExpired } from '../kv-shared.js';
+import { callAws, isInvalidStartKey } from './errors.js';
 import { TABLE_SCHEMA } from './table.js';
 
 const PK = TABLE_SCHEMA.partitionKey;
@@ -95,51 +96,9 @@ function updateCondition(condition: KvCondition | undefined, e: Expr, nowSeconds
   return condition ? `(${compileCondition(condition, e, nowSeconds)}) AND ${notExpired}` : notExpired;
 }
 
-const UNAVAILABLE = new Set([
-  'ThrottlingException',
-  'ProvisionedThroughputExceededException',
-  'RequestLimitExceeded',
-  'ServiceUnavailable',
-  'InternalServerError',
-  'TransactionConflictException',
-  'TransactionInProgressException',
-  'TimeoutError',
-]);
-const NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH']);
-const UNAVAILABLE_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
-const ITEM_SIZE = /item size.*exceeded/i;
-
-/** Translates an SDK error into the engine's errors; anything else is a bug and passes through. */
-function translate(err: unknown): unknown {
-  if (!(err instanceof Error)) return err;
-  const e = err as Error & {
-    code?: string;
-    $metadata?: { httpStatusCode?: number };
-    CancellationReasons?: { Code?: string; Message?: string }[];
-  };
-  if (e.name === 'ConditionalCheckFailedException') return new ConditionFailedError();
-  if (e.name === 'TransactionCanceledException') {
-    const reasons = e.CancellationReasons ?? [];
-    const failed = reasons.flatMap((r, i) => (r.Code === 'ConditionalCheckFailed' ? [i] : []));
-    if (failed.length) return new TransactionCanceledError(failed);
-    if (reasons.some((r) => UNAVAILABLE_REASONS.has(r.Code ?? ''))) return new EngineUnavailableError(e.message, { cause: e });
-    const tooBig = reasons.find((r) => ITEM_SIZE.test(r.Message ?? ''));
-    if (tooBig) return new EngineLimitError('item_size', tooBig.Message ?? e.message);
-    return e;
-  }
-  if (e.name === 'ValidationException' && ITEM_SIZE.test(e.message)) return new EngineLimitError('item_size', e.message);
-  if (UNAVAILABLE.has(e.name) || NETWORK.has(e.code ?? '') || (e.$metadata?.httpStatusCode ?? 0) >= 500) {
-    return new EngineUnavailableError(e.message, { cause: e });
-  }
-  return e;
-}
-
-async function call<T>(request: () => Promise<T>): Promise<T> {
-  try {
-    return await request();
-  } catch (err) {
-    throw translate(err);
-  }
+/** Every DynamoDB call: SDK errors become the engine's (see errors.ts). */
+function call<T>(request: () => Promise<T>): Promise<T> {
+  return callAws('DynamoDB', request);
 }
 
 export class DynamoKeyValueStore implements KeyValueStore {
@@ -309,7 +268,7 @@ export class DynamoKeyValueStore implements KeyValueStore {
       ),
     ).catch((err) => {
       // A cursor of the right shape may still name another partition or range.
-      if (ExclusiveStartKey && err instanceof Error && err.name === 'ValidationException' && /start(ing)? key/i.test(err.message)) {
+      if (ExclusiveStartKey && isInvalidStartKey(err)) {
         throw new InvalidCursorError();
       }
       throw err;

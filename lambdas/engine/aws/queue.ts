@@ -13,67 +13,8 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Queue, QueueConsumer, QueueMessage } from '../ports.js';
-import { EngineUnavailableError } from '../errors.js';
-import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../embedded/queue.js';
-
-const UNAVAILABLE_NAMES = new Set([
-  'ThrottlingException',
-  'Throttling',
-  'ThrottledException',
-  'RequestThrottled',
-  'RequestThrottledException',
-  'TooManyRequestsException',
-  'LimitExceededException',
-  'ProvisionedThroughputExceededException',
-  'KmsThrottled',
-  'OverLimit',
-  'ServiceUnavailable',
-  'ServiceUnavailableException',
-  'InternalError',
-  'InternalFailure',
-  'InternalServerError',
-  'RequestTimeout',
-  'RequestTimeoutException',
-  'TimeoutError',
-]);
-
-const NETWORK_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-]);
-
-/** Throttling, a 5xx or a network failure: the service is unavailable for now (callers answer 503). */
-export function isServiceUnavailable(error: unknown): boolean {
-  if (typeof error !== 'object' || error === null) return false;
-  const e = error as { name?: unknown; code?: unknown; $fault?: unknown; $metadata?: { httpStatusCode?: number } };
-  const status = e.$metadata?.httpStatusCode;
-  if (typeof status === 'number' && (status === 429 || status >= 500)) return true;
-  if (e.$fault === 'server') return true;
-  if (typeof e.name === 'string' && UNAVAILABLE_NAMES.has(e.name)) return true;
-  return typeof e.code === 'string' && NETWORK_CODES.has(e.code);
-}
-
-/** Runs an SDK call, turning unavailability into EngineUnavailableError and leaving other errors as they are. */
-export async function callAws<T>(what: string, call: () => Promise<T>): Promise<T> {
-  try {
-    return await call();
-  } catch (error) {
-    if (isServiceUnavailable(error)) {
-      throw new EngineUnavailableError(`${what}: ${(error as Error).name ?? 'error'}: ${(error as Error).message ?? ''}`, {
-        cause: error,
-      });
-    }
-    throw error;
-  }
-}
+import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../queue-checks.js';
+import { callAws, isNotInFlight } from './errors.js';
 
 export class SqsQueue implements Queue {
   /** `urls`: queue name (see queues.ts, dead-letter queues included) -> SQS queue URL. */
@@ -134,7 +75,7 @@ export class SqsQueue implements Queue {
         this.client.send(new ChangeMessageVisibilityCommand({ QueueUrl, ReceiptHandle: receipt, VisibilityTimeout: visibilitySeconds })),
       );
     } catch (error) {
-      if ((error as Error)?.name === 'MessageNotInflight') return;
+      if (isNotInFlight(error)) return;
       throw error;
     }
   }

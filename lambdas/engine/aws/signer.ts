@@ -7,7 +7,7 @@
 import { GetPublicKeyCommand, SignCommand, type KMSClient } from '@aws-sdk/client-kms';
 import { createHash, createPublicKey } from 'node:crypto';
 import type { PublicJwk, Signer } from '../ports.js';
-import { callAws } from './queue.js';
+import { callAws } from './errors.js';
 
 /** KMS signs a RAW message of at most 4096 bytes; a longer one is hashed here and sent as its digest. */
 const MAX_RAW_MESSAGE = 4096;

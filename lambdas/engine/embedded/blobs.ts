@@ -20,7 +20,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
-import { BlobMismatchError, EngineError, EngineLimitError, UploadNotFoundError } from '../errors.js';
+import { BlobMismatchError, EngineError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { checkExpectation, checkPartList, checkPartNumber } from '../blob-checks.js';
 
@@ -145,7 +145,7 @@ export class FileBlobStore implements BlobStore {
     for (const part of parts) {
       const file = uploaded.get(part.partNumber)?.find((p) => p.etag === unquote(part.etag));
       // S3 answers InvalidPart; the upload stays open.
-      if (!file) throw new EngineError(`part ${part.partNumber} with etag ${part.etag} was not uploaded`);
+      if (!file) throw new InvalidPartError(`part ${part.partNumber} with etag ${part.etag} was not uploaded`);
       files.push({ path: file.path, size: (await stat(file.path)).size });
     }
     files.forEach((file, i) => {
