@@ -11,6 +11,7 @@ import { collectionKey, recordPartition } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { requireServer } from './databases.js';
 import { COLLECTION_NAME_PATTERN, checkFields, fieldView, sameField, type FieldDef, type StoredField } from './schema.js';
+import { fieldType } from './fields/index.js';
 import { RuleSyntaxError, compileRules, validateRules, type CompiledRule, type Rule, type RuleAction } from './rules.js';
 
 export interface Collection {
@@ -107,7 +108,7 @@ export class Collections {
       throw error;
     }
     for (const f of fields) {
-      if (f.type === 'relation' && f.target !== name && !(await this.get(p.organizationId, database, f.target!))) {
+      if (fieldType(f.type).references === 'record' && f.target !== name && !(await this.get(p.organizationId, database, f.target!))) {
         throw new PlatformError('invalid_schema', `${f.name}: target collection "${f.target}" does not exist.`, 'fields');
       }
     }

@@ -10,7 +10,7 @@ import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { indexPartition, recordKey, recordPartition } from './keys.js';
 import type { Collection } from './collections.js';
-import { encodeKeyValue, keyBounds, normalizeValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
+import { encodeKeyValue, keyBounds, parseQueryValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { inlineRecord, loadRecord, view, type RecordView } from './record-store.js';
 
@@ -86,11 +86,8 @@ export function parseListQuery(c: Collection, query: Record<string, string>): Li
 }
 
 function parseValue(f: StoredField, raw: string, param: string): unknown {
-  let value: unknown = raw;
-  if (f.type === 'integer' || f.type === 'number') value = raw.trim() === '' ? NaN : Number(raw);
-  else if (f.type === 'bool') value = raw === 'true' ? true : raw === 'false' ? false : raw;
   try {
-    return normalizeValue(f, value);
+    return parseQueryValue(f, raw);
   } catch {
     throw invalidQuery(`${param}: "${raw}" is not a ${f.type} value.`, param);
   }
