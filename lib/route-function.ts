@@ -9,7 +9,8 @@ import { Construct } from 'constructs';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ENV } from '../lambdas/engine/config.js';
+import { ENV } from '../lambdas/shared/settings.js';
+import { ACTIVITY_KEY_PREFIX } from '../lambdas/activity/segments.js';
 import type { Grant } from '../lambdas/http/routes.js';
 import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
@@ -112,7 +113,7 @@ export class RouteFunction extends Construct {
 
 /**
  * ENGINE=aws, the signing key ids (every function verifies tokens), plus exactly the names the
- * granted resources need (ENV in lambdas/engine/config.ts).
+ * granted resources need (ENV in lambdas/shared/settings.ts).
  */
 function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets): Record<string, string> {
   const env: Record<string, string> = { [ENV.engine]: 'aws', [ENV.signingKeyIds]: t.signing.keyIdsJson() };
@@ -143,8 +144,8 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   }
 }
 
-/** Partition keys of activity items (lambdas/data/activity.ts): `act#<org>#<day>`. */
-export const ACTIVITY_LEADING_KEYS = ['act#*'];
+/** Partition keys of activity items (lambdas/activity/segments.ts): `act#<org>#<day>`. */
+export const ACTIVITY_LEADING_KEYS = [`${ACTIVITY_KEY_PREFIX}*`];
 
 /**
  * The implicit grant of every function that reads the table (every HTTP route does, to resolve

@@ -5,7 +5,7 @@
 import { parseArgs } from 'node:util';
 import type { Engine } from '../engine/ports.js';
 import { Tenants, TenantError } from '../auth/tenants.js';
-import type { Capability } from '../http/routes.js';
+import type { Capability } from '../auth/principal.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';

@@ -4,6 +4,7 @@
  */
 import type { KeyValueStore, KvWrite } from '../engine/ports.js';
 import { TtlCache } from '../shared/ttl-cache.js';
+import { settings } from '../shared/settings.js';
 
 export const ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/run'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
@@ -47,7 +48,6 @@ const key = (organizationId: string, routeId: string) => ({ pk: `org#${organizat
  * (default 1 s): a change made elsewhere (the admin CLI, another function) reaches it within that time.
  */
 const cache = new TtlCache<ModelRoute[]>();
-const cacheMs = () => Number(process.env.MODEL_ROUTES_CACHE_MS ?? 1000);
 
 export class ModelRoutes {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
@@ -57,7 +57,7 @@ export class ModelRoutes {
     const hit = cache.get(organizationId, now);
     if (hit) return hit;
     const routes = await this.read(organizationId);
-    cache.set(organizationId, routes, now + cacheMs());
+    cache.set(organizationId, routes, now + settings().modelRoutesCacheMs);
     return routes;
   }
 

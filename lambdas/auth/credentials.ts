@@ -16,6 +16,7 @@ import { OAuthClients } from './oauth-clients.js';
 import { Tenants, type Application, type Organization } from './tenants.js';
 import { verifyToken } from './tokens.js';
 import { TtlCache } from '../shared/ttl-cache.js';
+import { settings } from '../shared/settings.js';
 
 interface Resolved {
   principal: Principal;
@@ -30,8 +31,6 @@ const NEGATIVE_CACHE_MS = 5_000;
 const JWT_PATTERN = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** Resolved credentials by the hash of the token; null for one that resolved to nothing. */
 const cache = new TtlCache<Resolved | null>();
-
-export const cacheMs = () => Number(process.env.CREDENTIAL_CACHE_MS ?? 30_000);
 
 export const missingCredentials = () =>
   new PlatformError('missing_credentials', 'Send your credential as "Authorization: Bearer <credential>".');
@@ -115,7 +114,7 @@ export async function authenticate(engine: Engine, authorization: string | undef
   let resolved = cache.get(cacheKey, now);
   if (resolved === undefined) {
     resolved = (await resolve(engine, token)) ?? null;
-    const until = now + (resolved ? cacheMs() : Math.min(cacheMs(), NEGATIVE_CACHE_MS));
+    const until = now + (resolved ? settings().credentialCacheMs : Math.min(settings().credentialCacheMs, NEGATIVE_CACHE_MS));
     cache.set(cacheKey, resolved, Math.min(until, resolved?.expiresAt ?? until));
   }
   if (!resolved || (resolved.expiresAt !== undefined && resolved.expiresAt <= now)) throw invalidCredentials();

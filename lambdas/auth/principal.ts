@@ -1,4 +1,7 @@
-import type { Capability, CredentialKind } from '../http/routes.js';
+/** What an application may enable (spec 4.1); a route needing one names it in the route table. */
+export type Capability = 'ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision';
+/** The four credentials of spec section 5. */
+export type CredentialKind = 'secret_key' | 'oauth_client' | 'publishable_key' | 'end_user';
 
 /** Who is calling, resolved from the credential alone (spec section 1: the tenant comes only from it). */
 export interface Principal {

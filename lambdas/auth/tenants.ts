@@ -7,7 +7,7 @@
  *   keyid#<id> / keyid             pointer from a key id to its hash, to disable by id
  */
 import type { KeyValueStore } from '../engine/ports.js';
-import type { Capability } from '../http/routes.js';
+import type { Capability } from './principal.js';
 import { newId } from '../shared/ids.js';
 import { hashSecret, newSecretKey } from './secret-keys.js';
 

@@ -15,13 +15,12 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { KeyValueStore, KvItem } from '../engine/ports.js';
-import { BlobMismatchError, ConditionFailedError, EngineError, EngineLimitError, UploadNotFoundError } from '../engine/errors.js';
+import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential, type Principal } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
-import type { RequestScope } from '../http/types.js';
 import { newId } from '../shared/ids.js';
-import { recordActivity } from './activity.js';
+import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
 import { Databases } from './databases.js';
 import { blobKey, blobMetaKey, uploadKey } from './keys.js';
 
@@ -87,7 +86,7 @@ export class BlobService {
   private readonly kv: KeyValueStore;
   private readonly org: string;
 
-  constructor(private readonly scope: RequestScope) {
+  constructor(private readonly scope: DataScope) {
     this.kv = scope.engine.kv;
     this.org = scope.principal.organizationId;
   }
@@ -110,7 +109,7 @@ export class BlobService {
       throw error;
     }
     const created = await this.remember(database, stored);
-    if (created) this.activity('blob.write', database, stored, contentType ?? null);
+    if (created) await this.fire('file.created', database, stored, contentType ?? null);
     return { blob: stored, created };
   }
 
@@ -121,7 +120,7 @@ export class BlobService {
     const found = await this.scope.engine.blobs.get(blobKey(this.org, database, sha256));
     if (!found) throw blobNotFound(sha256);
     const blob = { sha256, size: found.size };
-    this.activity('blob.read', database, blob, 'application/octet-stream');
+    await this.fire('file.read', database, blob, 'application/octet-stream');
     return { blob, body: found.body };
   }
 
@@ -146,7 +145,7 @@ export class BlobService {
       throw error;
     }
     await this.scope.engine.blobs.delete(blobKey(this.org, database, sha256));
-    this.activity('blob.delete', database, { sha256, size: Number(item.size) }, null);
+    await this.fire('file.deleted', database, { sha256, size: Number(item.size) }, null);
   }
 
   /** POST .../blobs/{sha256}/uploads (4.19). */
@@ -245,14 +244,14 @@ export class BlobService {
       if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
       if (error instanceof EngineLimitError && error.limit === 'multipart_part') throw new PlatformError('part_too_small', error.message, 'parts');
       // A part replaced between our check and the join (the engine's InvalidPart).
-      if ((error instanceof EngineError && error.name === 'EngineError') || (error as Error)?.name === 'InvalidPart') {
+      if (error instanceof InvalidPartError) {
         throw invalidPart('A listed part is not the one uploaded under its number; list the etags the part uploads answered.');
       }
       throw error;
     }
     const created = await this.remember(database, stored);
     await this.kv.delete(uploadKey(this.org, database, uploadId));
-    if (created) this.activity('blob.write', database, stored, null);
+    if (created) await this.fire('file.created', database, stored, null);
     return { blob: stored, created };
   }
 
@@ -320,8 +319,8 @@ export class BlobService {
     }
   }
 
-  private activity(kind: 'blob.write' | 'blob.read' | 'blob.delete', database: string, blob: Blob, contentType: string | null): void {
-    recordActivity(this.scope, { kind, file_sha256: blob.sha256, file_size: blob.size, content_type: contentType, related: { database } });
+  private fire(type: FileHookEvent['type'], database: string, blob: Blob, contentType: string | null): Promise<void> {
+    return dataHooks.fire({ type, database, sha256: blob.sha256, size: blob.size, contentType }, this.scope);
   }
 }
 

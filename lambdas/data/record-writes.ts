@@ -8,13 +8,14 @@ import type { Engine, KvCondition, KvItem, KvValue, KvWrite } from '../engine/po
 import { deepEqual } from '../engine/kv-shared.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
-import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
 import { Collections, collectionNotFound, type Collection } from './collections.js';
 import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyValue, normalizeValue, type StoredField } from './schema.js';
+import { fieldType } from './fields/index.js';
+import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { MAX_RECORD_BYTES, loadRecord, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
 
@@ -29,12 +30,8 @@ export interface WriteOp {
 
 export type WriteResult = RecordView | { id: string; deleted: true };
 
-export interface WriteContext {
-  engine: Engine;
-  principal: Principal;
+export interface WriteContext extends DataScope {
   database: string;
-  /** Reports each applied op (activity log). */
-  onApplied?: (op: WriteOp, result: WriteResult) => void;
 }
 
 type Reason = { kind: 'exists' } | { kind: 'version' } | { kind: 'unique'; field: string } | { kind: 'relation'; field: string } | { kind: 'blob'; field: string } | { kind: 'schema' };
@@ -43,6 +40,13 @@ interface Planned {
   write: KvWrite;
   op: number;
   reason?: Reason;
+}
+
+const HOOK_TYPE = { create: 'record.created', update: 'record.updated', delete: 'record.deleted' } as const;
+
+function hookEvent(database: string, op: WriteOp, result: WriteResult): RecordHookEvent {
+  const version = 'version' in result ? result.version : (op.version ?? null);
+  return { type: HOOK_TYPE[op.op], database, collection: op.collection, recordId: result.id, version };
 }
 
 const recordNotFound = (id: string) => new PlatformError('record_not_found', `No record "${id}".`);
@@ -81,7 +85,7 @@ export class RecordWriter {
         throw await this.explain(ops, failed);
       }
       await Promise.all(plan.oldBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
-      plan.results.forEach((r, i) => this.ctx.onApplied?.(ops[i], r));
+      await Promise.all(plan.results.map((r, i) => dataHooks.fire(hookEvent(this.ctx.database, ops[i], r), this.ctx)));
       return plan.results;
     }
   }
@@ -291,10 +295,11 @@ export class RecordWriter {
         if (was !== undefined && changed) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) + SEP + id } });
         if (now !== undefined) add({ put: { ...copy, pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now) + SEP + id, id } });
       }
-      if (now !== undefined && changed && f.type === 'relation') {
+      const references = now !== undefined && changed ? fieldType(f.type).references : undefined;
+      if (references === 'record') {
         add({ check: recordKey(org, db, f.target!, String(now)), condition: { ifExists: true } }, { kind: 'relation', field: f.name });
       }
-      if (now !== undefined && changed && f.type === 'blob') {
+      if (references === 'blob') {
         add({ check: blobMetaKey(org, db, String(now)), condition: { ifExists: true } }, { kind: 'blob', field: f.name });
       }
     }

@@ -4,7 +4,7 @@
  * loads what it does not use.
  */
 import type { Engine } from './ports.js';
-import { ENV } from './config.js';
+import { settings, type Settings } from '../shared/settings.js';
 
 let current: Promise<Engine> | undefined;
 
@@ -18,11 +18,11 @@ export function useEngine(engine: Engine): void {
   current = Promise.resolve(engine);
 }
 
-export async function createEngine(env: NodeJS.ProcessEnv = process.env): Promise<Engine> {
-  if (env[ENV.engine] === 'aws') {
+export async function createEngine(config: Settings = settings()): Promise<Engine> {
+  if (config.engine === 'aws') {
     const { createAwsEngine } = await import('./aws/index.js');
-    return createAwsEngine(env);
+    return createAwsEngine(config);
   }
   const { createEmbeddedEngine } = await import('./embedded/index.js');
-  return createEmbeddedEngine({ dataDir: env[ENV.dataDir] || '.platform' });
+  return createEmbeddedEngine({ dataDir: config.dataDir });
 }

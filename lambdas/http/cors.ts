@@ -6,7 +6,7 @@
 import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
-import { cacheMs } from '../auth/credentials.js';
+import { settings } from '../shared/settings.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 
 /** Request headers a browser may send: the credential, JSON, and the Data API's version preconditions. */
@@ -24,7 +24,7 @@ async function applicationsListing(engine: Engine, origin: string): Promise<Set<
   if (hit) return hit;
   const apps = await new PublishableKeys(engine.kv, () => now).applicationsListing(origin);
   // A disabled key's origins leave as fast as the key itself stops working.
-  listed.set(origin, apps, now + Math.min(LISTED_CACHE_MS, cacheMs()));
+  listed.set(origin, apps, now + Math.min(LISTED_CACHE_MS, settings().credentialCacheMs));
   return apps;
 }
 

@@ -1,61 +1,61 @@
 /**
  * Builds a route's Lambda handler: the same function API Gateway invokes and the local server calls.
- * The handler body only parses, calls one service and shapes the answer; the chain does the rest.
+ * The handler body only parses, calls one service and shapes the answer; the chain (chain.ts) does
+ * the rest.
  */
 import middy from '@middy/core';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
-import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, pipesResponse, toHttpRequest } from './event.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
-import { activity } from './middleware/activity.js';
-import { credentials } from './middleware/credentials.js';
-import { jsonBody } from './middleware/json-body.js';
-import { operationIdRequired, pickOperationId } from './middleware/operation-id.js';
-import { rateLimit } from './middleware/rate-limit.js';
-import { respond } from './middleware/respond.js';
-import { streamBody } from './middleware/stream-body.js';
+import { settings } from '../shared/settings.js';
+import { chainFor } from './chain.js';
+import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
+import { bindHooks } from './hook-bindings.js';
+import { pickOperationId } from './middleware/operation-id.js';
 import { routeById, type RouteDef } from './routes.js';
-import type { HttpResponse, PlatformContext, RequestScope, RouteHandler } from './types.js';
+import type { HttpResponse, PlatformContext, RequestScope, RouteHandler, RouteResult, Transport } from './types.js';
 
-export type LambdaHttpHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
+/**
+ * A route's function. Lambda calls it with its own context (`buffered` mode); a runtime that pipes
+ * answers (the local server) adds a `transport` to the context, and then gets a Readable body back
+ * as `stream` instead of reading it whole.
+ */
+export type RouteFunction = (event: APIGatewayProxyEventV2, context: Context & { transport?: Transport }) => Promise<RouteResult>;
+
+// Cold start: a bad setting stops the function here, with a message naming the variable.
+settings();
+bindHooks();
 
 /** `route` is a route id from the table (a RouteDef only in tests of the chain itself). */
-export function httpHandler(route: string | RouteDef, handle: RouteHandler): LambdaHttpHandler;
-export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): LambdaHttpHandler {
+export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): RouteFunction {
   const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
+  const [activity, respond, ...rest] = chainFor(route).middlewares;
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
-    // activity() is registered before everything: its after and onError run after respond()'s, so it
-    // records the final answer (status, error code, bytes out). The latency clock starts here.
-    .use(activity())
+    .use(activity)
     // The first step: the request, the latency clock, on the AI API the operation id every answer
     // echoes (picked before anything can fail, so a 401 or a 503 carries one too), then the engine.
     .before(async ({ event, context }) => {
-      const req = toHttpRequest(event);
-      const platform: PlatformContext['platform'] = { route, req, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
+      const req = toHttpRequest(event, context.transport?.bodyStream);
+      const call = { api: route.api, method: req.method, route: route.path === '$default' ? req.path : route.path, country: req.headers['cloudfront-viewer-country'] ?? null };
+      const platform: PlatformContext['platform'] = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
       if (route.api === 'ai') platform.operationId = pickOperationId(req);
       context.platform = platform;
       platform.engine = await getEngine();
     })
-    // respond() is registered first so its onError runs last and sees every other middleware's error
-    // (middy runs every onError, whichever step threw).
-    .use(respond());
-  chain.use(credentials());
-  // The AI API has no per-credential call limit (its limits belong to routes and quotas, rate-limit.ts).
-  if (route.api !== 'ai') chain.use(rateLimit());
-  // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
-  if (route.api === 'ai' && route.method !== 'ANY' && route.credentials !== 'none') chain.use(operationIdRequired());
-  if ((route.body ?? 'json') === 'json') chain.use(jsonBody());
-  if (route.body === 'stream') chain.use(streamBody());
-  const lambda = chain.handler(async (event, context) => {
+    .use(respond);
+  for (const middleware of rest) chain.use(middleware);
+  const lambda = chain.handler(async (_event, context) => {
     const res = await handle(context.platform.req, context.platform as RequestScope);
-    // A streamed answer: the local server pipes it; Lambda must return it whole (base64, 6 MB payload).
-    if (isReadable(res.body) && !pipesResponse(event)) return { ...res, body: await readWhole(res.body, Number(res.headers?.['content-length'] ?? 0), route.api) };
+    // A streamed answer in buffered mode (Lambda behind API Gateway): read whole, within the 6 MB payload.
+    if (isReadable(res.body) && context.transport?.mode !== 'piped') {
+      return { ...res, body: await readWhole(res.body, Number(res.headers?.['content-length'] ?? 0), route.api) };
+    }
     return res;
   });
-  return lambda as unknown as LambdaHttpHandler;
+  return lambda as unknown as RouteFunction;
 }
 
 /** Reads a streamed answer into memory for Lambda, refusing one over the Lambda payload limit. */

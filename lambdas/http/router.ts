@@ -1,5 +1,6 @@
 /** Matches a request to a route of one API the way API Gateway does, falling back to the `$default` route. */
-import type { Api, RouteDef } from './routes.js';
+import type { Api } from '../shared/api.js';
+import type { RouteDef } from './routes.js';
 
 export interface Match {
   route: RouteDef;

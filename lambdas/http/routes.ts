@@ -3,11 +3,10 @@
  * Adding a route is one line here plus its handler module, which exports `handler`.
  */
 
-export type Api = 'ai' | 'data' | 'events';
+import type { Capability, CredentialKind } from '../auth/principal.js';
+import type { Api } from '../shared/api.js';
+
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
-export type Capability = 'ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision';
-/** The four credentials of spec section 5. */
-export type CredentialKind = 'secret_key' | 'oauth_client' | 'publishable_key' | 'end_user';
 
 /** What a route's function may touch; the stack turns each grant into the narrowest IAM policy. */
 export type Grant = 'table:read' | 'table:write' | 'blobs:read' | 'blobs:write' | 'queue:send' | 'connections:post' | 'signing:sign';
@@ -50,35 +49,35 @@ export const acceptedCredentials = (route: RouteDef): readonly CredentialKind[] 
   route.credentials ?? ACCEPTED_BY_DEFAULT[route.api];
 
 export const ROUTES: readonly RouteDef[] = [
-  { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'ai/handlers/list-models', grants: ['table:read'] },
-  { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'ai/handlers/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
-  { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'data/handlers/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
-  { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'events/handlers/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
-  { id: 'data.end_user_tokens.create', api: 'data', method: 'POST', path: '/v1/end-user-tokens', handler: 'data/handlers/create-end-user-token', grants: ['table:read', 'signing:sign'], credentials: ['secret_key', 'oauth_client'], maxBodyBytes: 16 * 1024 },
-  { id: 'data.databases.list', api: 'data', method: 'GET', path: '/v1/databases', handler: 'data/handlers/list-databases', grants: ['table:read'] },
-  { id: 'data.databases.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}', handler: 'data/handlers/put-database', grants: ['table:read', 'table:write'] },
-  { id: 'data.collections.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/collections/{collection}', handler: 'data/handlers/put-collection', grants: ['table:read', 'table:write'] },
-  { id: 'data.collections.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}', handler: 'data/handlers/get-collection', grants: ['table:read'] },
-  { id: 'data.records.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'data/handlers/create-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
-  { id: 'data.records.list', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'data/handlers/list-records', grants: ['table:read', 'blobs:read'] },
-  { id: 'data.records.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'data/handlers/get-record', grants: ['table:read', 'blobs:read'] },
-  { id: 'data.records.update', api: 'data', method: 'PATCH', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'data/handlers/update-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
-  { id: 'data.records.delete', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'data/handlers/delete-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'] },
-  { id: 'data.batch', api: 'data', method: 'POST', path: '/v1/databases/{database}/batch', handler: 'data/handlers/batch', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 5 * 1024 * 1024 },
-  { id: 'data.blobs.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'data/handlers/put-blob', grants: ['table:read', 'table:write', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
-  { id: 'data.blobs.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'data/handlers/get-blob', grants: ['table:read', 'table:write', 'blobs:read'] },
-  { id: 'data.blobs.head', api: 'data', method: 'HEAD', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'data/handlers/head-blob', grants: ['table:read', 'table:write', 'blobs:read'] },
-  { id: 'data.blobs.delete', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'data/handlers/delete-blob', grants: ['table:read', 'table:write', 'blobs:write'] },
-  { id: 'data.uploads.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/blobs/{sha256}/uploads', handler: 'data/handlers/create-upload', grants: ['table:read', 'table:write', 'blobs:write'] },
-  { id: 'data.uploads.part', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}/parts/{n}', handler: 'data/handlers/put-upload-part', grants: ['table:read', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
-  { id: 'data.uploads.complete', api: 'data', method: 'POST', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}/complete', handler: 'data/handlers/complete-upload', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
-  { id: 'data.uploads.abort', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}', handler: 'data/handlers/abort-upload', grants: ['table:read', 'blobs:write'] },
-  { id: 'data.activity.list', api: 'data', method: 'GET', path: '/v1/activity', handler: 'data/handlers/list-activity', grants: ['table:read'] },
-  { id: 'data.preflight', api: 'data', method: 'OPTIONS', path: '/{proxy+}', handler: 'data/handlers/preflight', grants: ['table:read'], credentials: 'none' },
-  { id: 'events.preflight', api: 'events', method: 'OPTIONS', path: '/{proxy+}', handler: 'events/handlers/preflight', grants: ['table:read'], credentials: 'none' },
-  { id: 'ai.fallback', api: 'ai', method: 'ANY', path: '$default', handler: 'ai/handlers/not-found', grants: ['table:read'] },
-  { id: 'data.fallback', api: 'data', method: 'ANY', path: '$default', handler: 'data/handlers/not-found', grants: ['table:read'] },
-  { id: 'events.fallback', api: 'events', method: 'ANY', path: '$default', handler: 'events/handlers/not-found', grants: ['table:read'] },
+  { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'http/handlers/ai/list-models', grants: ['table:read'] },
+  { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
+  { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
+  { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
+  { id: 'data.end_user_tokens.create', api: 'data', method: 'POST', path: '/v1/end-user-tokens', handler: 'http/handlers/data/create-end-user-token', grants: ['table:read', 'signing:sign'], credentials: ['secret_key', 'oauth_client'], maxBodyBytes: 16 * 1024 },
+  { id: 'data.databases.list', api: 'data', method: 'GET', path: '/v1/databases', handler: 'http/handlers/data/list-databases', grants: ['table:read'] },
+  { id: 'data.databases.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}', handler: 'http/handlers/data/put-database', grants: ['table:read', 'table:write'] },
+  { id: 'data.collections.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/collections/{collection}', handler: 'http/handlers/data/put-collection', grants: ['table:read', 'table:write'] },
+  { id: 'data.collections.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}', handler: 'http/handlers/data/get-collection', grants: ['table:read'] },
+  { id: 'data.records.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/create-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
+  { id: 'data.records.list', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/list-records', grants: ['table:read', 'blobs:read'] },
+  { id: 'data.records.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/get-record', grants: ['table:read', 'blobs:read'] },
+  { id: 'data.records.update', api: 'data', method: 'PATCH', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/update-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
+  { id: 'data.records.delete', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/delete-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'] },
+  { id: 'data.batch', api: 'data', method: 'POST', path: '/v1/databases/{database}/batch', handler: 'http/handlers/data/batch', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 5 * 1024 * 1024 },
+  { id: 'data.blobs.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'http/handlers/data/put-blob', grants: ['table:read', 'table:write', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
+  { id: 'data.blobs.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'http/handlers/data/get-blob', grants: ['table:read', 'table:write', 'blobs:read'] },
+  { id: 'data.blobs.head', api: 'data', method: 'HEAD', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'http/handlers/data/head-blob', grants: ['table:read', 'table:write', 'blobs:read'] },
+  { id: 'data.blobs.delete', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'http/handlers/data/delete-blob', grants: ['table:read', 'table:write', 'blobs:write'] },
+  { id: 'data.uploads.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/blobs/{sha256}/uploads', handler: 'http/handlers/data/create-upload', grants: ['table:read', 'table:write', 'blobs:write'] },
+  { id: 'data.uploads.part', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}/parts/{n}', handler: 'http/handlers/data/put-upload-part', grants: ['table:read', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
+  { id: 'data.uploads.complete', api: 'data', method: 'POST', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}/complete', handler: 'http/handlers/data/complete-upload', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
+  { id: 'data.uploads.abort', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}', handler: 'http/handlers/data/abort-upload', grants: ['table:read', 'blobs:write'] },
+  { id: 'data.activity.list', api: 'data', method: 'GET', path: '/v1/activity', handler: 'http/handlers/data/list-activity', grants: ['table:read'] },
+  { id: 'data.preflight', api: 'data', method: 'OPTIONS', path: '/{proxy+}', handler: 'http/handlers/data/preflight', grants: ['table:read'], credentials: 'none' },
+  { id: 'events.preflight', api: 'events', method: 'OPTIONS', path: '/{proxy+}', handler: 'http/handlers/events/preflight', grants: ['table:read'], credentials: 'none' },
+  { id: 'ai.fallback', api: 'ai', method: 'ANY', path: '$default', handler: 'http/handlers/ai/not-found', grants: ['table:read'] },
+  { id: 'data.fallback', api: 'data', method: 'ANY', path: '$default', handler: 'http/handlers/data/not-found', grants: ['table:read'] },
+  { id: 'events.fallback', api: 'events', method: 'ANY', path: '$default', handler: 'http/handlers/events/not-found', grants: ['table:read'] },
 ];
 
 const byId = new Map(ROUTES.map((r) => [r.id, r]));
@@ -98,5 +97,5 @@ export interface SocketRouteDef {
 }
 
 export const SOCKET_ROUTES: readonly SocketRouteDef[] = [
-  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'events/handlers/stream-socket', grants: ['table:read', 'table:write', 'connections:post'] },
+  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'http/handlers/events/stream-socket', grants: ['table:read', 'table:write', 'connections:post'] },
 ];

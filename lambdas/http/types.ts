@@ -1,7 +1,8 @@
 import type { Readable } from 'node:stream';
-import type { Context } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
+import type { CallInfo } from '../shared/api.js';
 import type { RouteDef } from './routes.js';
 
 /** A request as handlers see it, built from the API Gateway HTTP API (payload v2) event. */
@@ -14,12 +15,12 @@ export interface HttpRequest {
   query: Record<string, string>;
   /** Lower-case header names. */
   headers: Record<string, string>;
-  /** The whole body; always empty on `body: 'stream'` routes served by the local server (read `stream()`). */
+  /** The whole body; always empty on `body: 'stream'` routes served by a piping runtime (read `stream()`). */
   body: Buffer;
   /** The parsed JSON body, when the route takes JSON and one was sent. */
   json?: unknown;
   /**
-   * The body as a stream; may be called once. On `body: 'stream'` routes the local server hands the
+   * The body as a stream; may be called once. On `body: 'stream'` routes a piping runtime hands the
    * socket's stream (never buffered) and the chain counts its bytes against the route's
    * `maxBodyBytes`; in Lambda (and on other routes) it streams the bytes of `body`.
    */
@@ -29,29 +30,51 @@ export interface HttpRequest {
 export interface HttpResponse {
   status: number;
   /**
-   * A Buffer or string is sent as is; a Readable is piped by the local server without buffering,
-   * and read whole in Lambda (at most LAMBDA_MAX_RESPONSE_BYTES, else 413: see docs/data/blobs.md);
+   * A Buffer or string is sent as is; a Readable is streamed in `piped` mode and read whole in
+   * `buffered` mode (at most LAMBDA_MAX_RESPONSE_BYTES, else 413: see docs/data/blobs.md);
    * anything else as JSON.
    */
   body?: unknown;
   headers?: Record<string, string>;
 }
 
-/** What the middleware chain hands the handler beside the request. */
+/** What the middleware chain hands the handler beside the request; services take its plain fields. */
 export interface RequestScope {
   route: RouteDef;
   engine: Engine;
   principal: Principal;
+  /** The call as plain fields, for the activity log and the after-commit hooks. */
+  call: CallInfo;
   operationId?: string;
   requestId: string;
 }
 
 export type RouteHandler = (req: HttpRequest, scope: RequestScope) => Promise<HttpResponse>;
 
+/**
+ * How a runtime takes a route's answer:
+ * - `buffered` (Lambda behind API Gateway, the default): the body travels in the result, a Readable
+ *   body is read whole (6 MB payload);
+ * - `piped` (the local server; later Lambda response streaming for chat): a Readable body is handed
+ *   over as `stream` and written as it comes, and the request body may arrive as a stream too.
+ */
+export type ResponseMode = 'buffered' | 'piped';
+
+/** What a piping runtime passes beside the event (in the Lambda context, which is ours to extend). */
+export interface Transport {
+  mode: ResponseMode;
+  /** `body: 'stream'` routes: the request body, unread. */
+  bodyStream?: Readable;
+}
+
+/** A route's answer: API Gateway's result, plus in `piped` mode the body as a stream. */
+export type RouteResult = APIGatewayProxyStructuredResultV2 & { stream?: Readable };
+
 /** The Lambda context, carrying the chain's state between middlewares. */
 export interface PlatformContext extends Context {
+  transport?: Transport;
   /** `startedAt`: performance.now() when the chain began, for the activity record's latency. */
-  platform: Partial<RequestScope> & { route: RouteDef; req: HttpRequest; startedAt?: number };
+  platform: Partial<RequestScope> & { route: RouteDef; req: HttpRequest; call: CallInfo; startedAt?: number };
 }
 
 /** A middleware of the chain: event and response types vary along it, the context is ours. */

@@ -7,11 +7,12 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
-import type { LambdaHttpHandler } from '../http/handler.js';
+import type { RouteFunction } from '../http/handler.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { errorBody } from '../http/error-response.js';
-import { attachBodyStream, markPipesResponse, responseStreamOf } from '../http/event.js';
-import type { Api, RouteDef } from '../http/routes.js';
+import type { Api } from '../shared/api.js';
+import type { RouteDef } from '../http/routes.js';
+import type { Transport } from '../http/types.js';
 import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
 
@@ -20,11 +21,11 @@ const NO_BODY = Buffer.alloc(0);
 /** API Gateway refuses payloads over 10 MiB before any function runs. */
 export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
-export type HandlerLoader = (route: RouteDef) => Promise<LambdaHttpHandler>;
+export type HandlerLoader = (route: RouteDef) => Promise<RouteFunction>;
 
 export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader): Promise<Server> {
   const router = new Router(api, table);
-  const handlers = new Map<string, LambdaHttpHandler>();
+  const handlers = new Map<string, RouteFunction>();
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
 
   return createServer(async (req, res) => {
@@ -45,17 +46,15 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
         body = read;
       }
       const event = toEvent(api, req, url, route, params, body);
-      markPipesResponse(event);
-      if (streaming) attachBodyStream(event, req);
-      const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId));
+      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined };
+      const result = await handlers.get(route.id)!(event, { ...lambdaContext(route, event.requestContext.requestId), transport });
       const headers: Record<string, string | number | boolean> = result.headers ?? {};
       if (streaming && !req.complete) {
         // Answered before the body was read to its end (an early error): drop the rest and the connection.
         headers.connection = 'close';
         if (!req.destroyed) req.resume();
       }
-      const stream = responseStreamOf(result);
-      if (stream) return await pipeOut(req, res, result.statusCode ?? 200, headers, stream);
+      if (result.stream) return await pipeOut(req, res, result.statusCode ?? 200, headers, result.stream);
       // A text body goes out as the string: node:http writes it with the head in one write.
       const payload = result.body ? (result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body) : undefined;
       send(res, result.statusCode ?? 200, headers, payload);

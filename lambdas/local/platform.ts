@@ -5,9 +5,10 @@ import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import type { Engine } from '../engine/ports.js';
 import { useEngine } from '../engine/index.js';
-import type { LambdaHttpHandler } from '../http/handler.js';
-import { ROUTES, type Api } from '../http/routes.js';
-import { flushActivity } from '../data/activity.js';
+import type { RouteFunction } from '../http/handler.js';
+import type { Api } from '../shared/api.js';
+import { ROUTES } from '../http/routes.js';
+import { flushActivity } from '../activity/activity.js';
 import { createApiServer } from './http-server.js';
 
 export interface PlatformOptions {
@@ -24,7 +25,7 @@ export interface RunningPlatform {
 
 const LAMBDAS_DIR = join(import.meta.dirname, '..');
 
-async function loadHandler(module: string): Promise<LambdaHttpHandler> {
+async function loadHandler(module: string): Promise<RouteFunction> {
   const mod = await import(pathToFileURL(join(LAMBDAS_DIR, `${module}.ts`)).href);
   if (typeof mod.handler !== 'function') throw new Error(`lambdas/${module}.ts exports no handler`);
   return mod.handler;

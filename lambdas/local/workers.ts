@@ -6,12 +6,12 @@
  * buckets are per worker, as they are per function instance in AWS (docs/decisions/local-runtime.md).
  */
 import cluster, { type Worker } from 'node:cluster';
-import { availableParallelism } from 'node:os';
-import type { Api } from '../http/routes.js';
+import type { Api } from '../shared/api.js';
 import { createEmbeddedEngine } from '../engine/embedded/index.js';
 import { startPlatform } from './platform.js';
-import { flushActivity, onFlushPeers } from '../data/activity.js';
+import { flushActivity, onFlushPeers } from '../activity/activity.js';
 import { log } from '../shared/log.js';
+import { settings, type Settings } from '../shared/settings.js';
 
 export interface LocalSettings {
   dataDir: string;
@@ -20,17 +20,11 @@ export interface LocalSettings {
   workers: number;
 }
 
-/** Most workers by default: past this, more processes only add SQLite writers contending for one file. */
-const MAX_DEFAULT_WORKERS = 4;
-
-export function localSettings(env: NodeJS.ProcessEnv = process.env): LocalSettings {
-  const port = (name: string, fallback: number) => Number(env[name] ?? fallback);
-  const workers = env.LOCAL_WORKERS ? Number(env.LOCAL_WORKERS) : Math.min(availableParallelism(), MAX_DEFAULT_WORKERS);
-  if (!Number.isInteger(workers) || workers < 1) throw new Error(`LOCAL_WORKERS must be a whole number of at least 1, got "${env.LOCAL_WORKERS}"`);
+export function localSettings(config: Settings = settings()): LocalSettings {
   return {
-    dataDir: env.DATA_DIR || '.platform',
-    ports: { ai: port('AI_PORT', 8080), data: port('DATA_PORT', 8081), events: port('EVENTS_PORT', 8082) },
-    workers,
+    dataDir: config.dataDir,
+    ports: { ai: config.aiPort, data: config.dataPort, events: config.eventsPort },
+    workers: config.localWorkers,
   };
 }
 

@@ -1,10 +1,20 @@
 /** Structured one-line JSON logs (CloudWatch in AWS, stderr locally). Silenced with LOG_LEVEL=silent. */
+import { settings } from './settings.js';
+
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level | 'silent', number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
+/** Logging must work even when the settings are invalid (it reports that very error). */
+function threshold(): Level | 'silent' {
+  try {
+    return settings().logLevel;
+  } catch {
+    return 'info';
+  }
+}
+
 function emit(level: Level, message: string, fields?: Record<string, unknown>) {
-  const threshold = ORDER[(process.env.LOG_LEVEL as Level) ?? 'info'] ?? ORDER.info;
-  if (ORDER[level] < threshold) return;
+  if (ORDER[level] < ORDER[threshold()]) return;
   process.stderr.write(JSON.stringify({ level, message, time: new Date().toISOString(), ...fields }) + '\n');
 }
 

@@ -12,9 +12,8 @@ import { authenticate } from '../../lambdas/auth/credentials.js';
 import { bootstrap } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import { routeById } from '../../lambdas/http/routes.js';
-import type { RequestScope } from '../../lambdas/http/types.js';
-import { activityRecorder, recordActivity, type ActivityEvent } from '../../lambdas/data/activity.js';
-import { listActivity } from '../../lambdas/data/activity-log.js';
+import { activityRecorder, recordActivity, type ActivityEvent } from '../../lambdas/activity/activity.js';
+import { listActivity } from '../../lambdas/activity/listing.js';
 
 const DAY = 24 * 3600 * 1000;
 const ORIGIN = 'https://app.example';
@@ -76,8 +75,8 @@ describe('activity log', () => {
   /** Records an event directly, as a service does, for the caller of `key` on `routeId`. */
   const record = async (key: string, routeId: string, event: ActivityEvent) => {
     const principal = await authenticate(p.engine, `Bearer ${key}`);
-    const scope: RequestScope = { route: routeById(routeId), engine: p.engine, principal, requestId: 'test' };
-    recordActivity(scope, event);
+    const route = routeById(routeId);
+    recordActivity(p.engine, { principal, api: route.api, method: route.method === 'ANY' ? null : route.method, route: route.path }, event);
   };
 
   it('records calls on the AI, Data and Events APIs as api.call, newest first, with every field', async () => {
@@ -365,7 +364,7 @@ describe('activity on shutdown', () => {
       expect(res.status).toBe(200);
       await res.arrayBuffer();
       const principal = await authenticate(engine, `Bearer ${credentials.secret_key}`);
-      recordActivity({ route: routeById('data.blobs.put'), engine, principal, requestId: 'r' }, { kind: 'blob.write', file_sha256: SHA_A, file_size: 3 });
+      recordActivity(engine, { principal, api: 'data', method: 'PUT', route: routeById('data.blobs.put').path }, { kind: 'blob.write', file_sha256: SHA_A, file_size: 3 });
       expect(activityRecorder.pending).toBeGreaterThanOrEqual(1);
       await platform.close();
       expect(activityRecorder.pending).toBe(0);

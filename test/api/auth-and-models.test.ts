@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { adminOk } from '../helpers/cli.js';
 import { OPERATION_ID_PATTERN } from '../../lambdas/http/middleware/operation-id.js';
+import { useSettings } from '../../lambdas/shared/settings.js';
 
 let p: TestPlatform;
 const ZERO_KEY = `aik_${'0'.repeat(64)}`;
@@ -93,7 +94,7 @@ describe('credentials (spec section 5)', () => {
   });
 
   it('answers 403 key_disabled for a key disabled with the CLI, and works again once enabled', async () => {
-    process.env.CREDENTIAL_CACHE_MS = '100';
+    useSettings({ credentialCacheMs: 100 });
     try {
       const key = adminOk(p.dataDir, 'key', 'create', '--org', p.credentials.organization_id);
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
@@ -106,12 +107,12 @@ describe('credentials (spec section 5)', () => {
       await new Promise((r) => setTimeout(r, 150));
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
     } finally {
-      delete process.env.CREDENTIAL_CACHE_MS;
+      useSettings();
     }
   });
 
   it('answers 403 organization_disabled for every key of a disabled organization', async () => {
-    process.env.CREDENTIAL_CACHE_MS = '100';
+    useSettings({ credentialCacheMs: 100 });
     try {
       const org = adminOk(p.dataDir, 'org', 'create', '--name', 'Doomed');
       const key = adminOk(p.dataDir, 'key', 'create', '--org', org.id);
@@ -120,12 +121,12 @@ describe('credentials (spec section 5)', () => {
       await new Promise((r) => setTimeout(r, 150));
       await expectError(await get(`${p.urls.ai}/v1/models`, bearer(key.key)), 403, 'organization_disabled');
     } finally {
-      delete process.env.CREDENTIAL_CACHE_MS;
+      useSettings();
     }
   });
 
   it('keeps a resolved key cached, so a disable takes effect only after the cache time', async () => {
-    process.env.CREDENTIAL_CACHE_MS = '60000';
+    useSettings({ credentialCacheMs: 60_000 });
     try {
       const key = adminOk(p.dataDir, 'key', 'create', '--org', p.credentials.organization_id);
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
@@ -133,7 +134,7 @@ describe('credentials (spec section 5)', () => {
       // Still cached: the hot path did not read the store again.
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
     } finally {
-      delete process.env.CREDENTIAL_CACHE_MS;
+      useSettings();
     }
   });
 

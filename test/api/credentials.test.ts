@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { admin, adminOk } from '../helpers/cli.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
+import { useSettings } from '../../lambdas/shared/settings.js';
 
 let p: TestPlatform;
 let clock: ManualClock;
@@ -126,7 +127,7 @@ describe('OAuth client access tokens (RFC 6749 4.4)', () => {
   });
 
   it("stops a revoked client's tokens within the cache time, and issues it no new ones", async () => {
-    process.env.CREDENTIAL_CACHE_MS = '100';
+    useSettings({ credentialCacheMs: 100 });
     try {
       const other = adminOk(p.dataDir, 'oauth-client', 'create', '--app', app.id);
       const r = await tokenRequest(p.urls.ai, { headers: { authorization: basic(other.client_id, other.client_secret), 'content-type': form }, body: 'grant_type=client_credentials' });
@@ -138,7 +139,7 @@ describe('OAuth client access tokens (RFC 6749 4.4)', () => {
       const again = await tokenRequest(p.urls.ai, { headers: { authorization: basic(other.client_id, other.client_secret), 'content-type': form }, body: 'grant_type=client_credentials' });
       expect([again.status, again.body.error]).toEqual([401, 'invalid_client']);
     } finally {
-      delete process.env.CREDENTIAL_CACHE_MS;
+      useSettings();
     }
   });
 });
@@ -188,7 +189,7 @@ describe('publishable keys and origins', () => {
   });
 
   it('answers 403 key_disabled once disabled, and its origins leave the preflight index', async () => {
-    process.env.CREDENTIAL_CACHE_MS = '100';
+    useSettings({ credentialCacheMs: 100 });
     try {
       const extra = adminOk(p.dataDir, 'publishable-key', 'create', '--app', app.id, '--origins', 'https://gone.example');
       await expectError(await probe('data', { ...bearer(extra.key), origin: 'https://gone.example' }), 404, 'not_found');
@@ -198,7 +199,7 @@ describe('publishable keys and origins', () => {
       const pre = await fetch(`${p.urls.data}/v1/probe`, { method: 'OPTIONS', headers: { origin: 'https://gone.example' } });
       await expectError(pre, 403, 'origin_not_allowed');
     } finally {
-      delete process.env.CREDENTIAL_CACHE_MS;
+      useSettings();
     }
   });
 

@@ -13,7 +13,7 @@ import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
 import { systemClock } from '../../lambdas/engine/clock.js';
 import type { KeyValueStore } from '../../lambdas/engine/ports.js';
 import { startDynalite } from '../helpers/dynalite.js';
-import { listActivity, type ActivityQuery } from '../../lambdas/data/activity-log.js';
+import { listActivity, type ActivityQuery } from '../../lambdas/activity/listing.js';
 import {
   ACTIVITY_COLUMNS,
   ActivityRecorder,
@@ -22,7 +22,7 @@ import {
   activityPartition,
   activitySortKey,
   type ActivityEntry,
-} from '../../lambdas/data/activity-segments.js';
+} from '../../lambdas/activity/segments.js';
 
 const ORG = 'org_log';
 // Three seconds before the last midnight UTC, so the events fall on two day partitions (and are not

@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { Api } from '../../lambdas/http/routes.js';
+import type { Api } from '../../lambdas/shared/api.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 

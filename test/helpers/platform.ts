@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
-import type { Api } from '../../lambdas/http/routes.js';
+import type { Api } from '../../lambdas/shared/api.js';
 import type { Clock } from '../../lambdas/engine/ports.js';
 
 export interface TestPlatform {

@@ -5,7 +5,7 @@ import { VALIDATION_REPORT_FILE } from 'aws-cdk-lib/cx-api';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ENV } from '../../lambdas/engine/config.js';
+import { ENV } from '../../lambdas/shared/settings.js';
 import type { Grant } from '../../lambdas/http/routes.js';
 import { PlatformStack } from '../../lib/platform-stack.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';

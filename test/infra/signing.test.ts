@@ -8,7 +8,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
-import { ENV } from '../../lambdas/engine/config.js';
+import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { allowedStatements, nagFindings, routeFunctions, synthStack } from './helpers.js';
 

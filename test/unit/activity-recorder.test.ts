@@ -10,7 +10,7 @@ import { useEngine } from '../../lambdas/engine/index.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { ACTIVITY_FIELDS, activityEntry, activityRecordOf, activityRecorder } from '../../lambdas/data/activity.js';
+import { ACTIVITY_FIELDS, activityEntry, activityRecordOf, activityRecorder } from '../../lambdas/activity/activity.js';
 import type { Principal } from '../../lambdas/auth/principal.js';
 import {
   ACTIVITY_COLUMNS,
@@ -21,7 +21,7 @@ import {
   segmentEvents,
   segmentItem,
   type ActivityEntry,
-} from '../../lambdas/data/activity-segments.js';
+} from '../../lambdas/activity/segments.js';
 
 class FakeKv {
   puts: KvItem[] = [];
@@ -164,11 +164,9 @@ describe('an event through its segment', () => {
       kind: 'end_user', credentialId: 'tok_1', organizationId: 'org_a', applicationId: 'app_1', workspaceId: 'ws_1',
       capabilities: null, userId: 'user_7', claims: {}, origins: null,
     };
-    const route = { id: 'data.blobs.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'x' } as RouteDef;
-    const req = { method: 'PUT', path: '/v1/databases/db1/blobs/x', headers: { 'cloudfront-viewer-country': 'fr' } } as never;
     const sha = 'a'.repeat(64);
     const at = Date.parse('2026-11-26T01:02:03.456Z');
-    const entry = activityEntry({ principal, route, req }, {
+    const entry = activityEntry({ principal, api: 'data', method: 'PUT', route: '/v1/databases/{database}/blobs/{sha256}', country: 'fr' }, {
       kind: 'file.upload.completed', status: 201, error_code: null, latency_ms: 12, file_id: 'f_1', file_sha256: sha, file_size: 3,
       content_type: 'text/plain', file_name: 'a.txt', related: { database: 'db1', collection_id: null, record_id: 'r1' }, bytes_in: 3, bytes_out: 70,
     }, at);

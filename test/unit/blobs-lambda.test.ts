@@ -12,17 +12,17 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { httpHandler, type LambdaHttpHandler } from '../../lambdas/http/handler.js';
+import { httpHandler, type RouteFunction } from '../../lambdas/http/handler.js';
 import { LAMBDA_MAX_RESPONSE_BYTES } from '../../lambdas/http/event.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
-import { handler as putDatabase } from '../../lambdas/data/handlers/put-database.js';
-import { handler as putBlob } from '../../lambdas/data/handlers/put-blob.js';
-import { handler as getBlob } from '../../lambdas/data/handlers/get-blob.js';
-import { handler as headBlob } from '../../lambdas/data/handlers/head-blob.js';
-import { handler as deleteBlob } from '../../lambdas/data/handlers/delete-blob.js';
-import { handler as createUpload } from '../../lambdas/data/handlers/create-upload.js';
-import { handler as putPart } from '../../lambdas/data/handlers/put-upload-part.js';
-import { handler as completeUpload } from '../../lambdas/data/handlers/complete-upload.js';
+import { handler as putDatabase } from '../../lambdas/http/handlers/data/put-database.js';
+import { handler as putBlob } from '../../lambdas/http/handlers/data/put-blob.js';
+import { handler as getBlob } from '../../lambdas/http/handlers/data/get-blob.js';
+import { handler as headBlob } from '../../lambdas/http/handlers/data/head-blob.js';
+import { handler as deleteBlob } from '../../lambdas/http/handlers/data/delete-blob.js';
+import { handler as createUpload } from '../../lambdas/http/handlers/data/create-upload.js';
+import { handler as putPart } from '../../lambdas/http/handlers/data/put-upload-part.js';
+import { handler as completeUpload } from '../../lambdas/http/handlers/data/complete-upload.js';
 
 let dir: string;
 let engine: EmbeddedEngine;
@@ -60,7 +60,7 @@ function event(method: string, path: string, params: Record<string, string>, bod
   };
 }
 
-const call = (h: LambdaHttpHandler, method: string, path: string, params: Record<string, string>, body?: Buffer, headers?: Record<string, string>) =>
+const call = (h: RouteFunction, method: string, path: string, params: Record<string, string>, body?: Buffer, headers?: Record<string, string>) =>
   h(event(method, path, params, body, headers), ctx);
 
 const json = (r: APIGatewayProxyStructuredResultV2) => JSON.parse(String(r.body));

@@ -1,7 +1,7 @@
 /** Collection rules: special forms per credential kind, the expression grammar, evaluation, rules objects. */
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../lambdas/auth/principal.js';
-import type { CredentialKind } from '../../lambdas/http/routes.js';
+import type { CredentialKind } from '../../lambdas/auth/principal.js';
 import {
   compileRules,
   evaluateRule,

@@ -6,18 +6,18 @@ import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagem
 import { KMSClient } from '@aws-sdk/client-kms';
 import type { Engine } from '../ports.js';
 import { systemClock } from '../clock.js';
-import { ENV } from '../config.js';
+import { ENV, type Settings } from '../../shared/settings.js';
 import { DynamoKeyValueStore } from './kv.js';
 import { S3BlobStore } from './blobs.js';
 import { SqsQueue } from './queue.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
 import { KmsSigner } from './signer.js';
 
-export function createAwsEngine(env: NodeJS.ProcessEnv): Engine {
-  const need = (name: string) => {
-    const value = env[name];
-    if (!value) throw new Error(`${name} is not set`);
-    return value;
+export function createAwsEngine(config: Settings): Engine {
+  const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'signingKeyIds'>(name: K): NonNullable<Settings[K]> => {
+    const value = config[name];
+    if (value === undefined) throw new Error(`${ENV[name]} is not set`);
+    return value as NonNullable<Settings[K]>;
   };
   // A function only gets the variables its grants need: build each client on first use.
   const lazy = <T extends object>(make: () => T): T => {
@@ -32,25 +32,13 @@ export function createAwsEngine(env: NodeJS.ProcessEnv): Engine {
   };
   return {
     name: 'aws',
-    kv: lazy(() => new DynamoKeyValueStore(new DynamoDBClient({}), need(ENV.tableName), systemClock)),
-    blobs: lazy(() => new S3BlobStore(new S3Client({}), need(ENV.bucketName))),
-    queue: lazy(() => new SqsQueue(new SQSClient({}), JSON.parse(need(ENV.queueUrls)))),
-    connections: lazy(() => new ApiGatewayConnectionGateway(new ApiGatewayManagementApiClient({ endpoint: need(ENV.connectionsEndpoint) }))),
-    signer: lazy(() => new KmsSigner(new KMSClient({}), signingKeyIds(need(ENV.signingKeyIds)))),
+    kv: lazy(() => new DynamoKeyValueStore(new DynamoDBClient({}), need('tableName'), systemClock)),
+    blobs: lazy(() => new S3BlobStore(new S3Client({}), need('bucketName'))),
+    queue: lazy(() => new SqsQueue(new SQSClient({}), need('queueUrls'))),
+    connections: lazy(() => new ApiGatewayConnectionGateway(new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }))),
+    signer: lazy(() => new KmsSigner(new KMSClient({}), need('signingKeyIds'))),
     clock: systemClock,
     async close() {},
   };
 }
 
-function signingKeyIds(json: string): string[] {
-  let ids: unknown;
-  try {
-    ids = JSON.parse(json);
-  } catch {
-    ids = undefined;
-  }
-  if (!Array.isArray(ids) || ids.length === 0 || !ids.every((id) => typeof id === 'string' && id !== '')) {
-    throw new Error(`${ENV.signingKeyIds} must be a JSON array of KMS key ids, current first`);
-  }
-  return ids;
-}

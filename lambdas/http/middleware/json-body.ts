@@ -1,17 +1,22 @@
-import { PlatformError, tooLargeCode } from '../../shared/errors.js';
+import { PlatformError, type ErrorCode } from '../../shared/errors.js';
 import type { Middleware } from '../types.js';
 
-/** Default ceiling for JSON bodies: the Events API's 5 MiB (spec 8); routes may set their own. */
+/** Default ceiling for request bodies: the Events API's 5 MiB (spec 8); routes may set their own. */
 export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
 
+export interface BodyLimit {
+  maxBytes: number;
+  /** 413's code: the AI API says request_too_large, Data and Events payload_too_large. */
+  tooLargeCode: ErrorCode;
+}
+
 /** Parses a JSON body when one is sent: size limit first, then the content type, then the syntax. */
-export function jsonBody(): Middleware {
+export function jsonBody({ maxBytes, tooLargeCode }: BodyLimit): Middleware {
   return {
     before: ({ context }) => {
-      const { req, route } = context.platform;
+      const { req } = context.platform;
       if (req.body.length === 0) return;
-      const max = route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-      if (req.body.length > max) throw new PlatformError(tooLargeCode(route.api), `The body is over ${max} bytes.`);
+      if (req.body.length > maxBytes) throw new PlatformError(tooLargeCode, `The body is over ${maxBytes} bytes.`);
       const type = req.headers['content-type'] ?? '';
       if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
         throw new PlatformError('invalid_body', 'Send the body as JSON with "Content-Type: application/json".');

@@ -1,49 +1,34 @@
+import type { Engine } from '../../engine/ports.js';
+import { Counters } from '../../shared/counters.js';
 import { PlatformError } from '../../shared/errors.js';
-import type { Api } from '../routes.js';
 import type { Middleware } from '../types.js';
 
-/**
- * Calls per minute per credential, by API. Events: the spec's 600 (section 8). Data: the spec shows no
- * threshold and PocketBase sets none by default, so it is off unless DATA_RATE_LIMIT_PER_MINUTE is set.
- * The AI API's limits belong to its routes and quotas. 0 turns a limit off.
- */
-export function limitPerMinute(api: Api): number {
-  if (api === 'events') return Number(process.env.EVENTS_RATE_LIMIT_PER_MINUTE ?? 600);
-  if (api === 'data') return Number(process.env.DATA_RATE_LIMIT_PER_MINUTE ?? 0);
-  return 0;
+export interface RateLimitOptions {
+  perMinute: number;
+  /** Keeps the APIs' counts apart for one credential. */
+  scope: string;
 }
 
-interface Bucket {
-  tokens: number;
-  at: number;
-}
-
-const buckets = new Map<string, Bucket>();
-const MAX_BUCKETS = 100_000;
+/** One Counters per engine: it remembers the previous window's count for the rest of the window. */
+const countersOf = new WeakMap<Engine, Counters>();
 
 /**
- * A token bucket per credential in this process ("per location" in the spec's words): it refills at
- * the per-minute rate and holds at most a minute's worth. In AWS each function instance counts on its
- * own, so the effective ceiling is the limit times the instances serving a credential.
+ * Calls a minute per credential, counted in the key-value store (shared/counters.ts, a sliding
+ * window): the limit holds across worker processes and Lambda instances, not per instance
+ * (docs/decisions/rate-limits.md). One atomic write a call.
  */
-export function rateLimit(): Middleware {
+export function rateLimit({ perMinute, scope }: RateLimitOptions): Middleware {
   return {
-    before: ({ context }) => {
-      const { route, principal, engine } = context.platform;
-      const limit = limitPerMinute(route.api);
-      if (!limit || !principal || !engine) return;
-      const now = engine.clock.now();
-      const key = `${route.api}:${principal.credentialId}`;
-      const bucket = buckets.get(key) ?? { tokens: limit, at: now };
-      bucket.tokens = Math.min(limit, bucket.tokens + ((now - bucket.at) * limit) / 60_000);
-      bucket.at = now;
-      if (buckets.size >= MAX_BUCKETS && !buckets.has(key)) buckets.clear();
-      buckets.set(key, bucket);
-      if (bucket.tokens < 1) {
-        const retryAfter = Math.ceil(((1 - bucket.tokens) * 60_000) / limit / 1000);
-        throw new PlatformError('rate_limited', `Over ${limit} calls per minute for this credential; retry after ${retryAfter} s.`, { retryAfterSeconds: retryAfter });
+    before: async ({ context }) => {
+      const { principal, engine } = context.platform;
+      if (!principal || !engine) return;
+      let counters = countersOf.get(engine);
+      if (!counters) countersOf.set(engine, (counters = new Counters(engine.kv, engine.clock)));
+      const taken = await counters.take(`${scope}:${principal.credentialId}`, { limit: perMinute, windowMs: 60_000 });
+      if (!taken.allowed) {
+        const retryAfter = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
+        throw new PlatformError('rate_limited', `Over ${perMinute} calls per minute for this credential; retry after ${retryAfter} s.`, { retryAfterSeconds: retryAfter });
       }
-      bucket.tokens -= 1;
     },
   };
 }

@@ -1,27 +1,32 @@
 import type middy from '@middy/core';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { errorResponse } from '../error-response.js';
 import { toResult } from '../event.js';
-import type { HttpResponse, Middleware, PlatformContext } from '../types.js';
+import type { HttpResponse, Middleware, PlatformContext, RouteResult } from '../types.js';
 import { corsHeaders } from '../cors.js';
 
-type Request = middy.Request<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, PlatformContext>;
+type Request = middy.Request<APIGatewayProxyEventV2, RouteResult, Error, PlatformContext>;
+
+export interface RespondOptions {
+  /** Data and Events: answers to a browser carry CORS headers, errors too. The AI API answers none. */
+  cors: boolean;
+}
 
 /**
- * Outermost middleware: turns the handler's HttpResponse, or any error, into the API Gateway result.
- * Errors become the one JSON error shape; anything unexpected is logged and answered as a bare 500
- * with no detail (never a stack trace). Data and Events answers get their CORS headers here, errors too.
+ * Outermost middleware but for activity(): turns the handler's HttpResponse, or any error, into the
+ * route's result. Errors become the one JSON error shape; anything unexpected is logged and answered as
+ * a bare 500 with no detail (never a stack trace). Every answer echoes the operation id when there is one.
  */
-export function respond(): Middleware {
+export function respond(options: RespondOptions): Middleware {
   const finish = async (request: Request, res: HttpResponse) => {
     const headers = { ...res.headers };
     const platform = request.context.platform;
     if (platform?.operationId) headers['x-operation-id'] = platform.operationId;
     const origin = platform?.req.headers.origin;
-    if (origin !== undefined && platform.route.api !== 'ai' && platform.engine) {
+    if (options.cors && origin !== undefined && platform.engine) {
       Object.assign(headers, await corsHeaders(platform.engine, origin, platform.principal).catch(() => ({ vary: 'Origin' })));
     }
-    request.response = toResult({ status: res.status, body: res.body, headers });
+    request.response = toResult({ status: res.status, body: res.body, headers }, request.context.transport?.mode ?? 'buffered');
   };
   return {
     after: (request) => finish(request, request.response as unknown as HttpResponse),

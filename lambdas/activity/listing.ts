@@ -1,0 +1,171 @@
+/**
+ * Reading the activity log (GET /v1/activity): one page, newest first, over the segments that
+ * activity-segments.ts writes.
+ */
+import { createHash } from 'node:crypto';
+import type { KeyValueStore } from '../engine/ports.js';
+import { activityRecordOf, type ActivityKind, type ActivityRecord } from './activity.js';
+import {
+  ACTIVITY_RETENTION_MS,
+  SEGMENT_MAX_SPAN_MS,
+  activityDay,
+  activityFilePartition,
+  activityPartition,
+  atMsOfSortKey,
+  eventKey,
+  pad15,
+  segmentEvents,
+  type StoredEvent,
+} from './segments.js';
+
+export interface ActivityQuery {
+  /** Unix ms, inclusive. */
+  from: number;
+  /** Unix ms, exclusive. */
+  to: number;
+  /** Only these kinds; null for all. */
+  kinds: ActivityKind[] | null;
+  file_sha256: string | null;
+}
+
+export interface ActivityPage {
+  items: ActivityRecord[];
+  next_cursor: string | null;
+  archive_searched: boolean;
+}
+
+/** Most items one page examines (read, then filtered by kind or application) before it answers short with a cursor. */
+export const ACTIVITY_SCAN_BUDGET = 2000;
+const DAY_MS = 24 * 3600 * 1000;
+/** Events are stamped by the clock of the function that recorded them: allow that much skew past `now`. */
+const CLOCK_SKEW_MS = 60_000;
+
+/** The cursor is invalid: tampered with, or made for another query or caller. */
+export class InvalidActivityCursorError extends Error {
+  override name = 'InvalidActivityCursorError';
+}
+
+interface CursorState {
+  q: ActivityQuery;
+  /** Sort key of the last item examined: the next page starts strictly below it. */
+  after: string;
+}
+
+/**
+ * Opaque cursor: the resolved query and the position, with a checksum over them and the caller (an
+ * organization and application), so an altered cursor, or one shown to another caller, is refused.
+ * It carries no secret: the organization always comes from the credential, never from the cursor.
+ */
+export function encodeActivityCursor(state: CursorState, callerKey: string): string {
+  const payload = Buffer.from(JSON.stringify({ v: 1, ...state })).toString('base64url');
+  return `${payload}.${checksum(payload, callerKey)}`;
+}
+
+export function decodeActivityCursor(cursor: string, callerKey: string): CursorState {
+  const [payload, sum, extra] = cursor.split('.');
+  if (!payload || !sum || extra !== undefined || checksum(payload, callerKey) !== sum) throw new InvalidActivityCursorError();
+  let state: unknown;
+  try {
+    state = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
+  } catch {
+    throw new InvalidActivityCursorError();
+  }
+  const s = state as { v?: unknown; q?: Partial<ActivityQuery>; after?: unknown };
+  const q = s?.q;
+  if (s?.v !== 1 || !q || typeof s.after !== 'string' || !Number.isSafeInteger(q.from) || !Number.isSafeInteger(q.to)) {
+    throw new InvalidActivityCursorError();
+  }
+  return { q: { from: q.from!, to: q.to!, kinds: q.kinds ?? null, file_sha256: q.file_sha256 ?? null }, after: s.after };
+}
+
+function checksum(payload: string, callerKey: string): string {
+  return createHash('sha256').update(`platform.activity.cursor\n${callerKey}\n${payload}`).digest('base64url').slice(0, 22);
+}
+
+/** Segments read per query: with segments under 256 KB, a page stays under DynamoDB's 1 MB. */
+const SEGMENTS_PER_READ = 4;
+
+/**
+ * One page of the organization's activity, newest first, and the sort key to continue below (null at
+ * the end). Day partitions are read from the newest down (or the file index when `file_sha256` is set).
+ *
+ * Segments come newest-first by their newest event, but the segments of several writers overlap in
+ * time, so their events are merged: once a segment keyed K is read, every event still unread sorts
+ * at or below K, so the buffered events above K are final and go out in order. Kind and application
+ * filters apply after the read, so a page may come back short, with a cursor, once
+ * ACTIVITY_SCAN_BUDGET events were examined.
+ */
+export async function listActivity(
+  kv: KeyValueStore,
+  caller: { organizationId: string; applicationId: string | null },
+  q: ActivityQuery,
+  options: { limit: number; after?: string; now: number },
+): Promise<{ items: ActivityRecord[]; after: string | null }> {
+  const { limit, after, now } = options;
+  // Events wanted: sort keys in [lower, upper). Nothing is older than the hot retention, nothing newer
+  // than now (plus skew).
+  const fromMs = Math.max(q.from, now - ACTIVITY_RETENTION_MS - DAY_MS);
+  const lower = pad15(fromMs);
+  let upper = pad15(Math.min(q.to, now + CLOCK_SKEW_MS + 1));
+  if (after !== undefined && after < upper) upper = after;
+  const upperMs = atMsOfSortKey(upper);
+  if (upper <= lower) return { items: [], after: null };
+  // A segment keyed by its newest event holds events at most SEGMENT_MAX_SPAN_MS older.
+  const segmentsBetween: [string, string] = [lower, `${pad15(upperMs + SEGMENT_MAX_SPAN_MS)}#\uffff`];
+
+  const partitions: { pk: string; index?: 'gsi1' }[] = [];
+  if (q.file_sha256) partitions.push({ pk: activityFilePartition(caller.organizationId, q.file_sha256), index: 'gsi1' });
+  else {
+    const lastDay = Date.parse(activityDay(upperMs));
+    for (let day = lastDay; day >= Date.parse(activityDay(fromMs)); day -= DAY_MS) {
+      partitions.push({ pk: activityPartition(caller.organizationId, new Date(day).toISOString().slice(0, 10)) });
+    }
+  }
+  const kinds = q.kinds ? new Set<string>(q.kinds) : null;
+  const out: StoredEvent[] = [];
+  let examined = 0;
+  let last: string | null = null;
+  let done: { items: ActivityRecord[]; after: string | null } | undefined;
+
+  /** Sends out, in order, the buffered events sorting above `bound`; sets `done` once the page is full. */
+  const release = (buffered: { key: string; event: StoredEvent }[], bound: string) => {
+    buffered.sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
+    let i = 0;
+    for (; i < buffered.length && buffered[i].key > bound; i++) {
+      const { key, event } = buffered[i];
+      examined++;
+      last = key;
+      const visible = (!kinds || kinds.has(String(event.kind))) && (caller.applicationId === null || event.application_id === caller.applicationId);
+      if (visible) out.push(event);
+      if (out.length > limit) {
+        done = { items: out.slice(0, limit).map(activityRecordOf), after: eventKey(out[limit - 1]) };
+        return;
+      }
+      if (examined >= ACTIVITY_SCAN_BUDGET) {
+        done = { items: out.map(activityRecordOf), after: last };
+        return;
+      }
+    }
+    buffered.splice(0, i);
+  };
+
+  for (const partition of partitions) {
+    const buffered: { key: string; event: StoredEvent }[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await kv.query({ ...partition, sk: { between: segmentsBetween }, descending: true, limit: SEGMENTS_PER_READ, cursor });
+      for (const segment of page.items) {
+        release(buffered, segment.sk);
+        if (done) return done;
+        for (const event of segmentEvents(segment)) {
+          const key = eventKey(event);
+          if (key >= lower && key < upper) buffered.push({ key, event });
+        }
+      }
+      cursor = page.cursor;
+    } while (cursor);
+    release(buffered, '');
+    if (done) return done;
+  }
+  return { items: out.map(activityRecordOf), after: null };
+}

@@ -1,3 +1,0 @@
-import { notFoundHandler } from '../../http/not-found.js';
-
-export const handler = notFoundHandler('events.fallback');

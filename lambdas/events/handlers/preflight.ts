@@ -1,3 +1,0 @@
-import { preflightHandler } from '../../http/preflight.js';
-
-export const handler = preflightHandler('events.preflight');

@@ -1,0 +1,94 @@
+/**
+ * The middleware chain as data: what each API adds (API_POLICIES) and, step by step, which routes a
+ * step applies to and with which options (CHAIN_STEPS). httpHandler() assembles a route's chain from
+ * these once, at cold start; a step that does not apply costs the route nothing.
+ */
+import type { Api } from '../shared/api.js';
+import { tooLargeCode } from '../shared/errors.js';
+import { settings } from '../shared/settings.js';
+import { acceptedCredentials, type RouteDef } from './routes.js';
+import type { Middleware } from './types.js';
+import { activity } from './middleware/activity.js';
+import { credentials } from './middleware/credentials.js';
+import { DEFAULT_MAX_BODY_BYTES, jsonBody } from './middleware/json-body.js';
+import { operationIdRequired } from './middleware/operation-id.js';
+import { rateLimit } from './middleware/rate-limit.js';
+import { respond } from './middleware/respond.js';
+import { streamBody } from './middleware/stream-body.js';
+
+export interface ApiPolicy {
+  /** Browsers may call (Data, Events): CORS headers on answers, the browser credential rules. */
+  browsers: boolean;
+  /** AI: every answer carries `x-operation-id`, writes require one (spec 4.1). */
+  operationIds: boolean;
+  /** Calls a minute per credential, read from the settings at cold start; 0 is no limit. */
+  rateLimitPerMinute: () => number;
+  /** Events: a publishable key is told it may only open a stream. */
+  publishableKeyOnlyStreams: boolean;
+  /** Data: the path's database, collection and record go into the activity record. */
+  activityRelatedFromPath: boolean;
+}
+
+export const API_POLICIES: Record<Api, ApiPolicy> = {
+  // The AI API's limits belong to its routes and quotas, not to a per-credential call rate.
+  ai: { browsers: false, operationIds: true, rateLimitPerMinute: () => 0, publishableKeyOnlyStreams: false, activityRelatedFromPath: false },
+  data: { browsers: true, operationIds: false, rateLimitPerMinute: () => settings().dataRateLimitPerMinute, publishableKeyOnlyStreams: false, activityRelatedFromPath: true },
+  events: { browsers: true, operationIds: false, rateLimitPerMinute: () => settings().eventsRateLimitPerMinute, publishableKeyOnlyStreams: true, activityRelatedFromPath: false },
+};
+
+export interface ChainStep {
+  name: string;
+  /** The step's middleware for a route, or undefined where it does not apply. */
+  build(route: RouteDef, policy: ApiPolicy): Middleware | undefined;
+}
+
+const credentialed = (route: RouteDef) => acceptedCredentials(route) !== 'none';
+const bodyLimit = (route: RouteDef) => ({ maxBytes: route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, tooLargeCode: tooLargeCode(route.api) });
+
+/**
+ * In order. activity() comes first so that its after/onError run last and see the final answer;
+ * respond() next, so its onError sees every later step's error (middy runs every onError).
+ */
+export const CHAIN_STEPS: readonly ChainStep[] = [
+  { name: 'activity', build: (route, policy) => activity({ credentialed: credentialed(route), relatedFromPath: policy.activityRelatedFromPath }) },
+  { name: 'respond', build: (_route, policy) => respond({ cors: policy.browsers }) },
+  {
+    name: 'credentials',
+    build: (route, policy) => {
+      const accepted = acceptedCredentials(route);
+      if (accepted === 'none') return undefined;
+      return credentials({
+        accepted,
+        capability: route.capability,
+        browsers: policy.browsers,
+        publishableKeyOnlyStreams: policy.publishableKeyOnlyStreams,
+        tenantHeaders: !policy.browsers,
+      });
+    },
+  },
+  {
+    name: 'rateLimit',
+    build: (route, policy) => {
+      const perMinute = policy.rateLimitPerMinute();
+      return perMinute > 0 && credentialed(route) ? rateLimit({ perMinute, scope: route.api }) : undefined;
+    },
+  },
+  // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
+  { name: 'operationId', build: (route, policy) => (policy.operationIds && route.method !== 'ANY' && credentialed(route) ? operationIdRequired() : undefined) },
+  { name: 'jsonBody', build: (route) => ((route.body ?? 'json') === 'json' ? jsonBody(bodyLimit(route)) : undefined) },
+  { name: 'streamBody', build: (route) => (route.body === 'stream' ? streamBody(bodyLimit(route)) : undefined) },
+];
+
+/** A route's middlewares, in chain order, with the names of the steps that apply (for tests and docs). */
+export function chainFor(route: RouteDef): { names: string[]; middlewares: Middleware[] } {
+  const policy = API_POLICIES[route.api];
+  const names: string[] = [];
+  const middlewares: Middleware[] = [];
+  for (const step of CHAIN_STEPS) {
+    const middleware = step.build(route, policy);
+    if (!middleware) continue;
+    names.push(step.name);
+    middlewares.push(middleware);
+  }
+  return { names, middlewares };
+}

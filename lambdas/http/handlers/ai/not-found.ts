@@ -1,0 +1,3 @@
+import { notFoundHandler } from '../../not-found.js';
+
+export const handler = notFoundHandler('ai.fallback');

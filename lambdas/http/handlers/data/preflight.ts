@@ -1,0 +1,3 @@
+import { preflightHandler } from '../../preflight.js';
+
+export const handler = preflightHandler('data.preflight');

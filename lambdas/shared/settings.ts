@@ -1,0 +1,139 @@
+/**
+ * Every environment setting, read in this one module: its variable, its default, what it does, and a
+ * zod check. A bad value stops the start with a message naming the variable, instead of silently
+ * turning a feature off (`Number('abc')` is NaN, and a NaN cache lifetime caches nothing).
+ * The local server validates at start (bin/local.ts); a Lambda function at its cold start
+ * (http/handler.ts). Tests override values with useSettings().
+ */
+import { availableParallelism } from 'node:os';
+import { z } from 'zod';
+
+const wholeNumber = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,15}$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+
+const jsonOf = <T extends z.ZodType>(schema: T) =>
+  z.string().transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
+      return z.NEVER;
+    }
+  }).pipe(schema);
+
+interface Definition<T> {
+  env: string;
+  doc: string;
+  schema: z.ZodType<T, string>;
+  /** The value when the variable is unset or empty; undefined: none (the setting is optional). */
+  fallback: () => T | undefined;
+}
+
+const define = <T>(env: string, schema: z.ZodType<T, string>, fallback: T | (() => T) | undefined, doc: string): Definition<T> => ({
+  env,
+  doc,
+  schema,
+  fallback: typeof fallback === 'function' ? (fallback as () => T) : () => fallback,
+});
+
+/** Most local workers by default: past this, more processes only add SQLite writers contending for one file. */
+const MAX_DEFAULT_WORKERS = 4;
+
+export interface Settings {
+  engine: 'embedded' | 'aws';
+  dataDir: string;
+  tableName?: string;
+  bucketName?: string;
+  queueUrls?: Record<string, string>;
+  connectionsEndpoint?: string;
+  signingKeyIds?: string[];
+  logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
+  credentialCacheMs: number;
+  modelRoutesCacheMs: number;
+  eventsRateLimitPerMinute: number;
+  dataRateLimitPerMinute: number;
+  localWorkers: number;
+  aiPort: number;
+  dataPort: number;
+  eventsPort: number;
+}
+
+export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Settings[K]>> } = {
+  engine: define('ENGINE', z.enum(['embedded', 'aws']), 'embedded', '`embedded` (SQLite, files; the default) or `aws` (set by the stack on every function).'),
+  dataDir: define('DATA_DIR', z.string().min(1), '.platform', 'embedded: the directory of the SQLite database, blobs and keys.'),
+  tableName: define('TABLE_NAME', z.string().min(1), undefined, 'aws: the DynamoDB table.'),
+  bucketName: define('BUCKET_NAME', z.string().min(1), undefined, 'aws: the S3 bucket of blobs.'),
+  queueUrls: define('QUEUE_URLS', jsonOf(z.record(z.string(), z.string().url())), undefined, 'aws: JSON object, queue name (engine/queues.ts) -> SQS queue URL.'),
+  connectionsEndpoint: define('CONNECTIONS_ENDPOINT', z.string().url(), undefined, 'aws: https endpoint of the WebSocket API stage (API Gateway Management API).'),
+  signingKeyIds: define('SIGNING_KEY_IDS', jsonOf(z.array(z.string().min(1)).min(1)), undefined, 'aws: JSON array of the KMS keys that sign and verify tokens, current first.'),
+  logLevel: define('LOG_LEVEL', z.enum(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'Least level logged; `silent` logs nothing.'),
+  credentialCacheMs: define(
+    'CREDENTIAL_CACHE_MS',
+    wholeNumber(0, 60_000),
+    30_000,
+    'How long a resolved credential is cached, in ms. At most a minute: spec 5 rule 5 wants a revoked credential refused within one.',
+  ),
+  modelRoutesCacheMs: define('MODEL_ROUTES_CACHE_MS', wholeNumber(0, 60_000), 1000, 'How long an organization\'s model routes are cached, in ms.'),
+  eventsRateLimitPerMinute: define('EVENTS_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 600, 'Events API calls a minute per credential (spec 8: 600); 0 turns it off.'),
+  dataRateLimitPerMinute: define('DATA_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 0, 'Data API calls a minute per credential; 0 (the default, as PocketBase) is no limit.'),
+  localWorkers: define(
+    'LOCAL_WORKERS',
+    wholeNumber(1, 64),
+    () => Math.min(availableParallelism(), MAX_DEFAULT_WORKERS),
+    '`npm start`: processes serving the APIs (default: the cores, at most 4); 1 serves them in one process.',
+  ),
+  aiPort: define('AI_PORT', wholeNumber(0, 65_535), 8080, '`npm start`: the AI API\'s port (0 picks a free one).'),
+  dataPort: define('DATA_PORT', wholeNumber(0, 65_535), 8081, '`npm start`: the Data API\'s port.'),
+  eventsPort: define('EVENTS_PORT', wholeNumber(0, 65_535), 8082, '`npm start`: the Events API\'s port.'),
+};
+
+/** The variable of each setting, for whoever sets them (the CDK stack sets the `aws` ones). */
+export const ENV = Object.fromEntries(Object.entries(DEFINITIONS).map(([key, d]) => [key, d.env])) as { [K in keyof Settings]-?: string };
+
+export class SettingsError extends Error {
+  override name = 'SettingsError';
+}
+
+/** Reads and checks every setting; throws a SettingsError naming each bad variable. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const out: Record<string, unknown> = {};
+  const problems: string[] = [];
+  for (const [key, d] of Object.entries(DEFINITIONS) as [string, Definition<unknown>][]) {
+    const raw = env[d.env];
+    if (raw === undefined || raw === '') {
+      const fallback = d.fallback();
+      if (fallback !== undefined) out[key] = fallback;
+      continue;
+    }
+    const parsed = d.schema.safeParse(raw);
+    if (parsed.success) out[key] = parsed.data;
+    else problems.push(`${d.env}=${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}: ${parsed.error.issues[0]?.message ?? 'invalid'} (${d.doc})`);
+  }
+  if (problems.length) throw new SettingsError(`Invalid settings:\n  ${problems.join('\n  ')}`);
+  return out as unknown as Settings;
+}
+
+let current: Settings | undefined;
+
+/** The process's settings, read and checked on first use. */
+export function settings(): Settings {
+  return (current ??= loadSettings());
+}
+
+/** Replaces some settings for this process (tests); `undefined` rereads the environment. */
+export function useSettings(overrides?: Partial<Settings>): void {
+  current = overrides === undefined ? undefined : { ...settings(), ...overrides };
+}
+
+/** The settings as documentation (docs/settings.md is generated from it by a test that keeps them equal). */
+export function settingsTable(): string {
+  const rows = Object.values(DEFINITIONS).map((d: Definition<unknown>) => {
+    const fallback = d.env === 'LOCAL_WORKERS' ? 'cores, at most 4' : d.fallback();
+    return `| \`${d.env}\` | ${fallback === undefined ? '(none)' : `\`${String(fallback)}\``} | ${d.doc} |`;
+  });
+  return ['| variable | default | what it does |', '|---|---|---|', ...rows].join('\n');
+}
