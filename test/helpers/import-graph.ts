@@ -1,0 +1,121 @@
+/**
+ * The import graph of the project's own sources, and the layer rules it must keep
+ * (docs/architecture.md draws them). A file's layer is the folder it lives in; a rule lists what a
+ * layer may import, so an import that no rule allows is a violation.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, posix } from 'node:path';
+
+export interface Import {
+  from: string;
+  /** A project file (repo-relative, `.ts`) or a package name. */
+  to: string;
+  line: number;
+}
+
+/** Layer of a project file, or undefined for files no rule covers (tests). */
+export function layerOf(file: string): string | undefined {
+  const p = file.split('/');
+  if (p[0] === 'lib' || p[0] === 'bin') return p[0];
+  if (p[0] !== 'lambdas') return undefined;
+  if (p[1] === 'engine') {
+    if (p[2] === 'aws' || p[2] === 'embedded') return `engine/${p[2]}`;
+    // The selector loads both adapters; every other file of engine/ is the ports' contract.
+    return p[2] === 'index.ts' ? 'engine/index' : 'engine';
+  }
+  return p[1];
+}
+
+/** What each layer may import: layers, or single files (`lambdas/...ts`), and packages. */
+export interface LayerRule {
+  layers: string[];
+  files?: string[];
+  /** Package names or prefixes ending in `/`; node: built-ins are always allowed. */
+  packages: string[];
+}
+
+const PURE = ['zod'];
+const DOMAIN_PACKAGES = PURE;
+
+export const LAYER_RULES: Record<string, LayerRule> = {
+  // The bottom: errors, ids, logs, settings, hooks, and the building blocks over the KV port's types.
+  shared: { layers: [], files: ['lambdas/engine/ports.ts', 'lambdas/engine/errors.ts'], packages: PURE },
+  engine: { layers: ['shared'], packages: [] },
+  'engine/aws': { layers: ['engine', 'shared'], packages: ['@aws-sdk/', 'aws-lambda'] },
+  'engine/embedded': { layers: ['engine', 'shared'], packages: ['better-sqlite3', 'ws'] },
+  'engine/index': { layers: ['engine', 'engine/aws', 'engine/embedded', 'shared'], packages: [] },
+  // Domain modules: never http, never an adapter, never an AWS SDK.
+  auth: { layers: ['engine', 'shared'], packages: DOMAIN_PACKAGES },
+  activity: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  data: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  ai: { layers: ['auth', 'activity', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
+  http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
+  // The local runtime translates node:http into API Gateway events and runs the embedded engine.
+  local: { layers: ['http', 'auth', 'activity', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
+  admin: { layers: ['auth', 'ai', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
+  // The stack reads the route table and the settings it must set, never a handler or a service.
+  lib: {
+    layers: ['lib'],
+    files: ['lambdas/http/routes.ts', 'lambdas/shared/settings.ts', 'lambdas/shared/api.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts'],
+    packages: ['aws-cdk-lib', 'constructs', 'cdk-nag'],
+  },
+  bin: { layers: ['bin', 'lib', 'local', 'admin', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-cdk-lib', 'cdk-nag'] },
+};
+
+const IMPORT = /(?:^|\n)\s*(?:import|export)\s[^;]*?\sfrom\s*'([^']+)'|import\(\s*'([^']+)'\s*\)/g;
+
+function sources(root: string, dir: string): string[] {
+  return readdirSync(join(root, dir), { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(root, join(dir, e.name)) : e.name.endsWith('.ts') && !e.name.endsWith('.d.ts') ? [join(dir, e.name)] : [],
+  );
+}
+
+/** Every import of the files under `dirs` (repo-relative), read from disk. */
+export function readImports(root: string, dirs: string[]): Import[] {
+  const files = Object.fromEntries(dirs.flatMap((d) => sources(root, d)).map((f) => [f, readFileSync(join(root, f), 'utf8')]));
+  return importsOf(files);
+}
+
+/** Every import of the given sources (path -> text). */
+export function importsOf(files: Record<string, string>): Import[] {
+  const out: Import[] = [];
+  for (const [file, text] of Object.entries(files)) {
+    for (const m of text.matchAll(IMPORT)) {
+      const spec = m[1] ?? m[2];
+      const line = text.slice(0, m.index! + m[0].length).split('\n').length;
+      const to = spec.startsWith('.') ? posix.join(posix.dirname(file), spec).replace(/\.js$/, '.ts') : spec;
+      out.push({ from: file, to, line });
+    }
+  }
+  return out;
+}
+
+const packageName = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]);
+
+/** The imports no rule allows, as readable lines. */
+export function violations(imports: Import[], rules: Record<string, LayerRule> = LAYER_RULES): string[] {
+  const out: string[] = [];
+  for (const imp of imports) {
+    const layer = layerOf(imp.from);
+    if (!layer) continue;
+    const rule = rules[layer];
+    if (!rule) {
+      out.push(`${imp.from}: layer "${layer}" has no rule (add it to LAYER_RULES and docs/architecture.md)`);
+      continue;
+    }
+    const local = imp.to.startsWith('lambdas/') || imp.to.startsWith('lib/') || imp.to.startsWith('bin/');
+    if (local) {
+      const target = layerOf(imp.to)!;
+      if (target === layer || rule.layers.includes(target) || rule.files?.includes(imp.to)) continue;
+      out.push(`${imp.from}:${imp.line} (${layer}) imports ${imp.to} (${target})`);
+    } else {
+      if (imp.to.startsWith('node:')) continue;
+      const name = packageName(imp.to);
+      if (rule.packages.some((p) => (p.endsWith('/') ? imp.to.startsWith(p) : name === p))) continue;
+      out.push(`${imp.from}:${imp.line} (${layer}) imports the package ${imp.to}`);
+    }
+  }
+  return out;
+}
