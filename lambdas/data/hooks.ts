@@ -20,7 +20,7 @@ export type RecordHookEvent = {
   database: string;
   collection: string;
   recordId: string;
-  /** The version written; for a delete, the version that was deleted. */
+  /** The version written; for a delete, the version the caller named (If-Match, batch `version`), else null. */
   version: number | null;
 };
 
