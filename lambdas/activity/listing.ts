@@ -1,6 +1,6 @@
 /**
  * Reading the activity log (GET /v1/activity): one page, newest first, over the segments that
- * activity-segments.ts writes.
+ * segments.ts writes.
  */
 import { createHash } from 'node:crypto';
 import type { KeyValueStore } from '../engine/ports.js';

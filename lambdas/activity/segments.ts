@@ -15,7 +15,7 @@
  *
  * An event's sort key is `<at_ms, 15 digits>#<id>`. A segment spans at most SEGMENT_MAX_SPAN_MS between
  * its oldest and newest event: readers rely on it to merge the segments of several writers (processes,
- * function instances) into one newest-first order (activity-log.ts). Events about a file go alone in a
+ * function instances) into one newest-first order (listing.ts). Events about a file go alone in a
  * segment so the file index finds exactly them. Segments expire (TTL) 30 days after their newest event.
  *
  * The recorder never slows or fails the call it records: it only appends to an open segment in memory.
