@@ -1,8 +1,21 @@
 /** `npm start`: the whole platform on this machine, over the embedded engine (LOCAL_WORKERS processes). */
-import { createEmbeddedEngine } from '../lambdas/engine/embedded/index.js';
-import { bootstrap, credentialsPath } from '../lambdas/local/bootstrap.js';
-import { startPlatform } from '../lambdas/local/platform.js';
-import { isLocalWorker, localSettings, runWorker, startWorkers } from '../lambdas/local/workers.js';
+import { settings as readSettings, SettingsError } from '../lambdas/shared/settings.js';
+
+// The settings first, before anything else is loaded (a module may read them as it loads) and long
+// before anything listens: a bad value stops the start, the primary's and each worker's, with the
+// message naming the variable and no stack trace (docs/settings.md).
+try {
+  readSettings();
+} catch (error) {
+  if (!(error instanceof SettingsError)) throw error;
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+}
+
+const { createEmbeddedEngine } = await import('../lambdas/engine/embedded/index.js');
+const { bootstrap, credentialsPath } = await import('../lambdas/local/bootstrap.js');
+const { startPlatform } = await import('../lambdas/local/platform.js');
+const { isLocalWorker, localSettings, runWorker, startWorkers } = await import('../lambdas/local/workers.js');
 
 const settings = localSettings();
 

@@ -3,7 +3,7 @@ import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage } from 'aws-cdk
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Construct } from 'constructs';
 import type { Api } from '../lambdas/shared/api.js';
-import { ROUTES, type RouteDef } from '../lambdas/http/routes.js';
+import { ROUTES, countsCalls, type RouteDef } from '../lambdas/http/routes.js';
 import { accessLogSettings } from './access-log.js';
 import { acknowledgeNoGatewayAuth } from './nag.js';
 import { RouteFunction, constructId, type GrantTargets } from './route-function.js';
@@ -32,7 +32,7 @@ export class HttpApis extends Construct {
       for (const route of routes) {
         if (isFallback(route) && route.method !== 'ANY') throw new Error(`route ${route.id}: $default takes method ANY`);
         const name = constructId(route.id);
-        const { fn } = new RouteFunction(scope, name, { route, description: `${api} API: ${route.method} ${route.path}`, targets: props.targets });
+        const { fn } = new RouteFunction(scope, name, { route, description: `${api} API: ${route.method} ${route.path}`, targets: props.targets, countsCalls: countsCalls(route) });
         new HttpRoute(scope, `${name}Route`, {
           httpApi,
           routeKey: isFallback(route) ? HttpRouteKey.DEFAULT : HttpRouteKey.with(route.path, HttpMethod[route.method]),

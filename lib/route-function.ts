@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ENV } from '../lambdas/shared/settings.js';
 import { ACTIVITY_KEY_PREFIX } from '../lambdas/activity/segments.js';
+import { RATE_WINDOW_KEY_PREFIX } from '../lambdas/shared/counters.js';
 import type { Grant } from '../lambdas/http/routes.js';
 import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
@@ -42,6 +43,8 @@ export interface GrantTargets {
 
 export interface RouteFunctionProps {
   readonly route: { readonly id: string; readonly handler: string; readonly grants: readonly Grant[] };
+  /** The chain counts this route's calls per credential (countsCalls in lambdas/http/routes.ts). */
+  readonly countsCalls?: boolean;
   readonly description: string;
   readonly targets: GrantTargets;
 }
@@ -57,7 +60,7 @@ export const constructId = (routeId: string) =>
 export class RouteFunction extends Construct {
   readonly fn: NodejsFunction;
 
-  constructor(scope: Construct, id: string, { route, description, targets }: RouteFunctionProps) {
+  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false }: RouteFunctionProps) {
     super(scope, id);
     const entry = join(PROJECT_ROOT, 'lambdas', `${route.handler}.ts`);
     if (!existsSync(entry)) throw new Error(`route ${route.id}: handler module ${entry} does not exist`);
@@ -107,6 +110,7 @@ export class RouteFunction extends Construct {
     Tags.of(this.fn).add(ROUTE_TAG, route.id);
 
     grantAccess(route.id, grants, targets, role);
+    if (countsCalls && grants.has('table:read') && !grants.has('table:write')) grantRateWindowWrite(targets, role);
     acknowledgeGrantWildcards(this, grants, targets);
   }
 }
@@ -159,6 +163,23 @@ function grantActivityWrite(t: GrantTargets, role: Role): void {
       actions: ['dynamodb:PutItem', 'dynamodb:BatchWriteItem'],
       resources: [t.table.tableArn],
       conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ACTIVITY_LEADING_KEYS } },
+    }),
+  );
+}
+
+/** Partition keys of rate windows (lambdas/shared/counters.ts): `rate#<credential>`. */
+export const RATE_WINDOW_LEADING_KEYS = [`${RATE_WINDOW_KEY_PREFIX}*`];
+
+/**
+ * The implicit grant of a function whose calls count against a rate limit (Data and Events routes
+ * that read a credential): one atomic UpdateItem a call, only on rate-window items.
+ */
+function grantRateWindowWrite(t: GrantTargets, role: Role): void {
+  role.addToPrincipalPolicy(
+    new PolicyStatement({
+      actions: ['dynamodb:UpdateItem'],
+      resources: [t.table.tableArn],
+      conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': RATE_WINDOW_LEADING_KEYS } },
     }),
   );
 }

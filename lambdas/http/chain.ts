@@ -6,7 +6,7 @@
 import type { Api } from '../shared/api.js';
 import { tooLargeCode } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
-import { acceptedCredentials, type RouteDef } from './routes.js';
+import { acceptedCredentials, countsCalls, type RouteDef } from './routes.js';
 import type { Middleware } from './types.js';
 import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
@@ -70,7 +70,7 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
     name: 'rateLimit',
     build: (route, policy) => {
       const perMinute = policy.rateLimitPerMinute();
-      return perMinute > 0 && credentialed(route) ? rateLimit({ perMinute, scope: route.api }) : undefined;
+      return perMinute > 0 && countsCalls(route) ? rateLimit({ perMinute, scope: route.api }) : undefined;
     },
   },
   // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.

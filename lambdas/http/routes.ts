@@ -48,6 +48,13 @@ export const ACCEPTED_BY_DEFAULT: Record<Api, readonly CredentialKind[]> = {
 export const acceptedCredentials = (route: RouteDef): readonly CredentialKind[] | 'none' =>
   route.credentials ?? ACCEPTED_BY_DEFAULT[route.api];
 
+/**
+ * Whether a route's calls count against its credential's calls a minute (spec 8): Data and Events
+ * routes that read a credential. The chain counts them in the key-value store; the stack lets their
+ * functions write the rate windows.
+ */
+export const countsCalls = (route: RouteDef): boolean => route.api !== 'ai' && acceptedCredentials(route) !== 'none';
+
 export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'http/handlers/ai/list-models', grants: ['table:read'] },
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },

@@ -27,6 +27,9 @@ function encodeName(name: string): string {
   return encoded;
 }
 
+/** Every rate window's partition key starts with this (the stack limits rate-counting functions' writes to it). */
+export const RATE_WINDOW_KEY_PREFIX = 'rate#';
+
 /** The item holding counter `name`. */
 export function counterKey(name: string): KvKey {
   return { pk: `ctr#${encodeName(name)}`, sk: 'ctr' };
@@ -34,7 +37,7 @@ export function counterKey(name: string): KvKey {
 
 /** The item holding the rate window of `name` that starts at `windowStart` (a multiple of `windowMs`). */
 export function rateWindowKey(name: string, windowMs: number, windowStart: number): KvKey {
-  return { pk: `rate#${encodeName(name)}`, sk: `w#${windowMs}#${windowStart}` };
+  return { pk: `${RATE_WINDOW_KEY_PREFIX}${encodeName(name)}`, sk: `w#${windowMs}#${windowStart}` };
 }
 
 /**

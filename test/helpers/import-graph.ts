@@ -58,7 +58,7 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
     layers: ['lib'],
-    files: ['lambdas/http/routes.ts', 'lambdas/shared/settings.ts', 'lambdas/shared/api.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts'],
+    files: ['lambdas/http/routes.ts', 'lambdas/shared/settings.ts', 'lambdas/shared/api.ts', 'lambdas/shared/counters.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts'],
     packages: ['aws-cdk-lib', 'constructs', 'cdk-nag'],
   },
   bin: { layers: ['bin', 'lib', 'local', 'admin', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-cdk-lib', 'cdk-nag'] },

@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { QUEUES, type QueueName } from '../../lambdas/engine/queues.js';
-import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
+import { ROUTES, SOCKET_ROUTES, countsCalls } from '../../lambdas/http/routes.js';
 import { HTTP_APIS } from '../../lib/http-apis.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import {
@@ -69,6 +69,22 @@ describe('functions', () => {
         for (const s of puts) expect(s.condition, route.id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['act#*'] } });
       }
     }
+  });
+
+  it('lets Data and Events functions without table:write count calls: UpdateItem on rate# items only; AI and credential-less routes not', () => {
+    const fns = routeFunctions(template);
+    for (const route of ROUTES) {
+      const updates = allowedStatements(template, fns.get(route.id)!).filter((s) => s.actions.includes('dynamodb:UpdateItem'));
+      if (route.grants.includes('table:write')) continue;
+      if (countsCalls(route)) {
+        expect(updates, route.id).toHaveLength(1);
+        expect(updates[0].actions, route.id).toEqual(['dynamodb:UpdateItem']);
+        expect(updates[0].condition, route.id).toEqual({ 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['rate#*'] } });
+      } else {
+        expect(updates, route.id).toEqual([]);
+      }
+    }
+    expect(ROUTES.filter((r) => countsCalls(r) && !r.grants.includes('table:write')).map((r) => r.id)).toEqual(expect.arrayContaining(['data.databases.list', 'events.fallback']));
   });
 
   it('gives each function ENGINE=aws and only the variables its grants need', () => {

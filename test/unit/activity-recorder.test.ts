@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Engine, KeyValueStore, KvItem } from '../../lambdas/engine/ports.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { useEngine } from '../../lambdas/engine/index.js';
@@ -22,6 +21,7 @@ import {
   segmentItem,
   type ActivityEntry,
 } from '../../lambdas/activity/segments.js';
+import { apiEvent, lambdaContext } from '../helpers/events.js';
 
 class FakeKv {
   puts: KvItem[] = [];
@@ -205,17 +205,9 @@ describe('the chain records api.call', () => {
   });
 
   const route: RouteDef = { id: 'data.test.thing', api: 'data', method: 'GET', path: '/v1/things/{thing}', handler: 'none', grants: ['table:read'] };
-  const event = (headers: Record<string, string>): APIGatewayProxyEventV2 => ({
-    version: '2.0',
-    routeKey: 'GET /v1/things/{thing}',
-    rawPath: '/v1/things/t1',
-    rawQueryString: '',
-    headers,
-    pathParameters: { thing: 't1' },
-    isBase64Encoded: false,
-    requestContext: { http: { method: 'GET', path: '/v1/things/t1', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: '' }, requestId: 'r1' } as APIGatewayProxyEventV2['requestContext'],
-  });
-  const ctx = { getRemainingTimeInMillis: () => 30_000 } as Context;
+  const event = (headers: Record<string, string>) =>
+    apiEvent({ method: 'GET', path: '/v1/things/t1', routeKey: 'GET /v1/things/{thing}', params: { thing: 't1' }, headers });
+  const ctx = lambdaContext();
   const handler = httpHandler(route, async () => ({ status: 200, body: { ok: true } }));
   const stored = async () => (await embedded.kv.query({ pk: `act#${org}#${new Date().toISOString().slice(0, 10)}` })).items.flatMap((s) => segmentEvents(s).reverse());
 
