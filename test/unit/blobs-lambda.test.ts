@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -23,6 +23,7 @@ import { handler as deleteBlob } from '../../lambdas/http/handlers/data/delete-b
 import { handler as createUpload } from '../../lambdas/http/handlers/data/create-upload.js';
 import { handler as putPart } from '../../lambdas/http/handlers/data/put-upload-part.js';
 import { handler as completeUpload } from '../../lambdas/http/handlers/data/complete-upload.js';
+import { apiEvent, lambdaContext } from '../helpers/events.js';
 
 let dir: string;
 let engine: EmbeddedEngine;
@@ -43,25 +44,18 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const ctx = { getRemainingTimeInMillis: () => 30_000 } as Context;
+const ctx = lambdaContext();
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
-function event(method: string, path: string, params: Record<string, string>, body?: Buffer, headers: Record<string, string> = {}): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: `${method} ${path}`,
-    rawPath: path,
-    rawQueryString: '',
-    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-length': String(body.length) } : {}), ...headers },
-    pathParameters: params,
-    body: body?.toString('base64'),
-    isBase64Encoded: body !== undefined,
-    requestContext: { http: { method, path, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: '' }, requestId: 'r1' } as APIGatewayProxyEventV2['requestContext'],
-  };
-}
+/** The test's credential, and the Content-Length a client declares for a body (leave it out with `declared: false`). */
+const headersFor = (body: Buffer | undefined, headers: Record<string, string> = {}, declared = true): Record<string, string> => ({
+  authorization: `Bearer ${key}`,
+  ...(body && declared ? { 'content-length': String(body.length) } : {}),
+  ...headers,
+});
 
 const call = (h: RouteFunction, method: string, path: string, params: Record<string, string>, body?: Buffer, headers?: Record<string, string>) =>
-  h(event(method, path, params, body, headers), ctx);
+  h(apiEvent({ method, path, params, body, headers: headersFor(body, headers) }), ctx);
 
 const json = (r: APIGatewayProxyStructuredResultV2) => JSON.parse(String(r.body));
 const bytes = (r: APIGatewayProxyStructuredResultV2) => Buffer.from(String(r.body), r.isBase64Encoded ? 'base64' : 'utf8');
@@ -96,9 +90,8 @@ describe('file routes in Lambda (base64 bodies in the event)', () => {
     const claimed = sha(Buffer.from('other'));
     const bad = await call(putBlob, 'PUT', `/v1/databases/db/blobs/${claimed}`, { database: 'db', sha256: claimed }, data);
     expect([bad.statusCode, json(bad).error.code]).toEqual([400, 'hash_mismatch']);
-    const ev = event('PUT', `/v1/databases/db/blobs/${sha(data)}`, { database: 'db', sha256: sha(data) }, data);
-    delete ev.headers['content-length'];
-    const noLength = await putBlob(ev, ctx);
+    const path = `/v1/databases/db/blobs/${sha(data)}`;
+    const noLength = await putBlob(apiEvent({ method: 'PUT', path, params: { database: 'db', sha256: sha(data) }, body: data, headers: headersFor(data, {}, false) }), ctx);
     expect([noLength.statusCode, json(noLength).error.code]).toEqual([411, 'length_required']);
   });
 
@@ -153,9 +146,8 @@ describe('stream-body middleware', () => {
   });
 
   it('counts the bytes as they stream when no length was declared (413)', async () => {
-    const ev = event('PUT', '/v1/test', {}, Buffer.from('0123456789abcdef'));
-    delete ev.headers['content-length'];
-    const r = await echo(ev, ctx);
+    const body = Buffer.from('0123456789abcdef');
+    const r = await echo(apiEvent({ method: 'PUT', path: '/v1/test', body, headers: headersFor(body, {}, false) }), ctx);
     expect([r.statusCode, json(r).error.code]).toEqual([413, 'payload_too_large']);
   });
 });

@@ -6,13 +6,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { EngineUnavailableError } from '../../lambdas/engine/errors.js';
+import { apiEvent, lambdaContext, testRoute } from '../helpers/events.js';
 
 let dir: string;
 let engine: EmbeddedEngine;
@@ -36,26 +36,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const route = (over: Partial<RouteDef>): RouteDef => ({ id: 'test.route', api: 'ai', method: 'POST', path: '/v1/test', handler: 'none', grants: [], ...over });
-
-function event(method: string, headers: Record<string, string>, body?: string): APIGatewayProxyEventV2 {
-  return {
-    version: '2.0',
-    routeKey: `${method} /v1/test`,
-    rawPath: '/v1/test',
-    rawQueryString: '',
-    headers,
-    body,
-    isBase64Encoded: false,
-    requestContext: { http: { method, path: '/v1/test', protocol: 'HTTP/1.1', sourceIp: '127.0.0.1', userAgent: '' }, requestId: 'r1' } as APIGatewayProxyEventV2['requestContext'],
-  };
-}
-
-const ctx = { getRemainingTimeInMillis: () => 30_000 } as Context;
+const route = testRoute;
+const ctx = lambdaContext();
 const echo = httpHandler(route({}), async (req, scope) => ({ status: 200, body: { json: req.json ?? null, org: scope.principal.organizationId } }));
 
 async function call(handler: typeof echo, method: string, headers: Record<string, string>, body?: string) {
-  const res = await handler(event(method, headers, body), ctx);
+  const res = await handler(apiEvent({ method, path: '/v1/test', headers, body }), ctx);
   return { status: res.statusCode, headers: res.headers ?? {}, body: res.body ? JSON.parse(res.body) : undefined };
 }
 
