@@ -250,6 +250,17 @@ describe('rateLimit', () => {
     await refusedWith(take(limit, caller, peer), 'rate_limited', 429);
     await refusedWith(take(rateLimit({ perMinute: 2, scope: 'events' }), caller, clocked), 'rate_limited', 429);
   });
+
+  it('counts end users of two organizations apart, though their applications gave them one user id', async () => {
+    const endUser = (org: string, app: string): Principal => ({
+      kind: 'end_user', credentialId: 'user-1', userId: 'user-1', organizationId: org, applicationId: app, workspaceId: 'ws', capabilities: [], claims: {}, origins: null,
+    });
+    const limit = rateLimit({ perMinute: 1, scope: 'data' });
+    await take(limit, endUser('org_a', 'app_a'));
+    await refusedWith(take(limit, endUser('org_a', 'app_a')), 'rate_limited', 429);
+    await take(limit, endUser('org_b', 'app_b'));
+    await take(limit, endUser('org_a', 'app_c'));
+  });
 });
 
 describe('jsonBody', () => {
@@ -280,10 +291,10 @@ describe('jsonBody', () => {
   });
 
   it('requires a JSON content type, +json ones included (400 invalid_body)', async () => {
-    for (const type of ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'application/vnd.api+json']) {
+    for (const type of ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'application/merge-patch+json', 'application/vnd.api+json', 'application/vnd.github.v3+json']) {
       expect((await parse({ headers: { 'content-type': type }, body: '{"ok":1}' })).json, type).toEqual({ ok: 1 });
     }
-    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'text/json', '']) {
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', 'application/jsonx', 'application/json-seq', 'text/json', '']) {
       await refusedWith(parse({ headers: type ? { 'content-type': type } : {}, body: '{"ok":1}' }), 'invalid_body', 400);
     }
   });

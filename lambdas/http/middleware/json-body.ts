@@ -18,7 +18,7 @@ export function jsonBody({ maxBytes, tooLargeCode }: BodyLimit): Middleware {
       if (req.body.length === 0) return;
       if (req.body.length > maxBytes) throw new PlatformError(tooLargeCode, `The body is over ${maxBytes} bytes.`);
       const type = req.headers['content-type'] ?? '';
-      if (!/^application\/([a-z.+-]*\+)?json\b/i.test(type)) {
+      if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
         throw new PlatformError('invalid_body', 'Send the body as JSON with "Content-Type: application/json".');
       }
       try {

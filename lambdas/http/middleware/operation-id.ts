@@ -22,7 +22,7 @@ export function operationIdRequired(): Middleware {
       const { req } = context.platform;
       const sent = req.headers['x-operation-id'];
       if (sent === undefined) {
-        if (WRITES.has(req.method)) throw new PlatformError('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT and DELETE.');
+        if (WRITES.has(req.method)) throw new PlatformError('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT, PATCH and DELETE.');
         return;
       }
       if (!OPERATION_ID_PATTERN.test(sent)) {

@@ -24,7 +24,9 @@ export function rateLimit({ perMinute, scope }: RateLimitOptions): Middleware {
       if (!principal || !engine) return;
       let counters = countersOf.get(engine);
       if (!counters) countersOf.set(engine, (counters = new Counters(engine.kv, engine.clock)));
-      const taken = await counters.take(`${scope}:${principal.credentialId}`, { limit: perMinute, windowMs: 60_000 });
+      // An end user's id is the application's own user id: only with the organization and application is it one caller.
+      const caller = `${scope}:${principal.organizationId}:${principal.applicationId ?? ''}:${principal.kind}:${principal.credentialId}`;
+      const taken = await counters.take(caller, { limit: perMinute, windowMs: 60_000 });
       if (!taken.allowed) {
         const retryAfter = Math.max(1, Math.ceil(taken.retryAfterMs / 1000));
         throw new PlatformError('rate_limited', `Over ${perMinute} calls per minute for this credential; retry after ${retryAfter} s.`, { retryAfterSeconds: retryAfter });
