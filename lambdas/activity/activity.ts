@@ -139,6 +139,18 @@ export interface ActivityCaller extends CallInfo {
   principal: Principal;
 }
 
+/**
+ * The caller of a call's events. A literal, not `{...call, principal}`: this runs on every call, and
+ * V8 cloned the spread on its slow path (3.5 µs a call, measured in-process on GET /v1/models).
+ */
+export const activityCaller = (principal: Principal, call: CallInfo): ActivityCaller => ({
+  principal,
+  api: call.api,
+  method: call.method,
+  route: call.route,
+  country: call.country ?? null,
+});
+
 /** Builds an event's row (in ACTIVITY_COLUMNS order) and where it goes. */
 export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs: number): ActivityEntry {
   const { principal } = caller;

@@ -33,13 +33,16 @@ bindHooks();
 export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): RouteFunction {
   const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
   const [activity, respond, ...rest] = chainFor(route).middlewares;
+  // The call's plain fields are the same for every request of a route with a path template.
+  const templated = route.path === '$default' ? undefined : { api: route.api, method: route.method, route: route.path, country: null };
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
     .use(activity)
     // The first step: the request, the latency clock, on the AI API the operation id every answer
     // echoes (picked before anything can fail, so a 401 or a 503 carries one too), then the engine.
     .before(async ({ event, context }) => {
       const req = toHttpRequest(event, context.transport?.bodyStream);
-      const call = { api: route.api, method: req.method, route: route.path === '$default' ? req.path : route.path, country: req.headers['cloudfront-viewer-country'] ?? null };
+      const country = req.headers['cloudfront-viewer-country'];
+      const call = templated && country === undefined ? templated : { api: route.api, method: req.method, route: templated ? route.path : req.path, country: country ?? null };
       const platform: PlatformContext['platform'] = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
       if (route.api === 'ai') platform.operationId = pickOperationId(req);
       context.platform = platform;

@@ -3,7 +3,7 @@
  * module. Today the activity log records the Data API's record and file events; the Events API's
  * platform events will bind here too.
  */
-import { recordActivity, type ActivityKind } from '../activity/activity.js';
+import { activityCaller, recordActivity, type ActivityKind } from '../activity/activity.js';
 import { dataHooks, type DataHookEvent } from '../data/hooks.js';
 
 const ACTIVITY_KIND: Record<DataHookEvent['type'], ActivityKind> = {
@@ -23,7 +23,7 @@ export function bindHooks(): void {
   bound = true;
   dataHooks.on('*', (event, scope) => {
     if (!scope.call) return;
-    const caller = { ...scope.call, principal: scope.principal };
+    const caller = activityCaller(scope.principal, scope.call);
     const kind = ACTIVITY_KIND[event.type];
     recordActivity(
       scope.engine,

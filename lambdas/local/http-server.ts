@@ -47,7 +47,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       }
       const event = toEvent(api, req, url, route, params, body);
       const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined };
-      const result = await handlers.get(route.id)!(event, { ...lambdaContext(route, event.requestContext.requestId), transport });
+      const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
       const headers: Record<string, string | number | boolean> = result.headers ?? {};
       if (streaming && !req.complete) {
         // Answered before the body was read to its end (an early error): drop the rest and the connection.
@@ -211,8 +211,10 @@ function hasAny(map: Record<string, string>): boolean {
 const remainingTime = () => 30_000;
 const ignore = () => undefined;
 
-function lambdaContext(route: RouteDef, requestId: string): Context {
+/** Lambda's context, plus how this runtime takes answers (a literal: it is built for every request). */
+function lambdaContext(route: RouteDef, requestId: string, transport: Transport): Context & { transport: Transport } {
   return {
+    transport,
     callbackWaitsForEmptyEventLoop: false,
     functionName: route.id,
     functionVersion: '$LATEST',

@@ -3,7 +3,7 @@ import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import { performance } from 'node:perf_hooks';
 import { authenticate } from '../../auth/credentials.js';
 import type { Principal } from '../../auth/principal.js';
-import { flushActivity, recordActivity } from '../../activity/activity.js';
+import { activityCaller, flushActivity, recordActivity } from '../../activity/activity.js';
 import { log } from '../../shared/log.js';
 import type { Middleware, PlatformContext, RouteResult } from '../types.js';
 
@@ -39,8 +39,8 @@ export function activity(options: ActivityOptions): Middleware {
       const principal = platform.principal ?? (await resolveAgain(platform));
       if (!principal || !platform.engine) return;
       const start = platform.startedAt;
-      const { req } = platform;
-      recordActivity(platform.engine, { ...platform.call, principal }, {
+      const { req, call } = platform;
+      recordActivity(platform.engine, activityCaller(principal, call), {
         kind: 'api.call',
         status,
         error_code: status >= 400 ? errorCode(result) : null,
