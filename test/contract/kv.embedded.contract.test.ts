@@ -5,26 +5,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteKeyValueStore } from '../../lambdas/engine/embedded/kv.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
+import { sqliteKvFixture } from '../helpers/kv-fixtures.js';
 import { kvContract } from './kv-contract.js';
 
-kvContract(
-  'embedded (SQLite on disk)',
-  async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'kv-'));
-    const db = new Database(join(dir, 'kv.db'));
-    db.pragma('journal_mode = WAL');
-    const clock = new ManualClock();
-    return {
-      kv: new SqliteKeyValueStore(db, clock),
-      clock,
-      cleanup: async () => {
-        db.close();
-        rmSync(dir, { recursive: true, force: true });
-      },
-    };
-  },
-  { transactions: true },
-);
+kvContract('embedded (SQLite on disk)', async () => sqliteKvFixture('kv-'), { transactions: true });
 
 describe('embedded store housekeeping', () => {
   it('sweeps expired items away for good (they were invisible already), and keeps live ones', async () => {
