@@ -28,7 +28,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
   const handlers = new Map<string, RouteFunction>();
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
 
-  return createServer(async (req, res) => {
+  const server = createServer(async (req, res) => {
     try {
       const url = parseTarget(req.url ?? '/');
       // Matched before the body is read: a streaming route's body is handed over unread.
@@ -66,6 +66,13 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       else res.destroy();
     }
   });
+  // Idle keep-alive connections stay open a minute (Node's default is 5 s), as load balancers keep
+  // theirs: a client that reuses a connection after a pause (a process whose event loop was busy, a
+  // test spawning CLI commands synchronously) would otherwise race the server closing it and get
+  // "other side closed". Shutdown drops idle connections at once (platform.ts).
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  return server;
 }
 
 /** Pipes a streamed answer (a download) to the socket without buffering it; HEAD gets the headers only. */
