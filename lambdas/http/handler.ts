@@ -32,7 +32,10 @@ bindHooks();
 /** `route` is a route id from the table (a RouteDef only in tests of the chain itself). */
 export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler): RouteFunction {
   const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
-  const [activity, respond, ...rest] = chainFor(route).middlewares;
+  const { names, middlewares } = chainFor(route);
+  // The first step below goes between these two: activity outermost, respond around everything else.
+  if (names[0] !== 'activity' || names[1] !== 'respond') throw new Error(`route ${route.id}: the chain must open with activity and respond`);
+  const [activity, respond, ...rest] = middlewares;
   // The call's plain fields are the same for every request of a route with a path template.
   const templated = route.path === '$default' ? undefined : { api: route.api, method: route.method, route: route.path, country: null };
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
