@@ -2,8 +2,9 @@
  * The local platform on several processes (node:cluster), as Lambda runs several instances of a
  * function: the primary bootstraps the state and supervises; each worker opens its own engine over
  * the same DATA_DIR (SQLite WAL serves several processes) and serves the three APIs on the shared
- * ports, node:cluster handing new connections to the workers in turn. Every cache and the rate-limit
- * buckets are per worker, as they are per function instance in AWS (docs/decisions/local-runtime.md).
+ * ports, node:cluster handing new connections to the workers in turn. Every cache is per worker, as
+ * it is per function instance in AWS; rate limits are counted in the shared store
+ * (docs/decisions/local-runtime.md).
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Api } from '../shared/api.js';
