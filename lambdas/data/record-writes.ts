@@ -15,6 +15,7 @@ import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition 
 import { Collections, collectionNotFound, type Collection } from './collections.js';
 import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyValue, normalizeValue, type StoredField } from './schema.js';
 import { fieldType } from './fields/index.js';
+import { checkFiniteNumbers } from './fields/json.js';
 import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { MAX_RECORD_BYTES, loadRecord, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
@@ -259,7 +260,12 @@ export class RecordWriter {
       const field = declared.get(name);
       if (!field && c.mode === 'schema') throw new PlatformError('unknown_field', `The collection has no field "${name}".`, name);
       if (value === null) delete out[name];
-      else out[name] = field ? normalizeValue(field, value) : value;
+      else if (field) out[name] = normalizeValue(field, value);
+      else {
+        // A free field takes any JSON value, as a json field does: finite numbers only.
+        checkFiniteNumbers(name, value);
+        out[name] = value;
+      }
     }
     for (const f of c.fields) {
       if (f.required && (out[f.name] === undefined || out[f.name] === null)) throw new PlatformError('missing_field', `"${f.name}" is required.`, f.name);

@@ -20,6 +20,7 @@ const TYPES: Record<number, string> = {
   413: 'invalid_request_error',
   426: 'invalid_request_error',
   429: 'rate_limit_error',
+  431: 'invalid_request_error',
   502: 'api_error',
   503: 'api_error',
   504: 'timeout_error',

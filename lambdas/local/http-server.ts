@@ -2,7 +2,8 @@
  * The local runtime's HTTP side: it only translates node:http requests into API Gateway HTTP API
  * (payload v2) events, calls the route's Lambda handler, and writes the result back (DESIGN property 1).
  */
-import { createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import { STATUS_CODES, createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -66,6 +67,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       else res.destroy();
     }
   });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(api, error, socket));
   // Idle keep-alive connections stay open a minute (Node's default is 5 s), as load balancers keep
   // theirs: a client that reuses a connection after a pause (a process whose event loop was busy, a
   // test spawning CLI commands synchronously) would otherwise race the server closing it and get
@@ -73,6 +75,34 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   return server;
+}
+
+/**
+ * A request node:http's parser refuses (duplicate Content-Length, headers over 16 KB, a malformed
+ * chunk) never reaches a handler. Node would answer a bare `400 Bad Request` or `431` without a body;
+ * this answers the one JSON error shape instead, as API Gateway answers its own refusals with a body,
+ * then closes the connection (the parser cannot go on). As Node does, nothing is written when the
+ * socket is gone or an answer on it has already started; a request timeout keeps Node's bare 408.
+ */
+function answerClientError(api: Api, error: NodeJS.ErrnoException, socket: Duplex) {
+  const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent && error.code !== 'ECONNRESET') {
+    if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+      socket.write('HTTP/1.1 408 Request Timeout\r\nconnection: close\r\n\r\n');
+    } else {
+      const err =
+        error.code === 'HPE_HEADER_OVERFLOW'
+          ? new PlatformError('request_header_fields_too_large', 'The request headers are over 16 KB.')
+          : error.code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW'
+            ? new PlatformError(tooLargeCode(api), 'The chunk extensions of the body are too large.')
+            : new PlatformError('invalid_body', 'The request is not valid HTTP/1.1 (for example, two Content-Length headers).');
+      const body = JSON.stringify(errorBody(err));
+      socket.write(
+        `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    }
+  }
+  socket.destroy();
 }
 
 /** Pipes a streamed answer (a download) to the socket without buffering it; HEAD gets the headers only. */

@@ -85,6 +85,8 @@ export const ERROR_STATUS = {
   length_required: 411,
   payload_too_large: 413,
   request_too_large: 413,
+  /** Headers over node:http's 16 KB, refused before any route runs (lambdas/local/http-server.ts). */
+  request_header_fields_too_large: 431,
   upgrade_required: 426,
   rate_limited: 429,
   too_many_streams: 429,
