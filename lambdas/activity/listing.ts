@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { KeyValueStore } from '../engine/ports.js';
-import { activityRecordOf, type ActivityKind, type ActivityRecord } from './activity.js';
+import { activityRecordOf, isActivityKind, type ActivityKind, type ActivityRecord } from './activity.js';
 import {
   ACTIVITY_RETENTION_MS,
   SEGMENT_MAX_SPAN_MS,
@@ -70,12 +70,26 @@ export function decodeActivityCursor(cursor: string, callerKey: string): CursorS
   } catch {
     throw new InvalidActivityCursorError();
   }
-  const s = state as { v?: unknown; q?: Partial<ActivityQuery>; after?: unknown };
-  const q = s?.q;
-  if (s?.v !== 1 || !q || typeof s.after !== 'string' || !Number.isSafeInteger(q.from) || !Number.isSafeInteger(q.to)) {
-    throw new InvalidActivityCursorError();
-  }
-  return { q: { from: q.from!, to: q.to!, kinds: q.kinds ?? null, file_sha256: q.file_sha256 ?? null }, after: s.after };
+  if (!isCursorState(state)) throw new InvalidActivityCursorError();
+  return { q: { from: state.q.from, to: state.q.to, kinds: state.q.kinds, file_sha256: state.q.file_sha256 }, after: state.after };
+}
+
+const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const hasExactly = (o: Record<string, unknown>, keys: string[]) => Object.keys(o).length === keys.length && keys.every((k) => Object.hasOwn(o, k));
+
+/**
+ * The decoded cursor has exactly the shape encodeActivityCursor writes (the checksum only proves who
+ * made it, and anyone can compute it): no value of another type ever reaches the listing.
+ */
+function isCursorState(s: unknown): s is CursorState & { v: 1 } {
+  if (!isPlainObject(s) || !hasExactly(s, ['v', 'q', 'after']) || s.v !== 1) return false;
+  if (typeof s.after !== 'string' || s.after.length > 256 || !/^\d{15}#/.test(s.after)) return false;
+  const q = s.q;
+  if (!isPlainObject(q) || !hasExactly(q, ['from', 'to', 'kinds', 'file_sha256'])) return false;
+  if (!Number.isSafeInteger(q.from) || !Number.isSafeInteger(q.to) || (q.from as number) < 0 || (q.from as number) >= (q.to as number)) return false;
+  if (q.file_sha256 !== null && (typeof q.file_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(q.file_sha256))) return false;
+  if (q.kinds === null) return true;
+  return Array.isArray(q.kinds) && q.kinds.length >= 1 && q.kinds.length <= 20 && q.kinds.every((k) => typeof k === 'string' && isActivityKind(k));
 }
 
 function checksum(payload: string, callerKey: string): string {

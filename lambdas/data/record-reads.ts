@@ -12,7 +12,7 @@ import { indexPartition, recordKey, recordPartition } from './keys.js';
 import type { Collection } from './collections.js';
 import { encodeKeyValue, keyBounds, parseQueryValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
-import { inlineRecord, loadRecord, view, type RecordView } from './record-store.js';
+import { inlineRecord, loadRecord, ownValue, view, type RecordView } from './record-store.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -169,13 +169,29 @@ interface CursorState {
   c?: string;
 }
 
-function decodeListCursor(cursor: string | undefined): CursorState {
+/** Longest store cursor a list cursor carries (an index entry's key is at most 1 KiB, the partition key short). */
+const MAX_STORE_CURSOR = 8192;
+
+/**
+ * A list cursor as `list` gives it out: exactly `{r}` or `{r, c}`, with `r` the range to read (below
+ * `rangeCount`, the number of ranges of the query) and `c` the store's cursor within it, itself checked
+ * by the store. Anything else is `invalid_query`, never a value of another type passed on.
+ */
+function decodeListCursor(cursor: string | undefined, rangeCount: number): CursorState {
   if (!cursor) return { r: 0 };
-  try {
-    const state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Number.isInteger(state.r) && state.r >= 0 && (state.c === undefined || typeof state.c === 'string')) return state;
-  } catch {
-    // fall through
+  if (cursor.length <= MAX_STORE_CURSOR * 2 && /^[A-Za-z0-9_-]+$/.test(cursor)) {
+    let state: unknown;
+    try {
+      state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    } catch {
+      state = undefined;
+    }
+    if (state && typeof state === 'object' && !Array.isArray(state)) {
+      const { r, c, ...rest } = state as Record<string, unknown>;
+      const keysOk = Object.keys(rest).length === 0 && Object.hasOwn(state, 'r');
+      const cOk = c === undefined ? !Object.hasOwn(state, 'c') : typeof c === 'string' && c.length > 0 && c.length <= MAX_STORE_CURSOR;
+      if (keysOk && cOk && Number.isSafeInteger(r) && (r as number) >= 0 && (r as number) < rangeCount) return c === undefined ? { r: r as number } : { r: r as number, c: c as string };
+    }
   }
   throw invalidQuery('cursor is not one this list gave out.', 'cursor');
 }
@@ -212,7 +228,7 @@ export class RecordReader {
     const field = driver?.field ?? (q.sort.field === 'id' ? undefined : q.sort.field);
     const rangeList = ranges(driver, q.conditions, q.sort.descending);
     const textFields = c.fields.filter((f) => f.fulltext).map((f) => f.name);
-    let state = decodeListCursor(q.cursor);
+    let state = decodeListCursor(q.cursor, rangeList.length);
     const records: RecordView[] = [];
     let scanned = 0;
     while (state.r < rangeList.length && records.length < q.limit && scanned < MAX_SCANNED) {
@@ -235,8 +251,8 @@ export class RecordReader {
       for (const item of items) {
         // Most records hold their values inline: no await per record for them.
         const record = view(c, inlineRecord(item) ?? (await loadRecord(this.engine, item)));
-        if (!q.conditions.every((cond) => matches(cond, record[cond.field.name]))) continue;
-        if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => record[f]))) continue;
+        if (!q.conditions.every((cond) => matches(cond, ownValue(record, cond.field.name)))) continue;
+        if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => ownValue(record, f)))) continue;
         if (!server && !evaluateRule(c.compiled.list, { principal: this.principal, record, request: null })) continue;
         records.push(record);
       }

@@ -41,10 +41,23 @@ export function visibleValues(collection: Collection, sv: number, values: Record
     const v = values[k];
     const field = declared.get(k);
     // In a free collection an undeclared key is a free value, unless it is a field dropped after the record was written.
-    if (field ? field.generation <= sv : collection.mode === 'free' && (collection.dropped?.[k] ?? 0) <= sv) out[k] = v;
+    if (field ? field.generation <= sv : collection.mode === 'free' && droppedAt(collection, k) <= sv) out[k] = v;
   }
   return out;
 }
+
+/**
+ * The schema_version that dropped field `name`, 0 if none did. Own keys only: a free value named
+ * `constructor` or `toString` is no dropped field (`dropped` is a plain object).
+ */
+const droppedAt = (collection: Collection, name: string): number =>
+  collection.dropped && Object.hasOwn(collection.dropped, name) ? collection.dropped[name] : 0;
+
+/**
+ * A record's value of a field, or undefined when it has none. Records are plain objects whose keys
+ * are the user's: `values.toString` would be Object.prototype's function, never a value.
+ */
+export const ownValue = (values: Record<string, unknown>, name: string): unknown => (Object.hasOwn(values, name) ? values[name] : undefined);
 
 export function view(collection: Collection, r: LoadedRecord): RecordView {
   return { id: r.id, version: r.version, created_at: r.created_at, updated_at: r.updated_at, ...visibleValues(collection, r.sv, r.values) };

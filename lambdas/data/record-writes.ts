@@ -18,7 +18,7 @@ import { fieldType } from './fields/index.js';
 import { checkFiniteNumbers } from './fields/json.js';
 import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
-import { MAX_RECORD_BYTES, loadRecord, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
+import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
 
 export interface WriteOp {
   op: 'create' | 'update' | 'delete';
@@ -268,7 +268,7 @@ export class RecordWriter {
       }
     }
     for (const f of c.fields) {
-      if (f.required && (out[f.name] === undefined || out[f.name] === null)) throw new PlatformError('missing_field', `"${f.name}" is required.`, f.name);
+      if (f.required && (ownValue(out, f.name) ?? null) === null) throw new PlatformError('missing_field', `"${f.name}" is required.`, f.name);
     }
     return out;
   }
@@ -290,16 +290,22 @@ export class RecordWriter {
     const { org } = this;
     const db = this.ctx.database;
     for (const f of c.fields) {
-      const was = before[f.name];
-      const now = after[f.name];
+      const was = ownValue(before, f.name);
+      const now = ownValue(after, f.name);
       const changed = JSON.stringify(was) !== JSON.stringify(now);
-      if (f.unique && changed) {
-        if (was !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) } });
-        if (now !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now), record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
+      // Guards and index entries follow the encoded keys, not the values' JSON: two values with one
+      // key (0 and -0) are one entry, and deleting the old key while putting the same one would lose it.
+      const keyed = f.unique || f.indexed;
+      const wasKey = keyed && was !== undefined ? keyOf(f, was) : undefined;
+      const nowKey = keyed && now !== undefined ? keyOf(f, now) : undefined;
+      const keyChanged = wasKey !== nowKey;
+      if (f.unique && keyChanged) {
+        if (wasKey !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: wasKey } });
+        if (nowKey !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: nowKey, record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
       }
-      if (f.indexed && (changed || (copy && now !== undefined))) {
-        if (was !== undefined && changed) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, was) + SEP + id } });
-        if (now !== undefined) add({ put: { ...copy, pk: indexPartition(org, db, c.name, f.name, f.generation), sk: keyOf(f, now) + SEP + id, id } });
+      if (f.indexed && (keyChanged || (copy && nowKey !== undefined))) {
+        if (wasKey !== undefined && keyChanged) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: wasKey + SEP + id } });
+        if (nowKey !== undefined) add({ put: { ...copy, pk: indexPartition(org, db, c.name, f.name, f.generation), sk: nowKey + SEP + id, id } });
       }
       const references = now !== undefined && changed ? fieldType(f.type).references : undefined;
       if (references === 'record') {

@@ -8,7 +8,8 @@ export function encodeCursor(key: Record<string, unknown>): string {
 export function decodeCursor(cursor: string): Record<string, string> {
   try {
     const value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (value && typeof value === 'object' && !Array.isArray(value)) return value;
+    // A cursor is a key: attribute names to strings, nothing else (a number or an object would reach the store's query as is).
+    if (value && typeof value === 'object' && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string')) return value;
   } catch {
     // fall through
   }

@@ -6,7 +6,7 @@ import type Database from 'better-sqlite3';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
 import { ConditionFailedError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
 import { assertBatchGetShape, assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
-import { applyUpdate, decodeCursor, deepEqual, encodeCursor } from '../kv-shared.js';
+import { applyUpdate, decodeCursor, deepEqual, encodeCursor, InvalidCursorError } from '../kv-shared.js';
 import { LIMITS } from '../limits.js';
 
 const SCHEMA = `
@@ -220,6 +220,10 @@ export class SqliteKeyValueStore implements KeyValueStore {
     }
     if (q.cursor) {
       const c = decodeCursor(q.cursor);
+      // Exactly the key this query gives out (as DynamoDB refuses another ExclusiveStartKey): a table
+      // query's cursor names its own partition.
+      const expected = q.index ? plan.order : ['pk', 'sk'];
+      if (Object.keys(c).length !== expected.length || !expected.every((col) => Object.hasOwn(c, col)) || (!q.index && c.pk !== q.pk)) throw new InvalidCursorError();
       plan.order.forEach((col, i) => (params[`c${i}`] = c[col]));
     }
     // One row past the limit tells whether more follow.
