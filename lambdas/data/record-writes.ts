@@ -52,7 +52,15 @@ function hookEvent(database: string, op: WriteOp, result: WriteResult): RecordHo
 
 const recordNotFound = (id: string) => new PlatformError('record_not_found', `No record "${id}".`);
 export const versionConflict = (id: string) => new PlatformError('version_conflict', `Record "${id}" is not at that version.`);
-const MAX_ATTEMPTS = 3;
+/**
+ * A write that names no version (no If-Match, no batch `version`) is retried on the new version when
+ * another writer got there first, as the reference promises: up to 50 attempts with a growing random
+ * backoff (at most 25 ms each, about 0.6 s in all), well inside a function's time. The backoff waits
+ * in real time, not on the engine's clock: it spreads writers contending for the store, it is not
+ * business time (a test's ManualClock would never wake it).
+ */
+const MAX_ATTEMPTS = 50;
+const backoff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(25, 2 ** attempt)));
 
 export class RecordWriter {
   private readonly collections: Collections;
@@ -82,7 +90,10 @@ export class RecordWriter {
         if (!(error instanceof TransactionCanceledError)) throw error;
         const failed = error.failed.map((i) => plan.writes[i]).sort((a, b) => a.op - b.op)[0];
         const retry = !failed || failed.reason?.kind === 'schema' || (failed.reason?.kind === 'version' && ops[failed.op].version === undefined);
-        if (retry && attempt < MAX_ATTEMPTS) continue;
+        if (retry && attempt < MAX_ATTEMPTS) {
+          await backoff(attempt);
+          continue;
+        }
         throw await this.explain(ops, failed);
       }
       await Promise.all(plan.oldBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
