@@ -61,6 +61,9 @@ interface PutBody {
 const recent = new TtlCache<Collection>();
 const RECENT_MS = 1000;
 const recentKey = (org: string, database: string, name: string) => `${org}\u0000${database}\u0000${name}`;
+/** How long a PUT keeps retrying a conditional write lost to concurrent PUTs, and its longest pause. */
+const PUT_RETRY_BUDGET_MS = 2000;
+const PUT_RETRY_MAX_PAUSE_MS = 50;
 
 export class Collections {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
@@ -113,6 +116,10 @@ export class Collections {
       }
     }
 
+    // A PUT is the full desired state, so concurrent PUTs resolve as "last writer wins": one that loses
+    // the conditional write diffs again against the winner's state. Every round lets one writer through,
+    // so retry (with jitter) within a wall-clock budget, not a fixed count; past it, 409 version_conflict.
+    const deadline = Date.now() + PUT_RETRY_BUDGET_MS;
     for (let attempt = 0; ; attempt++) {
       const current = await this.get(p.organizationId, database, name, { fresh: true });
       try {
@@ -120,9 +127,13 @@ export class Collections {
           ? await this.change(p.organizationId, database, current, mode, fields, rules, compiled)
           : await this.create(p.organizationId, database, name, mode, fields, rules, compiled);
       } catch (error) {
-        // Someone changed the collection between our read and write: diff again against the new state.
-        if (!(error instanceof ConditionFailedError) || attempt >= 2) throw error;
+        if (!(error instanceof ConditionFailedError)) throw error;
       }
+      const pause = Math.random() * Math.min(PUT_RETRY_MAX_PAUSE_MS, 2 ** attempt);
+      if (Date.now() + pause >= deadline) {
+        throw new PlatformError('version_conflict', `Collection "${name}" kept changing under concurrent PUTs; retry.`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, pause));
     }
   }
 
