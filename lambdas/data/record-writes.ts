@@ -85,6 +85,8 @@ export class RecordWriter {
       } catch (error) {
         await Promise.all(plan.newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
         if (error instanceof EngineLimitError) {
+          // One record's route never answers a batch code.
+          if (ops.length === 1) throw new PlatformError('record_too_large', `The record's write is over what one transaction holds (${LIMITS.transactionItems} writes, 4 MB, 400 KB an item); see the Data API reference.`);
           throw new PlatformError('batch_too_large', `The batch needs ${plan.writes.length} storage writes; one transaction holds ${LIMITS.transactionItems} writes and 4 MB (see the Data API reference).`);
         }
         if (!(error instanceof TransactionCanceledError)) throw error;
