@@ -3,7 +3,7 @@
  * fields only in the old one are dropped with their data, a field in both must be identical.
  * `schema_version` increases on every change, rules included. Stored as db#<org>#<db> / col#<name>.
  */
-import type { KeyValueStore } from '../engine/ports.js';
+import type { KeyValueStore, KvItem } from '../engine/ports.js';
 import { ConditionFailedError } from '../engine/errors.js';
 import type { Principal } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
@@ -193,6 +193,19 @@ export class Collections {
   private async hasRecords(org: string, database: string, name: string): Promise<boolean> {
     const page = await this.kv.query({ pk: recordPartition(org, database, name), limit: 1 });
     return page.items.length > 0;
+  }
+
+  /**
+   * The free collection a write to a missing one creates (every rule null; server credentials only),
+   * and its item, NOT written: the record write commits it in its own transaction (put if absent), so
+   * a write that fails leaves no collection behind.
+   */
+  freeDraft(org: string, database: string, name: string): { collection: Collection; item: KvItem } {
+    checkCollectionName(name);
+    const rules = validateRules(undefined);
+    const at = new Date(this.now()).toISOString();
+    const collection: Collection = { name, mode: 'free', schema_version: 1, fields: [], rules, compiled: compileRules(rules), created_at: at, updated_at: at };
+    return { collection, item: { ...collectionKey(org, database, name), ...(collection as unknown as Record<string, never>) } };
   }
 
   /** Writing to a missing collection creates a free one with every rule null (server credentials only). */

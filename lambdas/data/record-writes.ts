@@ -125,14 +125,17 @@ export class RecordWriter {
     }
   }
 
-  private async collection(name: string, op: WriteOp['op'], cache: Map<string, Collection>, fresh: boolean): Promise<Collection> {
+  private async collection(name: string, op: WriteOp['op'], cache: Map<string, Collection>, drafts: Map<string, KvItem>, fresh: boolean): Promise<Collection> {
     let c = cache.get(name);
     if (c) return c;
     c = await this.collections.get(this.org, this.ctx.database, name, { fresh });
     if (!c) {
-      // Writing to a missing collection creates a free one when the credential may change schemas.
+      // Writing to a missing collection creates a free one when the credential may change schemas,
+      // in the write's own transaction: a write that fails leaves no collection behind.
       if (op !== 'create' || !isServerCredential(this.ctx.principal)) throw collectionNotFound(name);
-      c = await this.collections.ensureFree(this.org, this.ctx.database, name);
+      const draft = this.collections.freeDraft(this.org, this.ctx.database, name);
+      drafts.set(name, draft.item);
+      c = draft.collection;
     }
     cache.set(name, c);
     return c;
@@ -140,6 +143,7 @@ export class RecordWriter {
 
   private async plan(ops: WriteOp[], fresh: boolean) {
     const cache = new Map<string, Collection>();
+    const drafts = new Map<string, KvItem>();
     const writes: Planned[] = [];
     const results: WriteResult[] = [];
     const newBodies: string[] = [];
@@ -148,7 +152,7 @@ export class RecordWriter {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i];
         try {
-          const c = await this.collection(op.collection, op.op, cache, fresh);
+          const c = await this.collection(op.collection, op.op, cache, drafts, fresh);
           const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
           if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
           else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
@@ -158,14 +162,26 @@ export class RecordWriter {
         }
       }
       const planned = dedupe(writes);
+      if (drafts.size && planned.length + drafts.size > LIMITS.transactionItems) {
+        // No room for the new collections beside the batch's writes (100 plain creates): create them
+        // first, as their own writes, so the spec's 100 ops still fit; they stay if the batch fails.
+        for (const name of drafts.keys()) await this.collections.ensureFree(this.org, this.ctx.database, name);
+        drafts.clear();
+      }
       // The schema checks guard against a collection changing while the batch is planned. They are
       // left out when they alone would push a batch past the transaction's 100 writes (100 plain
       // creates): the spec promises 100 ops, and dropped fields stay hidden without them anyway.
       if (planned.length + cache.size <= LIMITS.transactionItems) {
         for (const [name, c] of cache) {
+          if (drafts.has(name)) continue;
           const first = writes.find((w) => ('put' in w.write || 'update' in w.write ? recordCollection(w.write) === name : false));
           planned.push({ write: { check: collectionKey(this.org, this.ctx.database, name), condition: { ifEquals: { schema_version: c.schema_version } } }, op: first?.op ?? 0, reason: { kind: 'schema' } });
         }
+      }
+      for (const [name, item] of drafts) {
+        const first = writes.find((w) => ('put' in w.write || 'update' in w.write ? recordCollection(w.write) === name : false));
+        // Absent when planned; if another writer created it meanwhile, the retry reads it (reason schema).
+        planned.push({ write: { put: item, condition: { ifAbsent: true } }, op: first?.op ?? 0, reason: { kind: 'schema' } });
       }
       return { writes: planned, results, newBodies, oldBodies };
     } catch (error) {
