@@ -212,7 +212,9 @@ export class RecordReader {
     if (!RECORD_ID_PATTERN.test(id)) throw recordNotFound(id);
     const item = await this.engine.kv.get(recordKey(this.org, this.database, c.name, id));
     if (!item) throw recordNotFound(id);
-    const record = view(c, await loadRecord(this.engine, item));
+    const loaded = await loadRecord(this.engine, item);
+    if (!loaded) throw recordNotFound(id);
+    const record = view(c, loaded);
     if (!isServerCredential(this.principal) && !evaluateRule(c.compiled.view, { principal: this.principal, record, request: null })) {
       throw recordNotFound(id);
     }
@@ -250,7 +252,10 @@ export class RecordReader {
       const items = field ? await this.recordsOf(c, page.items) : page.items;
       for (const item of items) {
         // Most records hold their values inline: no await per record for them.
-        const record = view(c, inlineRecord(item) ?? (await loadRecord(this.engine, item)));
+        const loaded = inlineRecord(item) ?? (await loadRecord(this.engine, item));
+        // Deleted while the page was read: as if the page had been read a moment later.
+        if (!loaded) continue;
+        const record = view(c, loaded);
         if (!q.conditions.every((cond) => matches(cond, ownValue(record, cond.field.name)))) continue;
         if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => ownValue(record, f)))) continue;
         if (!server && !evaluateRule(c.compiled.list, { principal: this.principal, record, request: null })) continue;

@@ -84,16 +84,28 @@ export function inlineRecord(item: KvItem): LoadedRecord | undefined {
   };
 }
 
-/** Any record item: inline, or with its body read from the blob store. */
-export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRecord> {
-  const inline = inlineRecord(item);
-  if (inline) return inline;
-  const body = item.body as string;
-  const blob = await engine.blobs.get(body);
-  if (!blob) throw new Error(`record body ${body} is missing`);
-  const chunks: Buffer[] = [];
-  for await (const chunk of blob.body) chunks.push(chunk as Buffer);
-  return { ...inlineRecord({ ...item, body: undefined })!, values: JSON.parse(Buffer.concat(chunks).toString('utf8')), body };
+/**
+ * Any record item: inline, or with its body read from the blob store. A concurrent update or delete
+ * deletes the body this item points at once it commits: then the item is read again and the read
+ * follows the new pointer (issue 9 item 5). Undefined when the record was deleted meanwhile.
+ */
+export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRecord | undefined> {
+  for (let attempt = 0; ; attempt++) {
+    const inline = inlineRecord(item);
+    if (inline) return inline;
+    const body = item.body as string;
+    const blob = await engine.blobs.get(body);
+    if (blob) {
+      const chunks: Buffer[] = [];
+      for await (const chunk of blob.body) chunks.push(chunk as Buffer);
+      return { ...inlineRecord({ ...item, body: undefined })!, values: JSON.parse(Buffer.concat(chunks).toString('utf8')), body };
+    }
+    const now = await engine.kv.get({ pk: item.pk, sk: item.sk });
+    if (!now) return undefined;
+    // Still the same pointer with no body: not a race but a broken record (a 500 is the truth then).
+    if (now.body === body || attempt >= 10) throw new Error(`record body ${body} is missing`);
+    item = now;
+  }
 }
 
 /** The item to commit for a record version; writes the body to the blob store first when it is large. */

@@ -249,6 +249,7 @@ export class RecordWriter {
     const item = await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, c.name, op.id));
     if (!item) throw recordNotFound(op.id);
     const loaded = await loadRecord(this.ctx.engine, item);
+    if (!loaded) throw recordNotFound(op.id);
     if (op.version !== undefined && op.version !== loaded.version) throw versionConflict(op.id);
     return loaded;
   }
