@@ -1,20 +1,27 @@
 /**
  * Files of a database (spec 4.17 to 4.19), addressed by the SHA-256 of their bytes.
  *
- * The bytes live in the blob store under blobKey(org, database, sha256); a metadata item
- * (blobMetaKey: {sha256, size, created_at}) says the file is there, and is written only after the
- * bytes are stored and checked. Readers and record checks trust the item, never the bytes alone.
+ * The bytes live in the blob store under `bytesKey`: blobKey(org, database, sha256) plus a
+ * generation (`.<gen>`, a fresh random id per store), and a metadata item (blobMetaKey: {sha256,
+ * size, created_at, gen}) says the file is there and which generation holds its bytes. Invariant:
+ * metadata present => its generation's bytes present. A store writes new bytes, then puts the item
+ * conditionally; a delete removes the item conditionally (on its generation), then that generation's
+ * bytes only, so it can never take the bytes of a store that re-created the file meanwhile (see
+ * docs/data/blobs.md, "Concurrency"). Items written before generations (no `gen`) name the bare key.
+ * Readers and record checks trust the item, never the bytes alone.
  * A multipart upload is an item under uploadKey (our `upl_` id -> the engine's upload id, expiring
- * after 7 days like the bucket's abort rule) plus one item per uploaded part (etag, size), so an upload
- * id is only found within its own organization, database and file, and the part list of a complete
- * call is checked before the engine joins anything.
+ * after 7 days like the bucket's abort rule, and the generation its bytes will have) plus one item per
+ * uploaded part (etag, size), so an upload id is only found within its own organization, database and
+ * file, and the part list of a complete call is checked before the engine joins anything. Complete and
+ * abort first claim the upload by deleting its item conditionally: one caller wins, the others get
+ * `404 upload_not_found`.
  *
  * Access: any credential that sees the database reads; writes and deletes need a server credential
  * or an end-user token (publishable keys only read).
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { KeyValueStore, KvItem } from '../engine/ports.js';
+import type { KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential, type Principal } from '../auth/principal.js';
@@ -46,6 +53,18 @@ export interface UploadedPart {
   size: number;
   etag: string;
 }
+
+/** A stored file's metadata item. */
+type BlobMeta = KvItem;
+
+/** Where a generation's bytes live; items from before generations (no `gen`) use the bare key. */
+const bytesKey = (org: string, database: string, sha256: string, gen: KvItem[string]) =>
+  typeof gen === 'string' && gen !== '' ? `${blobKey(org, database, sha256)}.${gen}` : blobKey(org, database, sha256);
+const newGeneration = () => randomBytes(10).toString('hex');
+/** The condition that the metadata item is still the one read (its generation; `created_at` for items without one). */
+const sameItem = (item: BlobMeta): KvCondition => ({
+  ifEquals: typeof item.gen === 'string' ? { gen: item.gen } : { created_at: item.created_at ?? null },
+});
 
 /** Whether the file is stored in the database (what a record's `blob` field must name). */
 export async function blobExists(kv: KeyValueStore, org: string, database: string, sha256: string): Promise<boolean> {
@@ -96,19 +115,22 @@ export class BlobService {
     await this.open(database, sha256, 'write', { strictName: true });
     if (size === undefined) throw lengthRequired();
     if (size > MAX_BLOB_BYTES) throw tooLarge(MAX_BLOB_BYTES, 'A single PUT (send larger files as a multipart upload)');
-    if (await this.kv.get(blobMetaKey(this.org, database, sha256))) {
+    const current = await this.kv.get(blobMetaKey(this.org, database, sha256));
+    if (current && (await this.bytesPresent(database, current))) {
       // Already stored: read the bytes through (still checked), store nothing twice.
       await discard(body, { sha256, size });
       return { blob: { sha256, size }, created: false };
     }
+    // Not stored, or its metadata outlived its bytes (to be repaired): store the bytes as a new generation.
+    const gen = newGeneration();
     let stored: Blob;
     try {
-      stored = await this.scope.engine.blobs.put(blobKey(this.org, database, sha256), body, { sha256, size });
+      stored = await this.scope.engine.blobs.put(bytesKey(this.org, database, sha256, gen), body, { sha256, size });
     } catch (error) {
       if (error instanceof BlobMismatchError) throw hashMismatch(error, { sha256, size });
       throw error;
     }
-    const created = await this.remember(database, stored);
+    const created = await this.remember(database, stored, gen);
     if (created) await this.fire('file.created', database, stored, contentType ?? null);
     return { blob: stored, created };
   }
@@ -116,8 +138,13 @@ export class BlobService {
   /** GET .../blobs/{sha256}: the file as a stream (never read whole here). */
   async get(database: string, sha256: string): Promise<{ blob: Blob; body: Readable }> {
     await this.open(database, sha256, 'read');
-    if (!(await this.kv.get(blobMetaKey(this.org, database, sha256)))) throw blobNotFound(sha256);
-    const found = await this.scope.engine.blobs.get(blobKey(this.org, database, sha256));
+    let found: { body: Readable; size: number } | undefined;
+    // A second look when the bytes are gone: the file may have been deleted and stored again meanwhile.
+    for (let attempt = 0; attempt < 2 && !found; attempt++) {
+      const item = await this.kv.get(blobMetaKey(this.org, database, sha256));
+      if (!item) throw blobNotFound(sha256);
+      found = await this.scope.engine.blobs.get(bytesKey(this.org, database, sha256, item.gen));
+    }
     if (!found) throw blobNotFound(sha256);
     const blob = { sha256, size: found.size };
     await this.fire('file.read', database, blob, 'application/octet-stream');
@@ -132,27 +159,36 @@ export class BlobService {
     return { sha256, size: Number(item.size) };
   }
 
-  /** DELETE .../blobs/{sha256} (4.18). The metadata goes first, so nobody is told the file exists while its bytes go. */
+  /**
+   * DELETE .../blobs/{sha256} (4.18). The metadata goes first (only the generation read), so nobody is
+   * told the file exists while its bytes go; then that generation's bytes, never a newer store's.
+   */
   async delete(database: string, sha256: string): Promise<void> {
     await this.open(database, sha256, 'write');
     const key = blobMetaKey(this.org, database, sha256);
-    const item = await this.kv.get(key);
-    if (!item) throw blobNotFound(sha256);
-    try {
-      await this.kv.delete(key, { ifExists: true });
-    } catch (error) {
-      if (error instanceof ConditionFailedError) throw blobNotFound(sha256); // deleted meanwhile
-      throw error;
+    let item: BlobMeta | undefined;
+    for (;;) {
+      item = await this.kv.get(key);
+      if (!item) throw blobNotFound(sha256); // never stored, or deleted meanwhile
+      try {
+        await this.kv.delete(key, sameItem(item));
+        break;
+      } catch (error) {
+        if (!(error instanceof ConditionFailedError)) throw error;
+        // Deleted or stored again meanwhile: look again.
+      }
     }
-    await this.scope.engine.blobs.delete(blobKey(this.org, database, sha256));
+    await this.scope.engine.blobs.delete(bytesKey(this.org, database, sha256, item.gen));
     await this.fire('file.deleted', database, { sha256, size: Number(item.size) }, null);
   }
 
   /** POST .../blobs/{sha256}/uploads (4.19). */
   async createUpload(database: string, sha256: string): Promise<{ upload_id: string } | { sha256: string; exists: true }> {
     await this.open(database, sha256, 'write', { strictName: true });
-    if (await this.kv.get(blobMetaKey(this.org, database, sha256))) return { sha256, exists: true };
-    const engineUploadId = await this.scope.engine.blobs.createMultipart(blobKey(this.org, database, sha256));
+    const current = await this.kv.get(blobMetaKey(this.org, database, sha256));
+    if (current && (await this.bytesPresent(database, current))) return { sha256, exists: true };
+    const gen = newGeneration();
+    const engineUploadId = await this.scope.engine.blobs.createMultipart(bytesKey(this.org, database, sha256, gen));
     const now = this.scope.engine.clock.now();
     const uploadId = newId('upl', now);
     await this.kv.put({
@@ -160,6 +196,7 @@ export class BlobService {
       upload_id: uploadId,
       sha256,
       engine_upload_id: engineUploadId,
+      gen,
       created_at: new Date(now).toISOString(),
       expires_at: Math.floor(now / 1000) + UPLOAD_TTL_SECONDS,
     });
@@ -175,7 +212,7 @@ export class BlobService {
     const upload = await this.upload(database, sha256, uploadId);
     let part: { etag: string; size: number };
     try {
-      part = await this.scope.engine.blobs.uploadPart(blobKey(this.org, database, sha256), String(upload.engine_upload_id), partNumber, body, size);
+      part = await this.scope.engine.blobs.uploadPart(bytesKey(this.org, database, sha256, upload.gen), String(upload.engine_upload_id), partNumber, body, size);
     } catch (error) {
       if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
       if (error instanceof BlobMismatchError) throw new PlatformError('hash_mismatch', `${error.actual.size} bytes arrived, not the ${size} announced; the part was not kept.`);
@@ -228,20 +265,24 @@ export class BlobService {
       throw new PlatformError('hash_mismatch', `The listed parts hold ${total} bytes, not the ${expectedSize} announced.`, 'size');
     }
 
+    // Claim the upload: of concurrent completes and aborts, the one whose conditional delete lands wins.
+    await this.claimUpload(database, upload);
+    const reopen = () => this.kv.put(upload, { ifAbsent: true }).catch(() => undefined);
+
     let stored: Blob;
     try {
       stored = await this.scope.engine.blobs.completeMultipart(
-        blobKey(this.org, database, sha256),
+        bytesKey(this.org, database, sha256, upload.gen),
         String(upload.engine_upload_id),
         parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
         { sha256, size: total },
       );
     } catch (error) {
-      if (error instanceof BlobMismatchError) {
-        await this.forgetUpload(database, uploadId);
-        throw hashMismatch(error, { sha256, size: total });
-      }
-      if (error instanceof UploadNotFoundError) throw await this.forgetUpload(database, uploadId);
+      // The upload is used up (already claimed above).
+      if (error instanceof BlobMismatchError) throw hashMismatch(error, { sha256, size: total });
+      if (error instanceof UploadNotFoundError) throw uploadNotFound(uploadId);
+      // Otherwise the engine kept the upload open: open it here again, so the call can be corrected or retried.
+      await reopen();
       if (error instanceof EngineLimitError && error.limit === 'multipart_part') throw new PlatformError('part_too_small', error.message, 'parts');
       // A part replaced between our check and the join (the engine's InvalidPart).
       if (error instanceof InvalidPartError) {
@@ -249,8 +290,7 @@ export class BlobService {
       }
       throw error;
     }
-    const created = await this.remember(database, stored);
-    await this.kv.delete(uploadKey(this.org, database, uploadId));
+    const created = await this.remember(database, stored, upload.gen);
     if (created) await this.fire('file.created', database, stored, null);
     return { blob: stored, created };
   }
@@ -259,9 +299,9 @@ export class BlobService {
   async abortUpload(database: string, sha256: string, uploadId: string): Promise<void> {
     await this.open(database, sha256, 'write');
     const upload = await this.upload(database, sha256, uploadId);
-    await this.kv.delete(uploadKey(this.org, database, uploadId));
+    await this.claimUpload(database, upload); // a concurrent complete or abort that claimed it first: 404
     try {
-      await this.scope.engine.blobs.abortMultipart(blobKey(this.org, database, sha256), String(upload.engine_upload_id));
+      await this.scope.engine.blobs.abortMultipart(bytesKey(this.org, database, sha256, upload.gen), String(upload.engine_upload_id));
     } catch (error) {
       if (!(error instanceof UploadNotFoundError)) throw error;
     }
@@ -289,6 +329,21 @@ export class BlobService {
     return item;
   }
 
+  /** Deletes the upload item if it is still this upload; a caller that finds it gone lost the race: 404. */
+  private async claimUpload(database: string, upload: KvItem): Promise<void> {
+    try {
+      await this.kv.delete(uploadKey(this.org, database, String(upload.upload_id)), { ifEquals: { engine_upload_id: upload.engine_upload_id ?? null } });
+    } catch (error) {
+      if (error instanceof ConditionFailedError) throw uploadNotFound(String(upload.upload_id));
+      throw error;
+    }
+  }
+
+  /** Whether the bytes a metadata item names are in the blob store. */
+  private async bytesPresent(database: string, item: BlobMeta): Promise<boolean> {
+    return (await this.scope.engine.blobs.head(bytesKey(this.org, database, String(item.sha256 ?? item.sk), item.gen))) !== undefined;
+  }
+
   /** The upload is gone from the engine (aborted, completed, expired): forget it too, and answer 404. */
   private async forgetUpload(database: string, uploadId: string): Promise<PlatformError> {
     await this.kv.delete(uploadKey(this.org, database, uploadId));
@@ -307,15 +362,35 @@ export class BlobService {
     return parts;
   }
 
-  /** Writes the metadata item once the bytes are kept; false when it was already there. */
-  private async remember(database: string, blob: Blob): Promise<boolean> {
-    const created_at = new Date(this.scope.engine.clock.now()).toISOString();
-    try {
-      await this.kv.put({ ...blobMetaKey(this.org, database, blob.sha256), sha256: blob.sha256, size: blob.size, created_at }, { ifAbsent: true });
-      return true;
-    } catch (error) {
-      if (error instanceof ConditionFailedError) return false;
-      throw error;
+  /**
+   * Writes the metadata item naming generation `gen` once its bytes are kept; false when the file was
+   * already there. Then the existing item stays if its bytes are present (ours are dropped), and is
+   * pointed at ours if they are gone (a repair). Every write is conditional on what was read.
+   */
+  private async remember(database: string, blob: Blob, gen: KvItem[string]): Promise<boolean> {
+    const key = blobMetaKey(this.org, database, blob.sha256);
+    const item = (created_at: string): KvItem => ({ ...key, sha256: blob.sha256, size: blob.size, created_at, ...(typeof gen === 'string' ? { gen } : {}) });
+    const ours = bytesKey(this.org, database, blob.sha256, gen);
+    for (;;) {
+      try {
+        await this.kv.put(item(new Date(this.scope.engine.clock.now()).toISOString()), { ifAbsent: true });
+        return true;
+      } catch (error) {
+        if (!(error instanceof ConditionFailedError)) throw error;
+      }
+      const current = await this.kv.get(key);
+      if (!current) continue; // deleted meanwhile: try to create it again
+      if (bytesKey(this.org, database, blob.sha256, current.gen) === ours) return false;
+      if (await this.bytesPresent(database, current)) {
+        await this.scope.engine.blobs.delete(ours); // stored meanwhile by another call; ours are not needed
+        return false;
+      }
+      try {
+        await this.kv.put(item(String(current.created_at ?? new Date(this.scope.engine.clock.now()).toISOString())), sameItem(current));
+        return false;
+      } catch (error) {
+        if (!(error instanceof ConditionFailedError)) throw error; // changed meanwhile: look again
+      }
     }
   }
 
