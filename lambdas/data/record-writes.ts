@@ -77,6 +77,7 @@ export class RecordWriter {
 
   /** Applies the ops in one transaction; the first failing op is the answer. */
   async apply(ops: WriteOp[]): Promise<WriteResult[]> {
+    refuseSameRecordTwice(ops);
     for (let attempt = 1; ; attempt++) {
       // A retry reads collections afresh: the cached one may be what failed the schema check.
       const plan = await this.plan(ops, attempt > 1);
@@ -384,6 +385,24 @@ function conditionHolds(condition: KvCondition, item: KvItem | undefined): boole
   if ('ifAbsent' in condition) return item === undefined;
   if ('ifExists' in condition) return item !== undefined;
   return item !== undefined && Object.entries(condition.ifEquals).every(([k, v]) => deepEqual(item[k], v));
+}
+
+/**
+ * Two ops naming one record are refused before anything is read, as the reference says (400
+ * invalid_body): planned one by one, `[create c1, update c1]` would read c1 before the batch made it
+ * and answer 404 instead.
+ */
+function refuseSameRecordTwice(ops: WriteOp[]): void {
+  const seen = new Map<string, number>();
+  ops.forEach((op, i) => {
+    if (op.id === undefined) return;
+    const key = `${op.collection}\u0000${op.id}`;
+    const prior = seen.get(key);
+    if (prior !== undefined) {
+      throw new PlatformError('invalid_body', `Operations ${prior} and ${i} of the batch touch the same record; one operation per record per batch.`);
+    }
+    seen.set(key, i);
+  });
 }
 
 /**
