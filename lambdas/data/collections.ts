@@ -9,6 +9,7 @@ import type { Principal } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { collectionKey, recordPartition } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
+import { contentionPauseMs, pause } from '../shared/backoff.js';
 import { requireServer } from './databases.js';
 import { COLLECTION_NAME_PATTERN, checkFields, fieldView, sameField, type FieldDef, type StoredField } from './schema.js';
 import { fieldType } from './fields/index.js';
@@ -129,11 +130,11 @@ export class Collections {
       } catch (error) {
         if (!(error instanceof ConditionFailedError)) throw error;
       }
-      const pause = Math.random() * Math.min(PUT_RETRY_MAX_PAUSE_MS, 2 ** attempt);
-      if (Date.now() + pause >= deadline) {
+      const wait = contentionPauseMs(attempt, PUT_RETRY_MAX_PAUSE_MS);
+      if (Date.now() + wait >= deadline) {
         throw new PlatformError('version_conflict', `Collection "${name}" kept changing under concurrent PUTs; retry.`);
       }
-      await new Promise((resolve) => setTimeout(resolve, pause));
+      await pause(wait);
     }
   }
 

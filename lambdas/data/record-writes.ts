@@ -4,13 +4,14 @@
  * value, one entry per indexed value, existence checks for relations and blobs, and a check that the
  * collection's schema did not change meanwhile. All of it applies, or none of it.
  */
-import type { Engine, KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
+import type { KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
 import { deepEqual } from '../engine/kv-shared.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
+import { contentionPauseMs, pause } from '../shared/backoff.js';
 import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
 import { Collections, collectionNotFound, type Collection } from './collections.js';
 import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyValue, normalizeValue, type StoredField } from './schema.js';
@@ -55,12 +56,10 @@ export const versionConflict = (id: string) => new PlatformError('version_confli
 /**
  * A write that names no version (no If-Match, no batch `version`) is retried on the new version when
  * another writer got there first, as the reference promises: up to 50 attempts with a growing random
- * backoff (at most 25 ms each, about 0.6 s in all), well inside a function's time. The backoff waits
- * in real time, not on the engine's clock: it spreads writers contending for the store, it is not
- * business time (a test's ManualClock would never wake it).
+ * pause (at most 25 ms each, about 0.6 s in all), well inside a function's time.
  */
 const MAX_ATTEMPTS = 50;
-const backoff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(25, 2 ** attempt)));
+const MAX_PAUSE_MS = 25;
 
 export class RecordWriter {
   private readonly collections: Collections;
@@ -94,7 +93,7 @@ export class RecordWriter {
         const failed = error.failed.map((i) => plan.writes[i]).sort((a, b) => a.op - b.op)[0];
         const retry = !failed || failed.reason?.kind === 'schema' || (failed.reason?.kind === 'version' && ops[failed.op].version === undefined);
         if (retry && attempt < MAX_ATTEMPTS) {
-          await backoff(attempt);
+          await pause(contentionPauseMs(attempt, MAX_PAUSE_MS));
           continue;
         }
         throw await this.explain(ops, failed);
@@ -387,6 +386,9 @@ function conditionHolds(condition: KvCondition, item: KvItem | undefined): boole
   return item !== undefined && Object.entries(condition.ifEquals).every(([k, v]) => deepEqual(item[k], v));
 }
 
+const touchedTwice = (first: number, second: number) =>
+  new PlatformError('invalid_body', `Operations ${first} and ${second} of the batch touch the same record; one operation per record per batch.`);
+
 /**
  * Two ops naming one record are refused before anything is read, as the reference says (400
  * invalid_body): planned one by one, `[create c1, update c1]` would read c1 before the batch made it
@@ -399,7 +401,7 @@ function refuseSameRecordTwice(ops: WriteOp[]): void {
     const key = `${op.collection}\u0000${op.id}`;
     const prior = seen.get(key);
     if (prior !== undefined) {
-      throw new PlatformError('invalid_body', `Operations ${prior} and ${i} of the batch touch the same record; one operation per record per batch.`);
+      throw touchedTwice(prior, i);
     }
     seen.set(key, i);
   });
@@ -418,7 +420,7 @@ function dedupe(writes: Planned[]): Planned[] {
     const prior = byKey.get(key);
     if (prior) {
       if (w.reason?.kind === 'unique') throw new PlanError(w.op, new PlatformError('unique_violation', `Two operations of the batch give ${w.reason.field} the same value.`, w.reason.field));
-      throw new PlanError(w.op, new PlatformError('invalid_body', `Operations ${prior.op} and ${w.op} of the batch touch the same record; one operation per record per batch.`));
+      throw new PlanError(w.op, touchedTwice(prior.op, w.op));
     }
     byKey.set(key, w);
   }

@@ -53,7 +53,6 @@ describe('large records under concurrent writers', () => {
       statuses.push(...answers.map((a) => a.status));
     }
     expect(statuses.filter((s) => s >= 500)).toEqual([]);
-    expect(new Set(statuses.filter((s) => s !== 204))).toEqual(expect.any(Set));
     for (const s of statuses) expect([200, 204, 404]).toContain(s);
   });
 
