@@ -40,6 +40,14 @@ export function acknowledgeAccountLoggingRole(role: IConstruct): void {
   );
 }
 
+export function acknowledgeUnrotatedSecret(secret: IConstruct): void {
+  ack(
+    secret,
+    'AwsSolutions-SMG4',
+    'The server secret only seals list cursors, which live minutes in a client; rotating it voids them, so it is rotated by hand (a new secret value) when needed, not on a schedule that would break paging clients at random.',
+  );
+}
+
 /** The wildcards CDK's grant methods put into a route function's policy, acknowledged per grant. */
 export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: GrantTargets): void {
   const iam5 = (finding: string, reason: string) => ack(fn, `AwsSolutions-IAM5[${finding}]`, reason);

@@ -3,6 +3,7 @@ import type { Construct } from 'constructs';
 import { HTTP_APIS, HttpApis } from './http-apis.js';
 import { Queues } from './queues.js';
 import { SigningKey } from './signing.js';
+import { ServerSecret } from './server-secret.js';
 import { SocketApi } from './socket-api.js';
 import { Storage } from './storage.js';
 
@@ -11,11 +12,12 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the token signing key, the three HTTP APIs and the Events WebSocket API. */
+/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs and the Events WebSocket API. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly queues: Queues;
   readonly signing: SigningKey;
+  readonly secret: ServerSecret;
   readonly socket: SocketApi;
   readonly http: HttpApis;
 
@@ -24,7 +26,8 @@ export class PlatformStack extends Stack {
     this.storage = new Storage(this, 'Storage');
     this.queues = new Queues(this, 'Queues');
     this.signing = new SigningKey(this, 'Signing');
-    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing };
+    this.secret = new ServerSecret(this, 'ServerSecret');
+    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
     this.http = new HttpApis(this, 'Http', { targets: { ...targets, connections: this.socket.connections } });

@@ -15,6 +15,7 @@ import { RATE_WINDOW_KEY_PREFIX } from '../lambdas/shared/counters.js';
 import type { Grant } from '../lambdas/http/routes.js';
 import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
+import type { ServerSecret } from './server-secret.js';
 import { acknowledgeGrantWildcards } from './nag.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
@@ -38,6 +39,8 @@ export interface GrantTargets {
   readonly queues: Queues;
   /** The token signing key: every function may verify with it, `signing:sign` functions may sign. */
   readonly signing: SigningKey;
+  /** The server secret: read by `secret:read` functions (routes that give out list cursors). */
+  readonly secret: ServerSecret;
   readonly connections?: ConnectionsTarget;
 }
 
@@ -125,6 +128,7 @@ function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets):
   if (grants.has('blobs:read') || grants.has('blobs:write')) env[ENV.bucketName] = t.bucket.bucketName;
   if (grants.has('queue:send')) env[ENV.queueUrls] = Stack.of(t.table).toJsonString(t.queues.urls());
   if (grants.has('connections:post')) env[ENV.connectionsEndpoint] = connections(routeId, t).endpoint;
+  if (grants.has('secret:read')) env[ENV.serverSecretArn] = t.secret.secret.secretArn;
   return env;
 }
 
@@ -137,6 +141,7 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
     t.table.grantReadData(role);
     grantActivityWrite(t, role);
   }
+  if (grants.has('secret:read')) t.secret.grantRead(role);
   if (grants.has('blobs:write')) t.bucket.grantReadWrite(role);
   else if (grants.has('blobs:read')) t.bucket.grantRead(role);
   // Sending goes to the work queues only; SQS itself moves messages to the dead-letter queues.

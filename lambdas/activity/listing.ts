@@ -2,8 +2,8 @@
  * Reading the activity log (GET /v1/activity): one page, newest first, over the segments that
  * segments.ts writes.
  */
-import { createHash } from 'node:crypto';
-import type { KeyValueStore } from '../engine/ports.js';
+import type { KeyValueStore, ServerSecret } from '../engine/ports.js';
+import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
 import { activityRecordOf, isActivityKind, type ActivityKind, type ActivityRecord } from './activity.js';
 import {
   ACTIVITY_RETENTION_MS,
@@ -40,11 +40,6 @@ const DAY_MS = 24 * 3600 * 1000;
 /** Events are stamped by the clock of the function that recorded them: allow that much skew past `now`. */
 const CLOCK_SKEW_MS = 60_000;
 
-/** The cursor is invalid: tampered with, or made for another query or caller. */
-export class InvalidActivityCursorError extends Error {
-  override name = 'InvalidActivityCursorError';
-}
-
 interface CursorState {
   q: ActivityQuery;
   /** Sort key of the last item examined: the next page starts strictly below it. */
@@ -52,25 +47,17 @@ interface CursorState {
 }
 
 /**
- * Opaque cursor: the resolved query and the position, with a checksum over them and the caller (an
- * organization and application), so an altered cursor, or one shown to another caller, is refused.
- * It carries no secret: the organization always comes from the credential, never from the cursor.
+ * Opaque cursor: the resolved query and the position, sealed (shared/cursors.ts) for the caller (an
+ * organization and application), so an altered cursor, one forged without the server secret, or one
+ * shown to another caller does not open (InvalidCursorError).
  */
-export function encodeActivityCursor(state: CursorState, callerKey: string): string {
-  const payload = Buffer.from(JSON.stringify({ v: 1, ...state })).toString('base64url');
-  return `${payload}.${checksum(payload, callerKey)}`;
+export function encodeActivityCursor(secret: ServerSecret, state: CursorState, callerKey: string): Promise<string> {
+  return sealCursor(secret, { v: 1, ...state }, `activity\n${callerKey}`);
 }
 
-export function decodeActivityCursor(cursor: string, callerKey: string): CursorState {
-  const [payload, sum, extra] = cursor.split('.');
-  if (!payload || !sum || extra !== undefined || checksum(payload, callerKey) !== sum) throw new InvalidActivityCursorError();
-  let state: unknown;
-  try {
-    state = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
-  } catch {
-    throw new InvalidActivityCursorError();
-  }
-  if (!isCursorState(state)) throw new InvalidActivityCursorError();
+export async function decodeActivityCursor(secret: ServerSecret, cursor: string, callerKey: string): Promise<CursorState> {
+  const state = await openCursor(secret, cursor, `activity\n${callerKey}`);
+  if (!isCursorState(state)) throw new InvalidCursorError();
   return { q: { from: state.q.from, to: state.q.to, kinds: state.q.kinds, file_sha256: state.q.file_sha256 }, after: state.after };
 }
 
@@ -78,8 +65,8 @@ const isPlainObject = (v: unknown): v is Record<string, unknown> => typeof v ===
 const hasExactly = (o: Record<string, unknown>, keys: string[]) => Object.keys(o).length === keys.length && keys.every((k) => Object.hasOwn(o, k));
 
 /**
- * The decoded cursor has exactly the shape encodeActivityCursor writes (the checksum only proves who
- * made it, and anyone can compute it): no value of another type ever reaches the listing.
+ * The opened cursor has exactly the shape encodeActivityCursor writes (defence in depth, should the
+ * server secret ever leak): no value of another type ever reaches the listing.
  */
 function isCursorState(s: unknown): s is CursorState & { v: 1 } {
   if (!isPlainObject(s) || !hasExactly(s, ['v', 'q', 'after']) || s.v !== 1) return false;
@@ -90,10 +77,6 @@ function isCursorState(s: unknown): s is CursorState & { v: 1 } {
   if (q.file_sha256 !== null && (typeof q.file_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(q.file_sha256))) return false;
   if (q.kinds === null) return true;
   return Array.isArray(q.kinds) && q.kinds.length >= 1 && q.kinds.length <= 20 && q.kinds.every((k) => typeof k === 'string' && isActivityKind(k));
-}
-
-function checksum(payload: string, callerKey: string): string {
-  return createHash('sha256').update(`platform.activity.cursor\n${callerKey}\n${payload}`).digest('base64url').slice(0, 22);
 }
 
 /** Segments read per query: with segments under 256 KB, a page stays under DynamoDB's 1 MB. */

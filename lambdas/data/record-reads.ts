@@ -8,6 +8,7 @@ import type { Engine, KvItem, KvSortKeyCondition } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
+import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
 import { indexPartition, recordKey, recordPartition } from './keys.js';
 import type { Collection } from './collections.js';
 import { encodeKeyValue, keyBounds, parseQueryValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
@@ -173,27 +174,38 @@ interface CursorState {
 const MAX_STORE_CURSOR = 8192;
 
 /**
- * A list cursor as `list` gives it out: exactly `{r}` or `{r, c}`, with `r` the range to read (below
- * `rangeCount`, the number of ranges of the query) and `c` the store's cursor within it, itself checked
- * by the store. Anything else is `invalid_query`, never a value of another type passed on.
+ * What a list cursor is bound to: the organization, database, collection, credential and the query
+ * (sort, filters with their values as keys, terms), in a canonical order. `limit` may change between pages.
  */
-function decodeListCursor(cursor: string | undefined, rangeCount: number): CursorState {
+function listBinding(principal: Principal, database: string, c: Collection, q: ListQuery): string {
+  const conditions = q.conditions.map((x) => JSON.stringify([x.field.name, x.op, x.values.map((v) => encodeKeyValue(x.field.type, v))])).sort();
+  const sort = [q.sort.field === 'id' ? 'id' : q.sort.field.name, q.sort.descending];
+  return JSON.stringify(['records', principal.organizationId, principal.applicationId, principal.kind, principal.credentialId, database, c.name, sort, conditions, q.terms]);
+}
+
+const invalidCursor = () => invalidQuery('cursor is not one this list gave out for this query and credential; send next_cursor unchanged with the same query.', 'cursor');
+
+/**
+ * A list cursor as `list` gives it out, sealed (shared/cursors.ts): exactly `{r}` or `{r, c}`, with `r`
+ * the range to read (below `rangeCount`, the number of ranges of the query) and `c` the store's cursor
+ * within it. Anything that does not open, or opens to another shape, is `invalid_query`.
+ */
+async function decodeListCursor(engine: Engine, cursor: string | undefined, binding: string, rangeCount: number): Promise<CursorState> {
   if (!cursor) return { r: 0 };
-  if (cursor.length <= MAX_STORE_CURSOR * 2 && /^[A-Za-z0-9_-]+$/.test(cursor)) {
-    let state: unknown;
-    try {
-      state = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    } catch {
-      state = undefined;
-    }
-    if (state && typeof state === 'object' && !Array.isArray(state)) {
-      const { r, c, ...rest } = state as Record<string, unknown>;
-      const keysOk = Object.keys(rest).length === 0 && Object.hasOwn(state, 'r');
-      const cOk = c === undefined ? !Object.hasOwn(state, 'c') : typeof c === 'string' && c.length > 0 && c.length <= MAX_STORE_CURSOR;
-      if (keysOk && cOk && Number.isSafeInteger(r) && (r as number) >= 0 && (r as number) < rangeCount) return c === undefined ? { r: r as number } : { r: r as number, c: c as string };
-    }
+  let state: unknown;
+  try {
+    state = await openCursor(engine.secret, cursor, binding);
+  } catch (error) {
+    if (error instanceof InvalidCursorError) throw invalidCursor();
+    throw error;
   }
-  throw invalidQuery('cursor is not one this list gave out.', 'cursor');
+  if (state && typeof state === 'object' && !Array.isArray(state)) {
+    const { r, c, ...rest } = state as Record<string, unknown>;
+    const keysOk = Object.keys(rest).length === 0 && Object.hasOwn(state, 'r');
+    const cOk = c === undefined ? !Object.hasOwn(state, 'c') : typeof c === 'string' && c.length > 0 && c.length <= MAX_STORE_CURSOR;
+    if (keysOk && cOk && Number.isSafeInteger(r) && (r as number) >= 0 && (r as number) < rangeCount) return c === undefined ? { r: r as number } : { r: r as number, c: c as string };
+  }
+  throw invalidCursor();
 }
 
 export class RecordReader {
@@ -230,7 +242,8 @@ export class RecordReader {
     const field = driver?.field ?? (q.sort.field === 'id' ? undefined : q.sort.field);
     const rangeList = ranges(driver, q.conditions, q.sort.descending);
     const textFields = c.fields.filter((f) => f.fulltext).map((f) => f.name);
-    let state = decodeListCursor(q.cursor, rangeList.length);
+    const binding = listBinding(this.principal, this.database, c, q);
+    let state = await decodeListCursor(this.engine, q.cursor, binding, rangeList.length);
     const records: RecordView[] = [];
     let scanned = 0;
     while (state.r < rangeList.length && records.length < q.limit && scanned < MAX_SCANNED) {
@@ -245,7 +258,7 @@ export class RecordReader {
           cursor: state.c,
         })
         .catch((error) => {
-          if (error?.name === 'InvalidCursorError') throw invalidQuery('cursor is not one this list gave out.', 'cursor');
+          if (error?.name === 'InvalidCursorError') throw invalidCursor();
           throw error;
         });
       scanned += page.items.length;
@@ -264,7 +277,7 @@ export class RecordReader {
       state = page.cursor ? { r: state.r, c: page.cursor } : { r: state.r + 1 };
     }
     const more = state.r < rangeList.length;
-    return { records, next_cursor: more ? Buffer.from(JSON.stringify(state)).toString('base64url') : null };
+    return { records, next_cursor: more ? await sealCursor(this.engine.secret, state, binding) : null };
   }
 
   /** Index entries to their records, in order (an entry whose record vanished meanwhile is skipped). */

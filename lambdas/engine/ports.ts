@@ -187,6 +187,17 @@ export interface Signer {
   publicKeys(): Promise<PublicJwk[]>;
 }
 
+// ---------- server secret (shaped like a Secrets Manager secret) ----------
+
+/**
+ * The platform's own secret: at least 32 random bytes, the same in every process of one deployment,
+ * never sent to a client. Keys for one purpose each (cursor sealing) are derived from it
+ * (lambdas/shared/server-keys.ts), so adding a purpose needs no new secret.
+ */
+export interface ServerSecret {
+  get(): Promise<Uint8Array>;
+}
+
 // ---------- clock ----------
 
 export interface Clock {
@@ -202,6 +213,7 @@ export interface Engine {
   queue: Queue;
   connections: ConnectionGateway;
   signer: Signer;
+  secret: ServerSecret;
   clock: Clock;
   close(): Promise<void>;
 }

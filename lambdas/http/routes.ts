@@ -9,7 +9,7 @@ import type { Api } from '../shared/api.js';
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
 /** What a route's function may touch; the stack turns each grant into the narrowest IAM policy. */
-export type Grant = 'table:read' | 'table:write' | 'blobs:read' | 'blobs:write' | 'queue:send' | 'connections:post' | 'signing:sign';
+export type Grant = 'table:read' | 'table:write' | 'blobs:read' | 'blobs:write' | 'queue:send' | 'connections:post' | 'signing:sign' | 'secret:read';
 
 export interface RouteDef {
   /** Stable id: `<api>.<resource>.<action>`. Names the function in the stack. */
@@ -66,7 +66,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'data.collections.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/collections/{collection}', handler: 'http/handlers/data/put-collection', grants: ['table:read', 'table:write'] },
   { id: 'data.collections.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}', handler: 'http/handlers/data/get-collection', grants: ['table:read'] },
   { id: 'data.records.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/create-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
-  { id: 'data.records.list', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/list-records', grants: ['table:read', 'blobs:read'] },
+  { id: 'data.records.list', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/list-records', grants: ['table:read', 'blobs:read', 'secret:read'] },
   { id: 'data.records.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/get-record', grants: ['table:read', 'blobs:read'] },
   { id: 'data.records.update', api: 'data', method: 'PATCH', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/update-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
   { id: 'data.records.delete', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/delete-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'] },
@@ -79,7 +79,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'data.uploads.part', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}/parts/{n}', handler: 'http/handlers/data/put-upload-part', grants: ['table:read', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
   { id: 'data.uploads.complete', api: 'data', method: 'POST', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}/complete', handler: 'http/handlers/data/complete-upload', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write'], maxBodyBytes: 1024 * 1024 },
   { id: 'data.uploads.abort', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/blobs/{sha256}/uploads/{upload_id}', handler: 'http/handlers/data/abort-upload', grants: ['table:read', 'blobs:write'] },
-  { id: 'data.activity.list', api: 'data', method: 'GET', path: '/v1/activity', handler: 'http/handlers/data/list-activity', grants: ['table:read'] },
+  { id: 'data.activity.list', api: 'data', method: 'GET', path: '/v1/activity', handler: 'http/handlers/data/list-activity', grants: ['table:read', 'secret:read'] },
   { id: 'data.preflight', api: 'data', method: 'OPTIONS', path: '/{proxy+}', handler: 'http/handlers/data/preflight', grants: ['table:read'], credentials: 'none' },
   { id: 'events.preflight', api: 'events', method: 'OPTIONS', path: '/{proxy+}', handler: 'http/handlers/events/preflight', grants: ['table:read'], credentials: 'none' },
   { id: 'ai.fallback', api: 'ai', method: 'ANY', path: '$default', handler: 'http/handlers/ai/not-found', grants: ['table:read'] },

@@ -291,7 +291,7 @@ describe('activity log', () => {
     expect((await list(pagingKey, { cursor: next, kind: 'api.call' })).body.error.code).toBe('invalid_query');
     expect((await list(pagingKey, { cursor: next, to: to - 1 })).body.error.code).toBe('invalid_query');
     const flipped = next.slice(0, 5) + (next[5] === 'A' ? 'B' : 'A') + next.slice(6);
-    for (const bad of [flipped, next + 'x', next.split('.')[0], 'not-a-cursor', Buffer.from('{"v":1}').toString('base64url') + '.x']) {
+    for (const bad of [flipped, next + 'x', next.slice(0, -1), 'not-a-cursor', Buffer.from('{"v":1}').toString('base64url') + '.x']) {
       const r = await list(pagingKey, { cursor: bad });
       expect(r.status, bad).toBe(400);
       expect(r.body.error.code).toBe('invalid_query');

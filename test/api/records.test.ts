@@ -566,15 +566,15 @@ describe('list', () => {
   it('refuses a tampered cursor with invalid_query', async () => {
     const first = await list('listing', 'limit=5');
     const cursor: string = first.body.next_cursor;
-    const state = JSON.parse(Buffer.from(cursor, 'base64url').toString());
+    // Cursors are sealed (test/api/cursors.test.ts tries every altered byte); these are forgeries.
     const tampered = [
       'garbage!!',
       'x',
       Buffer.from('not json').toString('base64url'),
       Buffer.from(JSON.stringify({ r: -1 })).toString('base64url'),
       Buffer.from(JSON.stringify({ r: 0, c: 'not-a-store-cursor!' })).toString('base64url'),
-      Buffer.from(JSON.stringify({ ...state, c: 42 })).toString('base64url'),
-      Buffer.from(JSON.stringify([state])).toString('base64url'),
+      cursor.slice(0, -2),
+      `${cursor}AA`,
     ];
     for (const c of tampered) {
       expectError(await list('listing', `limit=5&cursor=${encodeURIComponent(c)}`), 400, 'invalid_query');

@@ -32,6 +32,7 @@ dataServiceContract('aws (DynamoDB on dynalite, S3 on s3rver)', async () => {
     queue: local.queue,
     connections: local.connections,
     signer: local.signer,
+    secret: local.secret,
     clock: systemClock,
     async close() {
       emulation?.restore();

@@ -70,6 +70,22 @@ describe('every grant kind', () => {
     expect(JSON.stringify(fn.props.Environment.Variables.CONNECTIONS_ENDPOINT)).toContain('/v1');
   });
 
+  it('secret:read reads the server secret and nothing else of it; routes without it cannot read it', () => {
+    const secretId = stack.getLogicalId(stack.secret.secret.node.defaultChild as any);
+    const fns = routeFunctions(template);
+    const readers = ROUTES.filter((r) => r.grants.includes('secret:read')).map((r) => r.id);
+    expect(readers.sort()).toEqual(['data.activity.list', 'data.records.list']);
+    for (const [id, fn] of fns) {
+      const statements = allowedStatements(template, fn).filter((s) => s.resources.includes(secretId));
+      if (readers.includes(id)) {
+        expect(actionsOf(statements).sort(), id).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+        expect(JSON.stringify(fn.props.Environment.Variables.SERVER_SECRET_ARN), id).toContain(secretId);
+      } else {
+        expect(statements, id).toEqual([]);
+      }
+    }
+  });
+
   it('passes cdk-nag: each wildcard a grant brings is acknowledged with its reason', () => {
     expect(nagFindings(synthStack({ nag: true }).app)).toEqual([]);
   });

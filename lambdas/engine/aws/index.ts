@@ -1,9 +1,10 @@
-/** The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API and KMS, configured from the environment the stack sets. */
+/** The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS and Secrets Manager, configured from the environment the stack sets. */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
 import { KMSClient } from '@aws-sdk/client-kms';
+import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Engine } from '../ports.js';
 import { systemClock } from '../clock.js';
 import { ENV, type Settings } from '../../shared/settings.js';
@@ -12,9 +13,10 @@ import { S3BlobStore } from './blobs.js';
 import { SqsQueue } from './queue.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
 import { KmsSigner } from './signer.js';
+import { SecretsManagerSecret } from './secret.js';
 
 export function createAwsEngine(config: Settings): Engine {
-  const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'signingKeyIds'>(name: K): NonNullable<Settings[K]> => {
+  const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
     const value = config[name];
     if (value === undefined) throw new Error(`${ENV[name]} is not set`);
     return value as NonNullable<Settings[K]>;
@@ -37,6 +39,7 @@ export function createAwsEngine(config: Settings): Engine {
     queue: lazy(() => new SqsQueue(new SQSClient({}), need('queueUrls'))),
     connections: lazy(() => new ApiGatewayConnectionGateway(new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }))),
     signer: lazy(() => new KmsSigner(new KMSClient({}), need('signingKeyIds'))),
+    secret: lazy(() => new SecretsManagerSecret(new SecretsManagerClient({}), need('serverSecretArn'))),
     clock: systemClock,
     async close() {},
   };

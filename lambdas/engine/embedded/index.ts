@@ -1,4 +1,4 @@
-/** The embedded engine: one SQLite database (WAL) for items and queues, files on disk for blobs and signing keys. */
+/** The embedded engine: one SQLite database (WAL) for items and queues, files on disk for blobs, signing keys and the server secret. */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { SqliteQueue } from './queue.js';
 import { FileBlobStore } from './blobs.js';
 import { LocalConnectionGateway } from './connections.js';
 import { FileSigner } from './signer.js';
+import { FileSecret } from './secret.js';
 
 export interface EmbeddedEngine extends Engine {
   name: 'embedded';
@@ -45,6 +46,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
     blobs: new FileBlobStore(join(options.dataDir, 'blobs')),
     connections: new LocalConnectionGateway(),
     signer: new FileSigner(join(options.dataDir, 'signing-keys.json')),
+    secret: new FileSecret(join(options.dataDir, 'server-secret.key')),
     clock,
     async close() {
       clearInterval(sweeper);

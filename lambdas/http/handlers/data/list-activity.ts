@@ -2,9 +2,10 @@ import { z } from 'zod';
 import { httpHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
 import { flushActivityEverywhere, isActivityKind, type ActivityKind } from '../../../activity/activity.js';
-import { InvalidActivityCursorError, decodeActivityCursor, encodeActivityCursor, listActivity, type ActivityQuery } from '../../../activity/listing.js';
+import { decodeActivityCursor, encodeActivityCursor, listActivity, type ActivityQuery } from '../../../activity/listing.js';
 import { ACTIVITY_RETENTION_MS } from '../../../activity/segments.js';
 import { requireServer } from '../../../data/databases.js';
+import { InvalidCursorError, MAX_CURSOR_CHARS } from '../../../shared/cursors.js';
 
 const MS = /^\d{1,15}$/;
 const QUERY = z.strictObject({
@@ -13,7 +14,7 @@ const QUERY = z.strictObject({
   kind: z.string().max(2000).optional(),
   file_sha256: z.string().regex(/^[0-9a-f]{64}$/, 'file_sha256 is 64 lowercase hex characters').optional(),
   limit: z.string().regex(/^\d{1,3}$/, 'limit is an integer from 1 to 500').refine((v) => Number(v) >= 1 && Number(v) <= 500, 'limit is an integer from 1 to 500').optional(),
-  cursor: z.string().min(1).max(4096).optional(),
+  cursor: z.string().min(1).max(MAX_CURSOR_CHARS).optional(),
 });
 
 const invalidQuery = (message: string, param: string | null = null) => new PlatformError('invalid_query', message, param);
@@ -56,9 +57,9 @@ export const handler = httpHandler('data.activity.list', async (req, { engine, p
   let after: string | undefined;
   if (params.cursor !== undefined) {
     try {
-      ({ q: query, after } = decodeActivityCursor(params.cursor, callerKey));
+      ({ q: query, after } = await decodeActivityCursor(engine.secret, params.cursor, callerKey));
     } catch (error) {
-      if (error instanceof InvalidActivityCursorError) throw invalidQuery('The cursor is not one this endpoint gave out; send next_cursor unchanged.', 'cursor');
+      if (error instanceof InvalidCursorError) throw invalidQuery('The cursor is not one this endpoint gave out; send next_cursor unchanged.', 'cursor');
       throw error;
     }
     for (const [name, value] of Object.entries(sent) as [keyof ActivityQuery, unknown][]) {
@@ -82,7 +83,7 @@ export const handler = httpHandler('data.activity.list', async (req, { engine, p
     status: 200,
     body: {
       items: page.items,
-      next_cursor: page.after === null ? null : encodeActivityCursor({ q: query, after: page.after }, callerKey),
+      next_cursor: page.after === null ? null : await encodeActivityCursor(engine.secret, { q: query, after: page.after }, callerKey),
       // No archive tier yet: everything is in the 30-day hot store.
       archive_searched: false,
     },

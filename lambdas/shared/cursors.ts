@@ -1,0 +1,78 @@
+/**
+ * Sealed list cursors (docs/decisions/cursors.md). A cursor is the list's position encrypted and
+ * authenticated with AES-256-GCM under a key derived from the server secret, with the query and the
+ * caller it was made for as additional authenticated data:
+ * - opaque: nothing in it is readable (no value, id, organization or storage key), and its length
+ *   says little (the plaintext is padded to a multiple of PAD bytes);
+ * - tamper-proof: any altered byte fails authentication;
+ * - bound: opened for another collection, filter, sort or credential, it fails the same way.
+ * A cursor that does not open is one error, whatever the reason, so the answer tells nothing either.
+ */
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import type { ServerSecret } from '../engine/ports.js';
+
+const VERSION = 1;
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+const PAD = 32;
+/**
+ * Longest cursor accepted before any work: a records cursor holds the store's position, an index key of
+ * at most 1 KiB that JSON escaping can grow sixfold, base64 twice over.
+ */
+export const MAX_CURSOR_CHARS = 16_384;
+
+export class InvalidCursorError extends Error {
+  override name = 'InvalidCursorError';
+  constructor() {
+    super('invalid cursor');
+  }
+}
+
+const keys = new WeakMap<ServerSecret, Promise<Buffer>>();
+
+/** The cursor key: HKDF-SHA-256 of the server secret for this one purpose. */
+function cursorKey(secret: ServerSecret): Promise<Buffer> {
+  let key = keys.get(secret);
+  if (!key) {
+    key = secret.get().then((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'platform cursor key v1', 32)));
+    key.catch(() => keys.delete(secret));
+    keys.set(secret, key);
+  }
+  return key;
+}
+
+const additionalData = (binding: string) => Buffer.concat([Buffer.of(VERSION), Buffer.from(binding, 'utf8')]);
+
+/** Seals a JSON-serializable position for one query and caller (`binding`). */
+export async function sealCursor(secret: ServerSecret, state: unknown, binding: string): Promise<string> {
+  const json = JSON.stringify(state);
+  // JSON ignores trailing whitespace: padding hides the exact length of what the position holds.
+  const plain = Buffer.from(json.padEnd(Math.ceil((json.length + 1) / PAD) * PAD, ' '), 'utf8');
+  const iv = randomBytes(IV_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', await cursorKey(secret), iv);
+  cipher.setAAD(additionalData(binding));
+  const sealed = Buffer.concat([Buffer.of(VERSION), iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+  return sealed.toString('base64url');
+}
+
+/** Opens a cursor sealed for `binding`; anything else (altered, forged, another query or caller) throws InvalidCursorError. */
+export async function openCursor(secret: ServerSecret, cursor: string, binding: string): Promise<unknown> {
+  if (cursor.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw new InvalidCursorError();
+  const bytes = Buffer.from(cursor, 'base64url');
+  // base64url decoding skips what it cannot read: only a cursor that re-encodes to itself is ours.
+  if (bytes.toString('base64url') !== cursor || bytes.length < 1 + IV_BYTES + TAG_BYTES + PAD || bytes[0] !== VERSION) throw new InvalidCursorError();
+  const decipher = createDecipheriv('aes-256-gcm', await cursorKey(secret), bytes.subarray(1, 1 + IV_BYTES));
+  decipher.setAAD(additionalData(binding));
+  decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES));
+  let plain: Buffer;
+  try {
+    plain = Buffer.concat([decipher.update(bytes.subarray(1 + IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+  } catch {
+    throw new InvalidCursorError();
+  }
+  try {
+    return JSON.parse(plain.toString('utf8'));
+  } catch {
+    throw new InvalidCursorError();
+  }
+}

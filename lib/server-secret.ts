@@ -1,0 +1,28 @@
+import { RemovalPolicy, Stack } from 'aws-cdk-lib';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Construct } from 'constructs';
+import { acknowledgeUnrotatedSecret } from './nag.js';
+
+/**
+ * The server secret (lambdas/engine/aws/secret.ts): 64 generated characters in Secrets Manager, from
+ * which list cursors' sealing key derives. Only routes with the `secret:read` grant may read it.
+ */
+export class ServerSecret extends Construct {
+  readonly secret: Secret;
+
+  constructor(scope: Construct, id: string) {
+    super(scope, id);
+    this.secret = new Secret(this, 'Secret', {
+      description: `${Stack.of(this).stackName}: seals list cursors (docs/decisions/cursors.md)`,
+      generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
+      // A new secret only voids the cursors in clients' hands; keeping the old one costs nothing.
+      removalPolicy: RemovalPolicy.RETAIN,
+    });
+    acknowledgeUnrotatedSecret(this.secret);
+  }
+
+  grantRead(grantee: IGrantable): void {
+    this.secret.grantRead(grantee);
+  }
+}
