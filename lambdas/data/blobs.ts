@@ -16,20 +16,24 @@
  * abort first claim the upload by deleting its item conditionally: one caller wins, the others get
  * `404 upload_not_found`.
  *
- * Access: any credential that sees the database reads; writes and deletes need a server credential
- * or an end-user token (publishable keys only read).
+ * Access: server credentials that see the database do everything. Browser credentials (publishable
+ * keys, end-user tokens) go by the collection rules of the records that reference the file
+ * (blob-rules.ts, docs/data/blobs.md "Rules"): read when a record they may view references it (else
+ * 404, as for a missing file), delete when they may update every referencing record, upload when a
+ * collection with a blob field may let them create or update records (else 403).
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
-import { isServerCredential, type Principal } from '../auth/principal.js';
+import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
 import { Databases } from './databases.js';
 import { blobKey, blobMetaKey, uploadKey } from './keys.js';
+import { BlobRules } from './blob-rules.js';
 
 export const SHA256_PATTERN = /^[0-9a-f]{64}$/;
 /** Spec 8: one PUT carries at most 100 MiB; multipart files go to 5 GiB in parts of 5 to 100 MiB. */
@@ -84,9 +88,6 @@ export const blobHeaders = (blob: Blob): Record<string, string> => ({
   etag: `"${blob.sha256}"`,
 });
 
-/** Publishable keys are read-only; every other credential that sees the database may write. */
-export const mayWrite = (p: Principal) => isServerCredential(p) || p.kind === 'end_user';
-
 const blobNotFound = (sha256: string) => new PlatformError('blob_not_found', `No file ${sha256} in this database.`);
 const uploadNotFound = (id: string) => new PlatformError('upload_not_found', `No open upload "${id}" for this file in this database.`);
 const invalidPart = (message: string, param: string | null = 'parts') => new PlatformError('invalid_part', message, param);
@@ -112,7 +113,7 @@ export class BlobService {
 
   /** PUT .../blobs/{sha256} (4.17): stores the streamed bytes if they hash to `sha256`; `created` is false when already stored. */
   async put(database: string, sha256: string, body: Readable, size: number | undefined, contentType?: string): Promise<{ blob: Blob; created: boolean }> {
-    await this.open(database, sha256, 'write', { strictName: true });
+    await this.open(database, sha256, 'upload', { strictName: true });
     if (size === undefined) throw lengthRequired();
     if (size > MAX_BLOB_BYTES) throw tooLarge(MAX_BLOB_BYTES, 'A single PUT (send larger files as a multipart upload)');
     const current = await this.kv.get(blobMetaKey(this.org, database, sha256));
@@ -164,7 +165,7 @@ export class BlobService {
    * told the file exists while its bytes go; then that generation's bytes, never a newer store's.
    */
   async delete(database: string, sha256: string): Promise<void> {
-    await this.open(database, sha256, 'write');
+    await this.open(database, sha256, 'delete');
     const key = blobMetaKey(this.org, database, sha256);
     let item: BlobMeta | undefined;
     for (;;) {
@@ -184,7 +185,7 @@ export class BlobService {
 
   /** POST .../blobs/{sha256}/uploads (4.19). */
   async createUpload(database: string, sha256: string): Promise<{ upload_id: string } | { sha256: string; exists: true }> {
-    await this.open(database, sha256, 'write', { strictName: true });
+    await this.open(database, sha256, 'upload', { strictName: true });
     const current = await this.kv.get(blobMetaKey(this.org, database, sha256));
     if (current && (await this.bytesPresent(database, current))) return { sha256, exists: true };
     const gen = newGeneration();
@@ -205,7 +206,7 @@ export class BlobService {
 
   /** PUT .../uploads/{upload_id}/parts/{n}: one part, streamed; uploading a number again replaces it. */
   async uploadPart(database: string, sha256: string, uploadId: string, n: string, body: Readable, size: number | undefined): Promise<UploadedPart> {
-    await this.open(database, sha256, 'write');
+    await this.open(database, sha256, 'upload');
     const partNumber = parsePartNumber(n);
     if (size === undefined) throw lengthRequired();
     if (size > MAX_PART_BYTES) throw tooLarge(MAX_PART_BYTES, 'A part');
@@ -239,7 +240,7 @@ export class BlobService {
     parts: { part_number: number; etag: string }[],
     expectedSize?: number,
   ): Promise<{ blob: Blob; created: boolean }> {
-    await this.open(database, sha256, 'write');
+    await this.open(database, sha256, 'upload');
     const upload = await this.upload(database, sha256, uploadId);
     if (parts.length === 0 || parts.length > MAX_PARTS) throw invalidPart(`List 1 to ${MAX_PARTS} parts.`);
     parts.forEach((part, i) => {
@@ -297,7 +298,7 @@ export class BlobService {
 
   /** DELETE .../uploads/{upload_id}: drops the parts; the upload id is then unknown. */
   async abortUpload(database: string, sha256: string, uploadId: string): Promise<void> {
-    await this.open(database, sha256, 'write');
+    await this.open(database, sha256, 'upload');
     const upload = await this.upload(database, sha256, uploadId);
     await this.claimUpload(database, upload); // a concurrent complete or abort that claimed it first: 404
     try {
@@ -310,16 +311,32 @@ export class BlobService {
 
   // ---------- helpers ----------
 
-  /** Path checks, then the access decision, then the database (404 when missing or not visible). */
-  private async open(database: string, sha256: string, access: 'read' | 'write', options: { strictName?: boolean } = {}): Promise<void> {
+  /**
+   * Path checks, then the database (404 when missing or not visible), then the rules for browser
+   * credentials: they need the database's collections, so they come after it.
+   */
+  private async open(database: string, sha256: string, access: 'read' | 'upload' | 'delete', options: { strictName?: boolean } = {}): Promise<void> {
     if (options.strictName && !SHA256_PATTERN.test(sha256)) {
       throw new PlatformError('invalid_name', 'A file is named by the SHA-256 of its bytes: 64 lowercase hex characters.', 'sha256');
     }
-    if (access === 'write' && !mayWrite(this.scope.principal)) {
-      throw new PlatformError('forbidden', 'Publishable keys may only read files; write with a secret key, an OAuth client or an end-user token.');
+    const { principal } = this.scope;
+    await new Databases(this.kv, () => this.scope.engine.clock.now()).get(principal, database);
+    if (isServerCredential(principal)) {
+      if (!SHA256_PATTERN.test(sha256)) throw blobNotFound(sha256);
+      return;
     }
-    await new Databases(this.kv, () => this.scope.engine.clock.now()).get(this.scope.principal, database);
+    const rules = new BlobRules(this.scope.engine, principal, database);
+    if (access === 'upload' && !(await rules.mayUpload())) {
+      throw new PlatformError('forbidden', "No collection of this database with a blob field lets this credential create or update records, so it may not upload files (see the collections' create and update rules).");
+    }
     if (!SHA256_PATTERN.test(sha256)) throw blobNotFound(sha256);
+    // A file no record the credential may view references is answered like a missing one.
+    if (access === 'read' && !(await rules.mayRead(sha256))) throw blobNotFound(sha256);
+    if (access === 'delete') {
+      const verdict = await rules.mayDelete(sha256);
+      if (verdict === 'not_found') throw blobNotFound(sha256);
+      if (verdict === 'forbidden') throw new PlatformError('forbidden', "A record referencing this file is one this credential may not update (its collection's update rule), so it may not delete the file.");
+    }
   }
 
   private async upload(database: string, sha256: string, uploadId: string): Promise<KvItem> {

@@ -85,6 +85,19 @@ export class Collections {
     return collection;
   }
 
+  /** Every collection of the database, read fresh (no cache: callers decide access with them). */
+  async list(org: string, database: string): Promise<Collection[]> {
+    const { pk, sk } = collectionKey(org, database, '');
+    const out: Collection[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.kv.query({ pk, sk: { beginsWith: sk }, cursor });
+      for (const { pk: _pk, sk: _sk, ...stored } of page.items) out.push(stored as unknown as Collection);
+      cursor = page.cursor;
+    } while (cursor);
+    return out;
+  }
+
   async require(org: string, database: string, name: string): Promise<Collection> {
     const c = await this.get(org, database, name);
     if (!c) throw collectionNotFound(name);

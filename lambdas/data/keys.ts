@@ -6,7 +6,8 @@
  *   db#<org>#<database> / col#<collection>         collection (schema, rules)
  *   rec#<org>#<database>#<collection> / <id>       record
  *   uniq#<org>#<database>#<collection>#<field>@<gen> / <value>        unique guard -> record id
- *   idx#<org>#<database>#<collection>#<field>@<gen> / <value>#<id>    index entry
+ *   idx#<org>#<database>#<collection>#<field>@<gen> / <value>#<id>    index entry (indexed fields, and blob
+ *                                                   fields: which records reference a file, blob-rules.ts)
  * A field's generation (the schema_version that added it) is part of its guard and index partitions,
  * so dropping a field drops its guards and entries at once and re-adding it starts clean.
  */

@@ -1,7 +1,7 @@
 /**
  * Record writes (spec 4.15, 4.16 and the documented record routes). Every write — one record or a
  * batch of 100 — becomes ONE key-value transaction: the record items, one guard item per unique
- * value, one entry per indexed value, existence checks for relations and blobs, and a check that the
+ * value, one entry per indexed or blob value, existence checks for relations and blobs, and a check that the
  * collection's schema did not change meanwhile. All of it applies, or none of it.
  */
 import type { KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
@@ -19,6 +19,7 @@ import { fieldType } from './fields/index.js';
 import { checkFiniteNumbers } from './fields/json.js';
 import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
+import { blobEntryKey, referencesBlob } from './blob-rules.js';
 import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
 
 export interface WriteOp {
@@ -148,17 +149,21 @@ export class RecordWriter {
     const results: WriteResult[] = [];
     const newBodies: string[] = [];
     const oldBodies: string[] = [];
+    const guards = new UniqueGuards();
     try {
       for (let i = 0; i < ops.length; i++) {
         const op = ops[i];
         try {
           const c = await this.collection(op.collection, op.op, cache, drafts, fresh);
           const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
+          const from = writes.length;
           if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
           else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
           else results.push(await this.planDelete(op, c, add, oldBodies));
+          // Unique values as the earlier ops left them (in-order semantics, issue 9 item 15).
+          guards.absorb(writes, from, i, results[i].id);
         } catch (error) {
-          throw new PlanError(i, error);
+          throw error instanceof PlanError ? error : new PlanError(i, error);
         }
       }
       const planned = dedupe(writes);
@@ -325,7 +330,10 @@ export class RecordWriter {
       const changed = JSON.stringify(was) !== JSON.stringify(now);
       // Guards and index entries follow the encoded keys, not the values' JSON: two values with one
       // key (0 and -0) are one entry, and deleting the old key while putting the same one would lose it.
-      const keyed = f.unique || f.indexed;
+      // Blob fields keep index entries too, never offered to filters or sorts: the reverse lookup from
+      // a file to the records referencing it, which file rules read (blob-rules.ts).
+      const indexed = f.indexed || referencesBlob(f);
+      const keyed = f.unique || indexed;
       const wasKey = keyed && was !== undefined ? keyOf(f, was) : undefined;
       const nowKey = keyed && now !== undefined ? keyOf(f, now) : undefined;
       const keyChanged = wasKey !== nowKey;
@@ -333,7 +341,7 @@ export class RecordWriter {
         if (wasKey !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: wasKey } });
         if (nowKey !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: nowKey, record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
       }
-      if (f.indexed && (keyChanged || (copy && nowKey !== undefined))) {
+      if (indexed && (keyChanged || (copy && nowKey !== undefined))) {
         if (wasKey !== undefined && keyChanged) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: wasKey + SEP + id } });
         if (nowKey !== undefined) add({ put: { ...copy, pk: indexPartition(org, db, c.name, f.name, f.generation), sk: nowKey + SEP + id, id } });
       }
@@ -355,6 +363,7 @@ function copyOf(item: KvItem): Record<string, KvValue> {
 }
 
 function keyOf(f: StoredField, value: unknown): string {
+  if (referencesBlob(f)) return blobEntryKey(value);
   const encoded = encodeKeyValue(f.type, value);
   checkKeyValueSize(f, encoded);
   return encoded;
@@ -406,6 +415,59 @@ function refuseSameRecordTwice(ops: WriteOp[]): void {
     seen.set(key, i);
   });
 }
+
+/** A unique guard's partition (keys.ts: `uniq#<org>#<database>#<collection>#<field>@<gen>`). */
+const isGuard = (pk: string) => pk.startsWith('uniq#');
+
+/**
+ * In-order unique checks for a batch (issue 9 item 15; docs/data/reference.md "Batch"): each op sees
+ * the unique values as the earlier ops left them. A record is in at most one op, so a guard item (one
+ * value of one unique field) has at most one release in a batch, by the record that holds it in the
+ * store (read while planning), and any number of claims. In op order:
+ * - a claim of a value no earlier op released is a put if absent: the store decides;
+ * - a claim of a value an earlier op released takes the guard over: ONE put naming the new holder, on
+ *   condition that the releasing record still holds it (a transaction touches an item once, as
+ *   DynamoDB requires, so never a delete and a put);
+ * - a claim of a value an earlier op claimed or took over collides: unique_violation on the later op;
+ * - a release of a value an earlier op claimed shows that the claim met the releasing record, which
+ *   held the value until then: unique_violation on the claim (so a swap fails on its first op).
+ */
+class UniqueGuards {
+  private readonly guards = new Map<string, { planned: Planned; held: boolean; holderOp: number; releasedBy?: string }>();
+
+  /** Resolves the guard writes that op `op`, on record `id`, added to `writes` from index `from` on. */
+  absorb(writes: Planned[], from: number, op: number, id: string): void {
+    for (let k = from; k < writes.length; k++) {
+      const w = writes[k];
+      const release = 'delete' in w.write && isGuard(w.write.delete.pk);
+      const claim = 'put' in w.write && isGuard(w.write.put.pk) && w.reason?.kind === 'unique';
+      if (!release && !claim) continue;
+      const key = writeId(w.write);
+      const g = this.guards.get(key);
+      if (!g) {
+        this.guards.set(key, release ? { planned: w, held: false, holderOp: op, releasedBy: id } : { planned: w, held: true, holderOp: op });
+      } else if (release) {
+        // Two releases of one value would mean two records held it: left to dedupe() to refuse.
+        if (g.releasedBy !== undefined) continue;
+        const field = guardField(g.planned);
+        throw new PlanError(g.holderOp, new PlatformError('unique_violation', `Another record already has this ${field}.`, field));
+      } else if (g.held) {
+        const field = guardField(w);
+        throw new PlanError(op, new PlatformError('unique_violation', `Operation ${op} of the batch gives ${field} a value operation ${g.holderOp} already gave it.`, field));
+      } else {
+        const put = (w.write as { put: KvItem }).put;
+        g.planned.write = { put, condition: { ifEquals: { record_id: g.releasedBy! } } };
+        g.planned.op = op;
+        g.planned.reason = w.reason;
+        g.held = true;
+        g.holderOp = op;
+        writes.splice(k--, 1);
+      }
+    }
+  }
+}
+
+const guardField = (w: Planned) => (w.reason?.kind === 'unique' ? w.reason.field : 'value');
 
 /**
  * One transaction may touch an item once. A check on an item the batch also writes is dropped (the

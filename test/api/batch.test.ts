@@ -152,7 +152,8 @@ describe('all or nothing', () => {
 
   it.each([
     ['unique_violation', 409, { op: 'create', collection: 'atomic', data: { email: 'held@x' } }],
-    ['unique_violation (update)', 409, { op: 'update', collection: 'atomic', id: 'holder', data: { email: 'victim@x' } }],
+    // Ops apply in order: victim@x, released by the delete above, could be taken; edited@x, claimed by the update, cannot.
+    ['unique_violation (update)', 409, { op: 'update', collection: 'atomic', id: 'holder', data: { email: 'edited@x' } }],
     ['already_exists', 409, { op: 'create', collection: 'atomic', id: 'holder', data: { email: 'other@x' } }],
     ['version_conflict (update)', 409, { op: 'update', collection: 'atomic', id: 'holder', version: 7, data: { n: 5 } }],
     ['version_conflict (delete)', 409, { op: 'delete', collection: 'atomic', id: 'holder', version: 2 }],

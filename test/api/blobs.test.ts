@@ -254,25 +254,32 @@ describe('access', () => {
     await expectError(await getBlob(appKey, 'files', sha(data)), 404, 'database_not_found');
   });
 
-  it('a publishable key reads but cannot write or delete (403 forbidden)', async () => {
+  it('a publishable key goes by collection rules: no blob collection admits it, so it reads nothing and uploads nothing', async () => {
+    // Full coverage of files under rules: test/api/blob-rules.test.ts.
     const data = randomBytes(70);
     expect((await putBlob(appKey, 'web', data)).status).toBe(201);
     const browser = { origin: ORIGIN };
     const got = await getBlob(publishable, 'web', sha(data), browser);
-    expect(got.status).toBe(200);
     expect(got.headers.get('access-control-allow-origin')).toBe(ORIGIN);
-    expect(Buffer.from(await got.arrayBuffer()).equals(data)).toBe(true);
+    await expectError(got, 404, 'blob_not_found'); // no record it may view references the file
     const other = randomBytes(70);
     await expectError(await putBlob(publishable, 'web', other, sha(other), browser), 403, 'forbidden');
-    await expectError(await fetch(blobUrl('web', sha(data)), { method: 'DELETE', headers: { ...bearer(publishable), ...browser } }), 403, 'forbidden');
+    await expectError(await fetch(blobUrl('web', sha(data)), { method: 'DELETE', headers: { ...bearer(publishable), ...browser } }), 404, 'blob_not_found');
     await expectError(await fetch(blobUrl('web', sha(other), '/uploads'), { method: 'POST', headers: { ...bearer(publishable), ...browser } }), 403, 'forbidden');
-    await expectError(await getBlob(publishable, 'web', sha(other), browser), 404, 'blob_not_found');
+    expect((await getBlob(appKey, 'web', sha(data))).status).toBe(200);
   });
 
-  it("an end-user token writes to its application's databases", async () => {
+  it("an end-user token uploads to its application's databases where a blob collection's rules admit it", async () => {
     const data = randomBytes(80);
+    await expectError(await putBlob(endUser, 'web', data, sha(data), { origin: ORIGIN }), 403, 'forbidden');
+    const collection = await fetch(`${p.urls.data}/v1/databases/web/collections/uploads`, {
+      method: 'PUT',
+      headers: { ...bearer(appKey), 'content-type': 'application/json' },
+      body: JSON.stringify({ fields: [{ name: 'file', type: 'blob' }], rules: { view: 'users', create: 'users' } }),
+    });
+    expect(collection.status).toBe(201);
     expect((await putBlob(endUser, 'web', data, sha(data), { origin: ORIGIN })).status).toBe(201);
-    expect((await getBlob(endUser, 'web', sha(data))).status).toBe(200);
+    await expectError(await getBlob(endUser, 'web', sha(data)), 404, 'blob_not_found'); // no record holds it yet
     await expectError(await putBlob(endUser, 'files', data), 404, 'database_not_found');
   });
 });

@@ -4,6 +4,7 @@
  * engine runs it (data.*.test.ts); what passes here behaves the same on SQLite + files and on
  * DynamoDB + S3.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -226,6 +227,30 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       expect((await call('GET', `${records('authors')}/le-guin`)).body).toMatchObject({ version: 2, name: 'U. K. Le Guin' });
     });
 
+    it('applies a batch in order: a unique value released by an earlier op is taken by a later one (one write per guard item)', async () => {
+      expect((await call('PUT', '/collections/handles', { fields: [{ name: 'h', type: 'text', unique: true, indexed: true }] })).status).toBe(201);
+      for (const [id, h] of [['o1', 'h1'], ['o2', 'h2']]) expect((await call('POST', records('handles'), { id, h })).status).toBe(201);
+      const holders = async (h: string) => (await listAll('handles', `filter[h]=${h}`)).records.map((r) => r.id);
+      const upd = (id: string, h: string) => ({ op: 'update', collection: 'handles', id, data: { h } });
+      const add = (id: string, h: string) => ({ op: 'create', collection: 'handles', id, data: { h } });
+
+      // Update then create, delete then create: each guard item is taken over in one conditional write.
+      const ok = await call('POST', '/batch', { ops: [upd('o1', 'h9'), add('o3', 'h1'), { op: 'delete', collection: 'handles', id: 'o2' }, add('o4', 'h2')] });
+      expect(ok.status, JSON.stringify(ok.body)).toBe(200);
+      expect([await holders('h1'), await holders('h2'), await holders('h9')]).toEqual([['o3'], ['o4'], ['o1']]);
+      for (const h of ['h1', 'h2', 'h9']) expect(errorCode(await call('POST', records('handles'), { h }))).toBe('unique_violation');
+
+      // A swap fails on its first op; two claims of one value fail on the later; nothing applies.
+      const swap = await call('POST', '/batch', { ops: [upd('o3', 'h2'), upd('o4', 'h1')] });
+      expect(swap.body.error).toMatchObject({ code: 'unique_violation', param: 'h' });
+      const twice = await call('POST', '/batch', { ops: [upd('o1', 'h8'), add('o5', 'h9'), add('o6', 'h9')] });
+      expect(twice.body.error).toMatchObject({ code: 'unique_violation', param: 'h' });
+      expect(twice.body.error.message).toMatch(/operation 2/i);
+      expect([await holders('h1'), await holders('h2'), await holders('h8'), await holders('h9')]).toEqual([['o3'], ['o4'], [], ['o1']]);
+      expect((await call('GET', `${records('handles')}/o5`)).status).toBe(404);
+      expect((await call('GET', `${records('handles')}/o1`)).body).toMatchObject({ h: 'h9', version: 2 });
+    });
+
     it('round-trips a ~500 KiB record whose body lives in the blob store', async () => {
       const text = Array.from({ length: 500 * 1024 }, (_, i) => String.fromCharCode(97 + ((i * 31) % 26))).join('');
       const created = await call('POST', records('docs'), { id: 'big', text, n: 1 });
@@ -265,6 +290,39 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       expect((await call('DELETE', `${records('docs')}/big`)).status).toBe(204);
       expect(await engine.blobs.head(secondBody)).toBeUndefined();
       expect(await engine.kv.get(recordKey(org, DB, 'docs', 'big'))).toBeUndefined();
+    });
+
+    it('lets a file be read by an end user only through a record its view rule shows (the blob lookup entries)', async () => {
+      const tenants = new Tenants(engine.kv, () => engine.clock.now());
+      const app = await tenants.createApplication((await tenants.createWorkspace(org, 'files')).id, 'files', []);
+      const appKey = (await tenants.createSecretKey(org, app.id)).key;
+      const as = async (k: string, method: string, path: string, body?: unknown) => {
+        const res = await fetch(`${platform!.urls.data}/v1${path}`, {
+          method,
+          headers: { authorization: `Bearer ${k}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+          body: body === undefined ? undefined : body instanceof Buffer ? body : JSON.stringify(body),
+        });
+        return { status: res.status, bytes: Buffer.from(await res.arrayBuffer()) };
+      };
+      const token = async (user_id: string) => JSON.parse((await as(appKey, 'POST', '/end-user-tokens', { user_id })).bytes.toString()).token as string;
+      const [alice, bob] = [await token('alice'), await token('bob')];
+      expect((await as(appKey, 'PUT', '/databases/shelf')).status).toBe(201);
+      const rules = { view: 'owner = @auth.id', update: 'owner = @auth.id', create: '@request.owner = @auth.id' };
+      expect((await as(appKey, 'PUT', '/databases/shelf/collections/scans', { fields: [{ name: 'owner', type: 'text' }, { name: 'file', type: 'blob' }], rules })).status).toBe(201);
+      const bytes = Buffer.from('a scanned page');
+      const sha = createHash('sha256').update(bytes).digest('hex');
+      expect((await as(alice, 'PUT', `/databases/shelf/blobs/${sha}`, bytes)).status).toBe(201);
+      expect((await as(alice, 'GET', `/databases/shelf/blobs/${sha}`)).status).toBe(404); // no record holds it yet
+      expect((await as(alice, 'POST', '/databases/shelf/collections/scans/records', { id: 's1', owner: 'alice', file: sha })).status).toBe(201);
+      const got = await as(alice, 'GET', `/databases/shelf/blobs/${sha}`);
+      expect([got.status, got.bytes.equals(bytes)]).toEqual([200, true]);
+      expect((await as(bob, 'GET', `/databases/shelf/blobs/${sha}`)).status).toBe(404);
+      expect((await as(bob, 'DELETE', `/databases/shelf/blobs/${sha}`)).status).toBe(404);
+      expect((await as(alice, 'PATCH', '/databases/shelf/collections/scans/records/s1', { file: null })).status).toBe(200);
+      expect((await as(alice, 'GET', `/databases/shelf/blobs/${sha}`)).status).toBe(404);
+      expect((await as(alice, 'PATCH', '/databases/shelf/collections/scans/records/s1', { file: sha })).status).toBe(200);
+      expect((await as(alice, 'DELETE', `/databases/shelf/blobs/${sha}`)).status).toBe(204);
+      expect((await as(appKey, 'GET', `/databases/shelf/blobs/${sha}`)).status).toBe(404);
     });
   });
 }
