@@ -19,6 +19,20 @@ export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 /** Most index entries or records one list call reads while filling its page. */
 const MAX_SCANNED = 1000;
+/**
+ * Most bytes of records one page answers (docs/data/reference.md): Lambda answers at most 6 MB, and the
+ * JSON body travels inside the response's JSON, where escaping can double it. A page holds at least one
+ * record (at most 900 KiB), so it always moves on.
+ */
+export const LIST_PAGE_BYTES = 2.5 * 1024 * 1024;
+/** A record's answer beyond its values: id, version, timestamps, separators. */
+const RECORD_OVERHEAD_BYTES = 200;
+
+/** The bytes a record item adds to an answer: the size its writer stored, else measured (records written before sizes were kept). */
+function answerBytes(item: KvItem): number {
+  const size = typeof item.size === 'number' ? item.size : Buffer.byteLength(JSON.stringify(item.values ?? null));
+  return size + RECORD_OVERHEAD_BYTES;
+}
 const OPS = ['eq', 'gt', 'gte', 'lt', 'lte', 'in'] as const;
 type FilterOp = (typeof OPS)[number];
 const MAX_IN_VALUES = 20;
@@ -246,49 +260,60 @@ export class RecordReader {
     let state = await decodeListCursor(this.engine, q.cursor, binding, rangeList.length);
     const records: RecordView[] = [];
     let scanned = 0;
-    while (state.r < rangeList.length && records.length < q.limit && scanned < MAX_SCANNED) {
+    let bytes = 0;
+    let full = false;
+    while (!full && state.r < rangeList.length && records.length < q.limit && scanned < MAX_SCANNED) {
       const range = rangeList[state.r];
       const want = q.limit - records.length;
-      const page = await this.engine.kv
-        .query({
-          pk: field ? indexPartition(this.org, this.database, c.name, field.name, field.generation) : recordPartition(this.org, this.database, c.name),
-          sk: rangeCondition(range),
-          descending: q.sort.descending,
-          limit: want,
-          cursor: state.c,
-        })
-        .catch((error) => {
-          if (error?.name === 'InvalidCursorError') throw invalidCursor();
-          throw error;
-        });
+      const query = {
+        pk: field ? indexPartition(this.org, this.database, c.name, field.name, field.generation) : recordPartition(this.org, this.database, c.name),
+        sk: rangeCondition(range),
+        descending: q.sort.descending,
+        limit: want,
+        cursor: state.c,
+      };
+      const page = await this.engine.kv.query(query).catch((error) => {
+        if (error?.name === 'InvalidCursorError') throw invalidCursor();
+        throw error;
+      });
       scanned += page.items.length;
       const items = field ? await this.recordsOf(c, page.items) : page.items;
-      for (const item of items) {
+      for (let k = 0; k < items.length; k++) {
+        const item = items[k];
+        // Deleted while the page was read: as if the page had been read a moment later.
+        if (!item) continue;
+        // The byte budget, checked before a large body is read: a record that does not fit starts the next page.
+        const size = answerBytes(item);
+        if (records.length > 0 && bytes + size > LIST_PAGE_BYTES) {
+          full = true;
+          state = k === 0 ? state : { r: state.r, c: this.engine.kv.cursorAfter(query, page.items[k - 1]) };
+          break;
+        }
         // Most records hold their values inline: no await per record for them.
         const loaded = inlineRecord(item) ?? (await loadRecord(this.engine, item));
-        // Deleted while the page was read: as if the page had been read a moment later.
         if (!loaded) continue;
         const record = view(c, loaded);
         if (!q.conditions.every((cond) => matches(cond, ownValue(record, cond.field.name)))) continue;
         if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => ownValue(record, f)))) continue;
         if (!server && !evaluateRule(c.compiled.list, { principal: this.principal, record, request: null })) continue;
         records.push(record);
+        bytes += size;
       }
-      state = page.cursor ? { r: state.r, c: page.cursor } : { r: state.r + 1 };
+      if (!full) state = page.cursor ? { r: state.r, c: page.cursor } : { r: state.r + 1 };
     }
     const more = state.r < rangeList.length;
     return { records, next_cursor: more ? await sealCursor(this.engine.secret, state, binding) : null };
   }
 
-  /** Index entries to their records, in order (an entry whose record vanished meanwhile is skipped). */
-  private async recordsOf(c: Collection, entries: KvItem[]): Promise<KvItem[]> {
+  /** Index entries to their records, position for position (undefined where the record vanished meanwhile). */
+  private async recordsOf(c: Collection, entries: KvItem[]): Promise<(KvItem | undefined)[]> {
     // Entries carry a copy of their record; older entries without one are read (one batch get, a page
     // reads at most MAX_LIMIT entries).
     const missing = entries.filter((e) => e.version === undefined);
     if (!missing.length) return entries;
     const read = await this.engine.kv.getMany(missing.map((e) => recordKey(this.org, this.database, c.name, String(e.id))));
     const byId = new Map(read.filter((i): i is KvItem => i !== undefined).map((i) => [String(i.id), i]));
-    return entries.flatMap((e) => (e.version !== undefined ? [e] : byId.has(String(e.id)) ? [byId.get(String(e.id))!] : []));
+    return entries.map((e) => (e.version !== undefined ? e : byId.get(String(e.id))));
   }
 }
 

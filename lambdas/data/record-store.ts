@@ -119,7 +119,8 @@ export async function recordItem(
 ): Promise<{ item: KvItem; bodyKey: string | null }> {
   const bytes = Buffer.byteLength(serialized);
   if (bytes <= INLINE_BODY_BYTES) {
-    const item: KvItem = { ...key, ...meta, values: values as never };
+    // `size`: the values' JSON bytes, so a list can keep its page under its byte budget without measuring.
+    const item: KvItem = { ...key, ...meta, size: bytes, values: values as never };
     // Decided by the measure the store enforces: DynamoDB counts a list of small numbers at up to 1.5x
     // its JSON, so a 300 KB JSON body can make a 450 KB item (issue 9 item 11).
     if (bytes * 2 <= INLINE_ITEM_BYTES || itemSize(item) <= INLINE_ITEM_BYTES) return { item, bodyKey: null };

@@ -93,6 +93,11 @@ export interface KeyValueStore {
   update(update: Omit<KvUpdate, 'update'> & { key: KvKey }): Promise<KvItem>;
   delete(key: KvKey, condition?: KvCondition): Promise<void>;
   query(query: KvQuery): Promise<KvPage>;
+  /**
+   * A cursor that continues `query` just after `item`, one of its results: a reader that stops inside a
+   * page (its own budget is full) resumes exactly there rather than at the page's end.
+   */
+  cursorAfter(query: KvQuery, item: KvItem): string;
   /** Up to 100 writes on distinct items, 4 MB in all: every one applies or none does. */
   transact(writes: KvWrite[]): Promise<void>;
 }

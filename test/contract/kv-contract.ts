@@ -3,7 +3,7 @@
  * behaves the same on SQLite and on DynamoDB, limits included.
  */
 import { describe, expect, it, beforeEach, afterEach } from 'vitest';
-import type { KeyValueStore } from '../../lambdas/engine/ports.js';
+import type { KvItem, KeyValueStore } from '../../lambdas/engine/ports.js';
 import type { ManualClock } from '../../lambdas/engine/clock.js';
 import { ConditionFailedError, EngineLimitError, TransactionCanceledError } from '../../lambdas/engine/errors.js';
 
@@ -120,6 +120,27 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
       } while (cursor);
       expect(paged.sort()).toEqual([`${pk}-x/3`, `${pk}/1`, `${pk}/2`].sort());
       expect((await f.kv.query({ index: 'gsi2', pk: `${pk}-idx` })).items.map((i) => i.sk)).toEqual(['5']);
+    });
+
+    it('continues a query just after any item of it (cursorAfter), table and index, either direction', async () => {
+      for (const sk of ['a#1', 'a#2', 'a#3', 'b#1']) await f.kv.put({ pk, sk, gsi1pk: `${pk}-idx`, gsi1sk: sk === 'a#3' ? 'same' : `g${sk}` });
+      await f.kv.put({ pk: `${pk}-y`, sk: 'z', gsi1pk: `${pk}-idx`, gsi1sk: 'same' });
+      const keyOf = (i: KvItem) => `${i.pk}/${i.sk}`;
+      const queries: Parameters<KeyValueStore['query']>[0][] = [
+        { pk },
+        { pk, descending: true },
+        { pk, sk: { beginsWith: 'a#' } },
+        { index: 'gsi1', pk: `${pk}-idx` },
+        { index: 'gsi1', pk: `${pk}-idx`, descending: true },
+      ];
+      for (const q of queries) {
+        const all = (await f.kv.query(q)).items;
+        expect(all.length, JSON.stringify(q)).toBeGreaterThan(2);
+        for (let i = 0; i < all.length; i++) {
+          const rest = await f.kv.query({ ...q, cursor: f.kv.cursorAfter(q, all[i]) });
+          expect(rest.items.map(keyOf), `${JSON.stringify(q)} after ${keyOf(all[i])}`).toEqual(all.slice(i + 1).map(keyOf));
+        }
+      }
     });
 
     it('hides expired items from reads, queries and conditions', async () => {

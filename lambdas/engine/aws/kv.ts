@@ -278,6 +278,21 @@ export class DynamoKeyValueStore implements KeyValueStore {
     const items = ((out.Items ?? []) as KvItem[]).filter((item) => !isExpired(item, now));
     return out.LastEvaluatedKey ? { items, cursor: encodeCursor(out.LastEvaluatedKey) } : { items };
   }
+
+  cursorAfter(q: KvQuery, item: KvItem): string {
+    return encodeCursor(keyAfter(q, item));
+  }
+}
+
+/** What DynamoDB would give as LastEvaluatedKey had the page ended at `item`. */
+function keyAfter(q: KvQuery, item: KvItem): Record<string, string> {
+  const key: Record<string, string> = { [PK]: String(item[PK]), [SK]: String(item[SK]) };
+  if (q.index) {
+    const { partitionKey, sortKey } = TABLE_SCHEMA.indexes[q.index];
+    key[partitionKey] = String(item[partitionKey]);
+    key[sortKey] = String(item[sortKey]);
+  }
+  return key;
 }
 
 /** The cursor is a LastEvaluatedKey: exactly the table key, plus the index key when querying an index. */

@@ -251,6 +251,14 @@ export class SqliteKeyValueStore implements KeyValueStore {
     return { items, cursor: encodeCursor(key) };
   }
 
+  cursorAfter(q: KvQuery, item: KvItem): string {
+    // The key query() gives out for its last row: a table query's own pk and the row's sk, plus the
+    // index sort key for an index query.
+    if (!q.index) return encodeCursor({ pk: q.pk, sk: item.sk });
+    const skCol = `${q.index}sk` as const;
+    return encodeCursor({ pk: item.pk, sk: item.sk, [skCol]: String(item[skCol]) });
+  }
+
   /** The prepared statement for one shape of query, built once. */
   private queryPlan(index: KvQuery['index'], skKind: string, descending: boolean, cursor: boolean, limited: boolean) {
     const shape = `${index ?? ''}|${skKind}|${descending}|${cursor}|${limited}`;
