@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Engine, KvItem } from '../engine/ports.js';
-import { itemSize } from '../engine/item-size.js';
+import { itemSize, unstorableValue } from '../engine/item-size.js';
 import { recordBodyKey } from './keys.js';
 import type { Collection } from './collections.js';
 
@@ -118,7 +118,9 @@ export async function recordItem(
   serialized: string,
 ): Promise<{ item: KvItem; bodyKey: string | null }> {
   const bytes = Buffer.byteLength(serialized);
-  if (bytes <= INLINE_BODY_BYTES) {
+  // Values DynamoDB cannot hold exactly (numbers past 2^53 or under 1e-130, deep nesting, a `__proto__`
+  // key) go to a body, which is JSON text and holds any of them, on both engines alike.
+  if (bytes <= INLINE_BODY_BYTES && unstorableValue(values, 2) === undefined) {
     // `size`: the values' JSON bytes, so a list can keep its page under its byte budget without measuring.
     const item: KvItem = { ...key, ...meta, size: bytes, values: values as never };
     // Decided by the measure the store enforces: DynamoDB counts a list of small numbers at up to 1.5x

@@ -22,6 +22,7 @@ export class TransactionCanceledError extends EngineError {
 
 export type LimitName =
   | 'item_size'
+  | 'item_value'
   | 'transaction_items'
   | 'transaction_size'
   | 'transaction_duplicate_item'

@@ -30,6 +30,43 @@ function valueSize(value: KvValue): number {
   return n;
 }
 
+/** DynamoDB nests attribute values at most 32 levels deep (an item's attribute is level 1). */
+export const MAX_VALUE_DEPTH = 32;
+/** DynamoDB numbers range over 1e-130 to under 1e126 in magnitude. */
+const MIN_MAGNITUDE = 1e-130;
+
+/**
+ * Why DynamoDB, through the SDK's document client, would not store `value` exactly as given, or
+ * undefined when it would: a number the client refuses (beyond 2^53 - 1 in magnitude: it would lose
+ * digits) or DynamoDB refuses (non-zero under 1e-130), nesting past MAX_VALUE_DEPTH, or a key named
+ * `__proto__` or `constructor`: the client's marshaller assigns keys onto plain objects, which drops
+ * `__proto__` silently, and picks a value's type by `value.constructor.name`, which such a key fools.
+ * An empty key is refused too: DynamoDB attribute names are at least one character. `depth` is the
+ * level `value` sits at. The embedded store refuses the same (engine parity).
+ */
+export function unstorableValue(value: unknown, depth = 1): string | undefined {
+  if (typeof value === 'number') {
+    const m = Math.abs(value);
+    return m > Number.MAX_SAFE_INTEGER || (m !== 0 && m < MIN_MAGNITUDE) ? `the number ${value} is outside what DynamoDB stores exactly` : undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  if (depth > MAX_VALUE_DEPTH) return `values nest deeper than ${MAX_VALUE_DEPTH} levels`;
+  if (Array.isArray(value)) {
+    for (const v of value) {
+      const why = unstorableValue(v, depth + 1);
+      if (why) return why;
+    }
+    return undefined;
+  }
+  for (const k in value) {
+    if (k === '__proto__' || k === 'constructor') return `a key is named ${k}`;
+    if (k === '') return 'a key is empty (DynamoDB names are at least one character)';
+    const why = unstorableValue((value as Record<string, unknown>)[k], depth + 1);
+    if (why) return why;
+  }
+  return undefined;
+}
+
 export function itemSize(item: KvItem): number {
   let size = 0;
   for (const [name, value] of Object.entries(item)) {
@@ -46,6 +83,10 @@ export function itemSize(item: KvItem): number {
  * its JSON, so the size is below twice the JSON length, and the JSON length is a close, safe estimate.
  */
 export function assertItemSize(item: KvItem, json?: string): number {
+  for (const name in item) {
+    const why = unstorableValue(item[name]);
+    if (why) throw new EngineLimitError('item_value', `item ${item.pk}/${item.sk}: ${why}`);
+  }
   if (json !== undefined) {
     const bytes = Buffer.byteLength(json);
     if (bytes * 2 <= LIMITS.itemBytes) return bytes;

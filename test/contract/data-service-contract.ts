@@ -96,6 +96,35 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       expect((await call('PUT', '/collections/docs', { fields: [{ name: 'text', type: 'text' }, { name: 'n', type: 'integer', indexed: true }] })).status).toBe(201);
     });
 
+    it('stores every value the API accepts, alike on both engines: any finite number, deep nesting, prototype-named keys', async () => {
+      expect((await call('PUT', '/collections/values', { mode: 'free', fields: [{ name: 'n', type: 'number', indexed: true }, { name: 'doc', type: 'json' }] })).status).toBe(201);
+      let deep: unknown = 'bottom';
+      for (let i = 0; i < 60; i++) deep = i % 2 ? [deep] : { k: deep };
+      const cases: Record<string, unknown>[] = [
+        { n: 2 ** 53 + 2, doc: { big: 1.7976931348623157e308, tiny: 5e-324, neg: -1e200, exp: 1e21 } },
+        { n: -1.5e300, doc: [Number.MAX_SAFE_INTEGER + 2, 123456789012345680000] },
+        { n: 5e-324, doc: deep },
+        { n: 1, doc: JSON.parse('{"__proto__": {"constructor": 1}, "toString": [2], "valueOf": {"__proto__": 3}}'), free: JSON.parse('{"__proto__": 4}') },
+        { n: 2, doc: { '': 1, constructor: { name: 'Set' }, nested: { constructor: { name: 'String', length: 3 } } }, constructor: 'free field', valueOf: 5 },
+      ];
+      for (const [i, values] of cases.entries()) {
+        const raw = JSON.stringify({ id: `v${i}`, ...values });
+        const created = await fetch(`${platform!.urls.data}/v1/databases/${DB}${records('values')}`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: raw,
+        });
+        const text = await created.text();
+        expect(created.status, `v${i}: ${text.slice(0, 300)}`).toBe(201);
+        const got = await call('GET', `${records('values')}/v${i}`);
+        expect(got.status).toBe(200);
+        const { id: _id, version: _v, created_at: _c, updated_at: _u, ...stored } = got.body;
+        expect(JSON.stringify(stored), `v${i}`).toBe(JSON.stringify(JSON.parse(raw, (k, v) => (k === 'id' ? undefined : v))));
+      }
+      const sorted = await listAll('values', 'sort=n&limit=2');
+      expect(sorted.records.map((r) => r.id)).toEqual(['v1', 'v2', 'v3', 'v4', 'v0']);
+    });
+
     it('creates, reads, updates with If-Match and deletes a record', async () => {
       const author = await call('POST', records('authors'), { id: 'le-guin', name: 'Ursula K. Le Guin' });
       expect(author.status).toBe(201);

@@ -3,7 +3,7 @@
  * behaves the same on SQLite and on DynamoDB, limits included.
  */
 import { describe, expect, it, beforeEach, afterEach } from 'vitest';
-import type { KvItem, KeyValueStore } from '../../lambdas/engine/ports.js';
+import type { KvItem, KvValue, KeyValueStore } from '../../lambdas/engine/ports.js';
 import type { ManualClock } from '../../lambdas/engine/clock.js';
 import { ConditionFailedError, EngineLimitError, TransactionCanceledError } from '../../lambdas/engine/errors.js';
 
@@ -162,6 +162,23 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
       expect(err).toBeInstanceOf(EngineLimitError);
       expect(err.limit).toBe('item_size');
       expect(await f.kv.get({ pk, sk: 'big' })).toBeUndefined();
+    });
+
+    it('refuses values DynamoDB would not store exactly, in puts and transactions, and keeps the ones it does', async () => {
+      let deep: KvValue = 1;
+      for (let i = 0; i < 33; i++) deep = [deep];
+      const bad: KvValue[] = [2 ** 53, -1e21, 1e300, 5e-324, -1e-131, deep, JSON.parse('{"a":{"__proto__":{"b":1}}}'), { a: { constructor: { name: 'Set' } } }, { constructor: 1 }, { '': 1 }];
+      for (const [i, v] of bad.entries()) {
+        for (const write of [() => f.kv.put({ pk, sk: `bad${i}`, v }), () => f.kv.transact([{ put: { pk, sk: `bad${i}`, v } }])]) {
+          const err = await write().catch((e) => e);
+          expect(err, `value ${i}`).toBeInstanceOf(EngineLimitError);
+          expect(err.limit).toBe('item_value');
+        }
+        expect(await f.kv.get({ pk, sk: `bad${i}` })).toBeUndefined();
+      }
+      const good = { max: Number.MAX_SAFE_INTEGER, min: -Number.MAX_SAFE_INTEGER, small: 1e-130, frac: 0.1, zero: 0, deep: (deep as KvValue[])[0], proto: { valueOf: 1, toString: [2], hasOwnProperty: 3 } };
+      await f.kv.put({ pk, sk: 'good', ...good });
+      expect(await f.kv.get({ pk, sk: 'good' })).toEqual({ pk, sk: 'good', ...good });
     });
 
     it('stops a query page at 1 MB of items and continues with the cursor', async () => {
