@@ -24,12 +24,20 @@ export interface Collection {
   /** Rules parsed once when the collection is saved. */
   compiled: Record<RuleAction, CompiledRule>;
   /**
-   * Dropped field name -> the schema_version that dropped it. In a free collection an undeclared key is
+   * Each dropped field and the schema_version that dropped it. In a free collection an undeclared key is
    * a free value, so a record written before the drop must not show the dropped field's old value.
+   * A list, not a map keyed by field name: a field may be named `constructor`, which DynamoDB's document
+   * client cannot take as a map key (engine/item-size.ts). Collections saved before kept a map.
    */
-  dropped?: Record<string, number>;
+  dropped?: { name: string; version: number }[] | Record<string, number>;
   created_at: string;
   updated_at: string;
+}
+
+/** The dropped fields of a collection, from either stored form. */
+export function droppedFields(c: Collection): { name: string; version: number }[] {
+  if (!c.dropped) return [];
+  return Array.isArray(c.dropped) ? c.dropped : Object.entries(c.dropped).map(([name, version]) => ({ name, version }));
 }
 
 export const collectionNotFound = (name: string) => new PlatformError('collection_not_found', `No collection "${name}".`);
@@ -196,7 +204,7 @@ export class Collections {
       fields: next,
       rules,
       compiled,
-      ...(dropped ? { dropped: { ...current.dropped, ...Object.fromEntries(droppedNames.map((n) => [n, version])) } } : {}),
+      ...(dropped ? { dropped: [...droppedFields(current).filter((d) => !droppedNames.includes(d.name)), ...droppedNames.map((name) => ({ name, version }))] } : {}),
       updated_at: new Date(this.now()).toISOString(),
     };
     await this.kv.put({ ...collectionKey(org, database, current.name), ...(collection as unknown as Record<string, never>) }, { ifEquals: { schema_version: current.schema_version } });

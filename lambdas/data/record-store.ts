@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Engine, KvItem } from '../engine/ports.js';
 import { itemSize, unstorableValue } from '../engine/item-size.js';
 import { recordBodyKey } from './keys.js';
-import type { Collection } from './collections.js';
+import { droppedFields, type Collection } from './collections.js';
 
 /** Values up to this size stay in the item; larger ones go to the blob store. */
 export const INLINE_BODY_BYTES = 300 * 1024;
@@ -49,12 +49,13 @@ export function visibleValues(collection: Collection, sv: number, values: Record
   return out;
 }
 
-/**
- * The schema_version that dropped field `name`, 0 if none did. Own keys only: a free value named
- * `constructor` or `toString` is no dropped field (`dropped` is a plain object).
- */
-const droppedAt = (collection: Collection, name: string): number =>
-  collection.dropped && Object.hasOwn(collection.dropped, name) ? collection.dropped[name] : 0;
+/** The schema_version that dropped field `name` (the latest drop), 0 if none did. */
+const dropVersions = new WeakMap<Collection, Map<string, number>>();
+function droppedAt(collection: Collection, name: string): number {
+  let versions = dropVersions.get(collection);
+  if (!versions) dropVersions.set(collection, (versions = new Map(droppedFields(collection).map((d) => [d.name, d.version]))));
+  return versions.get(name) ?? 0;
+}
 
 /**
  * A record's value of a field, or undefined when it has none. Records are plain objects whose keys

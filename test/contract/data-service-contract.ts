@@ -125,6 +125,19 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       expect(sorted.records.map((r) => r.id)).toEqual(['v1', 'v2', 'v3', 'v4', 'v0']);
     });
 
+    it('drops and re-adds fields named like Object.prototype members in a free collection', async () => {
+      const fields = (names: string[]) => ({ mode: 'free', fields: names.map((name) => ({ name, type: 'integer' })) });
+      expect((await call('PUT', '/collections/protos', fields(['constructor', 'toString', 'keep']))).status).toBe(201);
+      expect((await call('POST', records('protos'), { id: 'p1', constructor: 1, toString: 2, keep: 3, valueOf: 4 })).status).toBe(201);
+      const dropped = await call('PUT', '/collections/protos', fields(['keep']));
+      expect(dropped.status, JSON.stringify(dropped.body)).toBe(200);
+      const got = await call('GET', `${records('protos')}/p1`);
+      expect(got.body).toMatchObject({ keep: 3, valueOf: 4 });
+      expect(Object.hasOwn(got.body, 'constructor') || Object.hasOwn(got.body, 'toString')).toBe(false);
+      expect((await call('PUT', '/collections/protos', fields(['keep', 'constructor']))).status).toBe(200);
+      expect((await call('PATCH', `${records('protos')}/p1`, { constructor: 9 })).body).toMatchObject({ constructor: 9, keep: 3, valueOf: 4 });
+    });
+
     it('creates, reads, updates with If-Match and deletes a record', async () => {
       const author = await call('POST', records('authors'), { id: 'le-guin', name: 'Ursula K. Le Guin' });
       expect(author.status).toBe(201);
