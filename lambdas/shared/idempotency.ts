@@ -11,7 +11,8 @@
  *   token              random per successful `begin`: who holds the record (complete/abandon check it)
  *   in_progress_until  Unix ms; after it a crashed holder's record may be taken over
  *   expires_at         Unix seconds; the port hides the item once passed (DynamoDB TTL deletes it later)
- *   answer             on completion: the stored answer (a KvValue)
+ *   answer             on completion: the stored answer, as JSON text (an answer may hold any key or
+ *                      number its caller sent, which DynamoDB's document client cannot always store as is)
  *
  * Answers live in the item, so they must be small: an item is at most 400 KB, and a larger one is
  * refused with EngineLimitError('item_size') (the record then stays in progress; abandon it).
@@ -89,7 +90,7 @@ export class IdempotencyStore {
       if (!current) continue; // abandoned or expired since the put: claim it again
       // Checked first, as Powertools validates the payload before looking at the status.
       if (current.fingerprint !== fingerprint) return { state: 'mismatch' };
-      if (current.status === 'completed') return { state: 'completed', answer: current.answer ?? null };
+      if (current.status === 'completed') return { state: 'completed', answer: typeof current.answer === 'string' ? (JSON.parse(current.answer) as KvValue) : null };
 
       const until = typeof current.in_progress_until === 'number' ? current.in_progress_until : 0;
       if (until > this.clock.now()) return { state: 'in_progress', until };
@@ -126,7 +127,7 @@ export class IdempotencyStore {
     return {
       update: this.keyOf(tenant, key),
       // An update, not a put: the fingerprint and token stay as they are.
-      set: { status: 'completed', answer, expires_at: this.expiresAt(this.options.ttlSeconds) },
+      set: { status: 'completed', answer: JSON.stringify(answer), expires_at: this.expiresAt(this.options.ttlSeconds) },
       remove: ['in_progress_until'],
       condition: { ifEquals: { status: 'in_progress', token } },
     };
