@@ -23,6 +23,11 @@ export interface RecordMeta {
   updated_at: string;
   /** schema_version the record was written under: a field added later has no value in it. */
   sv: number;
+  /**
+   * Incarnation: random per create, kept by updates. A record deleted and created again starts over at
+   * version 1, so a write planned on the old one checks this too (records from before it have none).
+   */
+  inc?: string;
 }
 
 export interface LoadedRecord extends RecordMeta {
@@ -80,6 +85,7 @@ export function inlineRecord(item: KvItem): LoadedRecord | undefined {
     created_at: String(item.created_at),
     updated_at: String(item.updated_at),
     sv: Number(item.sv),
+    inc: typeof item.inc === 'string' ? item.inc : undefined,
     values: (item.values as Record<string, unknown>) ?? {},
     body: null,
   };

@@ -4,6 +4,7 @@
  * value, one entry per indexed or blob value, existence checks for relations and blobs, and a check that the
  * collection's schema did not change meanwhile. All of it applies, or none of it.
  */
+import { randomBytes } from 'node:crypto';
 import type { KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
 import { deepEqual } from '../engine/kv-shared.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
@@ -20,7 +21,7 @@ import { checkFiniteNumbers } from './fields/json.js';
 import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { blobEntryKey, referencesBlob } from './blob-rules.js';
-import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, view, visibleValues, type LoadedRecord, type RecordView } from './record-store.js';
+import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, view, visibleValues, type LoadedRecord, type RecordMeta, type RecordView } from './record-store.js';
 
 export interface WriteOp {
   op: 'create' | 'update' | 'delete';
@@ -80,7 +81,15 @@ export class RecordWriter {
     refuseSameRecordTwice(ops);
     for (let attempt = 1; ; attempt++) {
       // A retry reads collections afresh: the cached one may be what failed the schema check.
-      const plan = await this.plan(ops, attempt > 1);
+      let plan: Awaited<ReturnType<RecordWriter['plan']>>;
+      try {
+        plan = await this.plan(ops, attempt > 1);
+      } catch (error) {
+        if (!(error instanceof Replan)) throw error;
+        if (attempt >= MAX_ATTEMPTS) throw error.error;
+        await pause(contentionPauseMs(attempt, MAX_PAUSE_MS));
+        continue;
+      }
       try {
         await this.ctx.engine.kv.transact(plan.writes.map((w) => w.write));
       } catch (error) {
@@ -209,7 +218,12 @@ export class RecordWriter {
       .sort((a, b) => a.op - b.op);
     for (const w of candidates) {
       const item = await this.ctx.engine.kv.get(writeKeyOf(w.write));
-      if (!conditionHolds(w.write.condition!, item)) return this.explain(ops, w);
+      if (conditionHolds(w.write.condition!, item)) continue;
+      // Another writer moved the record of an op that names no version: not that op's failure. Plan
+      // again on the new version, as a failed transaction is retried (the later op's error was found
+      // on a state that is gone).
+      if (w.reason?.kind === 'version' && ops[w.op].version === undefined) throw new Replan(await this.explain(ops, w));
+      return this.explain(ops, w);
     }
     return undefined;
   }
@@ -240,7 +254,7 @@ export class RecordWriter {
     const values = this.values(c, op.data ?? {}, {});
     this.checkRule(c, 'create', null, values);
     const at = new Date(this.now()).toISOString();
-    const meta = { id, version: 1, created_at: at, updated_at: at, sv: c.schema_version };
+    const meta: RecordMeta = { id, version: 1, created_at: at, updated_at: at, sv: c.schema_version, inc: randomBytes(6).toString('base64url') };
     const record = { id, version: 1, created_at: at, updated_at: at, ...values };
     const { item, bodyKey } = await this.item(c, meta, values, record);
     if (bodyKey) newBodies.push(bodyKey);
@@ -265,12 +279,12 @@ export class RecordWriter {
     const old = visibleValues(c, before.sv, before.values);
     const values = this.values(c, op.data ?? {}, old);
     this.checkRule(c, 'update', view(c, before), op.data ?? {});
-    const meta = { id: before.id, version: before.version + 1, created_at: before.created_at, updated_at: new Date(this.now()).toISOString(), sv: c.schema_version };
+    const meta: RecordMeta = { id: before.id, version: before.version + 1, created_at: before.created_at, updated_at: new Date(this.now()).toISOString(), sv: c.schema_version, inc: before.inc };
     const record = { id: meta.id, version: meta.version, created_at: meta.created_at, updated_at: meta.updated_at, ...values };
     const { item, bodyKey } = await this.item(c, meta, values, record);
     if (bodyKey) newBodies.push(bodyKey);
     if (before.body) oldBodies.push(before.body);
-    add({ put: item, condition: { ifEquals: { version: before.version } } }, { kind: 'version' });
+    add({ put: item, condition: sameLife(before) }, { kind: 'version' });
     this.planFieldEntries(c, before.id, old, values, add, copyOf(item));
     return record;
   }
@@ -280,7 +294,7 @@ export class RecordWriter {
     const before = await this.current(c, op);
     this.checkRule(c, 'delete', view(c, before), null);
     if (before.body) oldBodies.push(before.body);
-    add({ delete: recordKey(this.org, this.ctx.database, c.name, before.id), condition: { ifEquals: { version: before.version } } }, { kind: 'version' });
+    add({ delete: recordKey(this.org, this.ctx.database, c.name, before.id), condition: sameLife(before) }, { kind: 'version' });
     this.planFieldEntries(c, before.id, visibleValues(c, before.sv, before.values), {}, add);
     return { id: before.id, deleted: true };
   }
@@ -308,7 +322,7 @@ export class RecordWriter {
     return out;
   }
 
-  private async item(c: Collection, meta: { id: string; version: number; created_at: string; updated_at: string; sv: number }, values: Record<string, unknown>, record: RecordView) {
+  private async item(c: Collection, meta: RecordMeta, values: Record<string, unknown>, record: RecordView) {
     const serialized = JSON.stringify(values);
     if (Buffer.byteLength(JSON.stringify(record)) > MAX_RECORD_BYTES) {
       throw new PlatformError('record_too_large', `A record is at most ${MAX_RECORD_BYTES} bytes of JSON.`);
@@ -372,6 +386,23 @@ function keyOf(f: StoredField, value: unknown): string {
 function recordCollection(w: KvWrite): string | undefined {
   const pk = 'put' in w ? w.put.pk : 'update' in w ? w.update.pk : undefined;
   return pk?.startsWith('rec#') ? pk.split('#')[3] : undefined;
+}
+
+/**
+ * The condition of an update or delete: the record is still the version that was read, of the same
+ * life. A record deleted and created again is back at version 1; without the incarnation a write planned
+ * on its old life would land on the new one (records from before incarnations: their creation time).
+ */
+function sameLife(before: LoadedRecord): KvCondition {
+  return { ifEquals: before.inc === undefined ? { version: before.version, created_at: before.created_at } : { version: before.version, inc: before.inc } };
+}
+
+/** Planning met another writer's progress on a record an unversioned op names; `error` is the answer once the attempts run out. */
+class Replan extends Error {
+  override name = 'Replan';
+  constructor(readonly error: PlatformError) {
+    super('plan again');
+  }
 }
 
 /** An error met while planning op `op` (its index in the batch). */
