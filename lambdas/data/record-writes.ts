@@ -352,8 +352,8 @@ export class RecordWriter {
       const nowKey = keyed && now !== undefined ? keyOf(f, now) : undefined;
       const keyChanged = wasKey !== nowKey;
       if (f.unique && keyChanged) {
-        if (wasKey !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: wasKey } });
-        if (nowKey !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: nowKey, record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
+        if (wasKey !== undefined) add({ delete: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: guardSortKey(wasKey) } });
+        if (nowKey !== undefined) add({ put: { pk: uniquePartition(org, db, c.name, f.name, f.generation), sk: guardSortKey(nowKey), record_id: id }, condition: { ifAbsent: true } }, { kind: 'unique', field: f.name });
       }
       if (indexed && (keyChanged || (copy && nowKey !== undefined))) {
         if (wasKey !== undefined && keyChanged) add({ delete: { pk: indexPartition(org, db, c.name, f.name, f.generation), sk: wasKey + SEP + id } });
@@ -375,6 +375,12 @@ function copyOf(item: KvItem): Record<string, KvValue> {
   const { pk: _pk, sk: _sk, ...rest } = item;
   return rest as Record<string, KvValue>;
 }
+
+/**
+ * A unique guard's sort key: the encoded value, except that the empty string (a valid text value)
+ * becomes SEP, which no encoded value contains; DynamoDB refuses an empty sort key.
+ */
+const guardSortKey = (encoded: string) => (encoded === '' ? SEP : encoded);
 
 function keyOf(f: StoredField, value: unknown): string {
   if (referencesBlob(f)) return blobEntryKey(value);

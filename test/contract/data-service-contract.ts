@@ -138,6 +138,23 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       expect((await call('PATCH', `${records('protos')}/p1`, { constructor: 9 })).body).toMatchObject({ constructor: 9, keep: 3, valueOf: 4 });
     });
 
+    it('orders and guards text keys holding NUL, U+0001 and the empty string', async () => {
+      expect((await call('PUT', '/collections/keys', { fields: [{ name: 'u', type: 'text', unique: true, indexed: true }] })).status).toBe(201);
+      const values: Record<string, string> = { k0: '', k1: 'a', k2: 'a\u0000', k3: 'a\u0000b', k4: 'a\u0001', k5: 'ab' };
+      for (const [id, u] of Object.entries(values)) expect((await call('POST', records('keys'), { id, u })).status, id).toBe(201);
+      const ids = async (q: string) => (await listAll('keys', `${q}&limit=2`)).records.map((r) => r.id);
+      expect(await ids('sort=u')).toEqual(['k0', 'k1', 'k2', 'k3', 'k4', 'k5']);
+      expect(await ids('sort=-u')).toEqual(['k5', 'k4', 'k3', 'k2', 'k1', 'k0']);
+      expect(await ids('filter[u][gt]=a')).toEqual(['k2', 'k3', 'k4', 'k5']);
+      expect(await ids('filter[u][lte]=a')).toEqual(['k0', 'k1']);
+      expect(await ids(`filter[u]=${encodeURIComponent('a\u0000')}`)).toEqual(['k2']);
+      expect(errorCode(await call('POST', records('keys'), { id: 'dup', u: '' }))).toBe('unique_violation');
+      expect(errorCode(await call('PATCH', `${records('keys')}/k1`, { u: 'a\u0000' }))).toBe('unique_violation');
+      expect((await call('DELETE', `${records('keys')}/k0`)).status).toBe(204);
+      expect((await call('PATCH', `${records('keys')}/k1`, { u: '' })).status).toBe(200);
+      expect(errorCode(await call('POST', records('keys'), { id: 'dup', u: '' }))).toBe('unique_violation');
+    });
+
     it('creates, reads, updates with If-Match and deletes a record', async () => {
       const author = await call('POST', records('authors'), { id: 'le-guin', name: 'Ursula K. Le Guin' });
       expect(author.status).toBe(201);

@@ -151,18 +151,22 @@ describe('key encoding', () => {
     expect(key('number', 0)).toBe('8000000000000000');
   });
 
-  it('orders strings by UTF-8 bytes, and keeps \\u0001 away from the separator', () => {
-    const sorted = ['', '\u0001', '\u0001x', 'A', 'Z', 'a', 'ab', 'b', 'é', '\uE000', '😀', '\uFFFF'].sort(byUtf8);
+  it('orders strings by UTF-8 bytes, and keeps \\u0000 and \\u0001 away from the separator', () => {
+    const sorted = ['', '\u0000', '\u0000\u0000', '\u0001', '\u0001x', 'A', 'Z', 'a', 'a\u0000', 'a\u0000b', 'a\u0001', 'ab', 'b', 'é', '\uE000', '😀', '\uFFFF'].sort(byUtf8);
     for (const type of ['text', 'relation', 'datetime'] as const) {
       const keys = sorted.map((v) => key(type, v));
       expect([...keys].sort(byUtf8)).toEqual(keys);
     }
     // JavaScript's < would put U+E000 after the emoji; bytes put it before.
     expect(byUtf8(key('text', '\uE000'), key('text', '😀'))).toBeLessThan(0);
-    expect(key('text', 'a\u0001b')).toBe('a\u0001\u0002b');
-    expect(key('text', 'a\u0001b')).not.toContain(SEP);
-    // A value's entries (`value SEP id`) sort before every longer value's.
-    expect(byUtf8(key('text', 'a') + SEP + 'zzz', key('text', 'a\u0001'))).toBeLessThan(0);
+    expect(key('text', 'a\u0001b')).toBe('a\u0001\u0003b');
+    expect(key('text', 'a\u0000b')).toBe('a\u0001\u0002b');
+    for (const v of sorted) expect(key('text', v)).not.toContain(SEP);
+    // A value's entries (`value SEP id`) sort before every longer value's, also one that adds a NUL.
+    for (const longer of ['a\u0001', 'a\u0000', 'a\u0000\u0000']) expect(byUtf8(key('text', 'a') + SEP + 'zzz', key('text', longer) + SEP)).toBeLessThan(0);
+    // Each value's entries sort together: "a\u0000"'s lie between "a"'s and "a\u0001"'s.
+    const entries = sorted.map((v) => key('text', v) + SEP + 'id');
+    expect([...entries].sort(byUtf8)).toEqual(entries);
   });
 
   it('orders datetimes in time order and bools false before true', () => {
