@@ -4,21 +4,13 @@
  * s3rver, as test/contract/data.aws.test.ts runs the data contract. Slower per request than SQLite, so
  * fewer and shorter runs. Replay a failure with FC_SEED=<seed> FC_PATH=<path> from fast-check's report.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Engine } from '../../lambdas/engine/ports.js';
-import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
-import { S3BlobStore } from '../../lambdas/engine/aws/blobs.js';
-import { systemClock } from '../../lambdas/engine/clock.js';
-import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { startPlatform, type RunningPlatform } from '../../lambdas/local/platform.js';
-import { startDynalite } from '../helpers/dynalite.js';
-import { startS3rver } from '../helpers/s3rver.js';
-import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
+import type { TransactionEmulation } from '../helpers/dynalite-transactions.js';
+import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { checkRecordsModel, httpCaller } from './records-model.js';
 
 /**
@@ -46,25 +38,9 @@ let emulation: TransactionEmulation | undefined;
 let key: string;
 
 beforeAll(async () => {
-  const dynamo = await startDynalite();
-  const s3 = await startS3rver();
-  emulation = await emulateTransactions(dynamo);
-  const dataDir = mkdtempSync(join(tmpdir(), 'records-model-aws-'));
-  const local = createEmbeddedEngine({ dataDir });
-  // The other ports (queue, connections, signer...) are not used by record routes: the embedded engine's.
-  const aws: Engine = {
-    ...local,
-    name: 'aws',
-    kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, systemClock),
-    blobs: new S3BlobStore(s3.client, s3.bucket),
-    clock: systemClock,
-    async close() {
-      emulation?.restore();
-      await local.close();
-      await Promise.all([dynamo.close(), s3.close()]);
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-  };
+  const started = await startAwsDataEngine('records-model-aws');
+  emulation = started.emulation;
+  const aws = started.engine;
   engine = aws;
   const tenants = new Tenants(aws.kv, () => aws.clock.now());
   const org = (await tenants.createOrganization('Model')).id;

@@ -5,23 +5,16 @@
  */
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { ServerSecret } from '../ports.js';
+import { memoUntilFailure } from '../memo.js';
 import { callAws } from './errors.js';
 
 /** The stack generates 64 characters; anything much shorter is a misconfiguration, not a secret. */
 const MIN_SECRET_BYTES = 32;
 
 export class SecretsManagerSecret implements ServerSecret {
-  private secret?: Promise<Uint8Array>;
-
   constructor(private readonly client: SecretsManagerClient, private readonly secretId: string) {}
 
-  get(): Promise<Uint8Array> {
-    this.secret ??= this.load().catch((error) => {
-      this.secret = undefined;
-      throw error;
-    });
-    return this.secret;
-  }
+  readonly get = memoUntilFailure(() => this.load());
 
   private async load(): Promise<Uint8Array> {
     const out = await callAws('Secrets Manager GetSecretValue', () => this.client.send(new GetSecretValueCommand({ SecretId: this.secretId })));

@@ -7,21 +7,14 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ServerSecret } from '../ports.js';
+import { memoUntilFailure } from '../memo.js';
 
 const SECRET_BYTES = 32;
 
 export class FileSecret implements ServerSecret {
-  private secret?: Promise<Uint8Array>;
-
   constructor(private readonly path: string) {}
 
-  get(): Promise<Uint8Array> {
-    this.secret ??= this.load().catch((error) => {
-      this.secret = undefined;
-      throw error;
-    });
-    return this.secret;
-  }
+  readonly get = memoUntilFailure(() => this.load());
 
   private async load(): Promise<Uint8Array> {
     const existing = await this.read();
