@@ -44,7 +44,7 @@ export function acknowledgeUnrotatedSecret(secret: IConstruct): void {
   ack(
     secret,
     'AwsSolutions-SMG4',
-    'The server secret only seals list cursors, which live minutes in a client; rotating it voids them, so it is rotated by hand (a new secret value) when needed, not on a schedule that would break paging clients at random.',
+    'The server secret seals list cursors and webhook signing secrets at rest; a new value voids both (paging clients restart, subscriptions need new signing secrets), so it is rotated by hand with a re-seal, never on a schedule that would break them at random.',
   );
 }
 

@@ -6,7 +6,8 @@ import { acknowledgeUnrotatedSecret } from './nag.js';
 
 /**
  * The server secret (lambdas/engine/aws/secret.ts): 64 generated characters in Secrets Manager, from
- * which list cursors' sealing key derives. Only routes with the `secret:read` grant may read it.
+ * which a key per purpose derives (lambdas/shared/server-keys.ts): list cursors, webhook signing
+ * secrets at rest. Only routes with the `secret:read` grant may read it.
  */
 export class ServerSecret extends Construct {
   readonly secret: Secret;
@@ -14,9 +15,9 @@ export class ServerSecret extends Construct {
   constructor(scope: Construct, id: string) {
     super(scope, id);
     this.secret = new Secret(this, 'Secret', {
-      description: `${Stack.of(this).stackName}: seals list cursors (docs/decisions/cursors.md)`,
+      description: `${Stack.of(this).stackName}: seals list cursors and webhook signing secrets (lambdas/shared/server-keys.ts)`,
       generateSecretString: { passwordLength: 64, excludePunctuation: true, includeSpace: false },
-      // A new secret only voids the cursors in clients' hands; keeping the old one costs nothing.
+      // Deleting it would void every cursor in clients' hands and every stored webhook signing secret.
       removalPolicy: RemovalPolicy.RETAIN,
     });
     acknowledgeUnrotatedSecret(this.secret);

@@ -8,8 +8,9 @@
  * - bound: opened for another collection, filter, sort or credential, it fails the same way.
  * A cursor that does not open is one error, whatever the reason, so the answer tells nothing either.
  */
-import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { ServerSecret } from '../engine/ports.js';
+import { derivedKey } from './server-keys.js';
 
 const VERSION = 1;
 const IV_BYTES = 12;
@@ -28,18 +29,9 @@ export class InvalidCursorError extends Error {
   }
 }
 
-const keys = new WeakMap<ServerSecret, Promise<Buffer>>();
-
-/** The cursor key: HKDF-SHA-256 of the server secret for this one purpose. */
-function cursorKey(secret: ServerSecret): Promise<Buffer> {
-  let key = keys.get(secret);
-  if (!key) {
-    key = secret.get().then((s) => Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), 'platform cursor key v1', 32)));
-    key.catch(() => keys.delete(secret));
-    keys.set(secret, key);
-  }
-  return key;
-}
+/** The cursor key: HKDF-SHA-256 of the server secret for this one purpose (`shared/server-keys.ts`). */
+const CURSOR_KEY_PURPOSE = 'platform cursor key v1';
+const cursorKey = (secret: ServerSecret): Promise<Buffer> => derivedKey(secret, CURSOR_KEY_PURPOSE);
 
 const additionalData = (binding: string) => Buffer.concat([Buffer.of(VERSION), Buffer.from(binding, 'utf8')]);
 

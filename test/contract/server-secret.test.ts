@@ -2,6 +2,7 @@
  * The server secret on both engines: the key file (real files, concurrent first use) and Secrets
  * Manager (mocked: it cannot run here), and the cursor sealing built on it.
  */
+import { createCipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { FileSecret } from '../../lambdas/engine/embedded/secret.js';
 import { SecretsManagerSecret } from '../../lambdas/engine/aws/secret.js';
 import { EngineUnavailableError } from '../../lambdas/engine/errors.js';
 import { InvalidCursorError, openCursor, sealCursor } from '../../lambdas/shared/cursors.js';
+import { derivedKey } from '../../lambdas/shared/server-keys.js';
 
 describe('FileSecret (embedded engine)', () => {
   let dir: string;
@@ -91,5 +93,49 @@ describe('sealed cursors', () => {
         await expect(openCursor(secret, bad.toString('base64url'), 'b'), `byte ${i}`).rejects.toBeInstanceOf(InvalidCursorError);
       }
     }
+  });
+});
+
+describe('derived keys (shared/server-keys.ts)', () => {
+  it('are HKDF-SHA-256 (empty salt, the purpose as info), one per purpose, loaded once per purpose', async () => {
+    let loads = 0;
+    const secret = { get: async () => (loads++, new Uint8Array(32).fill(3)) };
+    const [a, b, c] = await Promise.all([derivedKey(secret, 'purpose a'), derivedKey(secret, 'purpose a'), derivedKey(secret, 'purpose b')]);
+    expect(a).toEqual(Buffer.from(hkdfSync('sha256', new Uint8Array(32).fill(3), Buffer.alloc(0), 'purpose a', 32)));
+    expect(a).toHaveLength(32);
+    expect(b).toBe(a);
+    expect(c).not.toEqual(a);
+    expect(await derivedKey(secret, 'purpose a')).toBe(a);
+    expect(loads).toBe(2);
+    // Another secret object has its own keys.
+    expect(await derivedKey({ get: async () => new Uint8Array(32).fill(4) }, 'purpose a')).not.toEqual(a);
+  });
+
+  it('do not cache a failed load', async () => {
+    let calls = 0;
+    const secret = {
+      get: async () => {
+        calls++;
+        if (calls === 1) throw new Error('not yet');
+        return new Uint8Array(32).fill(5);
+      },
+    };
+    await expect(derivedKey(secret, 'p')).rejects.toThrow('not yet');
+    expect(await derivedKey(secret, 'p')).toHaveLength(32);
+    expect(calls).toBe(2);
+  });
+
+  it('leave the cursor key as it was: a cursor sealed the way it always was still opens', async () => {
+    const raw = new Uint8Array(32).fill(6);
+    const secret = { get: async () => raw };
+    // The derivation and the format before the refactor, written out here.
+    const key = Buffer.from(hkdfSync('sha256', raw, Buffer.alloc(0), 'platform cursor key v1', 32));
+    expect(await derivedKey(secret, 'platform cursor key v1')).toEqual(key);
+    const iv = randomBytes(12);
+    const cipher = createCipheriv('aes-256-gcm', key, iv);
+    cipher.setAAD(Buffer.concat([Buffer.of(1), Buffer.from('binding', 'utf8')]));
+    const plain = Buffer.from(JSON.stringify({ r: 1, c: 'old' }).padEnd(32, ' '), 'utf8');
+    const cursor = Buffer.concat([Buffer.of(1), iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]).toString('base64url');
+    expect(await openCursor(secret, cursor, 'binding')).toEqual({ r: 1, c: 'old' });
   });
 });
