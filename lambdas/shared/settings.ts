@@ -56,6 +56,7 @@ export interface Settings {
   credentialCacheMs: number;
   modelRoutesCacheMs: number;
   eventsRateLimitPerMinute: number;
+  eventsAllowLoopbackWebhooks?: boolean;
   dataRateLimitPerMinute: number;
   localWorkers: number;
   aiPort: number;
@@ -81,6 +82,13 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   ),
   modelRoutesCacheMs: define('MODEL_ROUTES_CACHE_MS', wholeNumber(0, 60_000), 1000, 'How long an organization\'s model routes are cached, in ms.'),
   eventsRateLimitPerMinute: define('EVENTS_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 600, 'Events API calls a minute per credential (spec 8: 600); 0 turns it off.'),
+  // Optional (unset means off) rather than a `false` default: only someone who sets it gets it.
+  eventsAllowLoopbackWebhooks: define(
+    'EVENTS_ALLOW_LOOPBACK_WEBHOOKS',
+    z.enum(['0', '1']).transform((v) => v === '1'),
+    undefined,
+    'Local development only: `1` lets webhook URLs `http(s)://127.0.0.1:<port>`, `[::1]` and `localhost` through (any port); unset or `0` (off) refuses them as every other private destination (docs/events/webhook-destinations.md). Never set it on a deployed stack.',
+  ),
   dataRateLimitPerMinute: define('DATA_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 0, 'Data API calls a minute per credential; 0 (the default, as PocketBase) is no limit.'),
   localWorkers: define(
     'LOCAL_WORKERS',

@@ -49,11 +49,12 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   activity: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   data: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   ai: { layers: ['auth', 'activity', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
-  events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
+  events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
   http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events and runs the embedded engine.
-  local: { layers: ['http', 'auth', 'activity', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
+  local: { layers: ['http', 'auth', 'activity', 'events', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   admin: { layers: ['auth', 'ai', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
