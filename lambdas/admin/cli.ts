@@ -9,6 +9,7 @@ import type { Capability } from '../auth/principal.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
+import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -28,6 +29,21 @@ const b = { type: 'boolean' } as const;
 const tenants = (e: Engine) => new Tenants(e.kv, () => e.clock.now());
 const routes = (e: Engine) => new ModelRoutes(e.kv, () => e.clock.now());
 const str = (o: Options, k: string) => o[k] as string;
+
+/**
+ * `--permissions a,b`: the Events permissions a key or OAuth client is narrowed to (absent: all of
+ * them). An unknown name or an empty list is a usage error (exit 2), naming the known permissions.
+ */
+function permissionsOption(o: Options): { permissions?: string[] } {
+  const raw = o.permissions;
+  if (raw === undefined) return {};
+  const list = String(raw).split(',').map((p) => p.trim()).filter(Boolean);
+  const known = `known permissions: ${EVENTS_PERMISSIONS.join(', ')}`;
+  if (!list.length) throw new UsageError(`--permissions needs at least one permission (leave it out for all of them); ${known}`);
+  const unknown = unknownPermissions(list);
+  if (unknown.length) throw new UsageError(`unknown permissions: ${unknown.join(', ')}; ${known}`);
+  return { permissions: list };
+}
 
 export const COMMANDS: Record<string, Command> = {
   'org create': { usage: '--name N', options: { name: s }, required: ['name'], run: (e, o) => tenants(e).createOrganization(str(o, 'name')) },
@@ -51,12 +67,13 @@ export const COMMANDS: Record<string, Command> = {
       ),
   },
   'key create': {
-    usage: '--org ID [--app ID]',
-    options: { org: s, app: s },
+    usage: '--org ID [--app ID] [--permissions events:event.publish,...]',
+    options: { org: s, app: s, permissions: s },
     required: ['org'],
     run: async (e, o) => {
-      const { id, key } = await tenants(e).createSecretKey(str(o, 'org'), str(o, 'app'));
-      return { id, key };
+      const { id, key, record } = await tenants(e).createSecretKey(str(o, 'org'), str(o, 'app'), permissionsOption(o));
+      // permissions: null is every Events permission (docs/events/permissions.md).
+      return { id, key, permissions: record.permissions };
     },
   },
   'key disable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), true) },
@@ -78,10 +95,10 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   'oauth-client create': {
-    usage: '--app ID',
-    options: { app: s },
+    usage: '--app ID [--permissions events:event.publish,...]',
+    options: { app: s, permissions: s },
     required: ['app'],
-    run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).create(str(o, 'app')),
+    run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).create(str(o, 'app'), permissionsOption(o)),
   },
   'oauth-client revoke': {
     usage: '--client-id ID',

@@ -9,6 +9,7 @@
  */
 import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
+import type { Permission } from './permissions.js';
 import type { Principal } from './principal.js';
 import { SECRET_KEY_PATTERN, hashSecret } from './secret-keys.js';
 import { PUBLISHABLE_KEY_PATTERN, PublishableKeys } from './publishable-keys.js';
@@ -45,6 +46,10 @@ export function bearerToken(authorization: string | undefined): string {
 }
 
 const blank = { userId: null, claims: null, origins: null } as const;
+/** What a publishable key may do on Events (spec 5 rule 6: open a stream, nothing else). */
+export const PUBLISHABLE_KEY_PERMISSIONS: readonly Permission[] = Object.freeze(['events:stream.open']);
+/** End-user tokens hold no Events permission (spec 5: nothing on Events). */
+export const END_USER_PERMISSIONS: readonly Permission[] = Object.freeze([]);
 
 function refusal(org: Organization, disabled: boolean): Resolved['refusal'] {
   if (org.disabled) return 'organization_disabled';
@@ -62,7 +67,7 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
     if (!key) return undefined;
     const [org, app] = await orgAndApp(key.organization_id, key.application_id);
     if (!org || (key.application_id && !app)) return undefined;
-    return { principal: principalFor('secret_key', key.id, org, app ?? null), refusal: refusal(org, key.disabled) };
+    return { principal: principalFor('secret_key', key.id, org, app ?? null, key.permissions), refusal: refusal(org, key.disabled) };
   }
 
   if (PUBLISHABLE_KEY_PATTERN.test(token)) {
@@ -70,7 +75,10 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
     if (!key) return undefined;
     const [org, app] = await orgAndApp(key.organization_id, key.application_id);
     if (!org || !app) return undefined;
-    return { principal: { ...principalFor('publishable_key', key.id, org, app), origins: key.origins }, refusal: refusal(org, key.disabled) };
+    return {
+      principal: { ...principalFor('publishable_key', key.id, org, app, PUBLISHABLE_KEY_PERMISSIONS), origins: key.origins },
+      refusal: refusal(org, key.disabled),
+    };
   }
 
   if (JWT_PATTERN.test(token)) {
@@ -80,13 +88,14 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
     if (!org || !app || app.organization_id !== org.id) return undefined;
     const expiresAt = claims.exp * 1000;
     if (claims.kind === 'oauth_client') {
-      // A revoked client's tokens are dead (rule 5), like any revoked bearer token: 401.
+      // A revoked client's tokens are dead (rule 5), like any revoked bearer token: 401. Its permissions
+      // come from the record too, not from the token: a narrowed client takes effect within the cache time.
       const client = await new OAuthClients(engine.kv, now).get(claims.sub);
       if (!client || client.revoked || client.application_id !== app.id) return undefined;
-      return { principal: principalFor('oauth_client', client.client_id, org, app), refusal: refusal(org, false), expiresAt };
+      return { principal: principalFor('oauth_client', client.client_id, org, app, client.permissions), refusal: refusal(org, false), expiresAt };
     }
     return {
-      principal: { ...principalFor('end_user', claims.sub, org, app), userId: claims.sub, claims: claims.ext ?? {} },
+      principal: { ...principalFor('end_user', claims.sub, org, app, END_USER_PERMISSIONS), userId: claims.sub, claims: claims.ext ?? {} },
       refusal: refusal(org, false),
       expiresAt,
     };
@@ -94,7 +103,13 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
   return undefined;
 }
 
-function principalFor(kind: Principal['kind'], credentialId: string, org: Organization, app: Application | null): Principal {
+function principalFor(
+  kind: Principal['kind'],
+  credentialId: string,
+  org: Organization,
+  app: Application | null,
+  permissions: readonly Permission[] | null,
+): Principal {
   return {
     kind,
     credentialId,
@@ -102,6 +117,7 @@ function principalFor(kind: Principal['kind'], credentialId: string, org: Organi
     applicationId: app?.id ?? null,
     workspaceId: app?.workspace_id ?? null,
     capabilities: app ? app.capabilities : null,
+    permissions,
     ...blank,
   };
 }

@@ -1,19 +1,26 @@
 /**
  * OAuth clients of an application (client credentials grant, RFC 6749 section 4.4).
- *   oauthclient#<client_id> / client    {client_id, secret_hash, application_id, organization_id, revoked}
+ *   oauthclient#<client_id> / client    {client_id, secret_hash, application_id, organization_id, revoked, permissions?}
  * The secret is shown once at creation; only its SHA-256 is kept (it carries 256 random bits).
+ * `permissions` (Events) is stored only when narrowed; absent is every Events permission. A client's
+ * tokens carry no permissions: each token's permissions are read from this record when the token is
+ * verified (lambdas/auth/credentials.ts), so a narrowed or revoked client takes effect within the
+ * credential cache time, not at the token's expiry.
  */
 import { timingSafeEqual } from 'node:crypto';
 import type { KeyValueStore } from '../engine/ports.js';
 import { newId, randomHex } from '../shared/ids.js';
+import type { Permission } from './permissions.js';
 import { hashSecret } from './secret-keys.js';
-import { TenantError, Tenants } from './tenants.js';
+import { permissionList, TenantError, Tenants } from './tenants.js';
 
 export interface OAuthClient {
   client_id: string;
   application_id: string;
   organization_id: string;
   revoked: boolean;
+  /** The Events permissions the client's tokens hold; null (stored: absent) is all of them. */
+  permissions: Permission[] | null;
   created_at: string;
 }
 
@@ -22,20 +29,25 @@ const key = (clientId: string) => ({ pk: `oauthclient#${clientId}`, sk: 'client'
 export class OAuthClients {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
-  async create(applicationId: string): Promise<{ client_id: string; client_secret: string }> {
+  /** `permissions` narrows what the client's tokens may do on Events; without it they hold every Events permission. */
+  async create(
+    applicationId: string,
+    options: { permissions?: readonly string[] } = {},
+  ): Promise<{ client_id: string; client_secret: string; permissions: Permission[] | null }> {
+    const permissions = permissionList(options.permissions);
     const app = await new Tenants(this.kv, this.now).getApplication(applicationId);
     if (!app) throw new TenantError(`no application ${applicationId}`);
     const client_id = newId('cli');
     const client_secret = `cls_${randomHex(32)}`;
-    const client: OAuthClient = {
+    const client: Omit<OAuthClient, 'permissions'> = {
       client_id,
       application_id: app.id,
       organization_id: app.organization_id,
       revoked: false,
       created_at: new Date(this.now()).toISOString(),
     };
-    await this.kv.put({ ...key(client_id), ...client, secret_hash: hashSecret(client_secret) }, { ifAbsent: true });
-    return { client_id, client_secret };
+    await this.kv.put({ ...key(client_id), ...client, ...(permissions ? { permissions } : {}), secret_hash: hashSecret(client_secret) }, { ifAbsent: true });
+    return { client_id, client_secret, permissions: permissions ?? null };
   }
 
   async revoke(clientId: string): Promise<OAuthClient> {
@@ -62,6 +74,6 @@ export class OAuthClients {
 }
 
 function toClient(item: Record<string, unknown>): OAuthClient {
-  const { client_id, application_id, organization_id, revoked, created_at } = item as unknown as OAuthClient;
-  return { client_id, application_id, organization_id, revoked, created_at };
+  const { client_id, application_id, organization_id, revoked, permissions, created_at } = item as unknown as OAuthClient;
+  return { client_id, application_id, organization_id, revoked, permissions: permissions ?? null, created_at };
 }

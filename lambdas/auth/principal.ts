@@ -1,3 +1,5 @@
+import type { Permission } from './permissions.js';
+
 /** What an application may enable (spec 4.1); a route needing one names it in the route table. */
 export type Capability = 'ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision';
 /** The four credentials of spec section 5. */
@@ -21,6 +23,12 @@ export interface Principal {
   claims: Record<string, unknown> | null;
   /** Publishable keys: the origins the key may be used from. */
   origins: string[] | null;
+  /**
+   * Events permissions (docs/events/permissions.md). null: all of them (a secret key or OAuth client
+   * not narrowed). A narrowed key or client: its stored list. A publishable key: only
+   * `events:stream.open`. An end-user token: none (Events refuses it anyway).
+   */
+  permissions: readonly Permission[] | null;
 }
 
 /** Secret keys and OAuth client tokens are server credentials: they may change schemas and never come from a browser. */

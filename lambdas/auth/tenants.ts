@@ -3,11 +3,13 @@
  *   org#<id> / org                 organization
  *   ws#<id> / ws                   workspace      (gsi1: org#<org> / ws#<id>)
  *   app#<id> / app                 application    (gsi1: org#<org> / app#<id>)
- *   key#<sha256> / key             secret key, looked up by the hash of the presented secret
+ *   key#<sha256> / key             secret key, looked up by the hash of the presented secret; `permissions`
+ *                                  (Events) only when narrowed at creation, absent = every Events permission
  *   keyid#<id> / keyid             pointer from a key id to its hash, to disable by id
  */
 import type { KeyValueStore } from '../engine/ports.js';
 import type { Capability } from './principal.js';
+import { canonicalPermissions, EVENTS_PERMISSIONS, unknownPermissions, type Permission } from './permissions.js';
 import { newId } from '../shared/ids.js';
 import { hashSecret, newSecretKey } from './secret-keys.js';
 
@@ -38,6 +40,8 @@ export interface SecretKeyRecord {
   organization_id: string;
   application_id: string | null;
   disabled: boolean;
+  /** The Events permissions the key holds; null (stored: absent) is all of them (docs/events/permissions.md). */
+  permissions: Permission[] | null;
   created_at: string;
 }
 
@@ -49,6 +53,23 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const strip = <T>(item: Record<string, unknown>): T => {
   const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, ...rest } = item;
   return rest as T;
+};
+
+/**
+ * A narrowed permission list as stored: known names only (TenantError naming the others), at least
+ * one, deduplicated in canonical order. undefined (not narrowed) stays undefined: every permission.
+ */
+export function permissionList(permissions: readonly string[] | undefined): Permission[] | undefined {
+  if (permissions === undefined) return undefined;
+  const unknown = unknownPermissions(permissions);
+  if (unknown.length) throw new TenantError(`unknown permissions: ${unknown.join(', ')} (known: ${EVENTS_PERMISSIONS.join(', ')})`);
+  if (!permissions.length) throw new TenantError('a permission list needs at least one permission; leave it out for all of them');
+  return canonicalPermissions(permissions as Permission[]);
+}
+
+const toSecretKeyRecord = (item: Record<string, unknown>): SecretKeyRecord => {
+  const { permissions, ...rest } = strip<SecretKeyRecord>(item);
+  return { ...rest, permissions: permissions ?? null };
 };
 
 export class Tenants {
@@ -108,8 +129,16 @@ export class Tenants {
     return item && strip<Application>(item);
   }
 
-  /** Creates a secret key; the secret is returned this once and only its hash is kept. */
-  async createSecretKey(organizationId: string, applicationId?: string): Promise<{ id: string; key: string; record: SecretKeyRecord }> {
+  /**
+   * Creates a secret key; the secret is returned this once and only its hash is kept. `permissions`
+   * narrows what it may do on Events; without it the key holds every Events permission.
+   */
+  async createSecretKey(
+    organizationId: string,
+    applicationId?: string,
+    options: { permissions?: readonly string[] } = {},
+  ): Promise<{ id: string; key: string; record: SecretKeyRecord }> {
+    const permissions = permissionList(options.permissions);
     await this.requireOrganization(organizationId);
     if (applicationId) {
       const app = await this.getApplication(applicationId);
@@ -122,10 +151,12 @@ export class Tenants {
       organization_id: organizationId,
       application_id: applicationId ?? null,
       disabled: false,
+      permissions: permissions ?? null,
       created_at: iso(this.now()),
     };
+    const { permissions: _all, ...stored } = record;
     await this.kv.transact([
-      { put: { pk: `key#${hash}`, sk: 'key', ...record }, condition: { ifAbsent: true } },
+      { put: { pk: `key#${hash}`, sk: 'key', ...stored, ...(permissions ? { permissions } : {}) }, condition: { ifAbsent: true } },
       { put: { pk: `keyid#${record.id}`, sk: 'keyid', hash }, condition: { ifAbsent: true } },
     ]);
     return { id: record.id, key, record };
@@ -133,14 +164,14 @@ export class Tenants {
 
   async findSecretKey(secret: string): Promise<SecretKeyRecord | undefined> {
     const item = await this.kv.get({ pk: `key#${hashSecret(secret)}`, sk: 'key' });
-    return item && strip<SecretKeyRecord>(item);
+    return item && toSecretKeyRecord(item);
   }
 
   async setSecretKeyDisabled(keyId: string, disabled: boolean): Promise<SecretKeyRecord> {
     const pointer = await this.kv.get({ pk: `keyid#${keyId}`, sk: 'keyid' });
     if (!pointer) throw new TenantError(`no key ${keyId}`);
     const item = await this.kv.update({ key: { pk: `key#${pointer.hash}`, sk: 'key' }, set: { disabled }, condition: { ifExists: true } });
-    return strip<SecretKeyRecord>(item);
+    return toSecretKeyRecord(item);
   }
 
   private async requireOrganization(id: string): Promise<Organization> {

@@ -10,6 +10,7 @@ import { acceptedCredentials, countsCalls, type RouteDef } from './routes.js';
 import type { Middleware } from './types.js';
 import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
+import { permission, workspace } from './middleware/events-access.js';
 import { DEFAULT_MAX_BODY_BYTES, jsonBody } from './middleware/json-body.js';
 import { operationIdRequired } from './middleware/operation-id.js';
 import { rateLimit } from './middleware/rate-limit.js';
@@ -43,6 +44,11 @@ export interface ChainStep {
 }
 
 const credentialed = (route: RouteDef) => acceptedCredentials(route) !== 'none';
+
+/** The path parameter naming a workspace (every Events route but the token exchange and the fallbacks). */
+export const WORKSPACE_PARAM = 'workspace_id';
+/** Whether a route's path names a workspace: the chain then checks it and hands it to the handler. */
+export const scopedToWorkspace = (route: RouteDef): boolean => route.path.includes(`{${WORKSPACE_PARAM}}`);
 const bodyLimit = (route: RouteDef) => ({ maxBytes: route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, tooLargeCode: tooLargeCode(route.api) });
 
 /**
@@ -74,6 +80,19 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
     },
   },
   // The fallback has no operation to name, and the token exchange is plain OAuth: clients send no id.
+  // After credentials (401 first) and the rate limit (so probing workspaces costs calls), before any
+  // body is read: neither 403 depends on the body. Every Events workspace route must name its
+  // permission; one that does not stops at cold start rather than serving without the check.
+  {
+    name: 'permission',
+    build: (route) => {
+      if (!credentialed(route)) return undefined;
+      if (route.permission) return permission({ permission: route.permission });
+      if (route.api === 'events' && scopedToWorkspace(route)) throw new Error(`route ${route.id}: an Events workspace route needs a permission`);
+      return undefined;
+    },
+  },
+  { name: 'workspace', build: (route) => (credentialed(route) && scopedToWorkspace(route) ? workspace({ param: WORKSPACE_PARAM }) : undefined) },
   { name: 'operationId', build: (route, policy) => (policy.operationIds && route.method !== 'ANY' && credentialed(route) ? operationIdRequired() : undefined) },
   { name: 'jsonBody', build: (route) => ((route.body ?? 'json') === 'json' ? jsonBody(bodyLimit(route)) : undefined) },
   { name: 'streamBody', build: (route) => (route.body === 'stream' ? streamBody(bodyLimit(route)) : undefined) },

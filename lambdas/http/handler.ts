@@ -11,12 +11,12 @@ import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
-import { chainFor } from './chain.js';
+import { chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
 import { bindHooks } from './hook-bindings.js';
 import { pickOperationId } from './middleware/operation-id.js';
 import { routeById, type RouteDef } from './routes.js';
-import type { HttpResponse, PlatformContext, RequestScope, RouteHandler, RouteResult, Transport } from './types.js';
+import type { HttpResponse, PlatformContext, RequestScope, RouteHandler, RouteResult, Transport, WorkspaceRouteHandler, WorkspaceScope } from './types.js';
 
 /**
  * A route's function. Lambda calls it with its own context (`buffered` mode); a runtime that pipes
@@ -62,6 +62,20 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     return res;
   });
   return lambda as unknown as RouteFunction;
+}
+
+/**
+ * httpHandler() for a route whose path names `{workspace_id}`: the handler receives the workspace the
+ * chain checked against the credential, typed (`scope.workspace`). A route without the parameter
+ * stops at cold start.
+ */
+export function workspaceHandler(routeOrId: string | RouteDef, handle: WorkspaceRouteHandler): RouteFunction {
+  const route = typeof routeOrId === 'string' ? routeById(routeOrId) : routeOrId;
+  if (!scopedToWorkspace(route)) throw new Error(`route ${route.id}: workspaceHandler() needs a {workspace_id} in the path`);
+  return httpHandler(route, (req, scope) => {
+    if (!scope.workspace) throw new Error(`route ${route.id}: the chain set no workspace`);
+    return handle(req, scope as WorkspaceScope);
+  });
 }
 
 /** Reads a streamed answer into memory for Lambda, refusing one over the Lambda payload limit. */

@@ -3,6 +3,7 @@
  * Adding a route is one line here plus its handler module, which exports `handler`.
  */
 
+import type { Permission } from '../auth/permissions.js';
 import type { Capability, CredentialKind } from '../auth/principal.js';
 import type { Api } from '../shared/api.js';
 
@@ -23,6 +24,8 @@ export interface RouteDef {
   handler: string;
   /** An application-bound credential needs this capability (spec 4.1). */
   capability?: Capability;
+  /** Events: the permission the credential must hold (lambdas/auth/permissions.ts). */
+  permission?: Permission;
   grants: Grant[];
   /** Largest accepted request body in bytes (API Gateway's own ceiling is 10 MiB). */
   maxBodyBytes?: number;
@@ -60,6 +63,16 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
+  { id: 'events.events.publish', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/events', handler: 'http/handlers/events/publish', permission: 'events:event.publish', grants: ['table:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024 },
+  { id: 'events.subscriptions.list', api: 'events', method: 'GET', path: '/v1/workspaces/{workspace_id}/subscriptions', handler: 'http/handlers/events/list-subscriptions', permission: 'events:subscription.read', grants: ['table:read'] },
+  { id: 'events.subscriptions.create', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/subscriptions', handler: 'http/handlers/events/create-subscription', permission: 'events:subscription.write', grants: ['table:write', 'secret:read'] },
+  { id: 'events.subscriptions.delete', api: 'events', method: 'DELETE', path: '/v1/workspaces/{workspace_id}/subscriptions/{subscription_id}', handler: 'http/handlers/events/delete-subscription', permission: 'events:subscription.write', grants: ['table:write'] },
+  { id: 'events.subscriptions.rotate-secret', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/subscriptions/{subscription_id}/rotate-secret', handler: 'http/handlers/events/rotate-secret', permission: 'events:subscription.write', grants: ['table:write', 'secret:read'] },
+  { id: 'events.subscriptions.pull', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/subscriptions/{subscription_id}/pull', handler: 'http/handlers/events/pull', permission: 'events:message.pull', grants: ['table:write'] },
+  { id: 'events.subscriptions.ack', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/subscriptions/{subscription_id}/ack', handler: 'http/handlers/events/ack', permission: 'events:message.pull', grants: ['table:write'] },
+  { id: 'events.dead.list', api: 'events', method: 'GET', path: '/v1/workspaces/{workspace_id}/dead', handler: 'http/handlers/events/list-dead', permission: 'events:dead.read', grants: ['table:read'] },
+  { id: 'events.dead.replay', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/dead/{event_id}/replay', handler: 'http/handlers/events/replay-dead', permission: 'events:dead.replay', grants: ['table:write', 'queue:send'] },
+  { id: 'events.stats.get', api: 'events', method: 'GET', path: '/v1/workspaces/{workspace_id}/stats', handler: 'http/handlers/events/stats', permission: 'events:stats.read', grants: ['table:read'] },
   { id: 'data.end_user_tokens.create', api: 'data', method: 'POST', path: '/v1/end-user-tokens', handler: 'http/handlers/data/create-end-user-token', grants: ['table:read', 'signing:sign'], credentials: ['secret_key', 'oauth_client'], maxBodyBytes: 16 * 1024 },
   { id: 'data.databases.list', api: 'data', method: 'GET', path: '/v1/databases', handler: 'http/handlers/data/list-databases', grants: ['table:read'] },
   { id: 'data.databases.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}', handler: 'http/handlers/data/put-database', grants: ['table:read', 'table:write'] },

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import type { APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
+import type { Workspace } from '../auth/tenants.js';
 import type { CallInfo } from '../shared/api.js';
 import type { RouteDef } from './routes.js';
 
@@ -43,6 +44,12 @@ export interface RequestScope {
   route: RouteDef;
   engine: Engine;
   principal: Principal;
+  /**
+   * Routes whose path names `{workspace_id}` (the Events API): the workspace, checked against the
+   * credential by the chain's `workspace` step. Handlers of such routes get it typed through
+   * `workspaceHandler()` (handler.ts) as WorkspaceScope.
+   */
+  workspace?: Workspace;
   /** The call as plain fields, for the activity log and the after-commit hooks. */
   call: CallInfo;
   operationId?: string;
@@ -50,6 +57,10 @@ export interface RequestScope {
 }
 
 export type RouteHandler = (req: HttpRequest, scope: RequestScope) => Promise<HttpResponse>;
+
+/** What a handler of a `{workspace_id}` route receives: the scope with the checked workspace. */
+export type WorkspaceScope = RequestScope & { workspace: Workspace };
+export type WorkspaceRouteHandler = (req: HttpRequest, scope: WorkspaceScope) => Promise<HttpResponse>;
 
 /**
  * How a runtime takes a route's answer:

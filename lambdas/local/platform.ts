@@ -10,6 +10,7 @@ import type { Api } from '../shared/api.js';
 import { ROUTES } from '../http/routes.js';
 import { flushActivity } from '../activity/activity.js';
 import { createApiServer } from './http-server.js';
+import { startQueueWorkers } from './queue-workers.js';
 
 export interface PlatformOptions {
   engine: Engine;
@@ -45,6 +46,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     servers[api] = server;
     urls[api] = `http://${host}:${(server.address() as AddressInfo).port}`;
   }
+  const queueWorkers = startQueueWorkers(options.engine);
   let closing: Promise<void> | undefined;
   return {
     urls,
@@ -61,6 +63,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
               }),
           ),
         );
+        await queueWorkers.stop();
         await flushActivity(options.engine);
         await options.engine.close();
       })()),

@@ -62,3 +62,11 @@ export function monotonicUlid(nowMs = Date.now()): string {
 export const newId = (prefix: string, nowMs?: number) => `${prefix}_${ulid(nowMs)}`;
 
 export const randomHex = (bytes: number) => randomBytes(bytes).toString('hex');
+
+/** The millisecond a ULID (or a prefixed id ending in one) was made at. */
+export function ulidTimeMs(id: string): number {
+  const u = id.slice(-26);
+  let t = 0;
+  for (let i = 0; i < 10; i++) t = t * 32 + CROCKFORD.indexOf(u[i]);
+  return t;
+}

@@ -19,7 +19,7 @@ describe('layers', () => {
   it('give every source folder a layer with a rule', () => {
     const layers = new Set(readImports(ROOT, ['lambdas', 'lib', 'bin']).map((i) => layerOf(i.from)));
     expect([...layers].sort()).toEqual(
-      ['activity', 'admin', 'ai', 'auth', 'bin', 'data', 'engine', 'engine/aws', 'engine/embedded', 'engine/index', 'http', 'lib', 'local', 'shared'].sort(),
+      ['activity', 'admin', 'ai', 'auth', 'bin', 'data', 'engine', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'lib', 'local', 'shared'].sort(),
     );
   });
 

@@ -23,7 +23,8 @@ describe('admin CLI', () => {
     expect(app).toMatchObject({ id: expect.stringMatching(/^app_/), organization_id: org.id, workspace_id: ws.id, capabilities: ['ai.chat', 'knowledge'] });
 
     const key = adminOk(dir, 'key', 'create', '--org', org.id, '--app', app.id);
-    expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^aik_[0-9a-f]{64}$/) });
+    // permissions: null is every Events permission (the key was not narrowed).
+    expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^aik_[0-9a-f]{64}$/), permissions: null });
 
     const disabled = adminOk(dir, 'key', 'disable', '--key-id', key.id);
     expect(disabled).toMatchObject({ id: key.id, disabled: true, application_id: app.id });
@@ -73,5 +74,43 @@ describe('admin CLI', () => {
     const badApp = admin(dir, 'app', 'create', '--workspace', ws.id, '--name', 'a', '--capabilities', 'ai.chat,teleport');
     expect(badApp.status).toBe(1);
     expect(JSON.parse(badApp.stderr).error).toMatch(/unknown capabilities: teleport/);
+  });
+
+  it('narrows keys and OAuth clients to Events permissions with --permissions, shown in the output', () => {
+    const org = adminOk(dir, 'org', 'create', '--name', 'Narrow');
+    const ws = adminOk(dir, 'workspace', 'create', '--org', org.id, '--name', 'w');
+    const app = adminOk(dir, 'app', 'create', '--workspace', ws.id, '--name', 'a');
+
+    const key = adminOk(dir, 'key', 'create', '--org', org.id, '--permissions', 'events:stats.read, events:event.publish,events:stats.read');
+    // Deduplicated, in the documented order (docs/events/permissions.md).
+    expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^aik_/), permissions: ['events:event.publish', 'events:stats.read'] });
+    expect(adminOk(dir, 'key', 'disable', '--key-id', key.id)).toMatchObject({ id: key.id, permissions: ['events:event.publish', 'events:stats.read'] });
+
+    const appKey = adminOk(dir, 'key', 'create', '--org', org.id, '--app', app.id, '--permissions', 'events:stream.open');
+    expect(appKey.permissions).toEqual(['events:stream.open']);
+
+    const client = adminOk(dir, 'oauth-client', 'create', '--app', app.id, '--permissions', 'events:subscription.read,events:subscription.write');
+    expect(client).toEqual({ client_id: expect.stringMatching(/^cli_/), client_secret: expect.stringMatching(/^cls_/), permissions: ['events:subscription.read', 'events:subscription.write'] });
+    expect(adminOk(dir, 'oauth-client', 'revoke', '--client-id', client.client_id)).toMatchObject({ revoked: true, permissions: ['events:subscription.read', 'events:subscription.write'] });
+    expect(adminOk(dir, 'oauth-client', 'create', '--app', app.id).permissions).toBeNull();
+  });
+
+  it('refuses unknown or empty --permissions as a usage error (exit 2) naming them and the known ones', () => {
+    const org = adminOk(dir, 'org', 'create', '--name', 'BadPerms');
+    const ws = adminOk(dir, 'workspace', 'create', '--org', org.id, '--name', 'w');
+    const app = adminOk(dir, 'app', 'create', '--workspace', ws.id, '--name', 'a');
+    const cases: [string[], RegExp][] = [
+      [['key', 'create', '--org', org.id, '--permissions', 'events:event.publish,events:teleport'], /unknown permissions: events:teleport; known permissions: events:event\.publish, /],
+      [['key', 'create', '--org', org.id, '--permissions', 'publish'], /unknown permissions: publish/],
+      [['key', 'create', '--org', org.id, '--permissions', ','], /at least one permission/],
+      [['oauth-client', 'create', '--app', app.id, '--permissions', 'events:*'], /unknown permissions: events:\*/],
+      [['oauth-client', 'create', '--app', app.id, '--permissions', ''], /at least one permission/],
+    ];
+    for (const [args, message] of cases) {
+      const r = admin(dir, ...args);
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(JSON.parse(r.stderr).error).toMatch(message);
+    }
   });
 });

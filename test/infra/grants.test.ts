@@ -74,7 +74,7 @@ describe('every grant kind', () => {
     const secretId = stack.getLogicalId(stack.secret.secret.node.defaultChild as any);
     const fns = routeFunctions(template);
     const readers = ROUTES.filter((r) => r.grants.includes('secret:read')).map((r) => r.id);
-    expect(readers.sort()).toEqual(['data.activity.list', 'data.records.list']);
+    expect(readers.sort()).toEqual(['data.activity.list', 'data.records.list', 'events.subscriptions.create', 'events.subscriptions.rotate-secret']);
     for (const [id, fn] of fns) {
       const statements = allowedStatements(template, fn).filter((s) => s.resources.includes(secretId));
       if (readers.includes(id)) {

@@ -162,7 +162,7 @@ describe('an event through its segment', () => {
   it('comes back with every field of the record, in the spec order, organization included', () => {
     const principal: Principal = {
       kind: 'end_user', credentialId: 'tok_1', organizationId: 'org_a', applicationId: 'app_1', workspaceId: 'ws_1',
-      capabilities: null, userId: 'user_7', claims: {}, origins: null,
+      capabilities: null, userId: 'user_7', claims: {}, origins: null, permissions: [],
     };
     const sha = 'a'.repeat(64);
     const at = Date.parse('2026-11-26T01:02:03.456Z');

@@ -253,7 +253,7 @@ describe('rateLimit', () => {
 
   it('counts end users of two organizations apart, though their applications gave them one user id', async () => {
     const endUser = (org: string, app: string): Principal => ({
-      kind: 'end_user', credentialId: 'user-1', userId: 'user-1', organizationId: org, applicationId: app, workspaceId: 'ws', capabilities: [], claims: {}, origins: null,
+      kind: 'end_user', credentialId: 'user-1', userId: 'user-1', organizationId: org, applicationId: app, workspaceId: 'ws', capabilities: [], claims: {}, origins: null, permissions: [],
     });
     const limit = rateLimit({ perMinute: 1, scope: 'data' });
     await take(limit, endUser('org_a', 'app_a'));

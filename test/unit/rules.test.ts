@@ -25,6 +25,7 @@ const principal = (kind: CredentialKind, over: Partial<Principal> = {}): Princip
   userId: kind === 'end_user' ? 'user_1' : null,
   claims: kind === 'end_user' ? { role: 'editor', level: 3, admin: true } : null,
   origins: kind === 'publishable_key' ? ['https://app.example'] : null,
+  permissions: kind === 'publishable_key' ? ['events:stream.open'] : kind === 'end_user' ? [] : null,
   ...over,
 });
 

@@ -1,0 +1,115 @@
+/**
+ * Webhook delivery (spec 3, 4.21): one attempt per `webhooks` queue message. Any 2xx within 10 s
+ * completes it; otherwise the next attempt is queued 10 s later, the delay doubling to at most 10
+ * minutes, 5 attempts in all, and then the event becomes a dead letter of the workspace (kept 30 days).
+ * The URL is checked again at every attempt (webhook-sender.ts). A delivery's end state per
+ * subscription (deliveryKey) says which subscriptions received the event, so a replay goes only to the
+ * others.
+ */
+import type { Engine, QueueConsumer } from '../engine/ports.js';
+import { deliveryKey, eventKey } from './keys.js';
+import { Subscriptions, type StoredSubscription } from './subscriptions.js';
+import { signatureHeader } from './signing.js';
+import { postWebhook, type DeliveryOutcome } from './webhook-sender.js';
+import { queueDelivery, type DeliveryMessage } from './outbox.js';
+import { count } from './stats.js';
+import { EVENT_RETENTION_SECONDS } from './publish.js';
+import { recordDeadLetter } from './dead-letters.js';
+
+export const MAX_ATTEMPTS = 5;
+const FIRST_RETRY_SECONDS = 10;
+const MAX_RETRY_SECONDS = 600;
+
+/** The pause before attempt `attempt + 1`: 10 s, doubling, at most 10 minutes. */
+export const retryDelaySeconds = (attempt: number) => Math.min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2 ** (attempt - 1));
+
+export type AttemptResult = 'completed' | 'retrying' | 'dead' | 'dropped';
+
+/** Parses a queue message's body; anything else is not ours to deliver (dropped, never retried). */
+export function deliveryMessageOf(body: string): DeliveryMessage | undefined {
+  try {
+    const m = JSON.parse(body) as DeliveryMessage;
+    if (typeof m.workspace_id === 'string' && typeof m.subscription_id === 'string' && typeof m.event_id === 'string' && Number.isInteger(m.attempt) && m.attempt >= 1) return m;
+  } catch {
+    // fall through
+  }
+  return undefined;
+}
+
+/** One attempt. Throws only for the engine's own failures (the queue then delivers the message again). */
+export async function attemptDelivery(engine: Engine, m: DeliveryMessage, options: { timeoutMs?: number } = {}): Promise<AttemptResult> {
+  const subscriptions = new Subscriptions(engine);
+  let subscription: StoredSubscription;
+  try {
+    subscription = await subscriptions.get(m.workspace_id, m.subscription_id);
+  } catch {
+    return 'dropped'; // deleted meanwhile: nobody to deliver to
+  }
+  const event = await engine.kv.get(eventKey(m.workspace_id, m.event_id));
+  if (!event || subscription.delivery.mode !== 'webhook' || !subscription.delivery.url) return 'dropped';
+  const body = String(event.envelope);
+
+  let outcome: DeliveryOutcome | { ok: false; error: 'secret_missing' };
+  let secrets: string[] = [];
+  try {
+    secrets = await subscriptions.signingSecrets(subscription);
+  } catch {
+    secrets = [];
+  }
+  if (!secrets.length) outcome = { ok: false, error: 'secret_missing' };
+  else {
+    // Signed at each attempt with the time it is sent, so a retry is never stale to the receiver.
+    const timestamp = Math.floor(engine.clock.now() / 1000);
+    outcome = await postWebhook({
+      url: subscription.delivery.url,
+      body,
+      timeoutMs: options.timeoutMs,
+      headers: {
+        'content-type': 'application/json',
+        'x-event-id': m.event_id,
+        'x-event-type': String(event.type),
+        'x-event-timestamp': String(timestamp),
+        'x-event-signature': signatureHeader(secrets, timestamp, body),
+      },
+    });
+  }
+
+  const expires_at = Math.floor(engine.clock.now() / 1000) + EVENT_RETENTION_SECONDS;
+  if (outcome.ok) {
+    await engine.kv.put({ ...deliveryKey(m.workspace_id, m.event_id, m.subscription_id), state: 'completed', attempts: m.attempt, expires_at });
+    await count(engine, m.workspace_id, { completed: 1, depth: m.replay ? 0 : -1 });
+    return 'completed';
+  }
+  if (m.attempt < MAX_ATTEMPTS && outcome.error !== 'secret_missing') {
+    await queueDelivery(engine, { ...m, attempt: m.attempt + 1 }, retryDelaySeconds(m.attempt));
+    await count(engine, m.workspace_id, { failed_attempts: 1, retries: 1 });
+    return 'retrying';
+  }
+  await engine.kv.put({ ...deliveryKey(m.workspace_id, m.event_id, m.subscription_id), state: 'dead', attempts: m.attempt, last_error: outcome.error, expires_at });
+  await recordDeadLetter(engine, m.workspace_id, m.event_id, { attempts: m.attempt, last_error: outcome.error });
+  await count(engine, m.workspace_id, { failed_attempts: 1, dlq_inflow: 1, depth: m.replay ? 0 : -1 });
+  return 'dead';
+}
+
+/**
+ * The `webhooks` queue's consumer (SQS partial-batch contract): every message of the batch is attempted
+ * at once, none waits on another's receiver; a message whose attempt failed on the engine is reported
+ * failed and comes back after its visibility timeout.
+ */
+export function webhookConsumer(engine: Engine, options: { timeoutMs?: number } = {}): QueueConsumer {
+  return async (messages) => {
+    const failed: string[] = [];
+    await Promise.all(
+      messages.map(async (message) => {
+        const m = deliveryMessageOf(message.body);
+        if (!m) return;
+        try {
+          await attemptDelivery(engine, m, options);
+        } catch {
+          failed.push(message.id);
+        }
+      }),
+    );
+    return { failed };
+  };
+}

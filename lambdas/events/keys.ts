@@ -1,0 +1,23 @@
+/**
+ * Where the Events API keeps its items in the key-value store (docs/events/design.md):
+ *
+ *   evsub#<workspace> / <subscription_id>   a subscription
+ *   evsub#<workspace> / #count              how many subscriptions the workspace has (the 50 limit)
+ *   evkey#<workspace> / <idempotency_key>   an idempotency key's event id, for 168 hours
+ *   evt#<workspace>   / <event_id>          a published event (its envelope), for the retention
+ *   inbox#<subscription_id> / <event_id>    a message waiting for a pull or stream client (lease, count)
+ *   evout#<shard>     / <event>#<ws>#<sub>  a webhook delivery not yet queued (outbox.ts)
+ *   evdlv#<workspace>#<event_id> / <sub>    a webhook delivery's end: completed or dead (replays skip completed)
+ *   evdead#<workspace> / <event_id>         a dead letter (dead-letters.ts)
+ *   evstat#<workspace> / stats              the workspace's counters (stats.ts)
+ *
+ * Event ids sort by time, so an inbox read in key order is oldest first.
+ */
+export const subscriptionsPartition = (workspaceId: string) => `evsub#${workspaceId}`;
+export const subscriptionKey = (workspaceId: string, subscriptionId: string) => ({ pk: subscriptionsPartition(workspaceId), sk: subscriptionId });
+export const subscriptionCountKey = (workspaceId: string) => ({ pk: subscriptionsPartition(workspaceId), sk: '#count' });
+export const idempotencyKeyItem = (workspaceId: string, key: string) => ({ pk: `evkey#${workspaceId}`, sk: key });
+export const eventKey = (workspaceId: string, eventId: string) => ({ pk: `evt#${workspaceId}`, sk: eventId });
+export const inboxPartition = (subscriptionId: string) => `inbox#${subscriptionId}`;
+export const inboxKey = (subscriptionId: string, eventId: string) => ({ pk: inboxPartition(subscriptionId), sk: eventId });
+export const deliveryKey = (workspaceId: string, eventId: string, subscriptionId: string) => ({ pk: `evdlv#${workspaceId}#${eventId}`, sk: subscriptionId });

@@ -1,0 +1,211 @@
+/**
+ * Subscriptions of a workspace (spec 4.21): 1 to 20 type patterns, a delivery mode, at most 50 per
+ * workspace. A webhook subscription's signing secrets are kept sealed in its item (secret-box.ts) and
+ * shown only in the create and rotate answers; elsewhere `secret_ref: "managed"`.
+ */
+import type { Engine, KvItem } from '../engine/ports.js';
+import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
+import { PlatformError } from '../shared/errors.js';
+import { newId } from '../shared/ids.js';
+import { settings } from '../shared/settings.js';
+import { contentionPauseMs, pause } from '../shared/backoff.js';
+import { subscriptionCountKey, subscriptionKey, subscriptionsPartition } from './keys.js';
+import { checkWebhookUrl, resolveDestination } from './webhook-url.js';
+import { liveSecrets, newSigningSecret, rotate, type StoredSecret } from './signing.js';
+import { openSigningSecret, sealSigningSecret } from './secret-box.js';
+
+export const MAX_SUBSCRIPTIONS = 50;
+export const MAX_PATTERNS = 20;
+export const DELIVERY_MODES = ['webhook', 'pull', 'websocket'] as const;
+export type DeliveryMode = (typeof DELIVERY_MODES)[number];
+const SUBSCRIPTION_ID_PATTERN = /^sub_[0-9a-z]{26}$/;
+/** A type, `*`, or a type prefix ending in `.*` (matching deeper types too). */
+const PATTERN = /^(?:\*|[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*(?:\.\*)?)$/;
+const MAX_PATTERN_BYTES = 128;
+const MAX_ATTEMPTS = 20;
+
+export interface Subscription {
+  subscription_id: string;
+  types: string[];
+  delivery: { mode: DeliveryMode; url?: string; secret_ref?: 'managed' };
+  created_at: string;
+}
+
+/** A subscription as stored: the answer's fields plus the workspace and the sealed secrets. */
+export interface StoredSubscription extends Subscription {
+  workspace_id: string;
+  secrets?: StoredSecret[];
+}
+
+const invalidSubscription = (message: string) => new PlatformError('invalid_subscription', message, 'types');
+const invalidDelivery = (message: string) => new PlatformError('invalid_delivery', message, 'delivery');
+export const subscriptionNotFound = (id: string) => new PlatformError('subscription_not_found', `No subscription "${id}" in this workspace.`);
+/** A path id that cannot be a subscription's: 400 invalid_id (a well-formed unknown one is 404). */
+function checkSubscriptionId(id: string): void {
+  if (!SUBSCRIPTION_ID_PATTERN.test(id)) throw new PlatformError('invalid_id', 'A subscription id is "sub_" and 26 characters.', 'subscription_id');
+}
+
+/** Whether `type` matches `pattern`: `*` everything, `a.*` every type below `a`, else the type itself. */
+export function patternMatches(pattern: string, type: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.endsWith('.*')) return type.startsWith(pattern.slice(0, -1));
+  return pattern === type;
+}
+
+export const subscriptionMatches = (s: Subscription, type: string) => s.types.some((p) => patternMatches(p, type));
+
+/** The answer's view: never a secret, `secret_ref: "managed"` for webhooks. */
+export function subscriptionView(s: StoredSubscription): Subscription {
+  const delivery = s.delivery.mode === 'webhook' ? { mode: s.delivery.mode, url: s.delivery.url, secret_ref: 'managed' as const } : { mode: s.delivery.mode };
+  return { subscription_id: s.subscription_id, types: [...s.types], delivery, created_at: s.created_at };
+}
+
+function parseBody(body: unknown): { types: string[]; mode: DeliveryMode; url?: string } {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body is {"types": [...], "delivery": {...}}.');
+  const { types, delivery, ...rest } = body as Record<string, unknown>;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}".`, unknown);
+  if (!Array.isArray(types) || types.length < 1 || types.length > MAX_PATTERNS) throw invalidSubscription(`types holds 1 to ${MAX_PATTERNS} patterns.`);
+  for (const t of types) {
+    if (typeof t !== 'string' || Buffer.byteLength(t) > MAX_PATTERN_BYTES || !PATTERN.test(t)) {
+      throw invalidSubscription('A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".');
+    }
+  }
+  if (!delivery || typeof delivery !== 'object' || Array.isArray(delivery)) throw invalidDelivery('delivery is {"mode": "webhook" | "pull" | "websocket", "url"?}.');
+  const { mode, url, ...extra } = delivery as Record<string, unknown>;
+  if (!(DELIVERY_MODES as readonly unknown[]).includes(mode)) throw invalidDelivery('delivery.mode is webhook, pull or websocket.');
+  if (Object.keys(extra).length) throw invalidDelivery(`Unknown delivery field "${Object.keys(extra)[0]}".`);
+  if (mode === 'webhook') {
+    if (typeof url !== 'string') throw invalidDelivery('A webhook subscription needs delivery.url.');
+    return { types: [...new Set(types as string[])], mode, url };
+  }
+  if (url !== undefined) throw invalidDelivery(`A ${mode} subscription takes no url.`);
+  return { types: [...new Set(types as string[])], mode: mode as DeliveryMode };
+}
+
+export class Subscriptions {
+  constructor(private readonly engine: Engine) {}
+
+  private get kv() {
+    return this.engine.kv;
+  }
+
+  private now() {
+    return this.engine.clock.now();
+  }
+
+  /** Creates one; `signing_secret` is in the answer of a webhook subscription, and only there. */
+  async create(workspaceId: string, body: unknown): Promise<Subscription & { signing_secret?: string }> {
+    const { types, mode, url: sent } = parseBody(body);
+    const url = sent === undefined ? undefined : await checkDestination(sent);
+    const id = newId('sub', this.now());
+    const created_at = new Date(this.now()).toISOString();
+    const stored: StoredSubscription = { subscription_id: id, workspace_id: workspaceId, types, delivery: url ? { mode, url } : { mode }, created_at };
+    let secret: string | undefined;
+    if (mode === 'webhook') {
+      secret = newSigningSecret();
+      stored.secrets = [{ sealed: await sealSigningSecret(this.engine.secret, id, secret), created_at, expires_at: null }];
+    }
+    await this.changeCount(workspaceId, +1, { put: { ...subscriptionKey(workspaceId, id), ...(stored as unknown as KvItem) }, condition: { ifAbsent: true } });
+    return secret ? { ...subscriptionView(stored), signing_secret: secret } : subscriptionView(stored);
+  }
+
+  async list(workspaceId: string): Promise<StoredSubscription[]> {
+    const out: StoredSubscription[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.kv.query({ pk: subscriptionsPartition(workspaceId), sk: { beginsWith: 'sub_' }, cursor });
+      for (const item of page.items) out.push(stored(item));
+      cursor = page.cursor;
+    } while (cursor);
+    return out;
+  }
+
+  async get(workspaceId: string, id: string): Promise<StoredSubscription> {
+    checkSubscriptionId(id);
+    const item = await this.kv.get(subscriptionKey(workspaceId, id));
+    if (!item) throw subscriptionNotFound(id);
+    return stored(item);
+  }
+
+  async delete(workspaceId: string, id: string): Promise<void> {
+    checkSubscriptionId(id);
+    await this.changeCount(workspaceId, -1, { delete: subscriptionKey(workspaceId, id), condition: { ifExists: true } }, () => subscriptionNotFound(id));
+  }
+
+  /**
+   * A new signing secret: the previous ones keep signing for 24 hours (rotating again inside that window
+   * keeps every unexpired one). Webhook subscriptions only.
+   */
+  async rotateSecret(workspaceId: string, id: string): Promise<{ subscription_id: string; signing_secret: string; previous_valid_until: string }> {
+    for (let attempt = 1; ; attempt++) {
+      const s = await this.get(workspaceId, id);
+      if (s.delivery.mode !== 'webhook') throw new PlatformError('wrong_delivery_mode', `A ${s.delivery.mode} subscription has no signing secret.`);
+      const secret = newSigningSecret();
+      const now = this.now();
+      const sealed = await sealSigningSecret(this.engine.secret, id, secret);
+      const { secrets, previousValidUntil } = rotate(s.secrets ?? [], sealed, now);
+      try {
+        await this.kv.update({ key: subscriptionKey(workspaceId, id), set: { secrets: secrets as never }, condition: { ifEquals: { secrets: (s.secrets ?? null) as never } } });
+        return { subscription_id: id, signing_secret: secret, previous_valid_until: previousValidUntil };
+      } catch (error) {
+        if (!(error instanceof ConditionFailedError) || attempt >= MAX_ATTEMPTS) throw error;
+        await pause(contentionPauseMs(attempt, 50));
+      }
+    }
+  }
+
+  /** The secrets that sign a delivery now, newest first, opened. */
+  async signingSecrets(s: StoredSubscription): Promise<string[]> {
+    return Promise.all(liveSecrets(s.secrets ?? [], this.now()).map((x) => openSigningSecret(this.engine.secret, s.subscription_id, x.sealed)));
+  }
+
+  /**
+   * Applies `write` with the workspace's count moved by `delta`, in one transaction: the count is read
+   * and written back on condition it did not change, so 50 concurrent creates cannot make 51.
+   */
+  private async changeCount(workspaceId: string, delta: number, write: Parameters<Engine['kv']['transact']>[0][number], missing?: () => PlatformError): Promise<void> {
+    const key = subscriptionCountKey(workspaceId);
+    for (let attempt = 1; ; attempt++) {
+      const item = await this.kv.get(key);
+      const count = typeof item?.count === 'number' ? item.count : 0;
+      if (delta > 0 && count + delta > MAX_SUBSCRIPTIONS) {
+        throw new PlatformError('too_many_subscriptions', `A workspace has at most ${MAX_SUBSCRIPTIONS} subscriptions; delete one first.`);
+      }
+      try {
+        await this.kv.transact([
+          write,
+          { put: { ...key, count: Math.max(0, count + delta) }, condition: item ? { ifEquals: { count } } : { ifAbsent: true } },
+        ]);
+        return;
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledError)) throw error;
+        if (error.failed.includes(0) && missing) throw missing();
+        if (attempt >= MAX_ATTEMPTS) throw new PlatformError('service_unavailable', 'Too many concurrent subscription changes; retry.');
+        await pause(contentionPauseMs(attempt, 50));
+      }
+    }
+  }
+}
+
+/**
+ * A webhook URL at creation: its text (webhook-url.ts), then where it points: every address its host
+ * resolves to must be public (it is checked again at every delivery). A host that does not resolve is
+ * `invalid_url`.
+ */
+async function checkDestination(raw: string): Promise<string> {
+  const allowLoopback = settings().eventsAllowLoopbackWebhooks === true;
+  const url = checkWebhookUrl(raw, { allowLoopback });
+  try {
+    await resolveDestination(url, { allowLoopback });
+  } catch (error) {
+    if (error instanceof PlatformError) throw error;
+    throw new PlatformError('invalid_url', `The webhook URL's host ${url.hostname} does not resolve.`, 'delivery.url');
+  }
+  return url.href;
+}
+
+function stored(item: KvItem): StoredSubscription {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return rest as unknown as StoredSubscription;
+}
