@@ -65,6 +65,22 @@ describe('rate limits', () => {
     for (let i = 0; i < 50; i++) expect((await fetch(`${p.urls.data}/v1/databases`, { headers: bearer(key) })).status).toBe(200);
   });
 
+  it('holds the Events API to 600 calls a minute per credential across worker processes (the count lives in the store)', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rate-events-'));
+    const local = await startLocalProcess({ DATA_DIR: dataDir, LOCAL_WORKERS: '2' });
+    try {
+      const { secret_key: key, workspace_id } = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
+      const statuses: number[] = [];
+      // New connections: the workers take turns; 10 in flight at a time.
+      for (let i = 0; i < 70; i++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, () => call(`${local.urls.events}/v1/workspaces/${workspace_id}/stats`, key)))));
+      expect(statuses.filter((s) => s === 200)).toHaveLength(600);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(100);
+    } finally {
+      await crashLocalProcess(local);
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('limits the Data API with DATA_RATE_LIMIT_PER_MINUTE, across worker processes', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rate-'));
     const local = await startLocalProcess({ DATA_DIR: dataDir, LOCAL_WORKERS: '2', DATA_RATE_LIMIT_PER_MINUTE: '5' });
