@@ -1,14 +1,15 @@
 /**
  * Dead letters (spec 2, 3, 4.21): an event whose webhook delivery failed 5 times, kept 30 days with
- * `attempts`, `dead_at`, `replay_count` and `last_error`. One per event and workspace (several failing
- * subscriptions update the same letter). A replay queues the same event_id again to every webhook
- * subscription that matches it and never received it, and counts `replay_count`.
+ * `attempts`, `dead_at`, `replay_count` and `last_error`. One per event and workspace; it also names
+ * the subscriptions whose delivery died (several failing subscriptions update the same letter). A
+ * replay queues the same event_id again to those of them that still exist, the subscriptions that
+ * never received it, and counts `replay_count`; a replay that dies again adds to the same letter.
  */
 import type { Engine } from '../engine/ports.js';
 import { ConditionFailedError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
-import { deliveryKey, eventKey } from './keys.js';
-import { Subscriptions, subscriptionMatches } from './subscriptions.js';
+import { eventKey } from './keys.js';
+import { Subscriptions } from './subscriptions.js';
 import { queueDelivery } from './outbox.js';
 
 export const DEAD_LETTER_RETENTION_SECONDS = 30 * 24 * 3600;
@@ -18,12 +19,14 @@ const EVENT_ID_PATTERN = /^evt_[0-9a-z]{26}$/;
 export const deadLetterKey = (workspaceId: string, eventId: string) => ({ pk: `evdead#${workspaceId}`, sk: eventId });
 const deadLetterNotFound = (id: string) => new PlatformError('dead_event_not_found', `No dead letter for event "${id}" in this workspace.`);
 
-export async function recordDeadLetter(engine: Engine, workspaceId: string, eventId: string, failure: { attempts: number; last_error: string }): Promise<void> {
+export async function recordDeadLetter(engine: Engine, workspaceId: string, eventId: string, subscriptionId: string, failure: { attempts: number; last_error: string }): Promise<void> {
   const now = engine.clock.now();
   await engine.kv.update({
     key: deadLetterKey(workspaceId, eventId),
     set: { attempts: failure.attempts, last_error: failure.last_error, dead_at: new Date(now).toISOString(), expires_at: Math.floor(now / 1000) + DEAD_LETTER_RETENTION_SECONDS },
-    add: { replay_count: 0 },
+    // A flag per subscription (a map keyed by the generated sub_ id, never a user's text): concurrent
+    // deaths of two subscriptions both land, as two adds.
+    add: { replay_count: 0, [`dead_${subscriptionId}`]: 1 },
   });
 }
 
@@ -57,11 +60,7 @@ export async function replayDeadLetter(engine: Engine, workspaceId: string, even
     if (error instanceof ConditionFailedError) throw deadLetterNotFound(eventId);
     throw error;
   }
-  const subscriptions = (await new Subscriptions(engine).list(workspaceId)).filter((s) => s.delivery.mode === 'webhook' && subscriptionMatches(s, String(event.type)));
-  const states = await Promise.all(subscriptions.map((s) => engine.kv.get(deliveryKey(workspaceId, eventId, s.subscription_id))));
-  await Promise.all(
-    subscriptions
-      .filter((_, i) => states[i]?.state !== 'completed')
-      .map((s) => queueDelivery(engine, { workspace_id: workspaceId, subscription_id: s.subscription_id, event_id: eventId, attempt: 1, replay: true })),
-  );
+  const died = new Set(Object.keys(letter).filter((k) => k.startsWith('dead_sub_')).map((k) => k.slice('dead_'.length)));
+  const subscriptions = (await new Subscriptions(engine).list(workspaceId)).filter((s) => died.has(s.subscription_id) && s.delivery.mode === 'webhook');
+  await Promise.all(subscriptions.map((s) => queueDelivery(engine, { workspace_id: workspaceId, subscription_id: s.subscription_id, event_id: eventId, attempt: 1, replay: true })));
 }

@@ -2,18 +2,17 @@
  * Webhook delivery (spec 3, 4.21): one attempt per `webhooks` queue message. Any 2xx within 10 s
  * completes it; otherwise the next attempt is queued 10 s later, the delay doubling to at most 10
  * minutes, 5 attempts in all, and then the event becomes a dead letter of the workspace (kept 30 days).
- * The URL is checked again at every attempt (webhook-sender.ts). A delivery's end state per
- * subscription (deliveryKey) says which subscriptions received the event, so a replay goes only to the
- * others.
+ * The URL is checked again at every attempt (webhook-sender.ts). The dead letter names the
+ * subscriptions whose delivery died, so a replay goes to those only (a completed delivery writes
+ * nothing but its count: most deliveries succeed, and each write contends with publishers).
  */
 import type { Engine, QueueConsumer } from '../engine/ports.js';
-import { deliveryKey, eventKey } from './keys.js';
+import { eventKey } from './keys.js';
 import { Subscriptions, type StoredSubscription } from './subscriptions.js';
 import { signatureHeader } from './signing.js';
 import { postWebhook, type DeliveryOutcome } from './webhook-sender.js';
 import { queueDelivery, type DeliveryMessage } from './outbox.js';
 import { count } from './stats.js';
-import { EVENT_RETENTION_SECONDS } from './publish.js';
 import { recordDeadLetter } from './dead-letters.js';
 
 export const MAX_ATTEMPTS = 5;
@@ -74,9 +73,7 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
     });
   }
 
-  const expires_at = Math.floor(engine.clock.now() / 1000) + EVENT_RETENTION_SECONDS;
   if (outcome.ok) {
-    await engine.kv.put({ ...deliveryKey(m.workspace_id, m.event_id, m.subscription_id), state: 'completed', attempts: m.attempt, expires_at });
     await count(engine, m.workspace_id, { completed: 1, depth: m.replay ? 0 : -1 });
     return 'completed';
   }
@@ -85,8 +82,7 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
     await count(engine, m.workspace_id, { failed_attempts: 1, retries: 1 });
     return 'retrying';
   }
-  await engine.kv.put({ ...deliveryKey(m.workspace_id, m.event_id, m.subscription_id), state: 'dead', attempts: m.attempt, last_error: outcome.error, expires_at });
-  await recordDeadLetter(engine, m.workspace_id, m.event_id, { attempts: m.attempt, last_error: outcome.error });
+  await recordDeadLetter(engine, m.workspace_id, m.event_id, m.subscription_id, { attempts: m.attempt, last_error: outcome.error });
   await count(engine, m.workspace_id, { failed_attempts: 1, dlq_inflow: 1, depth: m.replay ? 0 : -1 });
   return 'dead';
 }

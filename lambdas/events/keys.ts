@@ -7,7 +7,6 @@
  *   evt#<workspace>   / <event_id>          a published event (its envelope), for the retention
  *   inbox#<subscription_id> / <event_id>    a message waiting for a pull or stream client (lease, count)
  *   evout#<shard>     / <event>#<ws>#<sub>  a webhook delivery not yet queued (outbox.ts)
- *   evdlv#<workspace>#<event_id> / <sub>    a webhook delivery's end: completed or dead (replays skip completed)
  *   evdead#<workspace> / <event_id>         a dead letter (dead-letters.ts)
  *   evstat#<workspace> / stats              the workspace's counters (stats.ts)
  *
@@ -20,4 +19,3 @@ export const idempotencyKeyItem = (workspaceId: string, key: string) => ({ pk: `
 export const eventKey = (workspaceId: string, eventId: string) => ({ pk: `evt#${workspaceId}`, sk: eventId });
 export const inboxPartition = (subscriptionId: string) => `inbox#${subscriptionId}`;
 export const inboxKey = (subscriptionId: string, eventId: string) => ({ pk: inboxPartition(subscriptionId), sk: eventId });
-export const deliveryKey = (workspaceId: string, eventId: string, subscriptionId: string) => ({ pk: `evdlv#${workspaceId}#${eventId}`, sk: subscriptionId });
