@@ -12,7 +12,7 @@ import { ulidTimeMs } from '../shared/ids.js';
 
 export const OUTBOX_SHARDS = 16;
 /** An entry this old was left by a publish that stopped between its commit and its queue send. */
-export const OUTBOX_GRACE_MS = 30_000;
+export const OUTBOX_GRACE_MS = 10_000;
 
 const shardOf = (subscriptionId: string) => createHash('sha256').update(subscriptionId).digest()[0] % OUTBOX_SHARDS;
 export const outboxKey = (workspaceId: string, eventId: string, subscriptionId: string) => ({

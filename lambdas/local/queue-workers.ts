@@ -19,7 +19,7 @@ const MAX_IN_FLIGHT = 64;
 const BATCH = 10;
 /** Pause of an idle receiver, real time (the engine's clock may be a test's manual one). */
 const IDLE_MS = 25;
-const SWEEP_EVERY_MS = 10_000;
+const SWEEP_EVERY_MS = 5_000;
 
 export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const onError = (error: unknown) => log.error('queue consumer failed', { error: String(error) });
