@@ -2,7 +2,7 @@
  * Where the Events API keeps its items in the key-value store (docs/events/design.md):
  *
  *   evsub#<workspace> / <subscription_id>   a subscription
- *   evsub#<workspace> / #count              how many subscriptions the workspace has (the 50 limit)
+ *   evsub#<workspace> / #slot#<n>           which subscription holds slot n of 50 (the limit)
  *   evkey#<workspace> / <idempotency_key>   an idempotency key's event id, for 168 hours
  *   evt#<workspace>   / <event_id>          a published event (its envelope), for the retention
  *   inbox#<subscription_id> / <event_id>    a message waiting for a pull or stream client (lease, count)
@@ -14,7 +14,7 @@
  */
 export const subscriptionsPartition = (workspaceId: string) => `evsub#${workspaceId}`;
 export const subscriptionKey = (workspaceId: string, subscriptionId: string) => ({ pk: subscriptionsPartition(workspaceId), sk: subscriptionId });
-export const subscriptionCountKey = (workspaceId: string) => ({ pk: subscriptionsPartition(workspaceId), sk: '#count' });
+export const subscriptionSlotKey = (workspaceId: string, slot: number) => ({ pk: subscriptionsPartition(workspaceId), sk: `#slot#${slot}` });
 export const idempotencyKeyItem = (workspaceId: string, key: string) => ({ pk: `evkey#${workspaceId}`, sk: key });
 export const eventKey = (workspaceId: string, eventId: string) => ({ pk: `evt#${workspaceId}`, sk: eventId });
 export const inboxPartition = (subscriptionId: string) => `inbox#${subscriptionId}`;

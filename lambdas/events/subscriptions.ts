@@ -1,7 +1,8 @@
 /**
  * Subscriptions of a workspace (spec 4.21): 1 to 20 type patterns, a delivery mode, at most 50 per
  * workspace. A webhook subscription's signing secrets are kept sealed in its item (secret-box.ts) and
- * shown only in the create and rotate answers; elsewhere `secret_ref: "managed"`.
+ * shown only in the create and rotate answers; elsewhere `secret_ref: "managed"`. The 50 limit is held
+ * by slot items (claimSlot).
  */
 import type { Engine, KvItem } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
@@ -9,7 +10,7 @@ import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { settings } from '../shared/settings.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
-import { subscriptionCountKey, subscriptionKey, subscriptionsPartition } from './keys.js';
+import { subscriptionKey, subscriptionSlotKey, subscriptionsPartition } from './keys.js';
 import { checkWebhookUrl, resolveDestination } from './webhook-url.js';
 import { liveSecrets, newSigningSecret, rotate, type StoredSecret } from './signing.js';
 import { openSigningSecret, sealSigningSecret } from './secret-box.js';
@@ -22,6 +23,8 @@ const SUBSCRIPTION_ID_PATTERN = /^sub_[0-9a-z]{26}$/;
 /** A type, `*`, or a type prefix ending in `.*` (matching deeper types too). */
 const PATTERN = /^(?:\*|[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*(?:\.\*)?)$/;
 const MAX_PATTERN_BYTES = 128;
+/** How long a create keeps looking for a free slot while concurrent creates take them. */
+const SLOT_RETRY_BUDGET_MS = 10_000;
 const MAX_ATTEMPTS = 20;
 
 export interface Subscription {
@@ -34,7 +37,11 @@ export interface Subscription {
 /** A subscription as stored: the answer's fields plus the workspace and the sealed secrets. */
 export interface StoredSubscription extends Subscription {
   workspace_id: string;
+  /** Which of the workspace's MAX_SUBSCRIPTIONS slots it holds. */
+  slot?: number;
   secrets?: StoredSecret[];
+  /** How many times its secret was rotated: the condition of the next rotation. */
+  rotations?: number;
 }
 
 const invalidSubscription = (message: string) => new PlatformError('invalid_subscription', message, 'types');
@@ -106,7 +113,7 @@ export class Subscriptions {
       secret = newSigningSecret();
       stored.secrets = [{ sealed: await sealSigningSecret(this.engine.secret, id, secret), created_at, expires_at: null }];
     }
-    await this.changeCount(workspaceId, +1, { put: { ...subscriptionKey(workspaceId, id), ...(stored as unknown as KvItem) }, condition: { ifAbsent: true } });
+    await this.claimSlot(workspaceId, stored);
     return secret ? { ...subscriptionView(stored), signing_secret: secret } : subscriptionView(stored);
   }
 
@@ -130,7 +137,16 @@ export class Subscriptions {
 
   async delete(workspaceId: string, id: string): Promise<void> {
     checkSubscriptionId(id);
-    await this.changeCount(workspaceId, -1, { delete: subscriptionKey(workspaceId, id), condition: { ifExists: true } }, () => subscriptionNotFound(id));
+    const s = await this.get(workspaceId, id);
+    try {
+      await this.kv.transact([
+        { delete: subscriptionKey(workspaceId, id), condition: { ifExists: true } },
+        ...(s.slot === undefined ? [] : [{ delete: subscriptionSlotKey(workspaceId, s.slot) }]),
+      ]);
+    } catch (error) {
+      if (error instanceof TransactionCanceledError) throw subscriptionNotFound(id);
+      throw error;
+    }
   }
 
   /**
@@ -146,7 +162,8 @@ export class Subscriptions {
       const sealed = await sealSigningSecret(this.engine.secret, id, secret);
       const { secrets, previousValidUntil } = rotate(s.secrets ?? [], sealed, now);
       try {
-        await this.kv.update({ key: subscriptionKey(workspaceId, id), set: { secrets: secrets as never }, condition: { ifEquals: { secrets: (s.secrets ?? null) as never } } });
+        // Conditional on the rotation count, a number: the secrets list itself is not compared.
+        await this.kv.update({ key: subscriptionKey(workspaceId, id), set: { secrets: secrets as never, rotations: (s.rotations ?? 0) + 1 }, condition: { ifEquals: { rotations: s.rotations ?? 0 } } });
         return { subscription_id: id, signing_secret: secret, previous_valid_until: previousValidUntil };
       } catch (error) {
         if (!(error instanceof ConditionFailedError) || attempt >= MAX_ATTEMPTS) throw error;
@@ -161,28 +178,28 @@ export class Subscriptions {
   }
 
   /**
-   * Applies `write` with the workspace's count moved by `delta`, in one transaction: the count is read
-   * and written back on condition it did not change, so 50 concurrent creates cannot make 51.
+   * Stores a new subscription in one of the workspace's MAX_SUBSCRIPTIONS slots, both in one
+   * transaction, the slot claimed if absent: never more subscriptions than slots, and concurrent
+   * creates take different free slots in parallel instead of queueing on one counter.
    */
-  private async changeCount(workspaceId: string, delta: number, write: Parameters<Engine['kv']['transact']>[0][number], missing?: () => PlatformError): Promise<void> {
-    const key = subscriptionCountKey(workspaceId);
+  private async claimSlot(workspaceId: string, s: StoredSubscription): Promise<void> {
+    const deadline = Date.now() + SLOT_RETRY_BUDGET_MS;
     for (let attempt = 1; ; attempt++) {
-      const item = await this.kv.get(key);
-      const count = typeof item?.count === 'number' ? item.count : 0;
-      if (delta > 0 && count + delta > MAX_SUBSCRIPTIONS) {
-        throw new PlatformError('too_many_subscriptions', `A workspace has at most ${MAX_SUBSCRIPTIONS} subscriptions; delete one first.`);
-      }
+      const used = new Set((await this.list(workspaceId)).map((x) => x.slot));
+      const free = Array.from({ length: MAX_SUBSCRIPTIONS }, (_, i) => i).filter((i) => !used.has(i));
+      if (!free.length) throw new PlatformError('too_many_subscriptions', `A workspace has at most ${MAX_SUBSCRIPTIONS} subscriptions; delete one first.`);
+      const slot = free[Math.floor(Math.random() * free.length)];
+      const item = { ...subscriptionKey(workspaceId, s.subscription_id), ...(s as unknown as KvItem), slot, ...(s.delivery.mode === 'webhook' ? { rotations: 0 } : {}) };
       try {
         await this.kv.transact([
-          write,
-          { put: { ...key, count: Math.max(0, count + delta) }, condition: item ? { ifEquals: { count } } : { ifAbsent: true } },
+          { put: { ...subscriptionSlotKey(workspaceId, slot), subscription_id: s.subscription_id }, condition: { ifAbsent: true } },
+          { put: item, condition: { ifAbsent: true } },
         ]);
         return;
       } catch (error) {
         if (!(error instanceof TransactionCanceledError)) throw error;
-        if (error.failed.includes(0) && missing) throw missing();
-        if (attempt >= MAX_ATTEMPTS) throw new PlatformError('service_unavailable', 'Too many concurrent subscription changes; retry.');
-        await pause(contentionPauseMs(attempt, 50));
+        if (Date.now() > deadline) throw new PlatformError('service_unavailable', 'Too many concurrent subscription creates; retry.');
+        await pause(contentionPauseMs(Math.min(attempt, 5), 20));
       }
     }
   }

@@ -1,12 +1,12 @@
 /**
  * The engine the Data routes run on in AWS, here: DynamoDB on dynalite (TransactWriteItems emulated,
  * see dynalite-transactions.ts) and S3 on s3rver. The ports record routes do not use (queue,
- * connections, signer, secret) come from an embedded engine in a temp dir.
+ * connections, signer, secret) come from an embedded engine in a temp dir, the queue unless one is given.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Engine } from '../../lambdas/engine/ports.js';
+import type { Clock, Engine, Queue } from '../../lambdas/engine/ports.js';
 import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
 import { S3BlobStore } from '../../lambdas/engine/aws/blobs.js';
 import { systemClock } from '../../lambdas/engine/clock.js';
@@ -15,7 +15,8 @@ import { startDynalite } from './dynalite.js';
 import { startS3rver } from './s3rver.js';
 import { emulateTransactions, type TransactionEmulation } from './dynalite-transactions.js';
 
-export async function startAwsDataEngine(name: string): Promise<{ engine: Engine; emulation: TransactionEmulation }> {
+/** `clock` drives the store's expiry (default: the system clock); `queue` replaces the embedded queue (e.g. SQS on a client mock). */
+export async function startAwsDataEngine(name: string, options: { clock?: Clock; queue?: Queue } = {}): Promise<{ engine: Engine; emulation: TransactionEmulation }> {
   const dynamo = await startDynalite();
   const s3 = await startS3rver();
   const emulation = await emulateTransactions(dynamo);
@@ -23,13 +24,13 @@ export async function startAwsDataEngine(name: string): Promise<{ engine: Engine
   const local = createEmbeddedEngine({ dataDir });
   const engine: Engine = {
     name: 'aws',
-    kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, systemClock),
+    kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, options.clock ?? systemClock),
     blobs: new S3BlobStore(s3.client, s3.bucket),
-    queue: local.queue,
+    queue: options.queue ?? local.queue,
     connections: local.connections,
     signer: local.signer,
     secret: local.secret,
-    clock: systemClock,
+    clock: options.clock ?? systemClock,
     async close() {
       emulation.restore();
       await local.close();
