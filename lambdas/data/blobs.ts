@@ -25,7 +25,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
-import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../engine/errors.js';
+import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
@@ -34,6 +34,7 @@ import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
 import { Databases } from './databases.js';
 import { blobKey, blobMetaKey, uploadKey } from './keys.js';
 import { BlobRules } from './blob-rules.js';
+import { changeKey, planChangeOutbox, settleChangeOutbox, type Change, type PlannedOutbox } from './change-outbox.js';
 
 export const SHA256_PATTERN = /^[0-9a-f]{64}$/;
 /** Spec 8: one PUT carries at most 100 MiB; multipart files go to 5 GiB in parts of 5 to 100 MiB. */
@@ -167,12 +168,15 @@ export class BlobService {
   async delete(database: string, sha256: string): Promise<void> {
     await this.open(database, sha256, 'delete');
     const key = blobMetaKey(this.org, database, sha256);
+    const outbox = await planChangeOutbox(this.scope, ['blob.deleted']);
     let item: BlobMeta | undefined;
+    let change: Change;
     for (;;) {
       item = await this.kv.get(key);
       if (!item) throw blobNotFound(sha256); // never stored, or deleted meanwhile
+      change = blobChange('blob.deleted', database, { sha256, size: Number(item.size) }, item);
       try {
-        await this.kv.delete(key, sameItem(item));
+        await this.commitMeta({ delete: key, condition: sameItem(item) }, outbox, change);
         break;
       } catch (error) {
         if (!(error instanceof ConditionFailedError)) throw error;
@@ -180,6 +184,7 @@ export class BlobService {
       }
     }
     await this.scope.engine.blobs.delete(bytesKey(this.org, database, sha256, item.gen));
+    if (outbox) await settleChangeOutbox(this.scope.engine, outbox.entry([change]), { written: true });
     await this.fire('file.deleted', database, { sha256, size: Number(item.size) }, null);
   }
 
@@ -388,9 +393,13 @@ export class BlobService {
     const key = blobMetaKey(this.org, database, blob.sha256);
     const item = (created_at: string): KvItem => ({ ...key, sha256: blob.sha256, size: blob.size, created_at, ...(typeof gen === 'string' ? { gen } : {}) });
     const ours = bytesKey(this.org, database, blob.sha256, gen);
+    const outbox = await planChangeOutbox(this.scope, ['blob.created']);
     for (;;) {
       try {
-        await this.kv.put(item(new Date(this.scope.engine.clock.now()).toISOString()), { ifAbsent: true });
+        const created = item(new Date(this.scope.engine.clock.now()).toISOString());
+        const change = blobChange('blob.created', database, blob, created);
+        await this.commitMeta({ put: created, condition: { ifAbsent: true } }, outbox, change);
+        if (outbox) await settleChangeOutbox(this.scope.engine, outbox.entry([change]), { written: true });
         return true;
       } catch (error) {
         if (!(error instanceof ConditionFailedError)) throw error;
@@ -411,9 +420,37 @@ export class BlobService {
     }
   }
 
+  /**
+   * Writes the metadata item (put or delete, conditional), with the platform event outbox in the same
+   * transaction when someone wants the event (docs/events/platform-events.md); a failed condition is
+   * ConditionFailedError either way.
+   */
+  private async commitMeta(write: { put: KvItem; condition: KvCondition } | { delete: { pk: string; sk: string }; condition: KvCondition }, outbox: PlannedOutbox | undefined, change: Change): Promise<void> {
+    if (!outbox) {
+      if ('put' in write) await this.kv.put(write.put, write.condition);
+      else await this.kv.delete(write.delete, write.condition);
+      return;
+    }
+    try {
+      await this.kv.transact([write, outbox.write([change])]);
+    } catch (error) {
+      if (error instanceof TransactionCanceledError) throw new ConditionFailedError();
+      throw error;
+    }
+  }
+
   private fire(type: FileHookEvent['type'], database: string, blob: Blob, contentType: string | null): Promise<void> {
     return dataHooks.fire({ type, database, sha256: blob.sha256, size: blob.size, contentType }, this.scope);
   }
+}
+
+/**
+ * A file's platform event: `{database, sha256, size}`, keyed by the stored generation (a file deleted
+ * and stored again is a new event; items from before generations: their creation time).
+ */
+function blobChange(type: 'blob.created' | 'blob.deleted', database: string, blob: Blob, item: BlobMeta): Change {
+  const life = typeof item.gen === 'string' && item.gen !== '' ? item.gen : String(item.created_at ?? '');
+  return { type, idempotency_key: changeKey(['blob', database, blob.sha256, life, type === 'blob.created' ? 'created' : 'deleted']), data: JSON.stringify({ database, sha256: blob.sha256, size: blob.size }) };
 }
 
 /** Spec 4.19: part numbers 1 to 10,000, written in decimal. */

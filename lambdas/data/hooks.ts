@@ -1,7 +1,8 @@
 /**
  * The Data API's after-commit events: a record created, updated or deleted, a file stored, read or
- * deleted. Services fire them once the write has committed; the activity log binds to them today
- * (http/hook-bindings.ts), the Events API's platform events will bind to the same place.
+ * deleted. Services fire them once the write has committed; the activity log binds to them
+ * (http/hook-bindings.ts). The Events API's platform events go through an outbox in the write's own
+ * transaction instead (change-outbox.ts), so a crash cannot lose them.
  */
 import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';

@@ -8,6 +8,8 @@
  *   uniq#<org>#<database>#<collection>#<field>@<gen> / <value>        unique guard -> record id
  *   idx#<org>#<database>#<collection>#<field>@<gen> / <value>#<id>    index entry (indexed fields, and blob
  *                                                   fields: which records reference a file, blob-rules.ts)
+ *   dchg#<shard> / <ulid>#<random>                 a write's platform events not yet published (change-outbox.ts;
+ *                                                   shared partitions, so the sweeper reads a fixed set)
  * A field's generation (the schema_version that added it) is part of its guard and index partitions,
  * so dropping a field drops its guards and entries at once and re-adding it starts clean.
  */

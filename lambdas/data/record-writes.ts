@@ -19,6 +19,7 @@ import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyVa
 import { fieldType } from './fields/index.js';
 import { checkFiniteNumbers } from './fields/json.js';
 import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
+import { changeKey, planChangeOutbox, recordChangeData, roomForOutbox, settleChangeOutbox, type Change } from './change-outbox.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { blobEntryKey, referencesBlob } from './blob-rules.js';
 import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, view, visibleValues, type LoadedRecord, type RecordMeta, type RecordView } from './record-store.js';
@@ -79,19 +80,28 @@ export class RecordWriter {
   /** Applies the ops in one transaction; the first failing op is the answer. */
   async apply(ops: WriteOp[]): Promise<WriteResult[]> {
     refuseSameRecordTwice(ops);
+    // Platform events (docs/events/platform-events.md): one cached read decides whether the changes
+    // are wanted; if so, their outbox item is one more write of the transaction.
+    const outbox = await planChangeOutbox(this.ctx, [...new Set(ops.map((o) => HOOK_TYPE[o.op]))]);
     for (let attempt = 1; ; attempt++) {
       // A retry reads collections afresh: the cached one may be what failed the schema check.
       let plan: Awaited<ReturnType<RecordWriter['plan']>>;
       try {
-        plan = await this.plan(ops, attempt > 1);
+        plan = await this.plan(ops, attempt > 1, outbox ? 1 : 0);
       } catch (error) {
         if (!(error instanceof Replan)) throw error;
         if (attempt >= MAX_ATTEMPTS) throw error.error;
         await pause(contentionPauseMs(attempt, MAX_PAUSE_MS));
         continue;
       }
+      const changes = outbox ? this.changes(ops, plan.results, plan.lives) : [];
+      const writes = plan.writes.map((w) => w.write);
+      // Appended last, so the planned writes keep their indexes; it has no condition and never fails.
+      // A write whose own writes fill the transaction (100 plain creates) publishes after its commit.
+      const outboxInTransaction = !!outbox && roomForOutbox(writes.length);
+      if (outboxInTransaction) writes.push(outbox.write(changes));
       try {
-        await this.ctx.engine.kv.transact(plan.writes.map((w) => w.write));
+        await this.ctx.engine.kv.transact(writes);
       } catch (error) {
         await Promise.all(plan.newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
         if (error instanceof EngineLimitError) {
@@ -109,9 +119,26 @@ export class RecordWriter {
         throw await this.explain(ops, failed);
       }
       await Promise.all(plan.oldBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
+      if (outbox) await settleChangeOutbox(this.ctx.engine, outbox.entry(changes), { written: outboxInTransaction });
       await Promise.all(plan.results.map((r, i) => dataHooks.fire(hookEvent(this.ctx.database, ops[i], r), this.ctx)));
       return plan.results;
     }
+  }
+
+  /**
+   * The platform events of the planned results, in op order. Idempotency keys name the record's life
+   * (its incarnation) and version, so a re-publish of the same change is one event and a record created
+   * again after a delete is a new one.
+   */
+  private changes(ops: WriteOp[], results: WriteResult[], lives: string[]): Change[] {
+    const db = this.ctx.database;
+    return results.map((r, i): Change => {
+      const op = ops[i];
+      if ('deleted' in r) {
+        return { type: 'record.deleted', idempotency_key: changeKey(['del', db, op.collection, r.id, lives[i]]), data: JSON.stringify({ database: db, collection: op.collection, id: r.id }) };
+      }
+      return { type: HOOK_TYPE[op.op], idempotency_key: changeKey(['rec', db, op.collection, r.id, lives[i], `v${r.version}`]), data: recordChangeData(db, op.collection, r) };
+    });
   }
 
   private async explain(ops: WriteOp[], failed: Planned | undefined): Promise<PlatformError> {
@@ -151,8 +178,10 @@ export class RecordWriter {
     return c;
   }
 
-  private async plan(ops: WriteOp[], fresh: boolean) {
+  /** `reserve`: writes the transaction keeps free beside the ops' own (the platform event outbox). */
+  private async plan(ops: WriteOp[], fresh: boolean, reserve = 0) {
     const cache = new Map<string, Collection>();
+    const lives: string[] = [];
     const drafts = new Map<string, KvItem>();
     const writes: Planned[] = [];
     const results: WriteResult[] = [];
@@ -166,9 +195,9 @@ export class RecordWriter {
           const c = await this.collection(op.collection, op.op, cache, drafts, fresh);
           const add = (write: KvWrite, reason?: Reason) => writes.push({ write, op: i, reason });
           const from = writes.length;
-          if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies));
-          else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies));
-          else results.push(await this.planDelete(op, c, add, oldBodies));
+          if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies, lives));
+          else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies, lives));
+          else results.push(await this.planDelete(op, c, add, oldBodies, lives));
           // Unique values as the earlier ops left them (in-order semantics, issue 9 item 15).
           guards.absorb(writes, from, i, results[i].id);
         } catch (error) {
@@ -176,7 +205,7 @@ export class RecordWriter {
         }
       }
       const planned = dedupe(writes);
-      if (drafts.size && planned.length + drafts.size > LIMITS.transactionItems) {
+      if (drafts.size && planned.length + drafts.size + reserve > LIMITS.transactionItems) {
         // No room for the new collections beside the batch's writes (100 plain creates): create them
         // first, as their own writes, so the spec's 100 ops still fit; they stay if the batch fails.
         for (const name of drafts.keys()) await this.collections.ensureFree(this.org, this.ctx.database, name);
@@ -185,7 +214,7 @@ export class RecordWriter {
       // The schema checks guard against a collection changing while the batch is planned. They are
       // left out when they alone would push a batch past the transaction's 100 writes (100 plain
       // creates): the spec promises 100 ops, and dropped fields stay hidden without them anyway.
-      if (planned.length + cache.size <= LIMITS.transactionItems) {
+      if (planned.length + cache.size + reserve <= LIMITS.transactionItems) {
         for (const [name, c] of cache) {
           if (drafts.has(name)) continue;
           const first = writes.find((w) => ('put' in w.write || 'update' in w.write ? recordCollection(w.write) === name : false));
@@ -197,7 +226,7 @@ export class RecordWriter {
         // Absent when planned; if another writer created it meanwhile, the retry reads it (reason schema).
         planned.push({ write: { put: item, condition: { ifAbsent: true } }, op: first?.op ?? 0, reason: { kind: 'schema' } });
       }
-      return { writes: planned, results, newBodies, oldBodies };
+      return { writes: planned, results, newBodies, oldBodies, lives };
     } catch (error) {
       await Promise.all(newBodies.map((k) => this.ctx.engine.blobs.delete(k).catch(() => undefined)));
       if (!(error instanceof PlanError)) throw error;
@@ -247,7 +276,7 @@ export class RecordWriter {
     }
   }
 
-  private async planCreate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[]): Promise<RecordView> {
+  private async planCreate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[], lives: string[]): Promise<RecordView> {
     this.checkPrincipal(c, 'create');
     const id = op.id ?? newId('rec', this.now());
     if (!RECORD_ID_PATTERN.test(id)) throw new PlatformError('invalid_value', 'id: 1 to 64 letters, digits, "_" or "-".', 'id');
@@ -255,6 +284,7 @@ export class RecordWriter {
     this.checkRule(c, 'create', null, values);
     const at = new Date(this.now()).toISOString();
     const meta: RecordMeta = { id, version: 1, created_at: at, updated_at: at, sv: c.schema_version, inc: randomBytes(6).toString('base64url') };
+    lives.push(meta.inc!);
     const record = { id, version: 1, created_at: at, updated_at: at, ...values };
     const { item, bodyKey } = await this.item(c, meta, values, record);
     if (bodyKey) newBodies.push(bodyKey);
@@ -273,9 +303,10 @@ export class RecordWriter {
     return loaded;
   }
 
-  private async planUpdate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[], oldBodies: string[]): Promise<RecordView> {
+  private async planUpdate(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, newBodies: string[], oldBodies: string[], lives: string[]): Promise<RecordView> {
     this.checkPrincipal(c, 'update');
     const before = await this.current(c, op);
+    lives.push(lifeOf(before));
     const old = visibleValues(c, before.sv, before.values);
     const values = this.values(c, op.data ?? {}, old);
     this.checkRule(c, 'update', view(c, before), op.data ?? {});
@@ -289,9 +320,10 @@ export class RecordWriter {
     return record;
   }
 
-  private async planDelete(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, oldBodies: string[]): Promise<{ id: string; deleted: true }> {
+  private async planDelete(op: WriteOp, c: Collection, add: (w: KvWrite, r?: Reason) => void, oldBodies: string[], lives: string[]): Promise<{ id: string; deleted: true }> {
     this.checkPrincipal(c, 'delete');
     const before = await this.current(c, op);
+    lives.push(lifeOf(before));
     this.checkRule(c, 'delete', view(c, before), null);
     if (before.body) oldBodies.push(before.body);
     add({ delete: recordKey(this.org, this.ctx.database, c.name, before.id), condition: sameLife(before) }, { kind: 'version' });
@@ -402,6 +434,9 @@ function recordCollection(w: KvWrite): string | undefined {
 function sameLife(before: LoadedRecord): KvCondition {
   return { ifEquals: before.inc === undefined ? { version: before.version, created_at: before.created_at } : { version: before.version, inc: before.inc } };
 }
+
+/** A record's life for event keys: its incarnation (records from before incarnations: their creation time). */
+const lifeOf = (r: LoadedRecord) => r.inc ?? r.created_at;
 
 /** Planning met another writer's progress on a record an unversioned op names; `error` is the answer once the attempts run out. */
 class Replan extends Error {

@@ -1,10 +1,13 @@
 /**
  * Where the domain's after-commit hooks are bound: the HTTP layer is the one place that knows every
- * module. Today the activity log records the Data API's record and file events; the Events API's
- * platform events will bind here too.
+ * module. The activity log records the Data API's record and file events; the Events API's platform
+ * events take the Data writes' changes through their outbox (data/change-outbox.ts,
+ * docs/events/platform-events.md).
  */
 import { activityCaller, recordActivity, type ActivityKind } from '../activity/activity.js';
 import { dataHooks, type DataHookEvent } from '../data/hooks.js';
+import { bindChangeFeed } from '../data/change-outbox.js';
+import { platformEventFeed } from '../events/platform-events.js';
 
 const ACTIVITY_KIND: Record<DataHookEvent['type'], ActivityKind> = {
   'record.created': 'record.write',
@@ -21,6 +24,7 @@ let bound = false;
 export function bindHooks(): void {
   if (bound) return;
   bound = true;
+  bindChangeFeed(platformEventFeed);
   dataHooks.on('*', (event, scope) => {
     if (!scope.call) return;
     const caller = activityCaller(scope.principal, scope.call);
