@@ -11,6 +11,7 @@ import type { Principal } from '../auth/principal.js';
 import { monotonicUlid } from '../shared/ids.js';
 import { checkEvent, envelopeJson, eventsOf, sourceOf, tenantOf, type EventInput, type RejectionCode } from './envelope.js';
 import { eventKey, idempotencyKeyItem, inboxKey } from './keys.js';
+import { inboxWritten } from './inbox-signal.js';
 import { Subscriptions, subscriptionMatches } from './subscriptions.js';
 import { count } from './stats.js';
 import { outboxKey, queueDeliveries } from './outbox.js';
@@ -76,7 +77,10 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
     }
     accepted[i] = { event_id, duplicate: false };
     deliveries += matching.length;
-    for (const s of matching) if (s.delivery.mode === 'webhook') webhooks.push({ eventId: event_id, subscriptionId: s.subscription_id });
+    for (const s of matching) {
+      if (s.delivery.mode === 'webhook') webhooks.push({ eventId: event_id, subscriptionId: s.subscription_id });
+      else inboxWritten(s.subscription_id);
+    }
   };
 
   let next = 0;

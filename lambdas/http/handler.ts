@@ -48,6 +48,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
       const call = templated && country === undefined ? templated : { api: route.api, method: req.method, route: templated ? route.path : req.path, country: country ?? null };
       const platform: PlatformContext['platform'] = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
       if (route.api === 'ai') platform.operationId = pickOperationId(req);
+      if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
       context.platform = platform;
       platform.engine = await getEngine();
     })

@@ -5,6 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Workspace } from '../auth/tenants.js';
 import type { CallInfo } from '../shared/api.js';
 import type { RouteDef } from './routes.js';
+import type { StreamGrant } from '../events/stream.js';
 
 /** A request as handlers see it, built from the API Gateway HTTP API (payload v2) event. */
 export interface HttpRequest {
@@ -54,6 +55,8 @@ export interface RequestScope {
   call: CallInfo;
   operationId?: string;
   requestId: string;
+  /** The runtime's offer to upgrade this request to a WebSocket (Transport.upgrade), when it made one. */
+  upgrade?: UpgradeOffer;
 }
 
 export type RouteHandler = (req: HttpRequest, scope: RequestScope) => Promise<HttpResponse>;
@@ -76,6 +79,16 @@ export interface Transport {
   mode: ResponseMode;
   /** `body: 'stream'` routes: the request body, unread. */
   bodyStream?: Readable;
+  /**
+   * A runtime that can upgrade this request to a WebSocket (the local server, on a valid handshake):
+   * the stream route, once every check passed, accepts here and answers 101; without an offer it
+   * answers 426 upgrade_required (docs/events/stream.md).
+   */
+  upgrade?: UpgradeOffer;
+}
+
+export interface UpgradeOffer {
+  accept(grant: StreamGrant): void;
 }
 
 /** A route's answer: API Gateway's result, plus in `piped` mode the body as a stream. */

@@ -14,6 +14,7 @@ import { errorBody } from '../http/error-response.js';
 import type { Api } from '../shared/api.js';
 import type { RouteDef } from '../http/routes.js';
 import type { Transport } from '../http/types.js';
+import type { StreamGrant } from '../events/stream.js';
 import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
 
@@ -24,7 +25,24 @@ export const GATEWAY_MAX_BODY_BYTES = 10 * 1024 * 1024;
 
 export type HandlerLoader = (route: RouteDef) => Promise<RouteFunction>;
 
-export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader): Promise<Server> {
+/**
+ * What a server that takes WebSocket upgrades (the Events API's) is given. An upgrade request runs its
+ * route's function like any request (the whole chain: credentials, rate limit, permission, workspace,
+ * activity); the function is offered the upgrade only on a valid handshake, and accepts it by answering
+ * 101. Any other answer is written back as HTTP, then the connection is closed.
+ */
+export interface Upgrades {
+  /** A WebSocket handshake this server can complete (GET, `Upgrade: websocket`, a key, version 13). */
+  handshake(req: IncomingMessage): boolean;
+  /** Headers the route's function sees beside the request's own (a browser's `bearer.<key>` subprotocol as Authorization). */
+  extraHeaders(req: IncomingMessage): Record<string, string> | undefined;
+  /** Completes the upgrade the route accepted and serves the socket. */
+  complete(req: IncomingMessage, socket: Duplex, head: Buffer, grant: StreamGrant): void;
+  /** The route accepted but the upgrade cannot go on (the client left): give back what it took. */
+  abandon(grant: StreamGrant): void;
+}
+
+export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader, upgrades?: Upgrades): Promise<Server> {
   const router = new Router(api, table);
   const handlers = new Map<string, RouteFunction>();
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
@@ -68,6 +86,34 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(api, error, socket));
+  if (upgrades) server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => void upgrade(req, socket, head, upgrades));
+
+  async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrades: Upgrades) {
+    socket.on('error', () => socket.destroy());
+    let grant: StreamGrant | undefined;
+    try {
+      const url = parseTarget(req.url ?? '/');
+      const { route, params } = router.match(req.method ?? 'GET', url.pathname);
+      // The body of an upgrade request is not read: every route sees none.
+      const event = toEvent(api, req, url, route, params, NO_BODY, upgrades.extraHeaders(req));
+      const offer = upgrades.handshake(req) ? { accept: (g: StreamGrant) => void (grant = g) } : undefined;
+      const transport: Transport = { mode: 'piped', upgrade: offer };
+      const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
+      if (grant && result.statusCode === 101) {
+        if (socket.destroyed || !socket.writable) return upgrades.abandon(grant);
+        return upgrades.complete(req, socket, head, grant);
+      }
+      if (grant) upgrades.abandon(grant);
+      result.stream?.destroy();
+      const payload = result.body ? (result.isBase64Encoded ? Buffer.from(result.body, 'base64') : result.body) : undefined;
+      writeRaw(socket, result.statusCode ?? 200, result.headers ?? {}, payload);
+    } catch (error) {
+      if (grant) upgrades.abandon(grant);
+      log.error('local runtime error', { error: String((error as Error)?.stack ?? error) });
+      const err = new PlatformError('internal_error', 'The service failed to answer; retry later.');
+      writeRaw(socket, 500, { 'content-type': 'application/json' }, JSON.stringify(errorBody(err)));
+    }
+  }
   // Idle keep-alive connections stay open a minute (Node's default is 5 s), as load balancers keep
   // theirs: a client that reuses a connection after a pause (a process whose event loop was busy, a
   // test spawning CLI commands synchronously) would otherwise race the server closing it and get
@@ -103,6 +149,17 @@ function answerClientError(api: Api, error: NodeJS.ErrnoException, socket: Duple
     }
   }
   socket.destroy();
+}
+
+/** Writes an answer on a socket node:http no longer serves (an upgrade request), then closes it. */
+function writeRaw(socket: Duplex, status: number, headers: Record<string, string | number | boolean>, body?: Buffer | string) {
+  if (socket.destroyed || !socket.writable) return socket.destroy();
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}`];
+  for (const [k, v] of Object.entries(headers)) {
+    if (k.toLowerCase() !== 'content-length' && k.toLowerCase() !== 'connection') lines.push(`${k}: ${String(v)}`);
+  }
+  lines.push(`content-length: ${body === undefined ? 0 : Buffer.byteLength(body)}`, 'connection: close', '', '');
+  socket.end(body === undefined ? lines.join('\r\n') : Buffer.concat([Buffer.from(lines.join('\r\n')), Buffer.from(body)]));
 }
 
 /** Pipes a streamed answer (a download) to the socket without buffering it; HEAD gets the headers only. */
@@ -194,13 +251,14 @@ function parseTarget(target: string): Target {
 /** The last millisecond's ISO text: many events share it under load. */
 const isoOf = { ms: -1, text: '' };
 
-function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer): APIGatewayProxyEventV2 {
+function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer, extra?: Record<string, string>): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   const sent = req.headers;
   for (const k in sent) {
     const v = sent[k];
     if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   }
+  if (extra) Object.assign(headers, extra);
   let query: Record<string, string> | undefined;
   if (url.search) {
     query = {};

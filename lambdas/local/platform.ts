@@ -10,6 +10,7 @@ import type { Api } from '../shared/api.js';
 import { ROUTES } from '../http/routes.js';
 import { flushActivity } from '../activity/activity.js';
 import { createApiServer } from './http-server.js';
+import { LocalStreams } from './streams.js';
 import { startQueueWorkers } from './queue-workers.js';
 
 export interface PlatformOptions {
@@ -36,9 +37,11 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   useEngine(options.engine);
   const host = options.host ?? '127.0.0.1';
   const servers = {} as Record<Api, Server>;
+  // The Events API's WebSocket streams (docs/events/stream.md).
+  const streams = new LocalStreams(options.engine);
   const urls = {} as Record<Api, string>;
   for (const api of ['ai', 'data', 'events'] as const) {
-    const server = await createApiServer(api, ROUTES, (route) => loadHandler(route.handler));
+    const server = await createApiServer(api, ROUTES, (route) => loadHandler(route.handler), api === 'events' ? streams : undefined);
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(options.ports[api], host, () => resolve());
@@ -52,9 +55,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     urls,
     close: () =>
       (closing ??= (async () => {
-        // Stop accepting, let in-flight requests finish, drop idle keep-alive sockets, write the buffered
-        // activity events, then close the engine.
-        await Promise.all(
+        // Stop accepting, close the open streams (1001), let in-flight requests finish, drop idle
+        // keep-alive sockets, write the buffered activity events, then close the engine.
+        const closed = Promise.all(
           Object.values(servers).map(
             (server) =>
               new Promise<void>((resolve) => {
@@ -63,6 +66,8 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
               }),
           ),
         );
+        await streams.close();
+        await closed;
         await queueWorkers.stop();
         await flushActivity(options.engine);
         await options.engine.close();
