@@ -6,13 +6,14 @@ import { SigningKey } from './signing.js';
 import { ServerSecret } from './server-secret.js';
 import { SocketApi } from './socket-api.js';
 import { Storage } from './storage.js';
+import { WebhookDelivery } from './webhook-delivery.js';
 
 export interface PlatformStackProps extends StackProps {
   /** See SocketApiProps.manageAccountLoggingRole. */
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs and the Events WebSocket API. */
+/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs, the Events WebSocket API, and webhook delivery (queue consumer, outbox sweep, alarms). */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly queues: Queues;
@@ -20,6 +21,7 @@ export class PlatformStack extends Stack {
   readonly secret: ServerSecret;
   readonly socket: SocketApi;
   readonly http: HttpApis;
+  readonly webhookDelivery: WebhookDelivery;
 
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
@@ -31,6 +33,7 @@ export class PlatformStack extends Stack {
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
     this.http = new HttpApis(this, 'Http', { targets: { ...targets, connections: this.socket.connections } });
+    this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret });
 
     for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api] });
     new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url });

@@ -1,14 +1,9 @@
 import { Duration, Stack, Tags } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
-import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ENV } from '../lambdas/shared/settings.js';
 import { ACTIVITY_KEY_PREFIX } from '../lambdas/activity/segments.js';
 import { RATE_WINDOW_KEY_PREFIX } from '../lambdas/shared/counters.js';
@@ -17,12 +12,10 @@ import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import { acknowledgeGrantWildcards } from './nag.js';
+import { bundledFunctionProps, functionRoleAndLogs, lambdaEntry } from './function-defaults.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
 export const ROUTE_TAG = 'platform:route';
-
-/** Repository root, from this file's location, so synthesis works from any working directory. */
-const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** What a WebSocket API exposes to functions holding `connections:post`. */
 export interface ConnectionsTarget {
@@ -65,50 +58,23 @@ export class RouteFunction extends Construct {
 
   constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false }: RouteFunctionProps) {
     super(scope, id);
-    const entry = join(PROJECT_ROOT, 'lambdas', `${route.handler}.ts`);
-    if (!existsSync(entry)) throw new Error(`route ${route.id}: handler module ${entry} does not exist`);
+    const entry = lambdaEntry(route.handler, `route ${route.id}`);
     const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}`;
     if (functionName.length > 64) throw new Error(`route ${route.id}: function name ${functionName} exceeds 64 characters`);
 
     const grants = new Set(route.grants);
     const environment = grantEnvironment(route.id, grants, targets);
 
-    // An explicit log group with retention (no log-retention custom resource), and an own role that may
-    // write only there: this replaces the AWSLambdaBasicExecutionRole managed policy (logs:* on *).
-    const logGroup = new LogGroup(this, 'Logs', { retention: RetentionDays.THREE_MONTHS });
-    const role = new Role(this, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
-    logGroup.grantWrite(role);
-
+    const { role, logGroup } = functionRoleAndLogs(this);
     this.fn = new NodejsFunction(this, 'Function', {
+      ...bundledFunctionProps(entry),
       functionName,
       description,
-      entry,
-      handler: 'handler',
-      // The latest Node.js Lambda runtime (nag L1); the bundle targets node22, so it also runs there.
-      runtime: Runtime.NODEJS_24_X,
-      architecture: Architecture.ARM_64,
-      memorySize: 512,
       // HTTP APIs give up after 30 s; running longer would only burn money.
       timeout: Duration.seconds(29),
       role,
       logGroup,
       environment,
-      projectRoot: PROJECT_ROOT,
-      depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
-      bundling: {
-        format: OutputFormat.ESM,
-        // Prefer the ESM builds of dependencies (tree-shaking of the AWS SDK).
-        mainFields: ['module', 'main'],
-        // CommonJS dependencies call require(); an ESM bundle has none unless we define it.
-        banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
-        target: 'node22',
-        minify: true,
-        sourceMap: true,
-        // Only the embedded engine needs these, and it is loaded by dynamic import only when ENGINE is not
-        // aws. Everything else, the AWS SDK included, is bundled: the versions pinned in package.json run.
-        externalModules: ['better-sqlite3', 'ws'],
-        forceDockerBundling: false,
-      },
     });
     Tags.of(this.fn).add(ROUTE_TAG, route.id);
 

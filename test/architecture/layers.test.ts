@@ -19,7 +19,7 @@ describe('layers', () => {
   it('give every source folder a layer with a rule', () => {
     const layers = new Set(readImports(ROOT, ['lambdas', 'lib', 'bin']).map((i) => layerOf(i.from)));
     expect([...layers].sort()).toEqual(
-      ['activity', 'admin', 'ai', 'auth', 'bin', 'data', 'engine', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'lib', 'local', 'shared'].sort(),
+      ['activity', 'admin', 'ai', 'auth', 'bin', 'consumers', 'data', 'engine', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'lib', 'local', 'shared'].sort(),
     );
   });
 
@@ -60,6 +60,12 @@ describe('layers', () => {
       expect(check('lambdas/http/handlers/data/x.ts', "import { openDatabase } from '../../../data/records.js';")).toEqual([]);
       expect(check('lambdas/shared/x.ts', "import type { KeyValueStore } from '../engine/ports.js';")).toEqual([]);
       expect(check('lambdas/shared/x.ts', "import { SqliteKeyValueStore } from '../engine/embedded/kv.js';")).toHaveLength(1);
+    });
+    it('lets queue consumers wire the engine, the SQS handler shape and a domain consumer, and nothing of http or the embedded engine', () => {
+      expect(check('lambdas/consumers/x.ts', "import { sqsConsumerHandler } from '../engine/aws/queue.js';\nimport { webhookConsumer } from '../events/delivery.js';\nimport type { SQSEvent } from 'aws-lambda';")).toEqual([]);
+      expect(check('lambdas/consumers/x.ts', "import { httpHandler } from '../http/handler.js';")).toHaveLength(1);
+      expect(check('lambdas/consumers/x.ts', "import { runConsumer } from '../engine/embedded/queue.js';")).toHaveLength(1);
+      expect(check('lambdas/consumers/x.ts', "import { SQSClient } from '@aws-sdk/client-sqs';")).toHaveLength(1);
     });
   });
 });

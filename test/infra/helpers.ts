@@ -44,11 +44,16 @@ export type RouteFunctionResource = { logicalId: string; props: Record<string, a
 
 /** Lambda functions the route table made, by route id (tagged), leaving out any CDK helper function. */
 export function routeFunctions(template: Template): Map<string, RouteFunctionResource> {
+  return taggedFunctions(template, ROUTE_TAG);
+}
+
+/** Lambda functions carrying `tag`, by the tag's value (ROUTE_TAG: route ids; CONSUMER_TAG: consumer names). */
+export function taggedFunctions(template: Template, tagKey: string): Map<string, RouteFunctionResource> {
   const out = new Map<string, RouteFunctionResource>();
   for (const [logicalId, r] of Object.entries(template.findResources('AWS::Lambda::Function') as Record<string, Resource>)) {
-    const tag = (r.Properties.Tags ?? []).find((t: { Key: string }) => t.Key === ROUTE_TAG);
+    const tag = (r.Properties.Tags ?? []).find((t: { Key: string }) => t.Key === tagKey);
     if (!tag) continue;
-    if (out.has(tag.Value)) throw new Error(`two functions for route ${tag.Value}`);
+    if (out.has(tag.Value)) throw new Error(`two functions tagged ${tagKey}=${tag.Value}`);
     out.set(tag.Value, { logicalId, props: r.Properties });
   }
   return out;

@@ -20,7 +20,9 @@ import {
   nagFindings,
   routeFunctions,
   synthStack,
+  taggedFunctions,
 } from './helpers.js';
+import { CONSUMER_TAG } from '../../lib/webhook-delivery.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ALL_ROUTES = [...ROUTES, ...SOCKET_ROUTES];
@@ -273,7 +275,7 @@ describe('cdk-nag AwsSolutions', () => {
 
 describe('cdk synth (real esbuild bundling, offline)', () => {
   it(
-    'exits 0 and bundles every route function as an ESM bundle with the require banner',
+    'exits 0 and bundles every route function and queue consumer as an ESM bundle with the require banner',
     async () => {
       const out = mkdtempSync(join(tmpdir(), 'cdk-synth-'));
       try {
@@ -285,7 +287,10 @@ describe('cdk synth (real esbuild bundling, offline)', () => {
         const synthesized = Template.fromJSON(JSON.parse(readFileSync(join(out, 'PlatformStack.template.json'), 'utf8')));
         const fns = routeFunctions(synthesized);
         expect(fns.size).toBe(ALL_ROUTES.length);
-        for (const [id, { props }] of fns) {
+        // The queue consumers (lib/webhook-delivery.ts) are bundled the same way.
+        const consumers = taggedFunctions(synthesized, CONSUMER_TAG);
+        expect([...consumers.keys()].sort()).toEqual(['outbox-sweep', 'webhooks']);
+        for (const [id, { props }] of [...fns, ...consumers]) {
           const asset = join(out, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
           expect(existsSync(join(asset, 'index.mjs')), id).toBe(true);
           expect(readdirSync(asset)).toContain('index.mjs.map');

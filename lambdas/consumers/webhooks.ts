@@ -1,0 +1,24 @@
+/**
+ * The `webhooks` queue's consumer in AWS: an SQS-triggered function with partial batch responses
+ * (the event source mapping reports `ReportBatchItemFailures`, lib/webhook-delivery.ts). The very
+ * consumer the local runtime runs in every worker (lambdas/local/queue-workers.ts): every message of
+ * a batch is attempted at once, and a message whose attempt failed on the engine comes back after
+ * the queue's visibility timeout.
+ */
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import { getEngine } from '../engine/index.js';
+import { sqsConsumerHandler } from '../engine/aws/queue.js';
+import { webhookConsumer } from '../events/delivery.js';
+
+type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+
+/**
+ * Built at the first invocation, not at import: the settings are read then, and a bad one fails the
+ * invocation (the whole batch returns to the queue) with the SettingsError naming it.
+ */
+let consume: Promise<SqsHandler> | undefined;
+
+export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+  consume ??= getEngine().then((engine) => sqsConsumerHandler(webhookConsumer(engine)));
+  return (await consume)(event);
+}

@@ -1,0 +1,62 @@
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { Construct } from 'constructs';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * What every function of the stack shares, route functions and queue consumers alike: the runtime,
+ * the bundling, and an own log group with a role that may write only there.
+ */
+
+/** Repository root, from this file's location, so synthesis works from any working directory. */
+export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** `lambdas/<module>.ts`, checked to exist (a typo fails synthesis, not the first invocation). */
+export function lambdaEntry(module: string, what: string): string {
+  const entry = join(PROJECT_ROOT, 'lambdas', `${module}.ts`);
+  if (!existsSync(entry)) throw new Error(`${what}: handler module ${entry} does not exist`);
+  return entry;
+}
+
+/** The runtime and esbuild settings of every function; each adds its entry, timeout, role, environment. */
+export function bundledFunctionProps(entry: string): NodejsFunctionProps & { entry: string } {
+  return {
+    entry,
+    handler: 'handler',
+    // The latest Node.js Lambda runtime (nag L1); the bundle targets node22, so it also runs there.
+    runtime: Runtime.NODEJS_24_X,
+    architecture: Architecture.ARM_64,
+    memorySize: 512,
+    projectRoot: PROJECT_ROOT,
+    depsLockFilePath: join(PROJECT_ROOT, 'package-lock.json'),
+    bundling: {
+      format: OutputFormat.ESM,
+      // Prefer the ESM builds of dependencies (tree-shaking of the AWS SDK).
+      mainFields: ['module', 'main'],
+      // CommonJS dependencies call require(); an ESM bundle has none unless we define it.
+      banner: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+      target: 'node22',
+      minify: true,
+      sourceMap: true,
+      // Only the embedded engine needs these, and it is loaded by dynamic import only when ENGINE is not
+      // aws. Everything else, the AWS SDK included, is bundled: the versions pinned in package.json run.
+      externalModules: ['better-sqlite3', 'ws'],
+      forceDockerBundling: false,
+    },
+  };
+}
+
+/**
+ * An explicit log group with retention (no log-retention custom resource), and an own role that may
+ * write only there: this replaces the AWSLambdaBasicExecutionRole managed policy (logs:* on *).
+ */
+export function functionRoleAndLogs(scope: Construct): { role: Role; logGroup: LogGroup } {
+  const logGroup = new LogGroup(scope, 'Logs', { retention: RetentionDays.THREE_MONTHS });
+  const role = new Role(scope, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
+  logGroup.grantWrite(role);
+  return { role, logGroup };
+}

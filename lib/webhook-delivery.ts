@@ -1,0 +1,167 @@
+import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Construct } from 'constructs';
+import { QUEUES } from '../lambdas/engine/queues.js';
+import { ENV } from '../lambdas/shared/settings.js';
+import { bundledFunctionProps, functionRoleAndLogs, lambdaEntry } from './function-defaults.js';
+import type { Queues } from './queues.js';
+import type { ServerSecret } from './server-secret.js';
+
+/** Tag on every queue consumer function (as ROUTE_TAG on route functions): names the consumer. */
+export const CONSUMER_TAG = 'platform:consumer';
+
+/**
+ * Partition key prefixes of the Events items each consumer touches (lambdas/events/keys.ts and the
+ * modules it names); test/infra/webhook-delivery.test.ts checks them against the domain's key
+ * functions, so a renamed prefix fails a test instead of a delivery in AWS.
+ */
+export const DELIVERY_READ_KEYS = ['evsub#*', 'evt#*'];
+/** Dead letters (evdead: one per event, naming the subscriptions that died) and the workspace counters (evstat). */
+export const DELIVERY_WRITE_KEYS = ['evdead#*', 'evstat#*'];
+/** Outbox entries (evout#<shard>). */
+export const OUTBOX_KEYS = ['evout#*'];
+
+/**
+ * Sizing of the delivery function. One attempt waits at most 10 s for its receiver and every message
+ * of a batch is attempted at once, so a batch takes about 10 s plus the store's writes; 30 s leaves
+ * room for a cold start and stays under the queue's visibility timeout (SQS refuses a mapping whose
+ * function may run longer than a message stays invisible).
+ */
+export const DELIVERY = {
+  timeoutSeconds: 30,
+  batchSize: 10,
+  maxBatchingWindowSeconds: 1,
+  /**
+   * At most this many instances poll the queue (10 deliveries each in flight): enough for thousands
+   * of deliveries a second to receivers that answer in 100 ms, and a bound on what a backlog can take
+   * from the account's concurrency that the HTTP routes share. The event source stops polling instead
+   * of being throttled, so no message burns a receive on a throttle.
+   */
+  maxConcurrency: 20,
+} as const;
+
+/** The sweep of the outbox: every minute; a run reads 16 shards of at most 100 entries. */
+export const SWEEP = { timeoutSeconds: 60, everyMinutes: 1 } as const;
+
+/** ApproximateAgeOfOldestMessage of the `webhooks` queue above this alarms (the longest retry delay is 600 s). */
+export const OLDEST_MESSAGE_ALARM_SECONDS = 900;
+
+export interface WebhookDeliveryProps {
+  readonly table: Table;
+  readonly queues: Queues;
+  /** Signing secrets are sealed with a key derived from the server secret (secret:read). */
+  readonly secret: ServerSecret;
+}
+
+/**
+ * Webhook delivery in AWS (issue 10, items 4 and 12): the `webhooks` queue's consumer function with
+ * partial batch responses, the outbox sweep on a schedule, and the alarms on the queue's dead letters
+ * and on its oldest message. Each function gets exactly the items, queue and secret its work needs.
+ */
+export class WebhookDelivery extends Construct {
+  readonly deliveryFunction: NodejsFunction;
+  readonly sweepFunction: NodejsFunction;
+  readonly sweepSchedule: Rule;
+  /** Messages the consumer failed on maxReceives times (engine failures, not failed webhooks: those become dead letters in the table). */
+  readonly deadLettersAlarm: Alarm;
+  readonly oldestMessageAlarm: Alarm;
+
+  constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
+    super(scope, id);
+    const stackName = Stack.of(this).stackName;
+    const { queue, deadLetterQueue } = props.queues.byName.webhooks;
+    if (DELIVERY.timeoutSeconds >= QUEUES.webhooks.visibilitySeconds) {
+      throw new Error(`the webhook delivery timeout (${DELIVERY.timeoutSeconds} s) must stay under the webhooks queue's visibility timeout (${QUEUES.webhooks.visibilitySeconds} s)`);
+    }
+    // Only the work queue: retries are sent to it with a delay; SQS alone moves messages to the DLQ.
+    const queueUrls = Stack.of(this).toJsonString({ webhooks: queue.queueUrl });
+
+    // Delivery: reads the subscription and the event; adds to the counters and, when it dies, to the
+    // event's dead letter (both atomic updates: a completed delivery writes only its count).
+    const delivery = new Construct(this, 'Delivery');
+    const d = functionRoleAndLogs(delivery);
+    this.deliveryFunction = new NodejsFunction(delivery, 'Function', {
+      ...bundledFunctionProps(lambdaEntry('consumers/webhooks', 'webhook delivery')),
+      functionName: `${stackName}-webhooks-delivery`,
+      description: 'events: delivers webhooks queue messages (one attempt each, partial batch responses)',
+      timeout: Duration.seconds(DELIVERY.timeoutSeconds),
+      role: d.role,
+      logGroup: d.logGroup,
+      environment: {
+        [ENV.engine]: 'aws',
+        [ENV.tableName]: props.table.tableName,
+        [ENV.queueUrls]: queueUrls,
+        [ENV.serverSecretArn]: props.secret.secret.secretArn,
+      },
+    });
+    Tags.of(this.deliveryFunction).add(CONSUMER_TAG, 'webhooks');
+    this.deliveryFunction.addEventSource(
+      new SqsEventSource(queue, {
+        batchSize: DELIVERY.batchSize,
+        maxBatchingWindow: Duration.seconds(DELIVERY.maxBatchingWindowSeconds),
+        reportBatchItemFailures: true,
+        maxConcurrency: DELIVERY.maxConcurrency,
+      }),
+    );
+    grantItems(d.role, props.table, ['dynamodb:GetItem'], DELIVERY_READ_KEYS);
+    grantItems(d.role, props.table, ['dynamodb:UpdateItem'], DELIVERY_WRITE_KEYS);
+    queue.grantSendMessages(d.role);
+    props.secret.grantRead(d.role);
+
+    // Outbox sweep: reads and removes outbox entries, queues their deliveries.
+    const sweep = new Construct(this, 'OutboxSweep');
+    const s = functionRoleAndLogs(sweep);
+    this.sweepFunction = new NodejsFunction(sweep, 'Function', {
+      ...bundledFunctionProps(lambdaEntry('consumers/outbox-sweep', 'outbox sweep')),
+      functionName: `${stackName}-outbox-sweep`,
+      description: 'events: queues webhook deliveries a publish committed but did not queue (every minute)',
+      timeout: Duration.seconds(SWEEP.timeoutSeconds),
+      // A failed run is not retried: the next one, a minute later, sweeps the same entries.
+      retryAttempts: 0,
+      role: s.role,
+      logGroup: s.logGroup,
+      environment: { [ENV.engine]: 'aws', [ENV.tableName]: props.table.tableName, [ENV.queueUrls]: queueUrls },
+    });
+    Tags.of(this.sweepFunction).add(CONSUMER_TAG, 'outbox-sweep');
+    grantItems(s.role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], OUTBOX_KEYS);
+    queue.grantSendMessages(s.role);
+    this.sweepSchedule = new Rule(sweep, 'Schedule', {
+      description: `${stackName}: runs the outbox sweep`,
+      schedule: Schedule.rate(Duration.minutes(SWEEP.everyMinutes)),
+      targets: [new LambdaFunction(this.sweepFunction, { retryAttempts: 0 })],
+    });
+
+    this.deadLettersAlarm = new Alarm(this, 'DeadLettersAlarm', {
+      alarmName: `${stackName}-webhooks-dead-letters`,
+      alarmDescription:
+        'webhooks-dead holds messages: the delivery consumer failed on the store or queue for them maxReceives times (failed webhooks become dead letters in the table instead). Inspect, fix, then redrive them to webhooks.',
+      metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: Stats.MAXIMUM }),
+      threshold: 0,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+    this.oldestMessageAlarm = new Alarm(this, 'OldestMessageAlarm', {
+      alarmName: `${stackName}-webhooks-oldest-message`,
+      alarmDescription: `A webhooks queue message waits for more than ${OLDEST_MESSAGE_ALARM_SECONDS} s (the longest retry delay is 600 s): delivery falls behind or is stuck.`,
+      metric: queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: Stats.MAXIMUM }),
+      threshold: OLDEST_MESSAGE_ALARM_SECONDS,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+    });
+  }
+}
+
+/** Item-level access: `actions` on the table only for items whose partition key matches `leadingKeys`. */
+function grantItems(role: Role, table: Table, actions: string[], leadingKeys: string[]): void {
+  role.addToPrincipalPolicy(
+    new PolicyStatement({ actions, resources: [table.tableArn], conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': leadingKeys } } }),
+  );
+}

@@ -1,0 +1,278 @@
+/**
+ * Webhook delivery in AWS (lib/webhook-delivery.ts): the `webhooks` queue's consumer function and its
+ * event source mapping, the outbox sweep on a schedule, the alarms, and IAM as narrow as the work,
+ * down to the partition keys the domain code really touches.
+ */
+import type { CfnElement } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Engine, KvItem } from '../../lambdas/engine/ports.js';
+import { QUEUES } from '../../lambdas/engine/queues.js';
+import { attemptDelivery } from '../../lambdas/events/delivery.js';
+import { deadLetterKey } from '../../lambdas/events/dead-letters.js';
+import { eventKey, subscriptionKey } from '../../lambdas/events/keys.js';
+import { outboxKey, sweepOutbox } from '../../lambdas/events/outbox.js';
+import { sealSigningSecret } from '../../lambdas/events/secret-box.js';
+import { statsKey } from '../../lambdas/events/stats.js';
+import { newId } from '../../lambdas/shared/ids.js';
+import { ENV } from '../../lambdas/shared/settings.js';
+import type { PlatformStack } from '../../lib/platform-stack.js';
+import {
+  CONSUMER_TAG,
+  DELIVERY,
+  DELIVERY_READ_KEYS,
+  DELIVERY_WRITE_KEYS,
+  OLDEST_MESSAGE_ALARM_SECONDS,
+  OUTBOX_KEYS,
+} from '../../lib/webhook-delivery.js';
+import { actionsOf, allowedStatements, nagFindings, synthStack, taggedFunctions, type AllowStatement, type RouteFunctionResource } from './helpers.js';
+
+let stack: PlatformStack;
+let template: Template;
+
+beforeAll(() => {
+  ({ stack } = synthStack());
+  template = Template.fromStack(stack);
+});
+
+const logicalId = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.node.defaultChild as CfnElement);
+const consumer = (name: string): RouteFunctionResource => {
+  const fn = taggedFunctions(template, CONSUMER_TAG).get(name);
+  if (!fn) throw new Error(`no function tagged ${CONSUMER_TAG}=${name}`);
+  return fn;
+};
+const webhooks = () => stack.queues.byName.webhooks;
+/** Logical ids of every queue but the `webhooks` work queue: its DLQ, the jobs queue and its DLQ. */
+const otherQueueIds = () =>
+  Object.entries(stack.queues.byName).flatMap(([name, q]) => (name === 'webhooks' ? [logicalId(q.deadLetterQueue)] : [logicalId(q.queue), logicalId(q.deadLetterQueue)]));
+
+/** `evt#*` -> a test of a partition key value, as IAM's StringLike reads it. */
+const like = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const covered = (patterns: string[], pk: string) => patterns.some((p) => like(p).test(pk));
+
+/** The leading-key patterns a function's role allows `action` on, per statement; every DynamoDB statement must carry them. */
+function leadingKeysFor(statements: AllowStatement[], action: string): string[] {
+  return statements
+    .filter((s) => s.actions.includes(action))
+    .flatMap((s) => {
+      const keys = s.condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+      if (!Array.isArray(keys)) throw new Error(`${action} is granted without a dynamodb:LeadingKeys condition`);
+      return keys as string[];
+    });
+}
+
+function expectItemLevelTableAccess(statements: AllowStatement[]) {
+  const table = logicalId(stack.storage.table);
+  for (const s of statements.filter((x) => x.actions.some((a) => a.startsWith('dynamodb:')))) {
+    expect(s.condition, s.actions.join()).toBeDefined();
+    // The table itself, no index and no wildcard.
+    expect(JSON.parse(s.resources)).toEqual({ 'Fn::GetAtt': [table, 'Arn'] });
+  }
+}
+
+describe('delivery function', () => {
+  it('consumes the webhooks queue with ReportBatchItemFailures, small batches, a batch window and a concurrency bound', () => {
+    const fn = consumer('webhooks');
+    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: fn.logicalId },
+      EventSourceArn: { 'Fn::GetAtt': [logicalId(webhooks().queue), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 10,
+      MaximumBatchingWindowInSeconds: 1,
+      ScalingConfig: { MaximumConcurrency: DELIVERY.maxConcurrency },
+    });
+    expect(DELIVERY.maxConcurrency).toBeGreaterThanOrEqual(2); // SQS mappings take 2 to 1000
+  });
+
+  it('times out after a whole batch of 10 s attempts, and before the queue would hand its messages out again', () => {
+    const fn = consumer('webhooks');
+    const queue = template.findResources('AWS::SQS::Queue')[logicalId(webhooks().queue)] as { Properties: { VisibilityTimeout: number } };
+    expect(queue.Properties.VisibilityTimeout).toBe(QUEUES.webhooks.visibilitySeconds);
+    expect(fn.props.Timeout).toBeGreaterThan(10);
+    expect(fn.props.Timeout).toBeLessThan(queue.Properties.VisibilityTimeout);
+  });
+
+  it('runs like the route functions (Node.js 22+, arm64, bundled handler) with only the environment its work needs', () => {
+    const { props } = consumer('webhooks');
+    expect(Number(/^nodejs(\d+)\.x$/.exec(props.Runtime)?.[1])).toBeGreaterThanOrEqual(22);
+    expect(props.Architectures).toEqual(['arm64']);
+    expect(props.Handler).toBe('index.handler');
+    const env = props.Environment.Variables as Record<string, unknown>;
+    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.serverSecretArn, ENV.tableName].sort());
+    expect(env[ENV.engine]).toBe('aws');
+    // The work queue's URL only: no dead-letter queue, no other queue.
+    const urls = JSON.stringify(env[ENV.queueUrls]);
+    expect(urls).toContain('\\"webhooks\\":');
+    for (const id of otherQueueIds()) expect(urls).not.toContain(id);
+  });
+
+  it('sends to and consumes the webhooks work queue only, never a dead-letter queue', () => {
+    const statements = allowedStatements(template, consumer('webhooks')).filter((s) => s.actions.some((a) => a.startsWith('sqs:')));
+    const sends = statements.filter((s) => s.actions.includes('sqs:SendMessage'));
+    expect(sends.length).toBeGreaterThanOrEqual(1);
+    for (const s of statements) {
+      expect(s.resources).toContain(logicalId(webhooks().queue));
+      for (const id of otherQueueIds()) expect(s.resources).not.toContain(id);
+    }
+    // The event source mapping receives and deletes; nothing purges or reconfigures the queue.
+    expect(actionsOf(statements)).toEqual(expect.arrayContaining(['sqs:ReceiveMessage', 'sqs:DeleteMessage']));
+    expect(actionsOf(statements).filter((a) => /Purge|SetQueueAttributes|\*/.test(a))).toEqual([]);
+  });
+
+  it('reads the server secret (signing secrets are sealed with it) and uses no KMS key, signing least of all', () => {
+    const { props } = consumer('webhooks');
+    const statements = allowedStatements(template, consumer('webhooks'));
+    const secretId = logicalId(stack.secret.secret);
+    expect(actionsOf(statements.filter((s) => s.resources.includes(secretId))).sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(JSON.stringify(props.Environment.Variables[ENV.serverSecretArn])).toContain(secretId);
+    expect(actionsOf(statements).filter((a) => a.startsWith('kms:'))).toEqual([]);
+    expect(actionsOf(statements)).not.toContain('kms:Sign');
+  });
+
+  it('reads subscriptions and events, and updates dead letters and counters only, by partition key', () => {
+    const statements = allowedStatements(template, consumer('webhooks'));
+    expectItemLevelTableAccess(statements);
+    const dynamo = actionsOf(statements).filter((a) => a.startsWith('dynamodb:'));
+    expect([...new Set(dynamo)].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    expect(leadingKeysFor(statements, 'dynamodb:GetItem')).toEqual(DELIVERY_READ_KEYS);
+    expect(leadingKeysFor(statements, 'dynamodb:UpdateItem')).toEqual(DELIVERY_WRITE_KEYS);
+  });
+
+  it('grants the very partition keys the domain uses: a delivery that retries and one that dies touch nothing else', async () => {
+    const statements = allowedStatements(template, consumer('webhooks'));
+    const { engine, touched, sent } = await recordingEngine();
+    const m = { workspace_id: WS, subscription_id: SUB, event_id: EVT };
+    // 10.0.0.1 is refused before any connection (url_destination_blocked): a failed attempt, offline.
+    expect(await attemptDelivery(engine, { ...m, attempt: 1 })).toBe('retrying');
+    expect(await attemptDelivery(engine, { ...m, attempt: 5 })).toBe('dead');
+    expect(sent).toEqual(['webhooks']);
+    const actions = new Set(touched.map((t) => t.action));
+    expect([...actions].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
+    for (const { action, pk } of touched) expect(covered(leadingKeysFor(statements, action), pk), `${action} ${pk}`).toBe(true);
+    // The completed path writes the counters only, the item the failed attempts wrote too.
+    for (const pk of [statsKey(WS).pk, deadLetterKey(WS, EVT).pk]) expect(covered(DELIVERY_WRITE_KEYS, pk), pk).toBe(true);
+    for (const pk of [subscriptionKey(WS, SUB).pk, eventKey(WS, EVT).pk]) expect(covered(DELIVERY_READ_KEYS, pk), pk).toBe(true);
+  });
+});
+
+describe('outbox sweep', () => {
+  it('runs every minute from an EventBridge rule that may invoke it', () => {
+    const fn = consumer('outbox-sweep');
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      State: 'ENABLED',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [fn.logicalId, 'Arn'] } })],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [fn.logicalId, 'Arn'] },
+      Principal: 'events.amazonaws.com',
+    });
+    expect(fn.props.Timeout).toBeLessThanOrEqual(60);
+  });
+
+  it('queries and deletes outbox items only, sends to the webhooks work queue only, reads no secret', () => {
+    const fn = consumer('outbox-sweep');
+    const statements = allowedStatements(template, fn);
+    expectItemLevelTableAccess(statements);
+    expect([...new Set(actionsOf(statements).filter((a) => a.startsWith('dynamodb:')))].sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:Query']);
+    expect(leadingKeysFor(statements, 'dynamodb:Query')).toEqual(OUTBOX_KEYS);
+    expect(leadingKeysFor(statements, 'dynamodb:DeleteItem')).toEqual(OUTBOX_KEYS);
+    const sqs = statements.filter((s) => s.actions.some((a) => a.startsWith('sqs:')));
+    expect(actionsOf(sqs)).toContain('sqs:SendMessage');
+    expect(actionsOf(sqs).filter((a) => /Receive|Delete|Purge/.test(a))).toEqual([]);
+    for (const s of sqs) {
+      expect(s.resources).toContain(logicalId(webhooks().queue));
+      for (const id of otherQueueIds()) expect(s.resources).not.toContain(id);
+    }
+    expect(actionsOf(statements).filter((a) => a.startsWith('secretsmanager:') || a.startsWith('kms:'))).toEqual([]);
+    expect(Object.keys(fn.props.Environment.Variables).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.tableName].sort());
+  });
+
+  it('grants the very partition keys the sweep touches', async () => {
+    const statements = allowedStatements(template, consumer('outbox-sweep'));
+    const { engine, touched, sent } = await recordingEngine();
+    expect(await sweepOutbox(engine)).toBe(1);
+    expect(sent).toEqual(['webhooks']);
+    expect(touched.length).toBeGreaterThan(0);
+    for (const { action, pk } of touched) expect(covered(leadingKeysFor(statements, action), pk), `${action} ${pk}`).toBe(true);
+  });
+});
+
+describe('alarms', () => {
+  const alarmOn = (metricName: string, queue: { node: { defaultChild?: unknown } }) =>
+    template.findResources('AWS::CloudWatch::Alarm', {
+      Properties: {
+        Namespace: 'AWS/SQS',
+        MetricName: metricName,
+        Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [logicalId(queue), 'QueueName'] } }],
+      },
+    }) as Record<string, { Properties: Record<string, unknown> }>;
+
+  it('alarms as soon as webhooks-dead holds a message', () => {
+    const found = Object.values(alarmOn('ApproximateNumberOfMessagesVisible', webhooks().deadLetterQueue));
+    expect(found).toHaveLength(1);
+    expect(found[0].Properties).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: 0, EvaluationPeriods: 1, Statistic: 'Maximum' });
+  });
+
+  it(`alarms when the oldest webhooks message waits over ${OLDEST_MESSAGE_ALARM_SECONDS} s, longer than any retry delay`, () => {
+    const found = Object.values(alarmOn('ApproximateAgeOfOldestMessage', webhooks().queue));
+    expect(found).toHaveLength(1);
+    expect(found[0].Properties).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: OLDEST_MESSAGE_ALARM_SECONDS, Statistic: 'Maximum' });
+    expect(OLDEST_MESSAGE_ALARM_SECONDS).toBeGreaterThan(600);
+  });
+});
+
+it('passes cdk-nag with the delivery construct in the stack: no unacknowledged finding', () => {
+  expect(nagFindings(synthStack({ nag: true }).app)).toEqual([]);
+});
+
+// ---------- an engine that records the items each call touches, as IAM sees them ----------
+
+const WS = newId('ws');
+const SUB = newId('sub');
+/** Older than the outbox's grace period, so the sweep takes its entry. */
+const EVT = newId('evt', Date.now() - 120_000);
+
+const ACTION = { get: 'dynamodb:GetItem', put: 'dynamodb:PutItem', update: 'dynamodb:UpdateItem', delete: 'dynamodb:DeleteItem', query: 'dynamodb:Query' } as const;
+
+async function recordingEngine() {
+  const touched: { action: string; pk: string }[] = [];
+  const sent: string[] = [];
+  const secret = { get: async () => new Uint8Array(32).fill(7) };
+  const now = Date.now();
+  const subscription = {
+    ...subscriptionKey(WS, SUB),
+    subscription_id: SUB,
+    workspace_id: WS,
+    types: ['*'],
+    delivery: { mode: 'webhook', url: 'https://10.0.0.1/hook' },
+    created_at: new Date(now - 60_000).toISOString(),
+    secrets: [{ sealed: await sealSigningSecret(secret, SUB, 'whsec_test'), created_at: new Date(now - 60_000).toISOString(), expires_at: null }],
+  };
+  const items = new Map<string, KvItem>([
+    [JSON.stringify(subscriptionKey(WS, SUB)), subscription as unknown as KvItem],
+    [JSON.stringify(eventKey(WS, EVT)), { ...eventKey(WS, EVT), type: 'order.created', envelope: JSON.stringify({ id: EVT }) } as KvItem],
+  ]);
+  const outbox = outboxKey(WS, EVT, SUB);
+  const record = (op: keyof typeof ACTION, pk: unknown) => touched.push({ action: ACTION[op], pk: String(pk) });
+  const kv = {
+    get: async (key: { pk: string; sk: string }) => (record('get', key.pk), items.get(JSON.stringify({ pk: key.pk, sk: key.sk }))),
+    put: async (item: KvItem) => void record('put', item.pk),
+    update: async (u: { key: { pk: string } }) => (record('update', u.key.pk), {}),
+    delete: async (key: { pk: string }) => void record('delete', key.pk),
+    query: async (q: { pk: string }) => (record('query', q.pk), { items: q.pk === outbox.pk ? [outbox] : [] }),
+  };
+  const unexpected = (what: string) => () => {
+    throw new Error(`the consumer used ${what}: grant it in lib/webhook-delivery.ts and test it here`);
+  };
+  const engine = {
+    name: 'aws',
+    kv: new Proxy(kv, { get: (t, p) => (p in t ? t[p as keyof typeof t] : unexpected(`kv.${String(p)}`)) }),
+    queue: { send: async (queue: string) => (sent.push(queue), 'm-1') },
+    secret,
+    clock: { now: () => Date.now() },
+  } as unknown as Engine;
+  return { engine, touched, sent };
+}
