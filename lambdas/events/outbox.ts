@@ -30,8 +30,20 @@ export interface DeliveryMessage {
   replay?: boolean;
 }
 
+const queuedListeners = new Set<() => void>();
+
+/**
+ * Calls `listener` when this process queues a delivery due now: the local receiver takes it at once
+ * instead of at its next poll (only a hint; another process's deliveries are found by polling).
+ */
+export function onDeliveryQueued(listener: () => void): () => void {
+  queuedListeners.add(listener);
+  return () => queuedListeners.delete(listener);
+}
+
 export async function queueDelivery(engine: Engine, message: DeliveryMessage, delaySeconds = 0): Promise<void> {
   await engine.queue.send('webhooks', JSON.stringify(message), delaySeconds ? { delaySeconds } : undefined);
+  if (!delaySeconds) for (const listener of queuedListeners) listener();
 }
 
 export async function queueDeliveries(engine: Engine, workspaceId: string, deliveries: { eventId: string; subscriptionId: string }[]): Promise<void> {

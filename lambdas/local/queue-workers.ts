@@ -11,7 +11,7 @@
 import type { Engine, QueueMessage } from '../engine/ports.js';
 import { QUEUES } from '../engine/queues.js';
 import { webhookConsumer } from '../events/delivery.js';
-import { sweepOutbox } from '../events/outbox.js';
+import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
 import { log } from '../shared/log.js';
 
@@ -37,6 +37,19 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
     }
   };
 
+  // An idle receiver sleeps IDLE_MS, or less when this process queues a delivery meanwhile.
+  let wake: (() => void) | undefined;
+  const unsubscribe = onDeliveryQueued(() => wake?.());
+  const idle = () =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(() => (wake = undefined, resolve()), IDLE_MS);
+      wake = () => {
+        clearTimeout(timer);
+        wake = undefined;
+        resolve();
+      };
+    });
+
   const receiving = (async () => {
     while (!stopped) {
       const room = Math.min(BATCH, MAX_IN_FLIGHT - inFlight.size);
@@ -52,7 +65,7 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
         const task = handle(m).finally(() => inFlight.delete(task));
         inFlight.add(task);
       }
-      if (messages.length < room || room === 0) await new Promise((r) => setTimeout(r, IDLE_MS));
+      if (messages.length < room || room === 0) await idle();
     }
   })();
 
@@ -64,6 +77,8 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   return {
     async stop() {
       stopped = true;
+      unsubscribe();
+      wake?.();
       clearInterval(sweeper);
       await receiving;
       await Promise.all(inFlight);
