@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
-import { callApi, expectError, type Res } from '../helpers/data-api.js';
+import { callApi, expectError, ok, type Res } from '../helpers/data-api.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { sealCursor } from '../../lambdas/shared/cursors.js';
 
@@ -25,11 +25,6 @@ const recs = (name: string) => `/v1/databases/${DB}/collections/${name}/records`
 const ids = (r: Res) => r.body.records.map((x: any) => x.id);
 const withCursor = (path: string, cursor: string) => `${path}${path.includes('?') ? '&' : '?'}cursor=${encodeURIComponent(cursor)}`;
 
-async function ok(r: Promise<Res>, status = 200): Promise<any> {
-  const res = await r;
-  expect(res.status, JSON.stringify(res.body)?.slice(0, 300)).toBe(status);
-  return res.body;
-}
 
 /** Every readable rendering of a cursor: the string itself, its base64url and base64 decodings, and those decoded once more. */
 function renderings(cursor: string): string {

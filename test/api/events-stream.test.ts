@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
-import { callApi, expectError, type Res } from '../helpers/data-api.js';
+import { callApi, expectError, ok } from '../helpers/data-api.js';
 import { adminOk } from '../helpers/cli.js';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
@@ -22,11 +22,6 @@ let W: string;
 const clock = new ManualClock(Date.UTC(2026, 10, 26, 12));
 const call = (method: string, path: string, body?: unknown) => callApi(p.urls.events, key, method, `/v1/workspaces/${W}${path}`, body);
 
-async function ok(r: Promise<Res>, status = 200): Promise<any> {
-  const res = await r;
-  expect(res.status, JSON.stringify(res.body)?.slice(0, 400)).toBe(status);
-  return res.body;
-}
 const subscribe = async (types: string[], mode = 'pull'): Promise<string> => (await ok(call('POST', '/subscriptions', { types, delivery: { mode } }), 201)).subscription_id;
 const publish = async (events: Record<string, unknown>[]): Promise<string[]> => (await ok(call('POST', '/events', { events }), 202)).accepted.map((a: any) => a.event_id);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -8,7 +8,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
-import { callApi, expectError, type Res } from '../helpers/data-api.js';
+import { callApi, expectError, ok } from '../helpers/data-api.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { retryDelaySeconds } from '../../lambdas/events/delivery.js';
@@ -30,11 +30,6 @@ const answers = new Map<string, number>();
 const clock = new ManualClock(Date.UTC(2026, 10, 26, 12));
 const call = (method: string, path: string, body?: unknown) => callApi(p.urls.events, key, method, `/v1/workspaces/${W}${path}`, body);
 
-async function ok(r: Promise<Res>, status = 200): Promise<any> {
-  const res = await r;
-  expect(res.status, JSON.stringify(res.body)?.slice(0, 400)).toBe(status);
-  return res.body;
-}
 
 async function waitFor<T>(what: string, probe: () => T | undefined, ms = 5000): Promise<T> {
   const until = Date.now() + ms;

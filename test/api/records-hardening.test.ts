@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { encodeActivityCursor } from '../../lambdas/activity/listing.js';
-import { callApi, expectError, type Res } from '../helpers/data-api.js';
+import { callApi, expectError, ok, type Res } from '../helpers/data-api.js';
 
 let p: TestPlatform;
 let server: Record<string, string>;
@@ -19,11 +19,6 @@ const rec = (name: string, id: string) => `${recs(name)}/${encodeURIComponent(id
 const ids = (r: Res) => r.body.records.map((x: any) => x.id);
 const b64 = (s: string) => Buffer.from(s).toString('base64url');
 
-async function ok(r: Promise<Res>, status = 200): Promise<any> {
-  const res = await r;
-  expect(res.status, JSON.stringify(res.body)?.slice(0, 500)).toBe(status);
-  return res.body;
-}
 
 beforeAll(async () => {
   p = await startTestPlatform();

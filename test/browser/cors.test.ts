@@ -9,11 +9,11 @@
  */
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { adminOk } from '../helpers/cli.js';
+import { closeServer, listen } from '../helpers/servers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -62,21 +62,6 @@ function pageHtml(dataUrl: string, key: string): string {
 </script>
 </body></html>`;
 }
-
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-const closeServer = (server: Server | undefined) =>
-  new Promise<void>((resolve) => {
-    if (!server?.listening) return resolve();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
 
 let platform: TestPlatform | undefined;
 let browser: Browser | undefined;

@@ -10,7 +10,6 @@
  */
 import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import WebSocket from 'ws';
@@ -18,6 +17,7 @@ import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platfor
 import { callApi } from '../helpers/data-api.js';
 import { adminOk } from '../helpers/cli.js';
 import { inboxKey } from '../../lambdas/events/keys.js';
+import { closeServer, listen } from '../helpers/servers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -43,21 +43,6 @@ function pageHtml(streamUrl: string, key: string): string {
 </script>
 </body></html>`;
 }
-
-async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-}
-
-const closeServer = (server: Server | undefined) =>
-  new Promise<void>((resolve) => {
-    if (!server?.listening) return resolve();
-    server.closeAllConnections();
-    server.close(() => resolve());
-  });
 
 let platform: TestPlatform | undefined;
 let browser: Browser | undefined;

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bearer } from '../helpers/platform.js';
-import { callApi, expectError, type Res } from '../helpers/data-api.js';
+import { callApi, expectError, ok } from '../helpers/data-api.js';
 import type { ManualClock } from '../../lambdas/engine/clock.js';
 
 export interface EventsTarget {
@@ -24,11 +24,6 @@ let W: string;
 let clock: ManualClock;
 const call = (method: string, path: string, body?: unknown) => callApi(p.urls.events, key, method, `/v1/workspaces/${W}${path}`, body);
 
-async function ok(r: Promise<Res>, status = 200): Promise<any> {
-  const res = await r;
-  expect(res.status, JSON.stringify(res.body)?.slice(0, 400)).toBe(status);
-  return res.body;
-}
 const subscribe = (types: string[], delivery: Record<string, unknown> = { mode: 'pull' }) => ok(call('POST', '/subscriptions', { types, delivery }), 201);
 const publishOne = (event: Record<string, unknown>) => ok(call('POST', '/events', { event }), 202);
 const pull = (sub: string, body: Record<string, unknown> = {}) => ok(call('POST', `/subscriptions/${sub}/pull`, body));

@@ -33,3 +33,10 @@ export async function callApi(
 export function expectError(r: Res, status: number, code: string, what = '') {
   expect({ status: r.status, code: r.body?.error?.code }, `${what} ${JSON.stringify(r.body)?.slice(0, 500)}`).toEqual({ status, code });
 }
+
+/** Awaits a call, expects `status` (200 by default; the body shown when it differs) and returns its body. */
+export async function ok(r: Promise<Res>, status = 200): Promise<any> {
+  const res = await r;
+  expect(res.status, JSON.stringify(res.body)?.slice(0, 400)).toBe(status);
+  return res.body;
+}
