@@ -55,7 +55,7 @@ export interface ChangeFeed {
 
 export const CHANGE_OUTBOX_SHARDS = 16;
 /** An item this old was left by a write that stopped between its commit and its publish. */
-export const CHANGE_OUTBOX_GRACE_MS = 30_000;
+export const CHANGE_OUTBOX_GRACE_MS = 10_000;
 /** As long as the Events API deduplicates an idempotency key (168 hours). */
 const CHANGE_OUTBOX_TTL_SECONDS = 168 * 3600;
 /** Spec 4.21: an event's data (basic tier) is at most 16 KiB of JSON. */

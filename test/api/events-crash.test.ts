@@ -1,8 +1,9 @@
 /**
  * Crash safety of Events (issue 10): every process of the local platform is killed with SIGKILL while
  * clients publish to a webhook and a pull subscription; after a restart on the same DATA_DIR every
- * accepted event reaches both, at least once. Deliveries leased by a killed worker come back when their
- * lease ends (60 s), outbox entries a killed publish left are swept (after 10 s): the test waits for both.
+ * accepted event reaches both, at least once; and every Data write acknowledged before the kill has its
+ * platform event. Deliveries leased by a killed worker come back when their lease ends (60 s), outbox
+ * entries a killed publish or write left are swept (after 10 s): the test waits for both.
  */
 import { afterAll, expect, it } from 'vitest';
 import http from 'node:http';
@@ -11,6 +12,8 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
+import { Tenants } from '../../lambdas/auth/tenants.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'events-crash-'));
 let server: LocalProcess | undefined;
@@ -48,6 +51,24 @@ it('delivers every accepted event at least once after a SIGKILL of every process
   const pullSub = await create({ mode: 'pull' });
   await create({ mode: 'webhook', url: hook });
 
+  // An application-bound key (made beside the running server, on the same SQLite file): its Data writes
+  // publish platform events into the workspace, where a pull subscription takes record.*.
+  const side = createEmbeddedEngine({ dataDir });
+  const tenants = new Tenants(side.kv, () => Date.now());
+  const { organization_id } = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
+  const app = await tenants.createApplication(workspace_id, 'crash-app', []);
+  const appKey = (await tenants.createSecretKey(organization_id, app.id)).key;
+  await side.close();
+  const appHeaders = { authorization: `Bearer ${appKey}`, 'content-type': 'application/json' };
+  const data = (s: LocalProcess, path: string, method = 'PUT', body?: unknown) =>
+    fetch(`${s.urls.data}/v1/databases/crashdb${path}`, { method, headers: appHeaders, body: body === undefined ? undefined : JSON.stringify(body) });
+  expect((await data(server, '')).status).toBe(201);
+  expect((await data(server, '/collections/items', 'PUT', { mode: 'free' })).status).toBe(201);
+  const changes = await fetch(`${ws(server)}/subscriptions`, { method: 'POST', headers: appHeaders, body: JSON.stringify({ types: ['record.*'], delivery: { mode: 'pull' } }) });
+  expect(changes.status).toBe(201);
+  const changesSub = ((await changes.json()) as any).subscription_id as string;
+  const written = new Set<string>();
+
   // Four clients publish batches of 10 until the crash; only 202 answers count as accepted.
   const accepted = new Set<string>();
   let crashed = false;
@@ -61,25 +82,50 @@ it('delivers every accepted event at least once after a SIGKILL of every process
       }
     }
   };
-  const clients = Array.from({ length: 4 }, (_, c) => client(c));
+  const writer = async () => {
+    for (let n = 0; !crashed; n++) {
+      try {
+        const res = await data(server!, '/collections/items/records', 'POST', { n });
+        if (res.status === 201) written.add(((await res.json()) as any).id);
+      } catch {
+        return;
+      }
+    }
+  };
+  const clients = [...Array.from({ length: 4 }, (_, c) => client(c)), writer(), writer()];
   await new Promise((r) => setTimeout(r, 1500));
   crashed = true;
   await crashLocalProcess(server);
   await Promise.all(clients);
   expect(accepted.size).toBeGreaterThan(50);
+  expect(written.size).toBeGreaterThan(10);
 
   server = await start();
   // The pull subscription: every accepted event is in its inbox (pulled with long leases, never acked).
   const pulled = new Set<string>();
+  const ack = (sub: string, ids: string[], h = headers) => fetch(`${ws(server!)}/subscriptions/${sub}/ack`, { method: 'POST', headers: h, body: JSON.stringify({ ids }) });
   for (let i = 0; i < 200; i++) {
     const res = await fetch(`${ws(server)}/subscriptions/${pullSub}/pull`, { method: 'POST', headers, body: JSON.stringify({ max: 100, lease_seconds: 300 }) });
     const messages = ((await res.json()) as any).messages as { event_id: string }[];
     for (const m of messages) pulled.add(m.event_id);
     if (!messages.length) break;
+    await ack(pullSub, messages.map((m) => m.event_id));
   }
   expect([...accepted].filter((id) => !pulled.has(id))).toEqual([]);
   // The webhook: every accepted event arrives, at the latest when leases of killed workers end.
   const until = Date.now() + 100_000;
   while ([...accepted].some((id) => !received.has(id)) && Date.now() < until) await new Promise((r) => setTimeout(r, 250));
   expect([...accepted].filter((id) => !received.has(id))).toEqual([]);
-}, 150_000);
+  // Every acknowledged Data write has its record.created event (swept after the restart if the kill
+  // came between the write's commit and its publish).
+  const changed = new Set<string>();
+  const changesUntil = Date.now() + 40_000;
+  while ([...written].some((id) => !changed.has(id)) && Date.now() < changesUntil) {
+    const res = await fetch(`${ws(server)}/subscriptions/${changesSub}/pull`, { method: 'POST', headers: appHeaders, body: JSON.stringify({ max: 100, lease_seconds: 300 }) });
+    const messages = ((await res.json()) as any).messages as { event_id: string; type: string; data: { record: { id: string } } }[];
+    for (const m of messages) if (m.type === 'record.created') changed.add(m.data.record.id);
+    if (!messages.length) await new Promise((r) => setTimeout(r, 500));
+    else await ack(changesSub, messages.map((m) => m.event_id), appHeaders);
+  }
+  expect([...written].filter((id) => !changed.has(id))).toEqual([]);
+}, 200_000);
