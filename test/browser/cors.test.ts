@@ -8,12 +8,11 @@
  * scripts/ensure-debian-package.sh); without it this suite fails rather than skips.
  */
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { adminOk } from '../helpers/cli.js';
-import { closeServer, listen } from '../helpers/servers.js';
+import { pageOrigins } from '../helpers/servers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -65,7 +64,7 @@ function pageHtml(dataUrl: string, key: string): string {
 
 let platform: TestPlatform | undefined;
 let browser: Browser | undefined;
-const servers: Server[] = [];
+let pages: Awaited<ReturnType<typeof pageOrigins>> | undefined;
 let originA = '';
 let originB = '';
 
@@ -75,28 +74,14 @@ beforeAll(async () => {
   }
   platform = await startTestPlatform();
 
-  let html = '';
-  const serve = () =>
-    createServer((req, res) => {
-      if (req.url === '/') {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-        res.end(html);
-      } else {
-        res.writeHead(404, { 'content-type': 'text/plain' });
-        res.end('not found');
-      }
-    });
-  const a = serve();
-  const b = serve();
-  servers.push(a, b);
-  originA = await listen(a);
-  originB = await listen(b);
+  pages = await pageOrigins();
+  ({ originA, originB } = pages);
 
   const app = adminOk(platform.dataDir, 'app', 'create', '--workspace', platform.credentials.workspace_id, '--name', 'web');
   const pk = adminOk(platform.dataDir, 'publishable-key', 'create', '--app', app.id, '--origins', originA);
   expect(pk.key).toMatch(/^apb_/);
   expect(pk.origins).toEqual([originA]);
-  html = pageHtml(platform.urls.data, pk.key);
+  pages.setHtml(pageHtml(platform.urls.data, pk.key));
 
   // Playwright's default: a fresh temporary profile, removed on close.
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
@@ -104,7 +89,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close().catch(() => {});
-  await Promise.all(servers.map(closeServer));
+  await pages?.close();
   await platform?.close();
 }, TIMEOUT);
 

@@ -9,7 +9,6 @@
  * scripts/ensure-debian-package.sh); without it this suite fails rather than skips.
  */
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import WebSocket from 'ws';
@@ -17,7 +16,7 @@ import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platfor
 import { callApi } from '../helpers/data-api.js';
 import { adminOk } from '../helpers/cli.js';
 import { inboxKey } from '../../lambdas/events/keys.js';
-import { closeServer, listen } from '../helpers/servers.js';
+import { pageOrigins } from '../helpers/servers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -46,7 +45,7 @@ function pageHtml(streamUrl: string, key: string): string {
 
 let platform: TestPlatform | undefined;
 let browser: Browser | undefined;
-const servers: Server[] = [];
+let pages: Awaited<ReturnType<typeof pageOrigins>> | undefined;
 let originA = '';
 let originB = '';
 let publishableKey = '';
@@ -61,22 +60,8 @@ beforeAll(async () => {
     throw new Error(`${CHROMIUM} is missing: run \`bash scripts/ensure-debian-package.sh /usr/bin/chromium chromium\` (npm test runs it as its pretest step)`);
   }
   platform = await startTestPlatform();
-  let html = '';
-  const serve = () =>
-    createServer((req, res) => {
-      if (req.url === '/') {
-        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
-        res.end(html);
-      } else {
-        res.writeHead(404, { 'content-type': 'text/plain' });
-        res.end('not found');
-      }
-    });
-  const a = serve();
-  const b = serve();
-  servers.push(a, b);
-  originA = await listen(a);
-  originB = await listen(b);
+  pages = await pageOrigins();
+  ({ originA, originB } = pages);
 
   // The application's own workspace: a publishable key reaches only that one.
   const app = adminOk(platform.dataDir, 'app', 'create', '--workspace', platform.credentials.workspace_id, '--name', 'web');
@@ -85,14 +70,14 @@ beforeAll(async () => {
   expect(sub.status).toBe(201);
   subscriptionId = sub.body.subscription_id;
   streamUrl = `${platform.urls.events.replace(/^http/, 'ws')}/v1/workspaces/${platform.credentials.workspace_id}/subscriptions/${subscriptionId}/stream`;
-  html = pageHtml(streamUrl, publishableKey);
+  pages.setHtml(pageHtml(streamUrl, publishableKey));
 
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
 }, TIMEOUT);
 
 afterAll(async () => {
   await browser?.close().catch(() => {});
-  await Promise.all(servers.map(closeServer));
+  await pages?.close();
   await platform?.close();
 }, TIMEOUT);
 

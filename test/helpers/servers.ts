@@ -1,5 +1,5 @@
 /** Throwaway HTTP servers of the tests (pages on an origin, receivers): listen on loopback, close for good. */
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /** Listens on a free loopback port; resolves with the server's origin. */
@@ -18,3 +18,33 @@ export const closeServer = (server: Server | undefined) =>
     server.closeAllConnections();
     server.close(() => resolve());
   });
+
+/**
+ * Two origins serving one page at `/` (browser tests: a page on an origin a key lists, the same page on
+ * one it does not). The page is set once the origins are known (`setHtml`).
+ */
+export async function pageOrigins(): Promise<{ originA: string; originB: string; setHtml(html: string): void; close(): Promise<void> }> {
+  let html = '';
+  const serve = () =>
+    createServer((req, res) => {
+      if (req.url === '/') {
+        res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+        res.end(html);
+      } else {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('not found');
+      }
+    });
+  const servers = [serve(), serve()];
+  const [originA, originB] = [await listen(servers[0]), await listen(servers[1])];
+  return {
+    originA,
+    originB,
+    setHtml: (h) => {
+      html = h;
+    },
+    close: async () => {
+      await Promise.all(servers.map(closeServer));
+    },
+  };
+}
