@@ -7,15 +7,13 @@
  * Chromium comes from Debian (/usr/bin/chromium, installed by `npm test`'s pretest,
  * scripts/ensure-debian-package.sh); without it this suite fails rather than skips.
  */
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type CDPSession, type Page } from 'playwright-core';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { adminOk } from '../helpers/cli.js';
 import { pageOrigins } from '../helpers/servers.js';
+import { launchChromium, requireChromium } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const TIMEOUT = 60_000;
 
 /** What the page saw for one call: it read the answer, or its fetch rejected. */
@@ -69,9 +67,7 @@ let originA = '';
 let originB = '';
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run \`bash scripts/ensure-debian-package.sh /usr/bin/chromium chromium\` (npm test runs it as its pretest step)`);
-  }
+  requireChromium();
   platform = await startTestPlatform();
 
   pages = await pageOrigins();
@@ -84,7 +80,7 @@ beforeAll(async () => {
   pages.setHtml(pageHtml(platform.urls.data, pk.key));
 
   // Playwright's default: a fresh temporary profile, removed on close.
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 }, TIMEOUT);
 
 afterAll(async () => {

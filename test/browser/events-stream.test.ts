@@ -8,18 +8,16 @@
  * Chromium comes from Debian (/usr/bin/chromium, installed by `npm test`'s pretest,
  * scripts/ensure-debian-package.sh); without it this suite fails rather than skips.
  */
-import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import WebSocket from 'ws';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { callApi } from '../helpers/data-api.js';
 import { adminOk } from '../helpers/cli.js';
 import { inboxKey } from '../../lambdas/events/keys.js';
 import { pageOrigins } from '../helpers/servers.js';
+import { launchChromium, requireChromium } from '../helpers/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const TIMEOUT = 60_000;
 
 /** The page: opens the stream, keeps every frame and the close on window.stream, acks each frame. */
@@ -56,9 +54,7 @@ const events = (method: string, path: string, body?: unknown) =>
   callApi(platform!.urls.events, bearer(platform!.credentials.secret_key), method, `/v1/workspaces/${platform!.credentials.workspace_id}${path}`, body);
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) {
-    throw new Error(`${CHROMIUM} is missing: run \`bash scripts/ensure-debian-package.sh /usr/bin/chromium chromium\` (npm test runs it as its pretest step)`);
-  }
+  requireChromium();
   platform = await startTestPlatform();
   pages = await pageOrigins();
   ({ originA, originB } = pages);
@@ -72,7 +68,7 @@ beforeAll(async () => {
   streamUrl = `${platform.urls.events.replace(/^http/, 'ws')}/v1/workspaces/${platform.credentials.workspace_id}/subscriptions/${subscriptionId}/stream`;
   pages.setHtml(pageHtml(streamUrl, publishableKey));
 
-  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+  browser = await launchChromium();
 }, TIMEOUT);
 
 afterAll(async () => {
