@@ -199,7 +199,16 @@ export class RecordWriter {
           else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies, lives));
           else results.push(await this.planDelete(op, c, add, oldBodies, lives));
           // Unique values as the earlier ops left them (in-order semantics, issue 9 item 15).
-          guards.absorb(writes, from, i, results[i].id);
+          try {
+            guards.absorb(writes, from, i, results[i].id);
+          } catch (error) {
+            // A create of an id in use fails on that first, as a single create does (its record's
+            // condition comes before its unique values): found by the model test.
+            if (op.op === 'create' && error instanceof PlanError && error.op === i && (await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, c.name, results[i].id)))) {
+              throw new PlanError(i, new PlatformError('already_exists', `Record "${results[i].id}" already exists.`, 'id'));
+            }
+            throw error;
+          }
         } catch (error) {
           throw error instanceof PlanError ? error : new PlanError(i, error);
         }

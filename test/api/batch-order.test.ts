@@ -57,6 +57,13 @@ beforeAll(async () => {
 });
 afterAll(async () => p?.close());
 
+it('answers a create of an id in use with already_exists, also when it claims a value an earlier op claimed (as a single create does)', async () => {
+  await create('taken1', { email: 'taken@ex' });
+  await create('mover1', { email: 'mover@ex' });
+  expectError(await batch([upd('mover1', { email: 'new@ex' }), add('taken1', { email: 'new@ex' })]), 409, 'already_exists');
+  expect((await get('mover1')).email).toBe('mover@ex');
+});
+
 describe('a value released by an earlier op may be claimed by a later op', () => {
   it("the issue's example: [update a1 email x1→x2, create d2 email=x1]", async () => {
     await create('a1', { email: 'x1@ex', n: 1 });
