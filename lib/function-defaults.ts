@@ -1,4 +1,5 @@
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -59,4 +60,11 @@ export function functionRoleAndLogs(scope: Construct): { role: Role; logGroup: L
   const role = new Role(scope, 'Role', { assumedBy: new ServicePrincipal('lambda.amazonaws.com') });
   logGroup.grantWrite(role);
   return { role, logGroup };
+}
+
+/** Item-level access: `actions` on the table only for items whose partition key matches `leadingKeys`. */
+export function grantItems(role: Role, table: ITable, actions: string[], leadingKeys: string[]): void {
+  role.addToPrincipalPolicy(
+    new PolicyStatement({ actions, resources: [table.tableArn], conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': leadingKeys } } }),
+  );
 }

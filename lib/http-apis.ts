@@ -15,6 +15,8 @@ const isFallback = (r: RouteDef) => r.path === '$default';
 /** The three HTTP APIs, generated from ROUTES: one function, integration and route per entry. */
 export class HttpApis extends Construct {
   readonly urls = {} as Record<Api, string>;
+  /** Each API's id (the Events distribution reaches it by its execute-api host). */
+  readonly apiIds = {} as Record<Api, string>;
 
   constructor(scope: Construct, id: string, props: { targets: GrantTargets }) {
     super(scope, id);
@@ -28,6 +30,7 @@ export class HttpApis extends Construct {
       const httpApi = new HttpApi(scope, 'Api', { apiName: `${Stack.of(this).stackName}-${api}`, createDefaultStage: false });
       const stage = new HttpStage(scope, 'Stage', { httpApi, stageName: '$default', autoDeploy: true, accessLogSettings: accessLogSettings(scope, 'http') });
       this.urls[api] = stage.url;
+      this.apiIds[api] = httpApi.apiId;
 
       for (const route of routes) {
         if (isFallback(route) && route.method !== 'ANY') throw new Error(`route ${route.id}: $default takes method ANY`);

@@ -48,6 +48,38 @@ export function acknowledgeUnrotatedSecret(secret: IConstruct): void {
   );
 }
 
+export function acknowledgeEphemeralTable(table: IConstruct): void {
+  ack(
+    table,
+    'AwsSolutions-DDB3',
+    'The WebSocket connection table holds only what open connections serve; a restore could bring back only connections API Gateway has long closed, so point-in-time recovery would keep nothing of use.',
+  );
+}
+
+/** The Events distribution (lib/events-edge.ts): what cdk-nag asks of a content distribution, and why an API front does without. */
+export function acknowledgeEventsEdge(distribution: IConstruct): void {
+  ack(
+    distribution,
+    'AwsSolutions-CFR1',
+    'No geo restriction: the Events API serves customers wherever they are; access is decided by credentials in every function.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR2',
+    'No WAF web ACL: every request is authenticated and rate limited per credential inside the functions (600 calls a minute on Events, counted in the table); a WAF is an operator choice per deployment, not a default of the product.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR3',
+    'No CloudFront access logs: the Events HTTP and WebSocket stages behind it write access logs of every request (lib/access-log.ts), and standard CloudFront logging would need an ACL-enabled bucket, which every bucket here disables.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR4',
+    'The default CloudFront certificate allows TLS 1.0 viewers; pinning TLS 1.2 needs a custom domain and its ACM certificate, which a deployment adds with its own domain. Origins are reached over TLS 1.2 only.',
+  );
+}
+
 /** The wildcards CDK's grant methods put into a route function's policy, acknowledged per grant. */
 export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: GrantTargets): void {
   const iam5 = (finding: string, reason: string) => ack(fn, `AwsSolutions-IAM5[${finding}]`, reason);
@@ -70,12 +102,16 @@ export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Gr
     iam5('Action::s3:Abort*', 'The blob port aborts multipart uploads (AbortMultipartUpload), on the blob bucket only.');
   }
 
-  if (grants.has('connections:post') && t.connections) {
-    for (const arn of t.connections.manageArns) {
-      iam5(
-        `Resource::${flat(fn, arn)}`,
-        'PostToConnection/DeleteConnection on the Events WebSocket stage only; the connection id in the ARN is known only at run time.',
-      );
-    }
+  if (grants.has('connections:post') && t.connections) acknowledgeConnectionArns(fn, t.connections.manageArns);
+}
+
+/** PostToConnection/DeleteConnection patterns: the connection id is known only at run time. */
+export function acknowledgeConnectionArns(fn: IConstruct, arns: readonly string[]): void {
+  for (const arn of arns) {
+    ack(
+      fn,
+      `AwsSolutions-IAM5[Resource::${flat(fn, arn)}]`,
+      'PostToConnection/DeleteConnection on the Events WebSocket stage only; the connection id in the ARN is known only at run time.',
+    );
   }
 }

@@ -4,16 +4,18 @@ import { HTTP_APIS, HttpApis } from './http-apis.js';
 import { Queues } from './queues.js';
 import { SigningKey } from './signing.js';
 import { ServerSecret } from './server-secret.js';
-import { SocketApi } from './socket-api.js';
+import { SOCKET_STAGE, SocketApi } from './socket-api.js';
 import { Storage } from './storage.js';
 import { WebhookDelivery } from './webhook-delivery.js';
+import { StreamDelivery } from './stream-delivery.js';
+import { EventsEdge } from './events-edge.js';
 
 export interface PlatformStackProps extends StackProps {
   /** See SocketApiProps.manageAccountLoggingRole. */
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs, the Events WebSocket API, and webhook delivery (queue consumer, outbox sweep, alarms). */
+/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs, the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), stream delivery, and the Events distribution. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly queues: Queues;
@@ -22,6 +24,8 @@ export class PlatformStack extends Stack {
   readonly socket: SocketApi;
   readonly http: HttpApis;
   readonly webhookDelivery: WebhookDelivery;
+  readonly streamDelivery: StreamDelivery;
+  readonly eventsEdge: EventsEdge;
 
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
@@ -34,8 +38,12 @@ export class PlatformStack extends Stack {
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
     this.http = new HttpApis(this, 'Http', { targets: { ...targets, connections: this.socket.connections } });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret });
+    this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections });
+    // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
+    this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
 
     for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api] });
     new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url });
+    new CfnOutput(this, 'EventsUrl', { value: this.eventsEdge.url, description: 'events_url: the Events API, its stream included' });
   }
 }

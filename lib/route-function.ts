@@ -23,6 +23,10 @@ export interface ConnectionsTarget {
   readonly endpoint: string;
   /** ARN patterns of PostToConnection and DeleteConnection on that stage only. */
   readonly manageArns: readonly string[];
+  /** The PostToConnection pattern alone (for functions that never close a connection). */
+  readonly postArn: string;
+  /** The connection table (lambdas/engine/aws/connections.ts). */
+  readonly table: Table;
 }
 
 /** The resources a grant can point at. */
@@ -94,6 +98,7 @@ function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets):
   if (grants.has('blobs:read') || grants.has('blobs:write')) env[ENV.bucketName] = t.bucket.bucketName;
   if (grants.has('queue:send')) env[ENV.queueUrls] = Stack.of(t.table).toJsonString(t.queues.urls());
   if (grants.has('connections:post')) env[ENV.connectionsEndpoint] = connections(routeId, t).endpoint;
+  if (grants.has('connections:table')) env[ENV.connectionsTable] = connections(routeId, t).table.tableName;
   if (grants.has('secret:read')) env[ENV.serverSecretArn] = t.secret.secret.secretArn;
   return env;
 }
@@ -117,7 +122,12 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
       new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [...connections(routeId, t).manageArns] }),
     );
   }
+  // The gateway's three calls on the connection table, no scans or queries.
+  if (grants.has('connections:table')) connections(routeId, t).table.grant(role, ...CONNECTION_TABLE_ACTIONS);
 }
+
+/** What the connection gateway does with a connection record: remember, recall, forget. */
+export const CONNECTION_TABLE_ACTIONS = ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:DeleteItem'];
 
 /** Partition keys of activity items (lambdas/activity/segments.ts): `act#<org>#<day>`. */
 export const ACTIVITY_LEADING_KEYS = [`${ACTIVITY_KEY_PREFIX}*`];

@@ -2,14 +2,17 @@ import { RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { WebSocketApi, WebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { CfnAccount } from 'aws-cdk-lib/aws-apigateway';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { ManagedPolicy, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { SOCKET_ROUTES } from '../lambdas/http/routes.js';
+import { CONNECTION_TABLE_SCHEMA } from '../lambdas/engine/aws/table.js';
 import { accessLogSettings } from './access-log.js';
-import { acknowledgeAccountLoggingRole, acknowledgeNoGatewayAuth } from './nag.js';
+import { acknowledgeAccountLoggingRole, acknowledgeEphemeralTable, acknowledgeNoGatewayAuth } from './nag.js';
 import { RouteFunction, constructId, type ConnectionsTarget, type GrantTargets } from './route-function.js';
 
-const STAGE = 'v1';
+/** The stage, and so the path every handshake reaches API Gateway at (lib/events-edge.ts). */
+export const SOCKET_STAGE = 'v1';
 const REQUIRED_KEYS = ['$connect', '$default', '$disconnect'];
 
 export interface SocketApiProps {
@@ -27,6 +30,8 @@ export interface SocketApiProps {
 export class SocketApi extends Construct {
   readonly url: string;
   readonly connections: ConnectionsTarget;
+  /** The API's id: CloudFront reaches the stage at `<id>.execute-api.<region>.<suffix>` (lib/events-edge.ts). */
+  readonly apiId: string;
 
   constructor(scope: Construct, id: string, props: SocketApiProps) {
     super(scope, id);
@@ -36,14 +41,15 @@ export class SocketApi extends Construct {
     }
 
     const api = new WebSocketApi(this, 'Api', { apiName: `${Stack.of(this).stackName}-events-socket` });
-    const stage = new WebSocketStage(this, 'Stage', { webSocketApi: api, stageName: STAGE, autoDeploy: true, accessLogSettings: accessLogSettings(this, 'websocket') });
+    const stage = new WebSocketStage(this, 'Stage', { webSocketApi: api, stageName: SOCKET_STAGE, autoDeploy: true, accessLogSettings: accessLogSettings(this, 'websocket') });
     if (props.manageAccountLoggingRole ?? true) stage.node.addDependency(this.accountLoggingRole());
     this.url = stage.url;
+    this.apiId = api.apiId;
     // The connection gateway posts frames (POST) and closes connections (DELETE), on this stage only;
     // GET (connection info) is not used. The connection id is only known at run time.
     const manage = (method: string) =>
-      Stack.of(this).formatArn({ service: 'execute-api', resource: api.apiId, resourceName: `${STAGE}/${method}/@connections/*` });
-    this.connections = { endpoint: stage.callbackUrl, manageArns: [manage('POST'), manage('DELETE')] };
+      Stack.of(this).formatArn({ service: 'execute-api', resource: api.apiId, resourceName: `${SOCKET_STAGE}/${method}/@connections/*` });
+    this.connections = { endpoint: stage.callbackUrl, manageArns: [manage('POST'), manage('DELETE')], postArn: manage('POST'), table: this.connectionTable() };
 
     for (const route of SOCKET_ROUTES) {
       const name = constructId(route.id);
@@ -54,6 +60,23 @@ export class SocketApi extends Construct {
       }
     }
     acknowledgeNoGatewayAuth(this);
+  }
+
+  /**
+   * What each open connection serves, keyed by API Gateway's connection id. Records live at most as
+   * long as API Gateway keeps a connection (2 hours, then TTL); $disconnect deletes them earlier.
+   */
+  private connectionTable(): Table {
+    const table = new Table(this, 'Connections', {
+      partitionKey: { name: CONNECTION_TABLE_SCHEMA.partitionKey, type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: CONNECTION_TABLE_SCHEMA.ttlAttribute,
+      encryption: TableEncryption.AWS_MANAGED,
+      // Nothing to keep: a record is worthless once its connection is gone.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    acknowledgeEphemeralTable(table);
+    return table;
   }
 
   /** Sets the region's API Gateway CloudWatch role; retained on delete so other APIs keep logging. */

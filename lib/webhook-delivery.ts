@@ -9,7 +9,7 @@ import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
-import { bundledFunctionProps, functionRoleAndLogs, lambdaEntry } from './function-defaults.js';
+import { bundledFunctionProps, functionRoleAndLogs, grantItems, lambdaEntry } from './function-defaults.js';
 import type { Queues } from './queues.js';
 import type { ServerSecret } from './server-secret.js';
 
@@ -26,6 +26,31 @@ export const DELIVERY_READ_KEYS = ['evsub#*', 'evt#*'];
 export const DELIVERY_WRITE_KEYS = ['evdead#*', 'evstat#*'];
 /** Outbox entries (evout#<shard>). */
 export const OUTBOX_KEYS = ['evout#*'];
+/** The Data API's platform-event outbox items (dchg#<shard>, lambdas/data/change-outbox.ts). */
+export const CHANGE_OUTBOX_KEYS = ['dchg#*'];
+
+/**
+ * What the platform-events sweep may do, by action, to which partition keys: it reads and removes
+ * the change outbox, and publishes each item's changes through the Events API's publish path
+ * (lambdas/events/publish.ts). No other action, no other item; no secret (publish opens none). Besides
+ * these it sends to the `webhooks` queue (deliveries) and the `streams` queue (wakes), work queues only.
+ */
+export const PLATFORM_EVENTS_SWEEP_KEYS: Readonly<Record<string, readonly string[]>> = {
+  /** The change outbox's shards; the workspace's subscriptions (Subscriptions.list). */
+  'dynamodb:Query': [...CHANGE_OUTBOX_KEYS, 'evsub#*'],
+  /** A re-published event's idempotency key, for the original event's id (the duplicate's answer). */
+  'dynamodb:GetItem': ['evkey#*'],
+  /**
+   * Each event's transaction: its idempotency key (a conditional put, not a ConditionCheck), the event,
+   * the pull and WebSocket subscriptions' inbox messages, the webhook outbox entries. IAM authorizes
+   * TransactWriteItems per item, by its action (Put: PutItem); there is no TransactWriteItems action.
+   */
+  'dynamodb:PutItem': ['evkey#*', 'evt#*', 'inbox#*', ...OUTBOX_KEYS],
+  /** The workspace's counters (published, depth). */
+  'dynamodb:UpdateItem': ['evstat#*'],
+  /** A change outbox item once published; a webhook outbox entry once its delivery is queued. */
+  'dynamodb:DeleteItem': [...CHANGE_OUTBOX_KEYS, ...OUTBOX_KEYS],
+};
 
 /**
  * Sizing of the delivery function. One attempt waits at most 10 s for its receiver and every message
@@ -46,7 +71,7 @@ export const DELIVERY = {
   maxConcurrency: 20,
 } as const;
 
-/** The sweep of the outbox: every minute; a run reads 16 shards of at most 100 entries. */
+/** The sweeps of the two outboxes (webhook deliveries, platform events): every minute; a run reads 16 shards of at most 100 entries. */
 export const SWEEP = { timeoutSeconds: 60, everyMinutes: 1 } as const;
 
 /** ApproximateAgeOfOldestMessage of the `webhooks` queue above this alarms (the longest retry delay is 600 s). */
@@ -61,13 +86,17 @@ export interface WebhookDeliveryProps {
 
 /**
  * Webhook delivery in AWS (issue 10, items 4 and 12): the `webhooks` queue's consumer function with
- * partial batch responses, the outbox sweep on a schedule, and the alarms on the queue's dead letters
- * and on its oldest message. Each function gets exactly the items, queue and secret its work needs.
+ * partial batch responses, the outbox sweep on a schedule, the platform-events sweep on a schedule
+ * (the Data API's changes a write left in its outbox, docs/events/platform-events.md), and the alarms
+ * on the queue's dead letters and on its oldest message. Each function gets exactly the items, queues
+ * and secret its work needs.
  */
 export class WebhookDelivery extends Construct {
   readonly deliveryFunction: NodejsFunction;
   readonly sweepFunction: NodejsFunction;
   readonly sweepSchedule: Rule;
+  readonly platformEventsSweepFunction: NodejsFunction;
+  readonly platformEventsSweepSchedule: Rule;
   /** Messages the consumer failed on maxReceives times (engine failures, not failed webhooks: those become dead letters in the table). */
   readonly deadLettersAlarm: Alarm;
   readonly oldestMessageAlarm: Alarm;
@@ -137,6 +166,39 @@ export class WebhookDelivery extends Construct {
       targets: [new LambdaFunction(this.sweepFunction, { retryAttempts: 0 })],
     });
 
+    // Platform-events sweep: publishes the Data API's changes a write left in its outbox, then removes
+    // the items. Publishing reads the workspace's subscriptions, commits each event (idempotency key,
+    // event, inbox messages, webhook outbox entries), adds to the counters, queues the webhook
+    // deliveries (then removes their outbox entries) and wakes the streams of the inboxes it wrote
+    // (lambdas/events/stream-remote.ts): a publish's grants, on its items and the two work queues only.
+    const streamsQueue = props.queues.byName.streams.queue;
+    const platformSweep = new Construct(this, 'PlatformEventsSweep');
+    const p = functionRoleAndLogs(platformSweep);
+    this.platformEventsSweepFunction = new NodejsFunction(platformSweep, 'Function', {
+      ...bundledFunctionProps(lambdaEntry('consumers/platform-events-sweep', 'platform-events sweep')),
+      functionName: `${stackName}-platform-events-sweep`,
+      description: 'events: publishes the Data API changes a write committed but did not publish (every minute)',
+      timeout: Duration.seconds(SWEEP.timeoutSeconds),
+      // As the outbox sweep: the next run takes what a failed one left (a re-publish is a duplicate).
+      retryAttempts: 0,
+      role: p.role,
+      logGroup: p.logGroup,
+      environment: {
+        [ENV.engine]: 'aws',
+        [ENV.tableName]: props.table.tableName,
+        [ENV.queueUrls]: Stack.of(this).toJsonString({ webhooks: queue.queueUrl, streams: streamsQueue.queueUrl }),
+      },
+    });
+    Tags.of(this.platformEventsSweepFunction).add(CONSUMER_TAG, 'platform-events-sweep');
+    for (const [action, keys] of Object.entries(PLATFORM_EVENTS_SWEEP_KEYS)) grantItems(p.role, props.table, [action], [...keys]);
+    queue.grantSendMessages(p.role);
+    streamsQueue.grantSendMessages(p.role);
+    this.platformEventsSweepSchedule = new Rule(platformSweep, 'Schedule', {
+      description: `${stackName}: runs the platform-events sweep`,
+      schedule: Schedule.rate(Duration.minutes(SWEEP.everyMinutes)),
+      targets: [new LambdaFunction(this.platformEventsSweepFunction, { retryAttempts: 0 })],
+    });
+
     this.deadLettersAlarm = new Alarm(this, 'DeadLettersAlarm', {
       alarmName: `${stackName}-webhooks-dead-letters`,
       alarmDescription:
@@ -157,11 +219,4 @@ export class WebhookDelivery extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
   }
-}
-
-/** Item-level access: `actions` on the table only for items whose partition key matches `leadingKeys`. */
-function grantItems(role: Role, table: Table, actions: string[], leadingKeys: string[]): void {
-  role.addToPrincipalPolicy(
-    new PolicyStatement({ actions, resources: [table.tableArn], conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': leadingKeys } } }),
-  );
 }

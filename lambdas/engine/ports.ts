@@ -162,10 +162,24 @@ export type QueueConsumer = (messages: QueueMessage[]) => Promise<{ failed: stri
 
 // ---------- WebSocket connection gateway (shaped like the API Gateway Management API) ----------
 
+/** What a connection serves, as the $connect that opened it recorded it (plain strings and numbers). */
+export type ConnectionRecord = Record<string, string | number>;
+
 export interface ConnectionGateway {
+  /**
+   * True where this process holds the sockets it accepted (the local server: a stream session in the
+   * process serves each one); false where API Gateway holds them and each frame, ack and close
+   * reaches a function that must look the connection up (`recall`).
+   */
+  readonly holdsSockets: boolean;
   /** Sends one frame. Returns false when the connection is gone. */
   post(connectionId: string, data: string): Promise<boolean>;
   disconnect(connectionId: string): Promise<void>;
+  /** Records what a connection serves, for `ttlSeconds` (the connection table in AWS). */
+  remember(connectionId: string, record: ConnectionRecord, ttlSeconds: number): Promise<void>;
+  /** The record of a live connection; undefined once forgotten or expired. */
+  recall(connectionId: string): Promise<ConnectionRecord | undefined>;
+  forget(connectionId: string): Promise<void>;
 }
 
 // ---------- token signing key (shaped like an asymmetric KMS key) ----------

@@ -12,6 +12,11 @@ export interface QueueDef {
 export const QUEUES = {
   /** Webhook delivery attempts (Events API). */
   webhooks: { maxReceives: 6, visibilitySeconds: 60 },
+  /**
+   * Wake-ups of WebSocket streams in AWS (a subscription's inbox was written, or a lease ended): its
+   * consumer sends frames to the subscription's open connections (docs/events/stream.md).
+   */
+  streams: { maxReceives: 3, visibilitySeconds: 60 },
   /** Background jobs (lease expiry, knowledge jobs). */
   jobs: { maxReceives: 3, visibilitySeconds: 300 },
 } as const satisfies Record<string, QueueDef>;

@@ -12,6 +12,7 @@ import { monotonicUlid } from '../shared/ids.js';
 import { checkEvent, envelopeJson, eventsOf, sourceOf, tenantOf, type EventInput, type RejectionCode } from './envelope.js';
 import { eventKey, idempotencyKeyItem, inboxKey } from './keys.js';
 import { inboxWritten } from './inbox-signal.js';
+import { wakeStreams } from './stream-remote.js';
 import { Subscriptions, subscriptionMatches } from './subscriptions.js';
 import { count } from './stats.js';
 import { outboxKey, queueDeliveries } from './outbox.js';
@@ -49,6 +50,7 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
   const accepted: PublishAnswer['accepted'] = new Array(inputs.length);
   let deliveries = 0;
   const webhooks: { eventId: string; subscriptionId: string }[] = [];
+  const inboxes = new Set<string>();
 
   const commit = async (i: number) => {
     const input = inputs[i];
@@ -83,7 +85,10 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
     deliveries += matching.length;
     for (const s of matching) {
       if (s.delivery.mode === 'webhook') webhooks.push({ eventId: event_id, subscriptionId: s.subscription_id });
-      else inboxWritten(s.subscription_id);
+      else {
+        inboxWritten(s.subscription_id);
+        inboxes.add(s.subscription_id);
+      }
     }
   };
 
@@ -91,7 +96,11 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
   await Promise.all(Array.from({ length: Math.min(PARALLEL, inputs.length) }, async () => {
     while (next < inputs.length) await commit(next++);
   }));
-  await count(engine, workspaceId, { published: accepted.filter((a) => !a.duplicate).length, depth: deliveries });
-  await queueDeliveries(engine, workspaceId, webhooks);
+  // The events and outbox entries are committed: counting, queueing and waking go at once (one group commit).
+  await Promise.all([
+    count(engine, workspaceId, { published: accepted.filter((a) => !a.duplicate).length, depth: deliveries }),
+    queueDeliveries(engine, workspaceId, webhooks),
+    wakeStreams(engine, inboxes),
+  ]);
   return { accepted, rejected };
 }

@@ -30,8 +30,13 @@ export const STREAM_LIMITS = { perSubscription: 5, perWorkspace: 100 } as const;
 export const MAX_UNACKED_FRAMES = 100;
 /** How often an open stream looks at its inbox when nothing woke it. */
 export const POLL_INTERVAL_MS = 150;
-/** A slot item lives this long after its last refresh. */
+/** A slot item lives this long after its last refresh (where this process holds the socket and refreshes it). */
 export const SLOT_TTL_SECONDS = 60;
+/**
+ * Where API Gateway holds the sockets nothing refreshes a slot: it lives as long as API Gateway keeps a
+ * connection (2 hours), and $disconnect, or a post finding the socket gone, frees it earlier.
+ */
+export const CONNECTION_TTL_SECONDS = 2 * 60 * 60 + 60;
 export const SLOT_REFRESH_MS = 20_000;
 
 /** WebSocket close codes the stream uses (RFC 6455 7.4.1). */
@@ -55,6 +60,16 @@ export function parseSubprotocols(header: string | undefined): { protocols: stri
     .filter(Boolean);
   const bearer = protocols.find((p) => p.startsWith(BEARER_SUBPROTOCOL_PREFIX))?.slice(BEARER_SUBPROTOCOL_PREFIX.length);
   return { protocols, bearer: bearer || undefined };
+}
+
+/**
+ * A browser cannot set Authorization on a WebSocket: its `bearer.<key>` subprotocol stands for it (a
+ * sent header wins). The header to add to the handshake's, if any.
+ */
+export function bearerAuthorization(headers: { authorization?: string; 'sec-websocket-protocol'?: string }): string | undefined {
+  if (headers.authorization !== undefined) return undefined;
+  const { bearer } = parseSubprotocols(headers['sec-websocket-protocol']);
+  return bearer ? `Bearer ${bearer}` : undefined;
 }
 
 /** 426 upgrade_required unless the handshake offers `service.v1`. */
@@ -88,8 +103,8 @@ export interface StreamSlot {
   workspaceSlot: string;
 }
 
-const subscriptionSlots = (subscriptionId: string) => `evstream#sub#${subscriptionId}`;
-const workspaceSlots = (workspaceId: string) => `evstream#ws#${workspaceId}`;
+export const subscriptionSlots = (subscriptionId: string) => `evstream#sub#${subscriptionId}`;
+export const workspaceSlots = (workspaceId: string) => `evstream#ws#${workspaceId}`;
 const slotName = (n: number, width: number) => `slot#${String(n).padStart(width, '0')}`;
 const CLAIM_ATTEMPTS = 5;
 
@@ -119,7 +134,7 @@ export async function claimStreamSlot(engine: Engine, workspaceId: string, subsc
     ]);
     if (subscriptionSlot === undefined) throw tooManyStreams(`A subscription has at most ${STREAM_LIMITS.perSubscription} open streams.`);
     if (workspaceSlot === undefined) throw tooManyStreams(`A workspace has at most ${STREAM_LIMITS.perWorkspace} open streams.`);
-    const expires_at = Math.floor(engine.clock.now() / 1000) + SLOT_TTL_SECONDS;
+    const expires_at = Math.floor(engine.clock.now() / 1000) + slotTtlSeconds(engine);
     try {
       await engine.kv.transact([
         { put: { pk: subscriptionSlots(subscriptionId), sk: subscriptionSlot, owner: connectionId, expires_at }, condition: { ifAbsent: true } },
@@ -132,6 +147,14 @@ export async function claimStreamSlot(engine: Engine, workspaceId: string, subsc
     }
   }
   throw tooManyStreams('Too many streams are opening at once; retry.');
+}
+
+const slotTtlSeconds = (engine: Engine) => (engine.connections.holdsSockets ? SLOT_TTL_SECONDS : CONNECTION_TTL_SECONDS);
+
+/** The connection ids holding a slot of the subscription (its open sockets). */
+export async function openStreamSlots(engine: Engine, subscriptionId: string): Promise<string[]> {
+  const page = await engine.kv.query({ pk: subscriptionSlots(subscriptionId), limit: STREAM_LIMITS.perSubscription + 1 });
+  return page.items.map((item) => String(item.owner));
 }
 
 const slotKeys = (slot: StreamSlot) => [
@@ -163,6 +186,25 @@ export async function releaseStreamSlot(engine: Engine, slot: StreamSlot): Promi
 }
 
 // ---------- an open stream ----------
+
+/**
+ * The ids a client frame acknowledges: the frame is `{"ack": [event ids]}` (1 to 100 ids) of at most
+ * MAX_CLIENT_FRAME_BYTES; anything else throws the PlatformError that ends the socket.
+ */
+export function parseClientFrame(text: string): string[] {
+  if (Buffer.byteLength(text) > MAX_CLIENT_FRAME_BYTES) throw new PlatformError('payload_too_large', `A client frame is at most ${MAX_CLIENT_FRAME_BYTES} bytes.`);
+  let frame: unknown;
+  try {
+    frame = JSON.parse(text);
+  } catch {
+    throw new PlatformError('invalid_body', 'A client frame is JSON: {"ack": [event ids]}.');
+  }
+  if (!frame || typeof frame !== 'object' || Array.isArray(frame)) throw new PlatformError('invalid_body', 'A client frame is {"ack": [event ids]}.');
+  const { ack: list, ...rest } = frame as Record<string, unknown>;
+  const unknown = Object.keys(rest)[0];
+  if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}"; a client frame is {"ack": [event ids]}.`);
+  return parseAck({ ids: list });
+}
 
 /** What a stream's route accepted: everything the runtime needs to serve the socket. */
 export interface StreamGrant {
@@ -269,17 +311,7 @@ export class StreamSession {
     if (this.closed) return;
     let ids: string[];
     try {
-      let frame: unknown;
-      try {
-        frame = JSON.parse(text);
-      } catch {
-        throw new PlatformError('invalid_body', 'A client frame is JSON: {"ack": [event ids]}.');
-      }
-      if (!frame || typeof frame !== 'object' || Array.isArray(frame)) throw new PlatformError('invalid_body', 'A client frame is {"ack": [event ids]}.');
-      const { ack: list, ...rest } = frame as Record<string, unknown>;
-      const unknown = Object.keys(rest)[0];
-      if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}"; a client frame is {"ack": [event ids]}.`);
-      ids = parseAck({ ids: list });
+      ids = parseClientFrame(text);
     } catch (error) {
       if (!(error instanceof PlatformError)) throw error;
       return this.fail(CLOSE_CODES.policyViolation, `${error.code}: ${error.message}`);

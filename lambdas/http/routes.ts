@@ -10,7 +10,11 @@ import type { Api } from '../shared/api.js';
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
 /** What a route's function may touch; the stack turns each grant into the narrowest IAM policy. */
-export type Grant = 'table:read' | 'table:write' | 'blobs:read' | 'blobs:write' | 'queue:send' | 'connections:post' | 'signing:sign' | 'secret:read';
+/**
+ * What a route's function may touch. `connections:post` posts to and closes WebSocket connections;
+ * `connections:table` reads and writes the connection table (what each connection serves).
+ */
+export type Grant = 'table:read' | 'table:write' | 'blobs:read' | 'blobs:write' | 'queue:send' | 'connections:post' | 'connections:table' | 'signing:sign' | 'secret:read';
 
 export interface RouteDef {
   /** Stable id: `<api>.<resource>.<action>`. Names the function in the stack. */
@@ -117,6 +121,13 @@ export interface SocketRouteDef {
   grants: Grant[];
 }
 
+/**
+ * API Gateway takes a WebSocket handshake only at its stage's path: the handshake's own path (the
+ * stream route's) reaches $connect in this header, set by the distribution in front of the Events API
+ * (lib/events-edge-function.ts).
+ */
+export const STREAM_PATH_HEADER = 'x-stream-path';
+
 export const SOCKET_ROUTES: readonly SocketRouteDef[] = [
-  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'http/handlers/events/stream-socket', grants: ['table:read', 'table:write', 'connections:post'] },
+  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'http/handlers/events/stream-socket', grants: ['table:read', 'table:write', 'connections:post', 'connections:table', 'queue:send'] },
 ];

@@ -88,6 +88,8 @@ export interface Transport {
 }
 
 export interface UpgradeOffer {
+  /** The id the runtime will know the socket by (API Gateway's connection id in AWS). */
+  connectionId: string;
   accept(grant: StreamGrant): void;
 }
 

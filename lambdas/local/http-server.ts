@@ -96,7 +96,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
       // The body of an upgrade request is not read: every route sees none.
       const event = toEvent(api, req, url, route, params, NO_BODY, upgrades.extraHeaders(req));
-      const offer = upgrades.handshake(req) ? { accept: (g: StreamGrant) => void (grant = g) } : undefined;
+      const offer = upgrades.handshake(req) ? { connectionId: randomUUID(), accept: (g: StreamGrant) => void (grant = g) } : undefined;
       const transport: Transport = { mode: 'piped', upgrade: offer };
       const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
       if (grant && result.statusCode === 101) {

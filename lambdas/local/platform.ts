@@ -37,8 +37,9 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   useEngine(options.engine);
   const host = options.host ?? '127.0.0.1';
   const servers = {} as Record<Api, Server>;
-  // The Events API's WebSocket streams (docs/events/stream.md).
-  const streams = new LocalStreams(options.engine);
+  // The Events API's WebSocket streams (docs/events/stream.md), where this process holds its sockets
+  // (an engine whose sockets API Gateway holds, in tests of the AWS adapters, takes no upgrade here).
+  const streams = options.engine.connections.holdsSockets ? new LocalStreams(options.engine) : undefined;
   const urls = {} as Record<Api, string>;
   for (const api of ['ai', 'data', 'events'] as const) {
     const server = await createApiServer(api, ROUTES, (route) => loadHandler(route.handler), api === 'events' ? streams : undefined);
@@ -66,7 +67,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
               }),
           ),
         );
-        await streams.close();
+        await streams?.close();
         await closed;
         await queueWorkers.stop();
         await flushActivity(options.engine);

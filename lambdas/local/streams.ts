@@ -12,9 +12,9 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Engine } from '../engine/ports.js';
 import { LocalConnectionGateway } from '../engine/embedded/connections.js';
 import {
+  bearerAuthorization,
   CLOSE_CODES,
   MAX_CLIENT_FRAME_BYTES,
-  parseSubprotocols,
   releaseStreamSlot,
   STREAM_SUBPROTOCOL,
   StreamSession,
@@ -73,11 +73,10 @@ export class LocalStreams implements Upgrades {
     );
   }
 
-  /** A browser cannot set Authorization on a WebSocket: its `bearer.<key>` subprotocol stands for it (a sent header wins). */
+  /** A browser's `bearer.<key>` subprotocol as its Authorization header. */
   extraHeaders(req: IncomingMessage): Record<string, string> | undefined {
-    if (req.headers.authorization !== undefined) return undefined;
-    const { bearer } = parseSubprotocols(req.headers['sec-websocket-protocol']);
-    return bearer ? { authorization: `Bearer ${bearer}` } : undefined;
+    const authorization = bearerAuthorization(req.headers);
+    return authorization ? { authorization } : undefined;
   }
 
   complete(req: IncomingMessage, socket: Duplex, head: Buffer, grant: StreamGrant): void {

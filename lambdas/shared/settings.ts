@@ -50,6 +50,7 @@ export interface Settings {
   bucketName?: string;
   queueUrls?: Record<string, string>;
   connectionsEndpoint?: string;
+  connectionsTable?: string;
   signingKeyIds?: string[];
   serverSecretArn?: string;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -71,6 +72,7 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   bucketName: define('BUCKET_NAME', z.string().min(1), undefined, 'aws: the S3 bucket of blobs.'),
   queueUrls: define('QUEUE_URLS', jsonOf(z.record(z.string(), z.string().url())), undefined, 'aws: JSON object, queue name (engine/queues.ts) -> SQS queue URL.'),
   connectionsEndpoint: define('CONNECTIONS_ENDPOINT', z.string().url(), undefined, 'aws: https endpoint of the WebSocket API stage (API Gateway Management API).'),
+  connectionsTable: define('CONNECTIONS_TABLE', z.string().min(1), undefined, 'aws: the DynamoDB table of open WebSocket connections (what each serves).'),
   signingKeyIds: define('SIGNING_KEY_IDS', jsonOf(z.array(z.string().min(1)).min(1)), undefined, 'aws: JSON array of the KMS keys that sign and verify tokens, current first.'),
   serverSecretArn: define('SERVER_SECRET_ARN', z.string().regex(/^arn:aws[a-z-]*:secretsmanager:/, 'must be a Secrets Manager secret ARN'), undefined, 'aws: the Secrets Manager secret that cursor keys derive from (routes that give out cursors).'),
   logLevel: define('LOG_LEVEL', z.enum(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'Least level logged; `silent` logs nothing.'),

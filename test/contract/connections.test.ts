@@ -19,6 +19,12 @@ import {
 import { LocalConnectionGateway } from '../../lambdas/engine/embedded/connections.js';
 import { ApiGatewayConnectionGateway } from '../../lambdas/engine/aws/connections.js';
 import { EngineUnavailableError } from '../../lambdas/engine/errors.js';
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { ManualClock } from '../../lambdas/engine/clock.js';
+import { CONNECTION_TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
+import type { ConnectionGateway } from '../../lambdas/engine/ports.js';
+import { startDynalite } from '../helpers/dynalite.js';
 
 describe('LocalConnectionGateway (real ws server and client)', () => {
   let server: WebSocketServer;
@@ -153,4 +159,54 @@ describe('ApiGatewayConnectionGateway (client mock)', () => {
     await expect(gateway.post('c-1', 'x')).rejects.toBe(forbidden);
     await expect(gateway.disconnect('c-1')).rejects.toBe(forbidden);
   });
+});
+
+/** Connection records (remember, recall, forget): the same contract on both gateways, expiry by the engine's clock. */
+function connectionRecordContract(name: string, make: (clock: ManualClock) => Promise<{ gateway: ConnectionGateway; close(): Promise<void> }>) {
+  describe(`connection records: ${name}`, () => {
+    let clock: ManualClock;
+    let target: { gateway: ConnectionGateway; close(): Promise<void> };
+    beforeEach(async () => {
+      clock = new ManualClock(Date.UTC(2026, 10, 26, 12));
+      target = await make(clock);
+    });
+    afterEach(async () => target.close());
+
+    it('recalls what was remembered, strings and numbers, until forgotten', async () => {
+      const { gateway } = target;
+      expect(await gateway.recall('c-1')).toBeUndefined();
+      await gateway.remember('c-1', { subscription_id: 'sub_1', lease_seconds: 30 }, 60);
+      await gateway.remember('c-2', { subscription_id: 'sub_2', lease_seconds: 5 }, 60);
+      expect(await gateway.recall('c-1')).toEqual({ subscription_id: 'sub_1', lease_seconds: 30 });
+      await gateway.forget('c-1');
+      await gateway.forget('c-1');
+      expect(await gateway.recall('c-1')).toBeUndefined();
+      expect(await gateway.recall('c-2')).toEqual({ subscription_id: 'sub_2', lease_seconds: 5 });
+    });
+
+    it('treats a record past its time to live as gone, before any TTL sweep', async () => {
+      await target.gateway.remember('c-ttl', { subscription_id: 'sub_1' }, 60);
+      clock.advance(59_000);
+      expect(await target.gateway.recall('c-ttl')).toEqual({ subscription_id: 'sub_1' });
+      clock.advance(1_000);
+      expect(await target.gateway.recall('c-ttl')).toBeUndefined();
+    });
+  });
+}
+
+connectionRecordContract('LocalConnectionGateway (memory)', async (clock) => ({ gateway: new LocalConnectionGateway(clock), close: async () => {} }));
+
+connectionRecordContract('ApiGatewayConnectionGateway (connection table on dynalite)', async (clock) => {
+  const dynamo = await startDynalite();
+  await dynamo.client.send(
+    new CreateTableCommand({
+      TableName: 'connections',
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: CONNECTION_TABLE_SCHEMA.partitionKey, AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: CONNECTION_TABLE_SCHEMA.partitionKey, KeyType: 'HASH' }],
+    }),
+  );
+  const documents = DynamoDBDocumentClient.from(dynamo.client);
+  const client = new ApiGatewayManagementApiClient({ region: 'us-east-1', endpoint: 'https://abc123.execute-api.us-east-1.amazonaws.com/v1', credentials: { accessKeyId: 'x', secretAccessKey: 'y' } });
+  return { gateway: new ApiGatewayConnectionGateway(client, { documents, tableName: 'connections', clock }), close: () => dynamo.close() };
 });

@@ -11,12 +11,15 @@ import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
 import { S3BlobStore } from '../../lambdas/engine/aws/blobs.js';
 import { systemClock } from '../../lambdas/engine/clock.js';
 import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
-import { startDynalite } from './dynalite.js';
+import { startDynalite, type DynaliteTable } from './dynalite.js';
 import { startS3rver } from './s3rver.js';
 import { emulateTransactions, type TransactionEmulation } from './dynalite-transactions.js';
 
 /** `clock` drives the store's expiry (default: the system clock); `queue` replaces the embedded queue (e.g. SQS on a client mock). */
-export async function startAwsDataEngine(name: string, options: { clock?: Clock; queue?: Queue } = {}): Promise<{ engine: Engine; emulation: TransactionEmulation }> {
+export async function startAwsDataEngine(
+  name: string,
+  options: { clock?: Clock; queue?: Queue } = {},
+): Promise<{ engine: Engine; emulation: TransactionEmulation; dynamo: DynaliteTable }> {
   const dynamo = await startDynalite();
   const s3 = await startS3rver();
   const emulation = await emulateTransactions(dynamo);
@@ -38,5 +41,5 @@ export async function startAwsDataEngine(name: string, options: { clock?: Clock;
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  return { engine, emulation };
+  return { engine, emulation, dynamo };
 }

@@ -97,6 +97,7 @@ export function expectedEnvNames(grants: readonly Grant[]): string[] {
   if (g.has('blobs:read') || g.has('blobs:write')) names.push(ENV.bucketName);
   if (g.has('queue:send')) names.push(ENV.queueUrls);
   if (g.has('connections:post')) names.push(ENV.connectionsEndpoint);
+  if (g.has('connections:table')) names.push(ENV.connectionsTable);
   if (g.has('secret:read')) names.push(ENV.serverSecretArn);
   return names.sort();
 }

@@ -196,7 +196,8 @@ describe('storage', () => {
       ],
       Projection: { ProjectionType: 'ALL' },
     }));
-    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    // The platform table and the WebSocket connection table (test/infra/stream-delivery.test.ts).
+    template.resourceCountIs('AWS::DynamoDB::Table', 2);
     template.hasResourceProperties('AWS::DynamoDB::Table', {
       KeySchema: [
         { AttributeName: TABLE_SCHEMA.partitionKey, KeyType: 'HASH' },
@@ -208,7 +209,7 @@ describe('storage', () => {
       GlobalSecondaryIndexes: Match.arrayWith(gsis),
       SSESpecification: { SSEEnabled: true },
     });
-    const table = Object.values(template.findResources('AWS::DynamoDB::Table'))[0] as any;
+    const table = template.findResources('AWS::DynamoDB::Table')[stack.getLogicalId(stack.storage.table.node.defaultChild as CfnElement)] as any;
     expect(table.Properties.GlobalSecondaryIndexes).toHaveLength(gsis.length);
   });
 
@@ -260,9 +261,9 @@ describe('queues', () => {
   });
 });
 
-it('outputs the three API URLs and the WebSocket URL', () => {
+it('outputs the three API URLs, the WebSocket URL and the Events URL (the distribution)', () => {
   const outputs = Object.keys(template.findOutputs('*'));
-  expect(outputs.sort()).toEqual(['AiApiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl']);
+  expect(outputs.sort()).toEqual(['AiApiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl']);
   expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');
 });
 
@@ -287,9 +288,9 @@ describe('cdk synth (real esbuild bundling, offline)', () => {
         const synthesized = Template.fromJSON(JSON.parse(readFileSync(join(out, 'PlatformStack.template.json'), 'utf8')));
         const fns = routeFunctions(synthesized);
         expect(fns.size).toBe(ALL_ROUTES.length);
-        // The queue consumers (lib/webhook-delivery.ts) are bundled the same way.
+        // The queue consumers and sweeps (lib/webhook-delivery.ts, lib/stream-delivery.ts) are bundled the same way.
         const consumers = taggedFunctions(synthesized, CONSUMER_TAG);
-        expect([...consumers.keys()].sort()).toEqual(['outbox-sweep', 'webhooks']);
+        expect([...consumers.keys()].sort()).toEqual(['outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
         for (const [id, { props }] of [...fns, ...consumers]) {
           const asset = join(out, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
           expect(existsSync(join(asset, 'index.mjs')), id).toBe(true);

@@ -1,29 +1,34 @@
 /**
  * Webhook delivery in AWS (lib/webhook-delivery.ts): the `webhooks` queue's consumer function and its
- * event source mapping, the outbox sweep on a schedule, the alarms, and IAM as narrow as the work,
- * down to the partition keys the domain code really touches.
+ * event source mapping, the outbox sweep and the platform-events sweep on a schedule, the alarms, and
+ * IAM as narrow as the work, down to the partition keys the domain code really touches (the
+ * platform-events sweep's handler runs over the AWS adapters in platform-events-sweep.test.ts).
  */
 import type { CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Engine, KvItem } from '../../lambdas/engine/ports.js';
 import { QUEUES } from '../../lambdas/engine/queues.js';
+import { CHANGE_OUTBOX_SHARDS, changeOutboxPartition } from '../../lambdas/data/change-outbox.js';
 import { attemptDelivery } from '../../lambdas/events/delivery.js';
 import { deadLetterKey } from '../../lambdas/events/dead-letters.js';
-import { eventKey, subscriptionKey } from '../../lambdas/events/keys.js';
-import { outboxKey, sweepOutbox } from '../../lambdas/events/outbox.js';
+import { eventKey, idempotencyKeyItem, inboxKey, subscriptionKey, subscriptionsPartition } from '../../lambdas/events/keys.js';
+import { OUTBOX_SHARDS, outboxKey, sweepOutbox } from '../../lambdas/events/outbox.js';
 import { sealSigningSecret } from '../../lambdas/events/secret-box.js';
 import { statsKey } from '../../lambdas/events/stats.js';
 import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import {
+  CHANGE_OUTBOX_KEYS,
   CONSUMER_TAG,
   DELIVERY,
   DELIVERY_READ_KEYS,
   DELIVERY_WRITE_KEYS,
   OLDEST_MESSAGE_ALARM_SECONDS,
   OUTBOX_KEYS,
+  PLATFORM_EVENTS_SWEEP_KEYS,
+  SWEEP,
 } from '../../lib/webhook-delivery.js';
 import { actionsOf, allowedStatements, nagFindings, synthStack, taggedFunctions, type AllowStatement, type RouteFunctionResource } from './helpers.js';
 
@@ -73,7 +78,11 @@ function expectItemLevelTableAccess(statements: AllowStatement[]) {
 describe('delivery function', () => {
   it('consumes the webhooks queue with ReportBatchItemFailures, small batches, a batch window and a concurrency bound', () => {
     const fn = consumer('webhooks');
-    template.resourceCountIs('AWS::Lambda::EventSourceMapping', 1);
+    // One mapping on the webhooks queue, and the delivery function consumes nothing else.
+    const mappings = Object.values(template.findResources('AWS::Lambda::EventSourceMapping') as Record<string, { Properties: Record<string, unknown> }>);
+    const onWebhooks = mappings.filter((m) => JSON.stringify(m.Properties.EventSourceArn) === JSON.stringify({ 'Fn::GetAtt': [logicalId(webhooks().queue), 'Arn'] }));
+    expect(onWebhooks).toHaveLength(1);
+    expect(mappings.filter((m) => JSON.stringify(m.Properties.FunctionName) === JSON.stringify({ Ref: fn.logicalId }))).toHaveLength(1);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       FunctionName: { Ref: fn.logicalId },
       EventSourceArn: { 'Fn::GetAtt': [logicalId(webhooks().queue), 'Arn'] },
@@ -197,6 +206,102 @@ describe('outbox sweep', () => {
     expect(sent).toEqual(['webhooks']);
     expect(touched.length).toBeGreaterThan(0);
     for (const { action, pk } of touched) expect(covered(leadingKeysFor(statements, action), pk), `${action} ${pk}`).toBe(true);
+  });
+});
+
+describe('platform-events sweep', () => {
+  const fn = () => consumer('platform-events-sweep');
+  /** The work queues a publish sends to: webhook deliveries, and wakes of the streams whose inboxes it wrote. */
+  const sendsTo = ['webhooks', 'streams'] as const;
+
+  it('runs every minute from an EventBridge rule that may invoke it, with no retry', () => {
+    const { logicalId: id, props } = fn();
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: `rate(${SWEEP.everyMinutes} minute)`,
+      State: 'ENABLED',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [id, 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } })],
+    });
+    template.hasResourceProperties('AWS::Lambda::Permission', {
+      Action: 'lambda:InvokeFunction',
+      FunctionName: { 'Fn::GetAtt': [id, 'Arn'] },
+      Principal: 'events.amazonaws.com',
+    });
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', { FunctionName: { Ref: id }, MaximumRetryAttempts: 0 });
+    expect(props.Timeout).toBeLessThanOrEqual(60);
+    expect(props.Handler).toBe('index.handler');
+    expect(props.Architectures).toEqual(['arm64']);
+  });
+
+  it("holds a publish's grants on its items only: each action on exactly its partition keys, nothing else", () => {
+    const statements = allowedStatements(template, fn());
+    expectItemLevelTableAccess(statements);
+    const dynamo = [...new Set(actionsOf(statements).filter((a) => a.startsWith('dynamodb:')))].sort();
+    // Written out, not read back from the constant: a widened grant fails here.
+    const expected: Record<string, string[]> = {
+      'dynamodb:DeleteItem': ['dchg#*', 'evout#*'],
+      'dynamodb:GetItem': ['evkey#*'],
+      'dynamodb:PutItem': ['evkey#*', 'evout#*', 'evt#*', 'inbox#*'],
+      'dynamodb:Query': ['dchg#*', 'evsub#*'],
+      'dynamodb:UpdateItem': ['evstat#*'],
+    };
+    expect(dynamo).toEqual(Object.keys(expected));
+    for (const action of dynamo) expect([...leadingKeysFor(statements, action)].sort(), action).toEqual(expected[action]);
+    expect(Object.fromEntries(Object.entries(PLATFORM_EVENTS_SWEEP_KEYS).map(([a, k]) => [a, [...k].sort()]))).toEqual(expected);
+  });
+
+  it('grants the partition keys of the domain key functions a sweep and its publish use, and no others', () => {
+    const statements = allowedStatements(template, fn());
+    const allows = (action: string, pk: string) => covered(leadingKeysFor(statements, action), pk);
+    const used: [string, string][] = [
+      ...Array.from({ length: CHANGE_OUTBOX_SHARDS }, (_, shard) => ['dynamodb:Query', changeOutboxPartition(shard)] as [string, string]),
+      ['dynamodb:DeleteItem', changeOutboxPartition(CHANGE_OUTBOX_SHARDS - 1)],
+      ['dynamodb:Query', subscriptionsPartition(WS)],
+      ['dynamodb:GetItem', idempotencyKeyItem(WS, 'rec:shop:notes:r1:l:v1').pk],
+      ['dynamodb:PutItem', idempotencyKeyItem(WS, 'rec:shop:notes:r1:l:v1').pk],
+      ['dynamodb:PutItem', eventKey(WS, EVT).pk],
+      ['dynamodb:PutItem', inboxKey(SUB, EVT).pk],
+      ['dynamodb:PutItem', outboxKey(WS, EVT, SUB).pk],
+      ['dynamodb:DeleteItem', outboxKey(WS, EVT, SUB).pk],
+      ['dynamodb:UpdateItem', statsKey(WS).pk],
+    ];
+    for (const [action, pk] of used) expect(allows(action, pk), `${action} ${pk}`).toBe(true);
+    for (const pk of Array.from({ length: CHANGE_OUTBOX_SHARDS }, (_, s) => changeOutboxPartition(s))) expect(covered(CHANGE_OUTBOX_KEYS, pk), pk).toBe(true);
+    for (const pk of Array.from({ length: OUTBOX_SHARDS }, (_, s) => `evout#${s}`)) expect(covered(OUTBOX_KEYS, pk), pk).toBe(true);
+    // What a publish never does: change a subscription, remove an event or a message, write a dead letter.
+    const unused: [string, string][] = [
+      ['dynamodb:PutItem', subscriptionKey(WS, SUB).pk],
+      ['dynamodb:DeleteItem', eventKey(WS, EVT).pk],
+      ['dynamodb:DeleteItem', inboxKey(SUB, EVT).pk],
+      ['dynamodb:UpdateItem', deadLetterKey(WS, EVT).pk],
+      ['dynamodb:GetItem', eventKey(WS, EVT).pk],
+    ];
+    for (const [action, pk] of unused) expect(allows(action, pk), `${action} ${pk}`).toBe(false);
+  });
+
+  it('sends to the webhooks and streams work queues only, reads no secret, and gets only their URLs, the table and the engine', () => {
+    const { props } = fn();
+    const statements = allowedStatements(template, fn());
+    const sqs = statements.filter((s) => s.actions.some((a) => a.startsWith('sqs:')));
+    expect(actionsOf(sqs)).toContain('sqs:SendMessage');
+    expect(actionsOf(sqs).filter((a) => /Receive|Delete|Purge|SetQueueAttributes|\*/.test(a))).toEqual([]);
+    const allowedIds = sendsTo.map((name) => logicalId(stack.queues.byName[name].queue));
+    for (const name of sendsTo) expect(sqs.some((s) => s.resources.includes(logicalId(stack.queues.byName[name].queue))), name).toBe(true);
+    for (const s of sqs) expect(allowedIds.some((id) => s.resources.includes(id)), s.resources).toBe(true);
+    for (const [name, q] of Object.entries(stack.queues.byName)) {
+      for (const s of sqs) {
+        expect(s.resources, `${name}-dead`).not.toContain(logicalId(q.deadLetterQueue));
+        if (!(sendsTo as readonly string[]).includes(name)) expect(s.resources, name).not.toContain(logicalId(q.queue));
+      }
+    }
+    expect(actionsOf(statements).filter((a) => a.startsWith('secretsmanager:') || a.startsWith('kms:') || a.startsWith('execute-api:'))).toEqual([]);
+    const env = props.Environment.Variables as Record<string, unknown>;
+    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.tableName].sort());
+    const urls = JSON.stringify(env[ENV.queueUrls]);
+    for (const name of sendsTo) expect(urls).toContain(`\\"${name}\\":`);
+    for (const [name, q] of Object.entries(stack.queues.byName)) {
+      expect(urls).not.toContain(logicalId(q.deadLetterQueue));
+      if (!(sendsTo as readonly string[]).includes(name)) expect(urls).not.toContain(logicalId(q.queue));
+    }
   });
 });
 

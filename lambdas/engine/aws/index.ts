@@ -1,5 +1,6 @@
 /** The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS and Secrets Manager, configured from the environment the stack sets. */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { S3Client } from '@aws-sdk/client-s3';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
@@ -16,16 +17,18 @@ import { KmsSigner } from './signer.js';
 import { SecretsManagerSecret } from './secret.js';
 
 export function createAwsEngine(config: Settings): Engine {
-  const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
+  const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
     const value = config[name];
     if (value === undefined) throw new Error(`${ENV[name]} is not set`);
     return value as NonNullable<Settings[K]>;
   };
   // A function only gets the variables its grants need: build each client on first use.
-  const lazy = <T extends object>(make: () => T): T => {
+  // `known`: properties answered without building the client (a function without the variables can read them).
+  const lazy = <T extends object>(make: () => T, known: Partial<T> = {}): T => {
     let made: T | undefined;
     return new Proxy({} as T, {
       get: (_t, prop) => {
+        if (Object.hasOwn(known, prop)) return (known as Record<PropertyKey, unknown>)[prop];
         made ??= make();
         const value = (made as Record<PropertyKey, unknown>)[prop];
         return typeof value === 'function' ? value.bind(made) : value;
@@ -37,7 +40,18 @@ export function createAwsEngine(config: Settings): Engine {
     kv: lazy(() => new DynamoKeyValueStore(new DynamoDBClient({}), need('tableName'), systemClock)),
     blobs: lazy(() => new S3BlobStore(new S3Client({}), need('bucketName'))),
     queue: lazy(() => new SqsQueue(new SQSClient({}), need('queueUrls'))),
-    connections: lazy(() => new ApiGatewayConnectionGateway(new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }))),
+    connections: lazy(
+      () =>
+        new ApiGatewayConnectionGateway(
+          new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }),
+          // Functions that only post frames (the HTTP stream route) have no connection table.
+          config.connectionsTable === undefined
+            ? undefined
+            : { documents: DynamoDBDocumentClient.from(new DynamoDBClient({})), tableName: config.connectionsTable, clock: systemClock },
+        ),
+      // publish() asks on every call whether to wake streams; most functions have no connections endpoint.
+      { holdsSockets: false },
+    ),
     signer: lazy(() => new KmsSigner(new KMSClient({}), need('signingKeyIds'))),
     secret: lazy(() => new SecretsManagerSecret(new SecretsManagerClient({}), need('serverSecretArn'))),
     clock: systemClock,

@@ -10,3 +10,6 @@ export const TABLE_SCHEMA = {
   /** TTL attribute, Unix seconds. */
   ttlAttribute: 'expires_at',
 } as const;
+
+/** The WebSocket connection table (ConnectionGateway in connections.ts): one item per open connection. */
+export const CONNECTION_TABLE_SCHEMA = { partitionKey: 'connection_id', ttlAttribute: 'expires_at' } as const;

@@ -1,8 +1,10 @@
 /**
  * WebSocket connection gateway for the local server: the server registers each accepted socket under
  * its connection id, and domain code posts to it by id, as it would through the API Gateway Management API.
+ * Connection records live in memory: a local connection lives no longer than the process holding it.
  */
-import type { ConnectionGateway } from '../ports.js';
+import type { Clock, ConnectionGateway, ConnectionRecord } from '../ports.js';
+import { systemClock } from '../clock.js';
 
 /** The part of a `ws` WebSocket the gateway uses. */
 export interface LocalSocket {
@@ -15,7 +17,11 @@ export interface LocalSocket {
 const OPEN = 1;
 
 export class LocalConnectionGateway implements ConnectionGateway {
+  readonly holdsSockets = true;
   private readonly sockets = new Map<string, LocalSocket>();
+  private readonly records = new Map<string, { record: ConnectionRecord; until: number }>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
 
   register(connectionId: string, socket: LocalSocket): void {
     this.sockets.set(connectionId, socket);
@@ -47,5 +53,19 @@ export class LocalConnectionGateway implements ConnectionGateway {
     const socket = this.sockets.get(connectionId);
     this.sockets.delete(connectionId);
     socket?.close();
+  }
+
+  async remember(connectionId: string, record: ConnectionRecord, ttlSeconds: number): Promise<void> {
+    this.records.set(connectionId, { record: { ...record }, until: this.clock.now() + ttlSeconds * 1000 });
+  }
+
+  async recall(connectionId: string): Promise<ConnectionRecord | undefined> {
+    const hit = this.records.get(connectionId);
+    if (hit && hit.until <= this.clock.now()) this.records.delete(connectionId);
+    return hit && hit.until > this.clock.now() ? { ...hit.record } : undefined;
+  }
+
+  async forget(connectionId: string): Promise<void> {
+    this.records.delete(connectionId);
   }
 }

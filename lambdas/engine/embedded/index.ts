@@ -44,7 +44,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
     kv,
     queue: new SqliteQueue(db, clock),
     blobs: new FileBlobStore(join(options.dataDir, 'blobs')),
-    connections: new LocalConnectionGateway(),
+    connections: new LocalConnectionGateway(clock),
     signer: new FileSigner(join(options.dataDir, 'signing-keys.json')),
     secret: new FileSecret(join(options.dataDir, 'server-secret.key')),
     clock,

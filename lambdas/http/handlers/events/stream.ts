@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { workspaceHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
 import { Subscriptions } from '../../../events/subscriptions.js';
@@ -16,7 +15,7 @@ export const handler = workspaceHandler('events.subscriptions.stream', async (re
   const { leaseSeconds } = parseStreamQuery(req.query);
   const s = await new Subscriptions(engine).get(workspace.id, req.params.subscription_id);
   if (s.delivery.mode === 'webhook') throw new PlatformError('wrong_delivery_mode', 'A webhook subscription is delivered to its URL; streams work on pull and websocket subscriptions.');
-  const slot = await claimStreamSlot(engine, workspace.id, s.subscription_id, randomUUID());
+  const slot = await claimStreamSlot(engine, workspace.id, s.subscription_id, upgrade.connectionId);
   upgrade.accept({ workspaceId: workspace.id, subscriptionId: s.subscription_id, leaseSeconds, protocol: STREAM_SUBPROTOCOL, slot });
   return { status: 101 };
 });

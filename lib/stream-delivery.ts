@@ -1,0 +1,85 @@
+import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Construct } from 'constructs';
+import { QUEUES } from '../lambdas/engine/queues.js';
+import { ENV } from '../lambdas/shared/settings.js';
+import { bundledFunctionProps, functionRoleAndLogs, grantItems, lambdaEntry } from './function-defaults.js';
+import type { Queues } from './queues.js';
+import type { ConnectionsTarget } from './route-function.js';
+import { acknowledgeConnectionArns } from './nag.js';
+import { CONSUMER_TAG } from './webhook-delivery.js';
+
+/**
+ * Partition key prefixes the stream consumer touches (lambdas/events/stream.ts and inbox.ts);
+ * test/infra/stream-delivery.test.ts checks them against the domain's key functions.
+ */
+/** Inbox messages: leased (query, conditional update). */
+export const STREAM_INBOX_KEYS = ['inbox#*'];
+/** Stream slots: the subscription's open sockets are listed; a gone socket's slots are deleted. */
+export const STREAM_SLOT_KEYS = ['evstream#*'];
+
+export const STREAM_CONSUMER = {
+  /** A wake sends at most 100 frames to each of at most 5 sockets. */
+  timeoutSeconds: 30,
+  batchSize: 10,
+  maxBatchingWindowSeconds: 0,
+  maxConcurrency: 10,
+} as const;
+
+export interface StreamDeliveryProps {
+  readonly table: Table;
+  readonly queues: Queues;
+  readonly connections: ConnectionsTarget;
+}
+
+/**
+ * The consumer of the `streams` queue (issue 10, item 6): wakes of WebSocket streams whose sockets API
+ * Gateway holds (lambdas/events/stream-remote.ts). It leases inbox messages, posts them to the
+ * subscription's connections and queues the wake at the end of their lease; nothing more.
+ */
+export class StreamDelivery extends Construct {
+  readonly deliveryFunction: NodejsFunction;
+
+  constructor(scope: Construct, id: string, props: StreamDeliveryProps) {
+    super(scope, id);
+    const { queue } = props.queues.byName.streams;
+    if (STREAM_CONSUMER.timeoutSeconds >= QUEUES.streams.visibilitySeconds) throw new Error('the stream consumer must finish within the streams queue visibility timeout');
+    const { role, logGroup } = functionRoleAndLogs(this);
+    this.deliveryFunction = new NodejsFunction(this, 'Function', {
+      ...bundledFunctionProps(lambdaEntry('consumers/streams', 'stream delivery')),
+      functionName: `${Stack.of(this).stackName}-streams-delivery`,
+      description: 'events: sends WebSocket stream frames when a streams queue message wakes a subscription',
+      timeout: Duration.seconds(STREAM_CONSUMER.timeoutSeconds),
+      role,
+      logGroup,
+      environment: {
+        [ENV.engine]: 'aws',
+        [ENV.tableName]: props.table.tableName,
+        [ENV.queueUrls]: Stack.of(this).toJsonString({ streams: queue.queueUrl }),
+        [ENV.connectionsEndpoint]: props.connections.endpoint,
+        [ENV.connectionsTable]: props.connections.table.tableName,
+      },
+    });
+    Tags.of(this.deliveryFunction).add(CONSUMER_TAG, 'streams');
+    this.deliveryFunction.addEventSource(
+      new SqsEventSource(queue, {
+        batchSize: STREAM_CONSUMER.batchSize,
+        maxBatchingWindow: Duration.seconds(STREAM_CONSUMER.maxBatchingWindowSeconds),
+        reportBatchItemFailures: true,
+        maxConcurrency: STREAM_CONSUMER.maxConcurrency,
+      }),
+    );
+    grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:UpdateItem'], STREAM_INBOX_KEYS);
+    grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], STREAM_SLOT_KEYS);
+    // Reads a connection's record; forgets one found gone.
+    props.connections.table.grant(role, 'dynamodb:GetItem', 'dynamodb:DeleteItem');
+    // Posts frames only (the POST pattern of the stage); it never closes a connection.
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [props.connections.postArn] }));
+    acknowledgeConnectionArns(this, [props.connections.postArn]);
+    // The wake at the end of a lease.
+    queue.grantSendMessages(role);
+  }
+}
