@@ -1,12 +1,12 @@
 /**
- * Publish (spec 4.21): each accepted event is one key-value transaction holding its idempotency key
- * (put if absent: two concurrent publishes with one key make one event), the event itself, a message in
- * the inbox of every matching pull or stream subscription, and an outbox entry per matching webhook
- * subscription. All of an event's delivery state commits with it, so a crash loses neither the event
+ * Publish (spec 4.21): each accepted event commits in one key-value transaction with its idempotency
+ * key (put if absent: two concurrent publishes with one key make one event), a message in the inbox of
+ * every matching pull or stream subscription, and an outbox entry per matching webhook subscription. All of an event's delivery state commits with it, so a crash loses neither the event
  * nor its deliveries; webhook deliveries are queued from the outbox after the commit (delivery.ts).
  */
 import type { Engine, KvWrite } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
+import { LIMITS } from '../engine/limits.js';
 import type { Principal } from '../auth/principal.js';
 import { monotonicUlid } from '../shared/ids.js';
 import { checkEvent, envelopeJson, eventsOf, sourceOf, tenantOf, type EventInput, type RejectionCode } from './envelope.js';
@@ -22,11 +22,16 @@ export const IDEMPOTENCY_WINDOW_SECONDS = 168 * 3600;
 /** Events (and so dead letters and replays) are kept 30 days, as dead letters are. */
 export const EVENT_RETENTION_SECONDS = 30 * 24 * 3600;
 /**
- * How many events of one publish commit at once: all of them. Each is its own transaction (a bad or
- * duplicate one never blocks the others), and the embedded store commits the transactions that arrive
- * together in one SQLite commit (group commit), so a call of 100 events costs about one commit.
+ * How many transactions of one publish commit at once: all of them. An event with an idempotency key is
+ * its own transaction (a duplicate never blocks the others); events without one share transactions of
+ * up to 100 writes (nothing in them can fail alone). The embedded store commits the transactions that
+ * arrive together in one SQLite commit (group commit), so a call of 100 events costs about one commit.
  */
 const PARALLEL = 100;
+/** A shared transaction stays under half DynamoDB's 4 MB (the estimate counts the envelope per item). */
+const SHARED_TRANSACTION_BYTES = LIMITS.transactionBytes / 2;
+/** Keys and attributes of an item beside its envelope, at most. */
+const WRITE_OVERHEAD_BYTES = 512;
 
 export interface PublishAnswer {
   accepted: { event_id: string; duplicate: boolean }[];
@@ -52,13 +57,14 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
   const webhooks: { eventId: string; subscriptionId: string }[] = [];
   const inboxes = new Set<string>();
 
-  const commit = async (i: number) => {
+  const expires = Math.floor(now / 1000);
+  /** One event's writes: its idempotency key (when it has one), itself, its inbox messages and outbox entries. */
+  const plan = (i: number) => {
     const input = inputs[i];
     const event_id = ids[i];
     const idempotency_key = input.idempotencyKey ?? event_id;
     const envelope = envelopeJson({ event_id, type: input.type, source, time, tenant, idempotency_key }, input.dataJson);
     const matching = subscriptions.filter((s) => subscriptionMatches(s, input.type));
-    const expires = Math.floor(now / 1000);
     const writes: KvWrite[] = [];
     // An event without a key of its own cannot repeat one: no key item for it.
     if (input.idempotencyKey !== undefined) {
@@ -69,22 +75,17 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
       if (s.delivery.mode === 'webhook') writes.push({ put: { ...outboxKey(workspaceId, event_id, s.subscription_id), expires_at: expires + EVENT_RETENTION_SECONDS } });
       else writes.push({ put: { ...inboxKey(s.subscription_id, event_id), envelope, visible_at: 0, delivery_count: 0, expires_at: expires + EVENT_RETENTION_SECONDS } });
     }
-    try {
-      await engine.kv.transact(writes);
-    } catch (error) {
-      if (input.idempotencyKey !== undefined && error instanceof TransactionCanceledError && error.failed.includes(0)) {
-        const original = await engine.kv.get(idempotencyKeyItem(workspaceId, input.idempotencyKey));
-        if (original) {
-          accepted[i] = { event_id: String(original.event_id), duplicate: true };
-          return;
-        }
-      }
-      throw error;
-    }
-    accepted[i] = { event_id, duplicate: false };
-    deliveries += matching.length;
-    for (const s of matching) {
-      if (s.delivery.mode === 'webhook') webhooks.push({ eventId: event_id, subscriptionId: s.subscription_id });
+    // What the event's items weigh at most (the envelope in each of them, plus keys and attributes).
+    const bytes = writes.length * (Buffer.byteLength(envelope) + WRITE_OVERHEAD_BYTES);
+    return { i, event_id, matching, writes, bytes, keyed: input.idempotencyKey !== undefined };
+  };
+  type Planned = ReturnType<typeof plan>;
+
+  const accept = (p: Planned) => {
+    accepted[p.i] = { event_id: p.event_id, duplicate: false };
+    deliveries += p.matching.length;
+    for (const s of p.matching) {
+      if (s.delivery.mode === 'webhook') webhooks.push({ eventId: p.event_id, subscriptionId: s.subscription_id });
       else {
         inboxWritten(s.subscription_id);
         inboxes.add(s.subscription_id);
@@ -92,10 +93,58 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
     }
   };
 
+  /** A keyed event alone: its key's condition decides for it only (a duplicate answers the original id). */
+  const commitKeyed = async (p: Planned) => {
+    try {
+      await engine.kv.transact(p.writes);
+    } catch (error) {
+      if (error instanceof TransactionCanceledError && error.failed.includes(0)) {
+        const original = await engine.kv.get(idempotencyKeyItem(workspaceId, inputs[p.i].idempotencyKey!));
+        if (original) {
+          accepted[p.i] = { event_id: String(original.event_id), duplicate: true };
+          return;
+        }
+      }
+      throw error;
+    }
+    accept(p);
+  };
+
+  /** Events without a key hold no condition: they share transactions, all or nothing (fewer, larger commits). */
+  const commitShared = async (batch: Planned[]) => {
+    await engine.kv.transact(batch.flatMap((p) => p.writes));
+    batch.forEach(accept);
+  };
+
+  const batches: Planned[][] = [];
+  let shared: Planned[] = [];
+  let items = 0;
+  let bytes = 0;
+  for (let i = 0; i < inputs.length; i++) {
+    const p = plan(i);
+    if (p.keyed) {
+      batches.push([p]);
+      continue;
+    }
+    if (shared.length && (items + p.writes.length > LIMITS.transactionItems || bytes + p.bytes > SHARED_TRANSACTION_BYTES)) {
+      batches.push(shared);
+      [shared, items, bytes] = [[], 0, 0];
+    }
+    shared.push(p);
+    items += p.writes.length;
+    bytes += p.bytes;
+  }
+  if (shared.length) batches.push(shared);
+
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(PARALLEL, inputs.length) }, async () => {
-    while (next < inputs.length) await commit(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(PARALLEL, batches.length) }, async () => {
+      while (next < batches.length) {
+        const batch = batches[next++];
+        await (batch[0].keyed ? commitKeyed(batch[0]) : commitShared(batch));
+      }
+    }),
+  );
   // The events and outbox entries are committed: counting, queueing and waking go at once (one group commit).
   await Promise.all([
     count(engine, workspaceId, { published: accepted.filter((a) => !a.duplicate).length, depth: deliveries }),

@@ -43,6 +43,14 @@ const define = <T>(env: string, schema: z.ZodType<T, string>, fallback: T | (() 
 /** Most local workers by default: past this, more processes only add SQLite writers contending for one file. */
 const MAX_DEFAULT_WORKERS = 4;
 
+/**
+ * The default LOCAL_WORKERS: one process on a machine of 2 cores or fewer, else the cores (at most
+ * 4). Every process on the SQLite file pays for the others' commits (its page cache is dropped after
+ * each), which on 2 vCPUs doubled the CPU of a request: 1 worker beat 2 on creates, lists and event
+ * delivery there (docs/benchmarks.md, 2026-11-26; docs/decisions/local-runtime.md).
+ */
+export const defaultLocalWorkers = (cores = availableParallelism()) => (cores <= 2 ? 1 : Math.min(cores, MAX_DEFAULT_WORKERS));
+
 export interface Settings {
   engine: 'embedded' | 'aws';
   dataDir: string;
@@ -95,8 +103,8 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   localWorkers: define(
     'LOCAL_WORKERS',
     wholeNumber(1, 64),
-    () => Math.min(availableParallelism(), MAX_DEFAULT_WORKERS),
-    '`npm start`: processes serving the APIs (default: the cores, at most 4); 1 serves them in one process.',
+    () => defaultLocalWorkers(),
+    '`npm start`: processes serving the APIs (default: 1 on 2 cores or fewer, else the cores, at most 4); 1 serves them in one process.',
   ),
   aiPort: define('AI_PORT', wholeNumber(0, 65_535), 8080, '`npm start`: the AI API\'s port (0 picks a free one).'),
   dataPort: define('DATA_PORT', wholeNumber(0, 65_535), 8081, '`npm start`: the Data API\'s port.'),

@@ -54,6 +54,24 @@ describe('publish', () => {
     });
   });
 
+  it('commits 100 events into 3 subscriptions (400 writes: several shared transactions) each once, in order, beside keyed ones and a duplicate', async () => {
+    const subs = [await subscribe(['bulk.*']), await subscribe(['bulk.*']), await subscribe(['bulk.*'])];
+    const first = await ok(call('POST', '/events', { event: { type: 'bulk.keyed', data: 0, idempotency_key: 'bulk-dup' } }), 202);
+    const events = Array.from({ length: 100 }, (_, i) => ({ type: 'bulk.item', data: { i }, ...(i % 25 === 0 ? { idempotency_key: i === 50 ? 'bulk-dup' : `bulk-${i}` } : {}) }));
+    const body = await ok(call('POST', '/events', { events }), 202);
+    expect(body.rejected).toEqual([]);
+    expect(body.accepted[50]).toEqual({ event_id: first.accepted[0].event_id, duplicate: true });
+    const fresh = body.accepted.filter((a: { duplicate: boolean }) => !a.duplicate).map((a: { event_id: string }) => a.event_id);
+    expect(fresh).toHaveLength(99);
+    for (const sub of subs) {
+      const got: Record<string, unknown>[] = [];
+      for (let page = 0; page < 3; page++) got.push(...(await pull(sub.subscription_id, { max: 100, lease_seconds: 300 })).messages);
+      // The keyed event published first, then the 99 new ones of the call, in the order sent.
+      expect(got.map((m) => m.event_id)).toEqual([first.accepted[0].event_id, ...fresh]);
+      expect(got.slice(1).map((m) => (m.data as { i: number }).i)).toEqual(events.map((e) => e.data.i).filter((i) => i !== 50));
+    }
+  });
+
   it('rejects each bad event with its code without blocking the others', async () => {
     const events = [
       { type: 'ok.one', data: 1 },

@@ -21,10 +21,10 @@ describe('embedded store housekeeping', () => {
     await kv.put({ pk: 'p', sk: 'due', expires_at: now + 10 });
     await kv.put({ pk: 'p', sk: 'forever' });
     const rows = () => (db.prepare('SELECT sk FROM kv ORDER BY sk').all() as { sk: string }[]).map((r) => r.sk);
-    expect(kv.sweepExpired()).toBe(1);
+    expect(await kv.sweepExpired()).toBe(1);
     expect(rows()).toEqual(['due', 'forever']);
     clock.advance(10_000);
-    expect(kv.sweepExpired()).toBe(1);
+    expect(await kv.sweepExpired()).toBe(1);
     expect(rows()).toEqual(['forever']);
     db.close();
     rmSync(dir, { recursive: true, force: true });

@@ -39,7 +39,7 @@ describe('loadSettings', () => {
       modelRoutesCacheMs: 1000,
       eventsRateLimitPerMinute: 600,
       dataRateLimitPerMinute: 0,
-      localWorkers: Math.min(availableParallelism(), 4),
+      localWorkers: availableParallelism() <= 2 ? 1 : Math.min(availableParallelism(), 4),
       aiPort: 8080,
       dataPort: 8081,
       eventsPort: 8082,

@@ -6,6 +6,7 @@ import type { Clock, Engine } from '../ports.js';
 import { systemClock } from '../clock.js';
 import { SqliteKeyValueStore } from './kv.js';
 import { SqliteQueue } from './queue.js';
+import { GroupCommit } from './group-commit.js';
 import { FileBlobStore } from './blobs.js';
 import { LocalConnectionGateway } from './connections.js';
 import { FileSigner } from './signer.js';
@@ -27,7 +28,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = new Database(join(options.dataDir, 'platform.db'));
   // WAL with synchronous=NORMAL survives a killed process (only an OS crash can lose the last commits);
-  // the busy timeout lets the admin CLI write while the server runs.
+  // the busy timeout covers the setup below while other processes open the same file.
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
@@ -35,14 +36,21 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
   // reads are memory reads, not read() calls.
   db.pragma('cache_size = -65536');
   db.pragma('mmap_size = 268435456');
-  const kv = new SqliteKeyValueStore(db, clock);
-  const sweeper = setInterval(() => kv.sweepExpired(), SWEEP_MS);
+  // One group commit for the items and the queue: a turn's writes of both take the write lock once.
+  const writer = new GroupCommit(db);
+  const kv = new SqliteKeyValueStore(db, clock, writer);
+  const queue = new SqliteQueue(db, clock, writer);
+  // Set up (schemas created, WAL on): from here a write that finds another process holding the lock
+  // waits in the group commit without blocking the event loop, not in SQLite's busy handler, which
+  // sleeps the whole process (group-commit.ts). In WAL mode readers never wait for the writer.
+  db.pragma('busy_timeout = 0');
+  const sweeper = setInterval(() => void kv.sweepExpired().catch(() => undefined), SWEEP_MS);
   sweeper.unref();
   return {
     name: 'embedded',
     dataDir: options.dataDir,
     kv,
-    queue: new SqliteQueue(db, clock),
+    queue,
     blobs: new FileBlobStore(join(options.dataDir, 'blobs')),
     connections: new LocalConnectionGateway(clock),
     signer: new FileSigner(join(options.dataDir, 'signing-keys.json')),

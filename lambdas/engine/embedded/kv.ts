@@ -4,7 +4,8 @@
  */
 import type Database from 'better-sqlite3';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
-import { ConditionFailedError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
+import { GroupCommit } from './group-commit.js';
+import { ConditionFailedError, TransactionCanceledError } from '../errors.js';
 import { assertBatchGetShape, assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
 import { applyUpdate, decodeCursor, deepEqual, encodeCursor, InvalidCursorError } from '../kv-shared.js';
 import { LIMITS } from '../limits.js';
@@ -45,10 +46,13 @@ export class SqliteKeyValueStore implements KeyValueStore {
   private readonly stmt;
   /** Runs a function in a transaction; built once, since better-sqlite3 builds four wrappers per transaction(). */
   private readonly atomically;
-  private pending: { run: () => unknown; resolve: (value: unknown) => void; reject: (error: unknown) => void }[] = [];
   private readonly queries = new Map<string, { stmt: Database.Statement; order: string[]; skCol: string }>();
 
-  constructor(private readonly db: Database.Database, private readonly clock: Clock) {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly clock: Clock,
+    private readonly writer: GroupCommit = new GroupCommit(db),
+  ) {
     db.exec(SCHEMA);
     this.atomically = db.transaction((fn: () => unknown) => fn());
     this.stmt = {
@@ -136,51 +140,14 @@ export class SqliteKeyValueStore implements KeyValueStore {
     });
   }
 
-  /**
-   * Group commit. Writes that arrive while the event loop is busy are applied in ONE SQLite transaction
-   * on the next turn, each inside its own savepoint: each is still all-or-nothing and sees the ones
-   * queued before it, a failing one rolls back alone, and none is acknowledged before the commit that
-   * holds it. Under concurrent load this turns many COMMITs (the dominant cost of a write) into one.
-   */
+  /** Group commit (group-commit.ts), shared with the queue of the same file. */
   private enqueue<T>(run: () => T): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      this.pending.push({ run, resolve: resolve as (value: unknown) => void, reject });
-      if (this.pending.length === 1) setImmediate(() => this.commitPending());
-    });
-  }
-
-  private commitPending(): void {
-    const group = this.pending;
-    this.pending = [];
-    if (!this.db.open) {
-      for (const w of group) w.reject(new Error('the database is closed'));
-      return;
-    }
-    const outcomes: { ok: boolean; value: unknown }[] = [];
-    try {
-      this.atomically.immediate(() => {
-        for (const w of group) {
-          try {
-            // A transaction function called inside a transaction runs in a savepoint.
-            outcomes.push({ ok: true, value: this.atomically(w.run) });
-          } catch (error) {
-            outcomes.push({ ok: false, value: error });
-          }
-        }
-      });
-    } catch (error) {
-      // The whole group failed to commit; a database busy beyond busy_timeout is a 503, not a bug.
-      const code = (error as { code?: string }).code;
-      const failure = code === 'SQLITE_BUSY' || code === 'SQLITE_LOCKED' ? new EngineUnavailableError(`database busy (${code})`) : error;
-      for (const w of group) w.reject(failure);
-      return;
-    }
-    group.forEach((w, i) => (outcomes[i].ok ? w.resolve(outcomes[i].value) : w.reject(outcomes[i].value)));
+    return this.writer.run(run);
   }
 
   /** Resolves once every write queued so far is committed (for a clean shutdown). */
-  async drain(): Promise<void> {
-    if (this.pending.length) await new Promise((resolve) => setImmediate(resolve));
+  drain(): Promise<void> {
+    return this.writer.drain();
   }
 
   async transact(writes: KvWrite[]): Promise<void> {
@@ -287,7 +254,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
   }
 
   /** Removes expired items for good (they are already invisible); DynamoDB's TTL does the same, later. */
-  sweepExpired(): number {
-    return this.stmt.sweep.run(Math.floor(this.nowMs() / 1000)).changes;
+  sweepExpired(): Promise<number> {
+    return this.enqueue(() => this.stmt.sweep.run(Math.floor(this.nowMs() / 1000)).changes);
   }
 }

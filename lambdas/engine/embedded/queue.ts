@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
+import { GroupCommit } from './group-commit.js';
 import type { Clock, Queue, QueueConsumer, QueueMessage } from '../ports.js';
 import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../queue-checks.js';
 import { LIMITS } from '../limits.js';
@@ -46,7 +47,12 @@ interface Row {
 export class SqliteQueue implements Queue {
   private readonly stmt;
 
-  constructor(private readonly db: Database.Database, private readonly clock: Clock) {
+  /** `writer`: the key-value store's group commit on the same file (one write-lock take for both per turn). */
+  constructor(
+    private readonly db: Database.Database,
+    private readonly clock: Clock,
+    private readonly writer: GroupCommit = new GroupCommit(db),
+  ) {
     db.exec(SCHEMA);
     this.stmt = {
       insert: db.prepare(
@@ -73,7 +79,7 @@ export class SqliteQueue implements Queue {
     assertQueueSend(body, options.delaySeconds);
     const id = randomUUID();
     const now = this.clock.now();
-    this.stmt.insert.run({ id, queue, body, now, visible_at: now + (options.delaySeconds ?? 0) * 1000 });
+    await this.writer.run(() => this.stmt.insert.run({ id, queue, body, now, visible_at: now + (options.delaySeconds ?? 0) * 1000 }));
     return id;
   }
 
@@ -82,8 +88,7 @@ export class SqliteQueue implements Queue {
     assertQueueReceive(options);
     // An idle receiver polls often: look first with a read, which takes no write lock from the writers.
     if (this.stmt.visible.all(queue, this.clock.now(), '[]', 1).length === 0) return [];
-    return this.db
-      .transaction(() => {
+    return this.writer.run(() => {
         const now = this.clock.now();
         const out: QueueMessage[] = [];
         const leased: number[] = [];
@@ -102,14 +107,13 @@ export class SqliteQueue implements Queue {
           }
         }
         return out;
-      })
-      .immediate();
+      });
   }
 
   /** A receipt that is no longer the latest (the message was received again) deletes nothing, as in SQS. */
   async delete(queue: string, receipt: string): Promise<void> {
     resolveQueue(queue);
-    this.stmt.delete.run(queue, receipt);
+    await this.writer.run(() => this.stmt.delete.run(queue, receipt));
   }
 
   /** A stale receipt or a message whose lease already ran out is left alone. */
@@ -117,7 +121,7 @@ export class SqliteQueue implements Queue {
     resolveQueue(queue);
     assertQueueVisibility(visibilitySeconds);
     const now = this.clock.now();
-    this.stmt.changeVisibility.run(now + visibilitySeconds * 1000, queue, receipt, now);
+    await this.writer.run(() => this.stmt.changeVisibility.run(now + visibilitySeconds * 1000, queue, receipt, now));
   }
 }
 
