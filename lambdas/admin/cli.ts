@@ -45,6 +45,14 @@ function permissionsOption(o: Options): { permissions?: string[] } {
   return { permissions: list };
 }
 
+/** A numeric option: absent is undefined; anything but a finite number is a usage error. */
+function numberOption(o: Options, name: string): number | undefined {
+  if (o[name] === undefined) return undefined;
+  const value = Number(o[name]);
+  if (String(o[name]).trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${name} takes a number, got "${String(o[name])}"`);
+  return value;
+}
+
 export const COMMANDS: Record<string, Command> = {
   'org create': { usage: '--name N', options: { name: s }, required: ['name'], run: (e, o) => tenants(e).createOrganization(str(o, 'name')) },
   'org disable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true) },
@@ -79,8 +87,12 @@ export const COMMANDS: Record<string, Command> = {
   'key disable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), true) },
   'key enable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), false) },
   'route set': {
-    usage: '--org ID --id ROUTE --endpoint PATH --provider NAME [--base-url URL] [--model UPSTREAM_MODEL] [--default]',
-    options: { org: s, id: s, endpoint: s, provider: s, 'base-url': s, model: s, default: b },
+    usage:
+      '--org ID --id ROUTE --endpoint PATH --provider openai-compatible|bedrock|http|decision [--base-url URL] [--model UPSTREAM_MODEL] [--default] [--max-tokens N] [--no-tools] [--timeout-ms N] [--tiers a,b] [--price-in-per-mtok X] [--price-out-per-mtok X] [--api-key-env NAME]',
+    options: {
+      org: s, id: s, endpoint: s, provider: s, 'base-url': s, model: s, default: b,
+      'max-tokens': s, 'no-tools': b, 'timeout-ms': s, tiers: s, 'price-in-per-mtok': s, 'price-out-per-mtok': s, 'api-key-env': s,
+    },
     required: ['org', 'id', 'endpoint', 'provider'],
     run: async (e, o) => {
       if (!(await tenants(e).getOrganization(str(o, 'org')))) throw new TenantError(`no organization ${str(o, 'org')}`);
@@ -91,6 +103,13 @@ export const COMMANDS: Record<string, Command> = {
         base_url: str(o, 'base-url'),
         upstream_model: str(o, 'model'),
         default: o.default === true,
+        max_tokens: numberOption(o, 'max-tokens'),
+        tools: o['no-tools'] === true ? false : undefined,
+        timeout_ms: numberOption(o, 'timeout-ms'),
+        tiers: o.tiers === undefined ? undefined : str(o, 'tiers').split(',').map((t) => t.trim()).filter(Boolean),
+        price_in_per_mtok: numberOption(o, 'price-in-per-mtok'),
+        price_out_per_mtok: numberOption(o, 'price-out-per-mtok'),
+        api_key_env: str(o, 'api-key-env'),
       });
     },
   },

@@ -8,7 +8,7 @@ import { settings } from '../shared/settings.js';
 
 export const ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/run'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
-export const PROVIDERS = ['openai-compatible', 'bedrock'] as const;
+export const PROVIDERS = ['openai-compatible', 'bedrock', 'http', 'decision'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
 /** Route ids travel as `model`: keep them to characters model names use. `auto` means "the default". */
@@ -26,6 +26,39 @@ export interface ModelRoute {
   owned_by: string;
   /** Unix seconds. */
   created: number;
+  /** Ceiling of output tokens per call; a request's max_tokens only lowers it. Null: the upstream's own. */
+  max_tokens: number | null;
+  /** False: a chat request with `tools` is refused (400 unsupported_field_for_route). */
+  tools: boolean;
+  /** Upstream timeout per call, ms (default DEFAULT_TIMEOUT_MS). */
+  timeout_ms: number | null;
+  /** Decision routes: the chat routes of its tiers, weakest first. */
+  tiers: string[] | null;
+  /** USD per million input / output tokens: the cost recorded and charged against the budget. */
+  price_in_per_mtok: number | null;
+  price_out_per_mtok: number | null;
+  /**
+   * Where the upstream API key is: the name of an environment variable (local) or of a Secrets Manager
+   * secret (AWS), read once per instance (providers/credentials.ts). Never the key itself.
+   */
+  api_key_env: string | null;
+}
+
+/** Upstream timeout when a route sets none. */
+export const DEFAULT_TIMEOUT_MS = 60_000;
+
+/** A stored route with the fields added since it was written filled with their defaults. */
+function normalized(stored: Record<string, unknown>): ModelRoute {
+  return {
+    max_tokens: null,
+    tools: true,
+    timeout_ms: null,
+    tiers: null,
+    price_in_per_mtok: null,
+    price_out_per_mtok: null,
+    api_key_env: null,
+    ...stored,
+  } as ModelRoute;
 }
 
 export class ModelRouteError extends Error {
@@ -39,7 +72,23 @@ export interface RouteInput {
   base_url?: string;
   upstream_model?: string;
   default?: boolean;
+  max_tokens?: number;
+  tools?: boolean;
+  timeout_ms?: number;
+  tiers?: string[];
+  price_in_per_mtok?: number;
+  price_out_per_mtok?: number;
+  api_key_env?: string;
 }
+
+/** Which endpoints each provider serves. */
+const PROVIDER_ENDPOINTS: Record<Provider, readonly Endpoint[]> = {
+  'openai-compatible': ['/v1/chat/completions', '/v1/embeddings'],
+  bedrock: ['/v1/chat/completions', '/v1/embeddings'],
+  http: ['/v1/run'],
+  decision: ['/v1/run'],
+};
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_./-]{0,255}$/;
 
 const key = (organizationId: string, routeId: string) => ({ pk: `org#${organizationId}`, sk: `route#${routeId}` });
 
@@ -66,7 +115,7 @@ export class ModelRoutes {
     let cursor: string | undefined;
     do {
       const page = await this.kv.query({ pk: `org#${organizationId}`, sk: { beginsWith: 'route#' }, cursor });
-      for (const { pk: _pk, sk: _sk, ...route } of page.items) routes.push(route as unknown as ModelRoute);
+      for (const { pk: _pk, sk: _sk, ...route } of page.items) routes.push(normalized(route));
       cursor = page.cursor;
     } while (cursor);
     return routes;
@@ -88,7 +137,25 @@ export class ModelRoutes {
       }
       if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ModelRouteError('base_url must be an absolute http(s) URL');
     }
+    const provider = input.provider as Provider;
+    if (!PROVIDER_ENDPOINTS[provider].includes(input.endpoint as Endpoint)) {
+      throw new ModelRouteError(`provider ${provider} serves ${PROVIDER_ENDPOINTS[provider].join(', ')}, not ${input.endpoint}`);
+    }
+    if ((provider === 'http' || provider === 'openai-compatible') && input.base_url === undefined) throw new ModelRouteError(`provider ${provider} needs --base-url`);
+    for (const [name, value] of [['max_tokens', input.max_tokens], ['timeout_ms', input.timeout_ms]] as const) {
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= 10_000_000)) throw new ModelRouteError(`${name} must be a whole number from 1`);
+    }
+    for (const [name, value] of [['price_in_per_mtok', input.price_in_per_mtok], ['price_out_per_mtok', input.price_out_per_mtok]] as const) {
+      if (value !== undefined && !(Number.isFinite(value) && value >= 0 && value <= 1_000_000)) throw new ModelRouteError(`${name} must be a number of USD from 0`);
+    }
+    if (input.api_key_env !== undefined && !ENV_NAME.test(input.api_key_env)) throw new ModelRouteError('api_key_env names an environment variable or a secret, not a key');
     const existing = await this.read(organizationId);
+    if (provider === 'decision') {
+      if (!input.tiers?.length) throw new ModelRouteError('a decision route needs --tiers: its chat routes, weakest first');
+      for (const tier of input.tiers) {
+        if (!existing.some((r) => r.id === tier && r.endpoint === '/v1/chat/completions')) throw new ModelRouteError(`tier ${tier} is not a chat route of this organization`);
+      }
+    } else if (input.tiers !== undefined) throw new ModelRouteError('--tiers is for decision routes only');
     const previous = existing.find((r) => r.id === input.id);
     const route: ModelRoute = {
       id: input.id,
@@ -100,6 +167,13 @@ export class ModelRoutes {
       default: input.default ?? false,
       owned_by: organizationId,
       created: previous?.created ?? Math.floor(this.now() / 1000),
+      max_tokens: input.max_tokens ?? null,
+      tools: input.tools ?? true,
+      timeout_ms: input.timeout_ms ?? null,
+      tiers: input.tiers ?? null,
+      price_in_per_mtok: input.price_in_per_mtok ?? null,
+      price_out_per_mtok: input.price_out_per_mtok ?? null,
+      api_key_env: input.api_key_env ?? null,
     };
     const writes: KvWrite[] = [{ put: { ...key(organizationId, route.id), ...route } }];
     if (route.default) {

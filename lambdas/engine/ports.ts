@@ -217,6 +217,16 @@ export interface ServerSecret {
   get(): Promise<Uint8Array>;
 }
 
+/**
+ * Upstream API keys of model routes, by the name a route gives (`api_key_env`): an environment
+ * variable of the local server, a Secrets Manager secret in AWS. Never stored in the platform's data;
+ * read once per process and kept.
+ */
+export interface UpstreamKeys {
+  /** The key, or undefined when nothing goes by that name. */
+  get(name: string): Promise<string | undefined>;
+}
+
 // ---------- clock ----------
 
 export interface Clock {
@@ -233,6 +243,7 @@ export interface Engine {
   connections: ConnectionGateway;
   signer: Signer;
   secret: ServerSecret;
+  upstreamKeys: UpstreamKeys;
   clock: Clock;
   close(): Promise<void>;
 }

@@ -12,9 +12,21 @@ export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 
 /** What a route's function may touch; the stack turns each grant into the narrowest IAM policy. */
 /**
  * What a route's function may touch. `connections:post` posts to and closes WebSocket connections;
- * `connections:table` reads and writes the connection table (what each connection serves).
+ * `connections:table` reads and writes the connection table (what each connection serves);
+ * `upstream-keys:read` reads model routes' upstream API keys.
  */
-export type Grant = 'table:read' | 'table:write' | 'blobs:read' | 'blobs:write' | 'queue:send' | 'connections:post' | 'connections:table' | 'signing:sign' | 'secret:read';
+export type Grant =
+  | 'table:read'
+  | 'table:write'
+  | 'blobs:read'
+  | 'blobs:write'
+  | 'queue:send'
+  | 'connections:post'
+  | 'connections:table'
+  | 'signing:sign'
+  | 'secret:read'
+  /** Model routes' upstream API keys (Secrets Manager secrets under UPSTREAM_KEY_PREFIX, lib/route-function.ts). */
+  | 'upstream-keys:read';
 
 export interface RouteDef {
   /** Stable id: `<api>.<resource>.<action>`. Names the function in the stack. */
@@ -64,6 +76,8 @@ export const countsCalls = (route: RouteDef): boolean => route.api !== 'ai' && a
 
 export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'http/handlers/ai/list-models', grants: ['table:read'] },
+  { id: 'ai.chat.completions', api: 'ai', method: 'POST', path: '/v1/chat/completions', handler: 'http/handlers/ai/chat-completions', capability: 'ai.chat', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
+  { id: 'ai.embeddings', api: 'ai', method: 'POST', path: '/v1/embeddings', handler: 'http/handlers/ai/embeddings', capability: 'ai.embeddings', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },

@@ -19,6 +19,8 @@ export const ERROR_STATUS = {
   invalid_part: 400,
   invalid_messages: 400,
   invalid_decision_input: 400,
+  invalid_escalate: 400,
+  invalid_input: 400,
   invalid_operation_id: 400,
   missing_operation_id: 400,
   missing_field: 400,
@@ -53,6 +55,7 @@ export const ERROR_STATUS = {
   organization_disabled: 403,
   capability_not_enabled: 403,
   field_not_allowed: 403,
+  route_forbidden: 403,
   budget_exceeded: 403,
   origin_not_allowed: 403,
   secret_key_in_browser: 403,
@@ -89,14 +92,19 @@ export const ERROR_STATUS = {
   request_header_fields_too_large: 431,
   upgrade_required: 426,
   rate_limited: 429,
+  quota_exceeded: 429,
+  concurrency_limited: 429,
+  budget_exhausted: 429,
   too_many_streams: 429,
   // the service and its upstreams
   internal_error: 500,
   upstream_error: 502,
   service_unavailable: 503,
+  route_unavailable: 503,
   events_disabled: 503,
   signing_unavailable: 503,
   upstream_timeout: 504,
+  timeout_error: 504,
 } as const satisfies Record<string, number>;
 
 export type ErrorCode = keyof typeof ERROR_STATUS;

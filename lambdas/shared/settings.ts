@@ -140,6 +140,15 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
 let current: Settings | undefined;
 
 /** The process's settings, read and checked on first use. */
+/**
+ * An environment variable a model route names for its upstream API key (`route set --api-key-env`):
+ * the one read of the environment outside the settings, by a name the operator chose.
+ */
+export function environmentValue(name: string): string | undefined {
+  const value = process.env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
 export function settings(): Settings {
   return (current ??= loadSettings());
 }

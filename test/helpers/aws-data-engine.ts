@@ -33,6 +33,7 @@ export async function startAwsDataEngine(
     connections: local.connections,
     signer: local.signer,
     secret: local.secret,
+    upstreamKeys: local.upstreamKeys,
     clock: options.clock ?? systemClock,
     async close() {
       emulation.restore();

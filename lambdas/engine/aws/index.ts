@@ -15,6 +15,7 @@ import { SqsQueue } from './queue.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
 import { KmsSigner } from './signer.js';
 import { SecretsManagerSecret } from './secret.js';
+import { SecretsManagerUpstreamKeys } from './upstream-keys.js';
 
 export function createAwsEngine(config: Settings): Engine {
   const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
@@ -54,6 +55,7 @@ export function createAwsEngine(config: Settings): Engine {
     ),
     signer: lazy(() => new KmsSigner(new KMSClient({}), need('signingKeyIds'))),
     secret: lazy(() => new SecretsManagerSecret(new SecretsManagerClient({}), need('serverSecretArn'))),
+    upstreamKeys: lazy(() => new SecretsManagerUpstreamKeys(new SecretsManagerClient({}))),
     clock: systemClock,
     async close() {},
   };

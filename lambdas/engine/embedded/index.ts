@@ -11,6 +11,7 @@ import { FileBlobStore } from './blobs.js';
 import { LocalConnectionGateway } from './connections.js';
 import { FileSigner } from './signer.js';
 import { FileSecret } from './secret.js';
+import { EnvironmentUpstreamKeys } from './upstream-keys.js';
 
 export interface EmbeddedEngine extends Engine {
   name: 'embedded';
@@ -55,6 +56,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
     connections: new LocalConnectionGateway(clock),
     signer: new FileSigner(join(options.dataDir, 'signing-keys.json')),
     secret: new FileSecret(join(options.dataDir, 'server-secret.key')),
+    upstreamKeys: new EnvironmentUpstreamKeys(),
     clock,
     async close() {
       clearInterval(sweeper);

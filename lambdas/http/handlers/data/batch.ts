@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { httpHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
-import { parseBody } from '../../validate.js';
+import { parseBody } from '../../../shared/validate.js';
 import { openDatabase } from '../../../data/records.js';
 
 export const MAX_BATCH_OPS = 100;

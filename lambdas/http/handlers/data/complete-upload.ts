@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { httpHandler } from '../../handler.js';
-import { parseBody } from '../../validate.js';
+import { parseBody } from '../../../shared/validate.js';
 import { BlobService, MAX_PARTS } from '../../../data/blobs.js';
 
 const Body = z

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { httpHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
-import { parseBody } from '../../validate.js';
+import { parseBody } from '../../../shared/validate.js';
 import { issueToken } from '../../../auth/tokens.js';
 
 /** Extra claims: flat values, as collection rules compare them; kept small because every request carries them. */

@@ -1,6 +1,6 @@
 /** Parses a request body with a zod schema, answering the spec's 400 codes instead of zod's errors. */
 import { z } from 'zod';
-import { PlatformError, type ErrorCode } from '../shared/errors.js';
+import { PlatformError, type ErrorCode } from './errors.js';
 
 export interface ValidateOptions {
   /** Code for a field the endpoint does not take (AI: unsupported_field; Data: unknown_field). */

@@ -1,0 +1,155 @@
+/**
+ * `POST /v1/chat/completions` (spec 4.3): the request's rules, as zod schemas that also document
+ * them (docs/ai/chat.md), and what leaves for the upstream. The call itself runs in gateway.ts.
+ */
+import { createHmac } from 'node:crypto';
+import { z } from 'zod';
+import type { Engine } from '../engine/ports.js';
+import { PlatformError } from '../shared/errors.js';
+import { derivedKey } from '../shared/server-keys.js';
+import { parseBody } from '../shared/validate.js';
+import type { ModelRoute } from './model-routes.js';
+import { GRANTABLE_FIELDS, type AiSettings } from './org-settings.js';
+import type { ChatBody } from './types.js';
+
+/** Spec 8: at most 20 images in a chat request. */
+export const MAX_CHAT_IMAGES = 20;
+/** Text a request may carry in its messages (characters): over it, 400 input_too_large. */
+export const MAX_INPUT_CHARS = 2_000_000;
+/** The fields replaced by a value derived from the organization before leaving (spec 4.3). */
+export const DERIVED_FIELDS = ['user', 'safety_identifier', 'prompt_cache_key'] as const;
+
+const textPart = z.object({ type: z.literal('text'), text: z.string() }).passthrough();
+const imagePart = z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string().min(1), detail: z.string().optional() }).passthrough() }).passthrough();
+const contentPart = z.discriminatedUnion('type', [textPart, imagePart]);
+const content = z.union([z.string(), z.array(contentPart)]);
+
+/** A message: OpenAI's roles with their content shapes (assistant content may be null beside tool calls). */
+export const messageSchema = z.discriminatedUnion('role', [
+  z.object({ role: z.literal('system'), content, name: z.string().optional() }).strict(),
+  z.object({ role: z.literal('user'), content, name: z.string().optional() }).strict(),
+  z
+    .object({ role: z.literal('assistant'), content: content.nullable().optional(), name: z.string().optional(), tool_calls: z.array(z.record(z.string(), z.unknown())).optional(), refusal: z.string().nullable().optional() })
+    .strict(),
+  z.object({ role: z.literal('tool'), content, tool_call_id: z.string().min(1) }).strict(),
+]);
+
+const integer = z.number().int();
+/** Every field of spec 4.3's table; anything else is 400 unsupported_field. */
+export const chatRequestSchema = z
+  .object({
+    messages: z.array(z.unknown()).min(1),
+    model: z.string().min(1).optional(),
+    stream: z.boolean().optional(),
+    stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullable().optional(),
+    max_tokens: integer.min(1).nullable().optional(),
+    max_completion_tokens: integer.min(1).nullable().optional(),
+    temperature: z.number().min(0).max(2).nullable().optional(),
+    top_p: z.number().min(0).max(1).nullable().optional(),
+    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+    stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
+    logit_bias: z.record(z.string(), z.number()).nullable().optional(),
+    logprobs: z.boolean().nullable().optional(),
+    top_logprobs: integer.min(0).max(20).nullable().optional(),
+    tools: z.array(z.record(z.string(), z.unknown())).optional(),
+    tool_choice: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+    parallel_tool_calls: z.boolean().optional(),
+    response_format: z.object({ type: z.string() }).passthrough().optional(),
+    seed: integer.nullable().optional(),
+    reasoning_effort: z.string().nullable().optional(),
+    verbosity: z.string().nullable().optional(),
+    user: z.string().optional(),
+    safety_identifier: z.string().optional(),
+    prompt_cache_key: z.string().optional(),
+    prediction: z.record(z.string(), z.unknown()).nullable().optional(),
+    // Grantable (checked against the organization's grants before anything else about them).
+    n: integer.min(1).max(128).nullable().optional(),
+    service_tier: z.string().nullable().optional(),
+    store: z.boolean().nullable().optional(),
+    metadata: z.record(z.string(), z.string()).nullable().optional(),
+    modalities: z.array(z.string()).nullable().optional(),
+    audio: z.record(z.string(), z.unknown()).nullable().optional(),
+    web_search_options: z.record(z.string(), z.unknown()).optional(),
+  })
+  .strict();
+
+export type ChatRequest = z.infer<typeof chatRequestSchema>;
+
+/** 403 field_not_allowed for a grantable field the organization was not granted (before any other check of it). */
+export function checkGrantedFields(body: unknown, granted: AiSettings['granted_fields']): void {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return;
+  for (const field of GRANTABLE_FIELDS) {
+    if (Object.hasOwn(body, field) && !granted.includes(field)) {
+      throw new PlatformError('field_not_allowed', `The field "${field}" needs a grant for your organization.`, field);
+    }
+  }
+}
+
+/** Parses the body: 400 unsupported_field for an unknown field, invalid_body for a wrong type, invalid_messages for bad messages. */
+export function parseChatRequest(body: unknown, granted: AiSettings['granted_fields']): ChatRequest {
+  checkGrantedFields(body, granted);
+  const request = parseBody(chatRequestSchema, body, { unknownField: 'unsupported_field' });
+  let images = 0;
+  let chars = 0;
+  request.messages.forEach((message, i) => {
+    const parsed = messageSchema.safeParse(message);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new PlatformError('invalid_messages', `messages[${i}]${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`, `messages.${i}`);
+    }
+    const c = parsed.data.content;
+    if (typeof c === 'string') chars += c.length;
+    else if (Array.isArray(c)) for (const part of c) part.type === 'image_url' ? images++ : (chars += (part as { text: string }).text.length);
+  });
+  if (images > MAX_CHAT_IMAGES) throw new PlatformError('invalid_messages', `A request holds at most ${MAX_CHAT_IMAGES} images; this one has ${images}.`, 'messages');
+  if (chars > MAX_INPUT_CHARS) throw new PlatformError('input_too_large', `The messages hold ${chars} characters of text; at most ${MAX_INPUT_CHARS}.`, 'messages');
+  return request;
+}
+
+/**
+ * The route a request's `model` names: `auto` or absent is the organization's default route of the
+ * endpoint; a route of another endpoint, or none, is 400 model_not_allowed.
+ */
+export function resolveRoute(routes: readonly ModelRoute[], model: string | undefined, endpoint: ModelRoute['endpoint']): ModelRoute {
+  const route = model === undefined || model === 'auto' ? routes.find((r) => r.endpoint === endpoint && r.default) : routes.find((r) => r.id === model);
+  if (!route || route.endpoint !== endpoint) {
+    const what = model === undefined || model === 'auto' ? `no default route for ${endpoint}` : `"${model}" is not a route of yours for ${endpoint}`;
+    throw new PlatformError('model_not_allowed', `Model not allowed: ${what}. GET /v1/models lists your routes.`, 'model');
+  }
+  return route;
+}
+
+/** A stable stand-in for an end-user value, keyed per organization: two organizations never share one. */
+export async function derivedUserValue(engine: Engine, organizationId: string, value: string): Promise<string> {
+  const key = await derivedKey(engine.secret, 'ai end-user ids v1');
+  return `u_${createHmac('sha256', key).update(organizationId).update('\0').update(value).digest('hex').slice(0, 32)}`;
+}
+
+/** The output-token ceiling: the route's, lowered (never raised) by the request's max_tokens / max_completion_tokens. */
+export function outputCeiling(route: ModelRoute, request: { max_tokens?: number | null; max_completion_tokens?: number | null }): number | undefined {
+  const asked = [request.max_tokens, request.max_completion_tokens].filter((v): v is number => typeof v === 'number');
+  const all = route.max_tokens === null ? asked : [route.max_tokens, ...asked];
+  return all.length ? Math.min(...all) : undefined;
+}
+
+/**
+ * What goes upstream: the request as sent, with the end-user fields replaced, the token ceiling
+ * applied (as `max_tokens`; `max_completion_tokens` too when the client used it), and usage always
+ * asked for on a stream (the platform records it; the client gets the usage chunk only if it asked).
+ */
+export async function upstreamChatBody(engine: Engine, organizationId: string, route: ModelRoute, request: ChatRequest): Promise<ChatBody> {
+  if (request.tools !== undefined && !route.tools) throw new PlatformError('unsupported_field_for_route', `The route "${route.id}" does not take tools.`, 'tools');
+  const body: ChatBody = { ...request } as ChatBody;
+  delete body.model;
+  for (const field of DERIVED_FIELDS) {
+    if (typeof request[field] === 'string') body[field] = await derivedUserValue(engine, organizationId, request[field]!);
+  }
+  const ceiling = outputCeiling(route, request);
+  if (ceiling !== undefined) {
+    if (request.max_completion_tokens != null) body.max_completion_tokens = ceiling;
+    else body.max_tokens = ceiling;
+  }
+  if (request.stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
+  return body;
+}

@@ -1,0 +1,54 @@
+/**
+ * `POST /v1/embeddings` (spec 4.4): one vector per input string, in order. The upstream is always asked
+ * for floats; `encoding_format: "base64"` is then answered as OpenAI does (each vector as little-endian
+ * float32 bytes, base64), whatever the upstream supports.
+ */
+import { z } from 'zod';
+import { PlatformError } from '../shared/errors.js';
+import { parseBody } from '../shared/validate.js';
+import type { EmbeddingList } from './types.js';
+
+/** Inputs per call, and characters per input (OpenAI's 2,048 inputs; about 8k tokens each). */
+export const MAX_EMBEDDING_INPUTS = 2048;
+export const MAX_EMBEDDING_INPUT_CHARS = 32_000;
+
+export const embeddingsRequestSchema = z
+  .object({
+    input: z.union([z.string(), z.array(z.string())]),
+    model: z.string().min(1).optional(),
+    encoding_format: z.enum(['float', 'base64']).optional(),
+    dimensions: z.number().int().min(1).max(65_536).optional(),
+    user: z.string().optional(),
+  })
+  .strict();
+
+export type EmbeddingsRequest = z.infer<typeof embeddingsRequestSchema>;
+
+export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest & { inputs: string[] } {
+  const request = parseBody(embeddingsRequestSchema, body, { unknownField: 'unsupported_field' });
+  const inputs = typeof request.input === 'string' ? [request.input] : request.input;
+  if (!inputs.length || inputs.some((s) => s.length === 0)) throw new PlatformError('invalid_body', 'input is a non-empty string or a non-empty array of non-empty strings.', 'input');
+  if (inputs.length > MAX_EMBEDDING_INPUTS) throw new PlatformError('input_too_large', `At most ${MAX_EMBEDDING_INPUTS} inputs a call.`, 'input');
+  if (inputs.some((s) => s.length > MAX_EMBEDDING_INPUT_CHARS)) throw new PlatformError('input_too_large', `An input is at most ${MAX_EMBEDDING_INPUT_CHARS} characters.`, 'input');
+  return { ...request, inputs };
+}
+
+/** The upstream's answer checked (one vector per input, numbers) and put in input order, encoded as asked. */
+export function shapeEmbeddings(list: EmbeddingList, inputs: number, encoding: 'float' | 'base64'): EmbeddingList {
+  const data = [...list.data].sort((a, b) => a.index - b.index);
+  if (data.length !== inputs || data.some((d, i) => d.index !== i || !Array.isArray(d.embedding) || !d.embedding.every((x) => typeof x === 'number'))) {
+    throw new PlatformError('upstream_error', "The model route's upstream failed: it did not answer one vector of numbers per input.");
+  }
+  return {
+    object: 'list',
+    data: data.map((d) => ({ object: 'embedding', index: d.index, embedding: encoding === 'base64' ? base64Floats(d.embedding as number[]) : d.embedding })),
+    model: list.model,
+    usage: { prompt_tokens: list.usage?.prompt_tokens ?? 0, total_tokens: list.usage?.total_tokens ?? list.usage?.prompt_tokens ?? 0 },
+  };
+}
+
+function base64Floats(vector: number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
+  return bytes.toString('base64');
+}

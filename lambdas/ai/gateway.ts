@@ -1,0 +1,135 @@
+/**
+ * One upstream call of the AI API, whatever the endpoint: the route's provider and key, its timeout
+ * (504 timeout_error), the client's disconnect (aborts the upstream), the limits admitted before and
+ * settled after with the call's real usage (limits.ts), and the usage recorded (usage.ts).
+ */
+import type { Principal } from '../auth/principal.js';
+import type { Engine } from '../engine/ports.js';
+import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
+import { providerOf } from './providers/index.js';
+import { admitCall, type Admission, type CallEstimate } from './limits.js';
+import { costOf, recordUsage, type CallUsage } from './usage.js';
+import { fetchFailure, routeUnavailable } from './upstream-errors.js';
+import type { ChatBody, ChatChunk, ChatCompletion, EmbeddingList, EmbeddingsBody, UpstreamCall } from './types.js';
+
+export interface CallScope {
+  engine: Engine;
+  principal: Principal;
+  /** Aborted when the client goes away (a streamed answer's reader is destroyed). */
+  signal?: AbortSignal;
+}
+
+/** The upstream call's frame: its key, its deadline, and which of the two signals ended it. */
+async function upstreamCall(scope: CallScope, route: ModelRoute): Promise<{ call: UpstreamCall; timedOut: () => boolean; timeoutMs: number; done: () => void }> {
+  const timeoutMs = route.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(new Error('timeout')), timeoutMs);
+  const signal = scope.signal ? AbortSignal.any([scope.signal, deadline.signal]) : deadline.signal;
+  let apiKey: string | undefined;
+  if (route.api_key_env !== null) {
+    apiKey = await scope.engine.upstreamKeys.get(route.api_key_env);
+    if (apiKey === undefined) {
+      clearTimeout(timer);
+      throw routeUnavailable('its API key is not configured');
+    }
+  }
+  return { call: { route, apiKey, signal }, timedOut: () => deadline.signal.aborted, timeoutMs, done: () => clearTimeout(timer) };
+}
+
+const usageOfCompletion = (c: { usage?: { prompt_tokens?: number; completion_tokens?: number } | null }): CallUsage => ({
+  inputTokens: Math.max(0, Number(c.usage?.prompt_tokens ?? 0) || 0),
+  outputTokens: Math.max(0, Number(c.usage?.completion_tokens ?? 0) || 0),
+});
+
+/** Runs `work` inside the limits and the timeout; settles and records the usage it reports. */
+async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEstimate, work: (call: UpstreamCall) => Promise<{ value: T; usage: CallUsage }>): Promise<T> {
+  const admission = await admitCall(scope.engine, scope.principal, route, estimate);
+  const started = performance.now();
+  let frame: Awaited<ReturnType<typeof upstreamCall>> | undefined;
+  try {
+    frame = await upstreamCall(scope, route);
+    const { value, usage } = await work(frame.call);
+    await settle(scope, route, admission, usage, 200, started);
+    return value;
+  } catch (error) {
+    const failure = frame ? fetchFailure(error, frame.timedOut(), frame.timeoutMs) : error;
+    await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, failure instanceof Error && 'status' in failure ? Number(failure.status) : 500, started);
+    throw failure;
+  } finally {
+    frame?.done();
+  }
+}
+
+async function settle(scope: CallScope, route: ModelRoute, admission: Admission, usage: CallUsage, status: number, started: number): Promise<void> {
+  const cost = costOf(route, usage);
+  await admission.settle(usage, cost);
+  recordUsage(scope.engine, scope.principal, { route, usage, cost, status, latencyMs: Math.round(performance.now() - started) });
+}
+
+export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate): Promise<ChatCompletion> {
+  return admitted(scope, route, estimate, async (call) => {
+    const completion = await providerOf(route).chat(call, body);
+    return { value: completion, usage: usageOfCompletion(completion) };
+  });
+}
+
+export function embeddings(scope: CallScope, route: ModelRoute, body: EmbeddingsBody, estimate: CallEstimate): Promise<EmbeddingList> {
+  return admitted(scope, route, estimate, async (call) => {
+    const list = await providerOf(route).embed(call, body);
+    return { value: list, usage: { inputTokens: Math.max(0, Number(list.usage?.prompt_tokens ?? 0) || 0), outputTokens: 0 } };
+  });
+}
+
+/**
+ * A streamed chat: admitted before the first chunk; yields each upstream chunk as it arrives; the
+ * usage chunk (asked of the upstream always) is passed on only when the client asked for it; the
+ * limits settle and the usage is recorded when the stream ends, however it ends.
+ */
+export async function chatStream(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate, includeUsage: boolean): Promise<AsyncGenerator<ChatChunk>> {
+  const admission = await admitCall(scope.engine, scope.principal, route, estimate);
+  const started = performance.now();
+  let frame: Awaited<ReturnType<typeof upstreamCall>>;
+  try {
+    frame = await upstreamCall(scope, route);
+  } catch (error) {
+    await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, 503, started);
+    throw error;
+  }
+  const upstream = providerOf(route).chatStream(frame.call, body)[Symbol.asyncIterator]();
+  // The first chunk before answering: a route that fails at once answers its status, not a broken stream.
+  let first: IteratorResult<ChatChunk>;
+  try {
+    first = await upstream.next();
+  } catch (error) {
+    frame.done();
+    const failure = fetchFailure(error, frame.timedOut(), frame.timeoutMs);
+    await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, failure.status, started);
+    throw failure;
+  }
+  const f = frame;
+  return (async function* () {
+    let usage: CallUsage = { inputTokens: 0, outputTokens: 0 };
+    let status = 200;
+    try {
+      for (let step = first; !step.done; step = await upstream.next()) {
+        const chunk = step.value;
+        if (chunk.usage) usage = usageOfCompletion(chunk);
+        // The usage-only chunk (no choices) goes to clients that asked for it; others see no usage field.
+        if (!includeUsage) {
+          if (!chunk.choices?.length && chunk.usage) continue;
+          delete chunk.usage;
+        }
+        yield chunk;
+      }
+    } catch (error) {
+      const failure = fetchFailure(error, f.timedOut(), f.timeoutMs);
+      status = failure.status;
+      throw failure;
+    } finally {
+      f.done();
+      await upstream.return?.(undefined).catch(() => undefined);
+      if (scope.signal?.aborted && status === 200) status = 499;
+      await settle(scope, route, admission, usage, status, started);
+    }
+  })();
+}

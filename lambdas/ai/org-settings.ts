@@ -1,0 +1,87 @@
+/**
+ * An organization's AI settings: the grantable chat fields it was granted (spec 4.3) and its limits
+ * (requests and tokens a minute, concurrent calls, budget in USD; limits.ts). One item per
+ * organization, `org#<id>` / `ai-settings`, read through a cache of MODEL_ROUTES_CACHE_MS as the
+ * routes are: a change made with the admin CLI reaches a running server within that time.
+ */
+import type { KeyValueStore } from '../engine/ports.js';
+import { settings } from '../shared/settings.js';
+import { TtlCache } from '../shared/ttl-cache.js';
+
+/** Chat fields accepted only when the organization was granted them (spec 4.3). */
+export const GRANTABLE_FIELDS = ['n', 'service_tier', 'store', 'metadata', 'modalities', 'audio', 'web_search_options'] as const;
+export type GrantableField = (typeof GRANTABLE_FIELDS)[number];
+
+export interface AiLimits {
+  /** Requests a minute. */
+  rpm: number | null;
+  /** Tokens (input and output) a minute. */
+  tpm: number | null;
+  /** Calls running at once. */
+  concurrency: number | null;
+  /** USD the organization may spend in all (priced routes only). */
+  budget_usd: number | null;
+}
+
+export interface AiSettings {
+  organization_id: string;
+  granted_fields: GrantableField[];
+  limits: AiLimits;
+}
+
+export const NO_LIMITS: AiLimits = { rpm: null, tpm: null, concurrency: null, budget_usd: null };
+const key = (organizationId: string) => ({ pk: `org#${organizationId}`, sk: 'ai-settings' });
+const cache = new TtlCache<AiSettings>();
+
+export class OrgSettingsError extends Error {
+  override name = 'OrgSettingsError';
+}
+
+export class AiOrgSettings {
+  constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
+
+  async get(organizationId: string): Promise<AiSettings> {
+    const now = this.now();
+    const hit = cache.get(organizationId, now);
+    if (hit) return hit;
+    const value = await this.read(organizationId);
+    cache.set(organizationId, value, now + settings().modelRoutesCacheMs);
+    return value;
+  }
+
+  private async read(organizationId: string): Promise<AiSettings> {
+    const item = await this.kv.get(key(organizationId));
+    return {
+      organization_id: organizationId,
+      granted_fields: (item?.granted_fields as GrantableField[] | undefined) ?? [],
+      limits: { ...NO_LIMITS, ...((item?.limits as Partial<AiLimits> | undefined) ?? {}) },
+    };
+  }
+
+  private async write(organizationId: string, change: (current: AiSettings) => AiSettings): Promise<AiSettings> {
+    const next = change(await this.read(organizationId));
+    await this.kv.put({ ...key(organizationId), granted_fields: next.granted_fields, limits: { ...next.limits } });
+    cache.delete(organizationId);
+    return next;
+  }
+
+  grantField(organizationId: string, field: string): Promise<AiSettings> {
+    const f = grantable(field);
+    return this.write(organizationId, (s) => ({ ...s, granted_fields: [...new Set([...s.granted_fields, f])] }));
+  }
+
+  revokeField(organizationId: string, field: string): Promise<AiSettings> {
+    const f = grantable(field);
+    return this.write(organizationId, (s) => ({ ...s, granted_fields: s.granted_fields.filter((g) => g !== f) }));
+  }
+
+  /** Sets the given limits; null lifts one, absent leaves it. */
+  setLimits(organizationId: string, limits: Partial<AiLimits>): Promise<AiSettings> {
+    return this.write(organizationId, (s) => ({ ...s, limits: { ...s.limits, ...limits } }));
+  }
+}
+
+function grantable(field: string): GrantableField {
+  if (!(GRANTABLE_FIELDS as readonly string[]).includes(field)) throw new OrgSettingsError(`field must be one of ${GRANTABLE_FIELDS.join(', ')}`);
+  return field as GrantableField;
+}

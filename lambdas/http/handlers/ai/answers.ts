@@ -1,0 +1,26 @@
+/** Answers shared by the AI handlers: a kept answer replayed, an operation run once (ai/operations.ts). */
+import { beginOperation, type StoredAnswer } from '../../../ai/operations.js';
+import { DEFAULT_TIMEOUT_MS, type ModelRoute } from '../../../ai/model-routes.js';
+import type { Engine, KvValue } from '../../../engine/ports.js';
+import type { HttpResponse } from '../../types.js';
+
+const JSON_TYPE = { 'content-type': 'application/json' };
+/** How long past the route's timeout a call may hold its operation id (answering, recording). */
+const HOLD_MARGIN_SECONDS = 30;
+
+export const replayed = (answer: StoredAnswer): HttpResponse => ({ status: answer.status, headers: { ...JSON_TYPE, 'x-idempotent-replay': 'true' }, body: answer.body as object });
+
+/** Runs `work` once per operation id: replays a kept answer, keeps a new successful one, keeps no error. */
+export async function onceForOperation(engine: Engine, organizationId: string, operationId: string, route: ModelRoute, work: () => Promise<object>): Promise<HttpResponse> {
+  const op = await beginOperation(engine, organizationId, operationId, (route.timeout_ms ?? DEFAULT_TIMEOUT_MS) / 1000 + HOLD_MARGIN_SECONDS);
+  if (op.kind === 'replay') return replayed(op.answer);
+  let body: object;
+  try {
+    body = await work();
+  } catch (error) {
+    await op.abandon();
+    throw error;
+  }
+  await op.complete({ status: 200, body: body as KvValue });
+  return { status: 200, headers: JSON_TYPE, body };
+}

@@ -1,0 +1,60 @@
+import { Readable } from 'node:stream';
+import { httpHandler } from '../../handler.js';
+import { ModelRoutes, DEFAULT_TIMEOUT_MS } from '../../../ai/model-routes.js';
+import { AiOrgSettings } from '../../../ai/org-settings.js';
+import { outputCeiling, parseChatRequest, resolveRoute, upstreamChatBody } from '../../../ai/chat.js';
+import { chatCompletion, chatStream } from '../../../ai/gateway.js';
+import { estimateChat } from '../../../ai/estimate.js';
+import { beginOperation } from '../../../ai/operations.js';
+import type { ChatChunk } from '../../../ai/types.js';
+import { errorBody } from '../../error-response.js';
+import { PlatformError } from '../../../shared/errors.js';
+import { log } from '../../../shared/log.js';
+import { onceForOperation, replayed } from './answers.js';
+
+/**
+ * POST /v1/chat/completions (spec 4.3; docs/ai/chat.md). A streamed answer is server-sent events in
+ * OpenAI's chunk format, each upstream chunk written as it arrives, ending `data: [DONE]`; an upstream
+ * failure after the first chunk is an error event before the stream closes; a client that leaves
+ * aborts the upstream call. Streamed replies are never kept for replay.
+ */
+export const handler = httpHandler('ai.chat.completions', async (req, { engine, principal, operationId }) => {
+  const org = principal.organizationId;
+  const now = () => engine.clock.now();
+  const [aiSettings, routes] = await Promise.all([new AiOrgSettings(engine.kv, now).get(org), new ModelRoutes(engine.kv, now).list(org)]);
+  const request = parseChatRequest(req.json, aiSettings.granted_fields);
+  const route = resolveRoute(routes, request.model, '/v1/chat/completions');
+  const body = await upstreamChatBody(engine, org, route, request);
+  const estimate = estimateChat(request.messages, outputCeiling(route, request));
+  const scope = { engine, principal };
+  if (!request.stream) return onceForOperation(engine, org, operationId!, route, () => chatCompletion(scope, route, body, estimate));
+
+  // Streamed: the id is held while the stream runs (a second call is 409), then let go: nothing is kept.
+  const op = await beginOperation(engine, org, operationId!, (route.timeout_ms ?? DEFAULT_TIMEOUT_MS) / 1000 + 30);
+  if (op.kind === 'replay') return replayed(op.answer);
+  const client = new AbortController();
+  let chunks: AsyncGenerator<ChatChunk>;
+  try {
+    chunks = await chatStream({ ...scope, signal: client.signal }, route, body, estimate, request.stream_options?.include_usage === true);
+  } catch (error) {
+    await op.abandon();
+    throw error;
+  }
+  const stream = Readable.from(serverSentEvents(chunks, () => op.abandon()), { objectMode: false });
+  // Destroyed before its end: the client left; the upstream call is aborted.
+  stream.on('close', () => client.abort());
+  return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }, body: stream };
+});
+
+async function* serverSentEvents(chunks: AsyncGenerator<ChatChunk>, finished: () => Promise<void>): AsyncGenerator<string> {
+  try {
+    for await (const chunk of chunks) yield `data: ${JSON.stringify(chunk)}\n\n`;
+    yield 'data: [DONE]\n\n';
+  } catch (error) {
+    const failure = error instanceof PlatformError ? error : new PlatformError('upstream_error', "The model route's upstream failed mid-stream.");
+    if (!(error instanceof PlatformError)) log.error('chat stream failed', { error: String((error as Error)?.stack ?? error) });
+    yield `data: ${JSON.stringify(errorBody(failure))}\n\n`;
+  } finally {
+    await finished().catch(() => undefined);
+  }
+}
