@@ -27,7 +27,7 @@ const TARGET_RATIO = 0.6;
 const ROUTES = [
   ['--id', 'fast-chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'small-chat', '--default'],
   ['--id', 'embed-small', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', 'http://127.0.0.1:9/v1', '--model', 'small-embed', '--default'],
-  ['--id', 'runner', '--endpoint', '/v1/run', '--provider', 'bedrock', '--model', 'anthropic.claude-3-haiku'],
+  ['--id', 'runner', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', 'http://127.0.0.1:9/run'],
 ];
 
 export const benchmark: Benchmark = {

@@ -49,7 +49,7 @@ describe('GET /v1/models', () => {
   it("never shows one organization's routes to another organization's key", async () => {
     const other = adminOk(p.dataDir, 'org', 'create', '--name', 'Other');
     const key = adminOk(p.dataDir, 'key', 'create', '--org', other.id);
-    adminOk(p.dataDir, 'route', 'set', '--org', other.id, '--id', 'secret-route', '--endpoint', '/v1/run', '--provider', 'openai-compatible');
+    adminOk(p.dataDir, 'route', 'set', '--org', other.id, '--id', 'secret-route', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', 'https://runner.example/run');
     const theirs: any = await (await get(`${p.urls.ai}/v1/models`, bearer(key.key))).json();
     expect(theirs.data.map((r: { id: string }) => r.id)).toEqual(['secret-route']);
     const ours: any = await (await get(`${p.urls.ai}/v1/models`, bearer(p.credentials.secret_key))).json();
