@@ -7,6 +7,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
 import { providerOf } from './providers/index.js';
+import { httpRun } from './providers/http/index.js';
 import { admitCall, type Admission, type CallEstimate } from './limits.js';
 import { costOf, recordUsage, type CallUsage } from './usage.js';
 import { fetchFailure, routeUnavailable } from './upstream-errors.js';
@@ -78,6 +79,11 @@ export function embeddings(scope: CallScope, route: ModelRoute, body: Embeddings
     const list = await providerOf(route).embed(call, body);
     return { value: list, usage: { inputTokens: Math.max(0, Number(list.usage?.prompt_tokens ?? 0) || 0), outputTokens: 0 } };
   });
+}
+
+/** A generic run (`/v1/run` on an `http` route): one call of 0 tokens, inside the same limits, timeout and usage record. */
+export function genericRun(scope: CallScope, route: ModelRoute, input: Record<string, unknown>): Promise<object> {
+  return admitted(scope, route, { inputTokens: 0, maxOutputTokens: 0 }, async (call) => ({ value: await httpRun(call, input), usage: { inputTokens: 0, outputTokens: 0 } }));
 }
 
 /**

@@ -19,12 +19,19 @@ describe('layers', () => {
   it('give every source folder a layer with a rule', () => {
     const layers = new Set(readImports(ROOT, ['lambdas', 'lib', 'bin']).map((i) => layerOf(i.from)));
     expect([...layers].sort()).toEqual(
-      ['activity', 'admin', 'ai', 'auth', 'bin', 'consumers', 'data', 'engine', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'lib', 'local', 'shared'].sort(),
+      ['activity', 'admin', 'ai', 'ai/providers/bedrock', 'auth', 'bin', 'consumers', 'data', 'engine', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'lib', 'local', 'shared'].sort(),
     );
   });
 
   describe('the checker', () => {
     const check = (file: string, text: string) => violations(importsOf({ [file]: text }));
+
+    it('lets only the Bedrock provider import the Bedrock SDK, and that provider no other AWS SDK', () => {
+      expect(check('lambdas/ai/gateway.ts', "import { ConverseCommand } from '@aws-sdk/client-bedrock-runtime';")).toHaveLength(1);
+      expect(check('lambdas/ai/providers/openai-compatible/index.ts', "import { ConverseCommand } from '@aws-sdk/client-bedrock-runtime';")).toHaveLength(1);
+      expect(check('lambdas/ai/providers/bedrock/index.ts', "import { ConverseCommand } from '@aws-sdk/client-bedrock-runtime';")).toEqual([]);
+      expect(check('lambdas/ai/providers/bedrock/index.ts', "import { S3Client } from '@aws-sdk/client-s3';")).toHaveLength(1);
+    });
 
     it('catches a domain module importing the HTTP layer', () => {
       expect(check('lambdas/data/records.ts', "import type { HttpRequest } from '../http/types.js';")).toEqual([

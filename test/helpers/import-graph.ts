@@ -18,6 +18,8 @@ export function layerOf(file: string): string | undefined {
   const p = file.split('/');
   if (p[0] === 'lib' || p[0] === 'bin') return p[0];
   if (p[0] !== 'lambdas') return undefined;
+  // The one AI provider that speaks through an AWS SDK is a layer of its own, so `ai` stays SDK-free.
+  if (p[1] === 'ai' && p[2] === 'providers' && p[3] === 'bedrock') return 'ai/providers/bedrock';
   if (p[1] === 'engine') {
     if (p[2] === 'aws' || p[2] === 'embedded') return `engine/${p[2]}`;
     // The selector loads both adapters; every other file of engine/ is the ports' contract.
@@ -48,7 +50,9 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   auth: { layers: ['engine', 'shared'], packages: DOMAIN_PACKAGES },
   activity: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   data: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
-  ai: { layers: ['auth', 'activity', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  ai: { layers: ['auth', 'activity', 'ai/providers/bedrock', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  // The Bedrock provider (registered by ai/providers/index.ts): the Bedrock Runtime SDK, nothing else of AWS.
+  'ai/providers/bedrock': { layers: ['ai', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@aws-sdk/client-bedrock-runtime'] },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.

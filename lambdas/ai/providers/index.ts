@@ -2,10 +2,12 @@
 import { PlatformError } from '../../shared/errors.js';
 import type { ModelRoute, Provider } from '../model-routes.js';
 import type { ModelProvider } from '../types.js';
+import { bedrock } from './bedrock/index.js';
 import { openAiCompatible } from './openai-compatible/index.js';
 
 const PROVIDERS: Partial<Record<Provider, ModelProvider>> = {
   'openai-compatible': openAiCompatible,
+  bedrock,
 };
 
 export function providerOf(route: ModelRoute): ModelProvider {

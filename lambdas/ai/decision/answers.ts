@@ -1,0 +1,110 @@
+/**
+ * A tier's reply read back into answers (docs/ai/run.md). Each question's probabilities come from the
+ * logprobs of its answer token when the route returned them (the alternatives among the top
+ * logprobs that are codes of the question, renormalized), else from the model's stated confidence
+ * (the written answer gets it, at least 1/n; the other codes share the rest evenly).
+ */
+import type { ChatCompletion } from '../types.js';
+import { upstreamError } from '../upstream-errors.js';
+import { codesOf } from './prompt.js';
+import type { Question } from './validate.js';
+
+export type Answer =
+  | { type: 'noul'; noul: number; confidence: number }
+  | { type: 'choice'; choice: string; confidence: number; probabilities: Record<string, number> }
+  | { type: 'score'; score: number; confidence: number; legend: Record<string, string>; probabilities: Record<string, number> };
+
+interface TokenLogprob {
+  token: string;
+  logprob: number;
+  top_logprobs?: { token: string; logprob: number }[] | null;
+}
+
+const round = (x: number) => Math.round(x * 10_000) / 10_000;
+/** A token as a code: without the JSON quotes, separators and spaces around it, lower case. */
+const asCode = (token: string) => token.replace(/^[\s"]+|[\s",}\]]+$/g, '').toLowerCase();
+
+/** The logprob tokens of the reply, when they spell out exactly its content. */
+function tokensOf(completion: ChatCompletion, content: string): { tokens: TokenLogprob[]; starts: number[] } | null {
+  const raw = (completion.choices[0]?.logprobs as { content?: unknown } | null | undefined)?.content;
+  if (!Array.isArray(raw) || !raw.length) return null;
+  const tokens = raw as TokenLogprob[];
+  if (!tokens.every((t) => t && typeof t.token === 'string' && typeof t.logprob === 'number')) return null;
+  const starts: number[] = [];
+  let at = 0;
+  for (const t of tokens) {
+    starts.push(at);
+    at += t.token.length;
+  }
+  return tokens.map((t) => t.token).join('') === content ? { tokens, starts } : null;
+}
+
+/** Probabilities of a question's codes from the token that wrote its answer, or null when they cannot be read. */
+function fromLogprobs(lp: NonNullable<ReturnType<typeof tokensOf>>, content: string, id: string, codes: string[], written: string): number[] | null {
+  const match = new RegExp(`"${id}"\\s*:\\s*\\{[^{}]*?"answer"\\s*:\\s*"`).exec(content);
+  if (!match) return null;
+  const valueAt = match.index + match[0].length;
+  // The token holding the value's first character (it may carry the opening quote or the closing one too).
+  const token = lp.tokens[lp.starts.findIndex((s, k) => s <= valueAt && valueAt < s + lp.tokens[k].token.length)];
+  if (!token || asCode(token.token) !== written) return null;
+  const alternatives = new Map<string, number>([[token.token, token.logprob]]);
+  for (const alt of token.top_logprobs ?? []) if (alt && typeof alt.token === 'string' && typeof alt.logprob === 'number') alternatives.set(alt.token, alt.logprob);
+  const mass = codes.map(() => 0);
+  for (const [text, logprob] of alternatives) {
+    const k = codes.indexOf(asCode(text));
+    if (k >= 0) mass[k] += Math.exp(logprob);
+  }
+  const total = mass.reduce((a, b) => a + b, 0);
+  return total > 0 ? mass.map((m) => m / total) : null;
+}
+
+/** Probabilities from the model's own confidence in its written answer. */
+function fromStated(codes: string[], written: string, stated: unknown): number[] {
+  const n = codes.length;
+  const c = Math.min(1, Math.max(1 / n, typeof stated === 'number' && Number.isFinite(stated) ? stated : 0.5));
+  return codes.map((code) => (code === written ? c : (1 - c) / (n - 1)));
+}
+
+function shape(question: Question, written: string, p: number[]): Answer {
+  const codes = codesOf(question);
+  if (question.type === 'noul') return { type: 'noul', noul: round(p[0]), confidence: round(Math.max(p[0], p[1])) };
+  // The most probable code; on a tie, the one written.
+  let best = codes.indexOf(written);
+  p.forEach((x, k) => {
+    if (x > p[best]) best = k;
+  });
+  if (question.type === 'choice') {
+    const labels = Object.keys(question.criteria);
+    return { type: 'choice', choice: labels[best], confidence: round(p[best]), probabilities: Object.fromEntries(labels.map((l, k) => [l, round(p[k])])) };
+  }
+  return {
+    type: 'score',
+    score: round(p.reduce((sum, x, k) => sum + x * k, 0)),
+    confidence: round(p[best]),
+    legend: Object.fromEntries(question.criteria.map((c, k) => [String(k), c])),
+    probabilities: Object.fromEntries(p.map((x, k) => [String(k), round(x)])),
+  };
+}
+
+/** The answers of one tier call to `questions`; a reply that is not JSON, or misses or garbles an answer, is 502 upstream_error. */
+export function readAnswers(completion: ChatCompletion, questions: Record<string, Question>): Record<string, Answer> {
+  const content = completion.choices[0]?.message?.content;
+  let reply: unknown;
+  try {
+    reply = typeof content === 'string' ? JSON.parse(content) : undefined;
+  } catch {
+    reply = undefined;
+  }
+  if (!reply || typeof reply !== 'object' || Array.isArray(reply)) throw upstreamError('the decision reply is not a JSON object');
+  const lp = tokensOf(completion, content as string);
+  const answers: Record<string, Answer> = {};
+  for (const [id, question] of Object.entries(questions)) {
+    const entry = (reply as Record<string, { answer?: unknown; confidence?: unknown } | undefined>)[id];
+    const codes = codesOf(question);
+    const written = typeof entry?.answer === 'string' ? entry.answer.trim().toLowerCase() : undefined;
+    if (written === undefined || !codes.includes(written)) throw upstreamError(`the decision reply has no valid answer to "${id}"`);
+    const p = (lp && fromLogprobs(lp, content as string, id, codes, written)) ?? fromStated(codes, written, entry!.confidence);
+    answers[id] = shape(question, written, p);
+  }
+  return answers;
+}

@@ -1,0 +1,61 @@
+/**
+ * A decision run (spec 4.5, docs/ai/run.md): the route's first tier is asked every question in one
+ * chat call; with `escalate`, the questions answered with a confidence under `min_confidence` are
+ * asked again on the next tier, up to `max_tier`. Each tier call is an ordinary chat call of the
+ * gateway (gateway.ts: the tier route's key, timeout, limits and usage).
+ */
+import { performance } from 'node:perf_hooks';
+import { chatCompletion, type CallScope } from '../gateway.js';
+import { estimateChat } from '../estimate.js';
+import type { ModelRoute } from '../model-routes.js';
+import { routeUnavailable } from '../upstream-errors.js';
+import { readAnswers, type Answer } from './answers.js';
+import { decisionChatBody, outputTokensFor } from './prompt.js';
+import type { DecisionInput, Escalation, Question } from './validate.js';
+
+export interface DecisionResult {
+  model: string;
+  result: { answers: Record<string, Answer>; usage: { input_tokens: number; output_tokens: number } };
+  state: 'Completed';
+  engine: { tier: string; latency_ms: number };
+}
+
+/** A tier's chat route; one that is gone or no longer a chat route leaves the decision route unavailable. */
+export function tierRoute(routes: readonly ModelRoute[], id: string): ModelRoute {
+  const route = routes.find((r) => r.id === id && r.endpoint === '/v1/chat/completions');
+  if (!route) throw routeUnavailable(`its tier "${id}" is not a chat route`);
+  return route;
+}
+
+export async function runDecision(scope: CallScope, route: ModelRoute, routes: readonly ModelRoute[], input: DecisionInput, escalation: Escalation | null): Promise<DecisionResult> {
+  const started = performance.now();
+  const tiers = route.tiers ?? [];
+  if (!tiers.length) throw routeUnavailable('it has no tiers');
+  const lastTier = escalation ? escalation.maxTier : 0;
+  const answers: Record<string, Answer> = {};
+  const usage = { input_tokens: 0, output_tokens: 0 };
+  let open: Record<string, Question> = input.questions;
+  let used = tiers[0];
+  for (let t = 0; t <= lastTier && Object.keys(open).length; t++) {
+    const tier = tierRoute(routes, tiers[t]);
+    const wanted = outputTokensFor(Object.keys(open).length);
+    const maxTokens = tier.max_tokens === null ? wanted : Math.min(wanted, tier.max_tokens);
+    const body = decisionChatBody(input, open, maxTokens);
+    const completion = await chatCompletion(scope, tier, body, estimateChat(body.messages, maxTokens));
+    usage.input_tokens += Math.max(0, Number(completion.usage?.prompt_tokens ?? 0) || 0);
+    usage.output_tokens += Math.max(0, Number(completion.usage?.completion_tokens ?? 0) || 0);
+    used = tier.id;
+    Object.assign(answers, readAnswers(completion, open));
+    if (!escalation) break;
+    open = Object.fromEntries(Object.entries(open).filter(([id]) => answers[id].confidence < escalation.minConfidence));
+  }
+  // The answers in the order of the questions.
+  const ordered = Object.fromEntries(Object.keys(input.questions).map((id) => [id, answers[id]]));
+  return { model: route.id, result: { answers: ordered, usage }, state: 'Completed', engine: { tier: used, latency_ms: Math.round(performance.now() - started) } };
+}
+
+/** How long a run may hold its operation id: every tier it may ask, each within its own timeout. */
+export function decisionTimeoutMs(route: ModelRoute, routes: readonly ModelRoute[], escalation: Escalation | null, defaultMs: number): number {
+  const tiers = (route.tiers ?? []).slice(0, (escalation ? escalation.maxTier : 0) + 1);
+  return tiers.reduce((sum, id) => sum + (routes.find((r) => r.id === id)?.timeout_ms ?? defaultMs), 0) || defaultMs;
+}

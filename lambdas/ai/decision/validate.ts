@@ -1,0 +1,113 @@
+/**
+ * A decision run's rules (spec 4.5, docs/ai/run.md), as zod schemas: the `input` (state, questions,
+ * images; anything wrong in it is 400 invalid_decision_input) and `escalate` (400 invalid_escalate).
+ */
+import { z } from 'zod';
+import { PlatformError } from '../../shared/errors.js';
+import { parseBody } from '../../shared/validate.js';
+
+/** Spec 8: at most 64 questions and 16 images a run. */
+export const MAX_QUESTIONS = 64;
+export const MAX_IMAGES = 16;
+/** Options of a choice, levels of a score: 2 to 64 (each is answered by its index as a code). */
+export const MAX_OPTIONS = 64;
+/** A question id: also a property name of the JSON schema the tier answers in. */
+export const QUESTION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/** min_confidence when escalate does not set it. */
+export const DEFAULT_MIN_CONFIDENCE = 0.7;
+
+const text = z.string().trim().min(1);
+
+const noulQuestion = z
+  .object({
+    type: z.literal('noul'),
+    instructions: text,
+    /** What "yes" (true) and "no" (false) mean here; optional. */
+    criteria: z.object({ true: text.optional(), false: text.optional() }).strict().optional(),
+  })
+  .strict();
+
+const choiceQuestion = z
+  .object({
+    type: z.literal('choice'),
+    instructions: text,
+    /** label -> what it means; the answer's `choice` is one of the labels. */
+    criteria: z
+      .record(z.string().min(1).max(128), text)
+      .refine((c) => Object.keys(c).length >= 2 && Object.keys(c).length <= MAX_OPTIONS, `a choice has 2 to ${MAX_OPTIONS} options`),
+  })
+  .strict();
+
+const scoreQuestion = z
+  .object({
+    type: z.literal('score'),
+    instructions: text,
+    /** The levels, lowest first; the answer's indexes ("0", "1", ...) point into it. */
+    criteria: z.array(text).min(2).max(MAX_OPTIONS),
+  })
+  .strict();
+
+export const questionSchema = z.discriminatedUnion('type', [noulQuestion, choiceQuestion, scoreQuestion]);
+export type Question = z.infer<typeof questionSchema>;
+
+/** An image: an http(s) URL or a base64 `data:image/...` URL. */
+const image = z
+  .string()
+  .refine((u) => /^https?:\/\/\S+$/i.test(u) || /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+$/i.test(u), 'an image is an http(s) URL or a data:image/...;base64 URL');
+
+export const decisionInputSchema = z
+  .object({
+    state: z.unknown().refine((v) => v !== undefined && v !== null, 'state is required and may be any JSON but null'),
+    questions: z
+      .record(z.string().regex(QUESTION_ID_PATTERN, 'question ids are 1 to 64 letters, digits, "_" or "-"'), questionSchema)
+      .refine((q) => Object.keys(q).length >= 1 && Object.keys(q).length <= MAX_QUESTIONS, `1 to ${MAX_QUESTIONS} questions`),
+    images: z.array(image).max(MAX_IMAGES).optional(),
+  })
+  .strict();
+
+export type DecisionInput = z.infer<typeof decisionInputSchema> & { questions: Record<string, Question> };
+
+/** Parses a decision `input` (already known to be a plain object): any fault is 400 invalid_decision_input. */
+export function parseDecisionInput(input: Record<string, unknown>): DecisionInput {
+  if (!Object.hasOwn(input, 'state')) throw new PlatformError('invalid_decision_input', 'input.state is required (any JSON but null).', 'input.state');
+  if (!Object.hasOwn(input, 'questions')) throw new PlatformError('invalid_decision_input', 'input.questions is required.', 'input.questions');
+  const { input: parsed } = parseBody(z.object({ input: decisionInputSchema }), { input }, { unknownField: 'invalid_decision_input', invalid: 'invalid_decision_input' });
+  return parsed as DecisionInput;
+}
+
+export interface Escalation {
+  minConfidence: number;
+  /** Index into the route's tiers of the strongest tier that may be asked. */
+  maxTier: number;
+}
+
+const escalateSchema = z.union([
+  z.boolean(),
+  z
+    .object({
+      min_confidence: z.number().min(0).max(1).optional(),
+      max_tier: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
+    })
+    .strict(),
+]);
+
+/**
+ * `escalate` as sent (absent or false: only the first tier is asked): true or an object of
+ * `min_confidence` (0 to 1, default 0.7) and `max_tier` (a tier index from 0, or a tier's route id;
+ * default the last tier). Anything else is 400 invalid_escalate.
+ */
+export function parseEscalate(value: unknown, tiers: readonly string[]): Escalation | null {
+  if (value === undefined || value === false) return null;
+  const parsed = parseBody(z.object({ escalate: escalateSchema }), { escalate: value }, { unknownField: 'invalid_escalate', invalid: 'invalid_escalate' }).escalate;
+  if (parsed === false) return null;
+  const options = parsed === true ? {} : parsed;
+  let maxTier = tiers.length - 1;
+  if (typeof options.max_tier === 'number') {
+    if (options.max_tier >= tiers.length) throw new PlatformError('invalid_escalate', `escalate.max_tier: this route has tiers 0 to ${tiers.length - 1}.`, 'escalate.max_tier');
+    maxTier = options.max_tier;
+  } else if (typeof options.max_tier === 'string') {
+    maxTier = tiers.indexOf(options.max_tier);
+    if (maxTier < 0) throw new PlatformError('invalid_escalate', `escalate.max_tier: "${options.max_tier}" is not a tier of this route.`, 'escalate.max_tier');
+  }
+  return { minConfidence: options.min_confidence ?? DEFAULT_MIN_CONFIDENCE, maxTier };
+}
