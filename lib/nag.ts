@@ -3,7 +3,7 @@ import type { IConstruct } from 'constructs';
 // cdk-nag's own rendering of CloudFormation references in finding ids, so ours always match its findings.
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference.js';
 import type { Grant } from '../lambdas/http/routes.js';
-import type { GrantTargets } from './route-function.js';
+import { bedrockArns, upstreamKeyArn, type GrantTargets } from './route-function.js';
 
 /**
  * Every cdk-nag acknowledgement of the stack lives here, each with the reason it is acceptable.
@@ -80,6 +80,30 @@ export function acknowledgeEventsEdge(distribution: IConstruct): void {
   );
 }
 
+/**
+ * The AI distribution (lib/ai-edge.ts): the same reasons as the Events one, and its function URL's
+ * missing IAM authorization. Origin Access Control signs for a function URL, but Lambda then wants
+ * the body's SHA-256 from the client in x-amz-content-sha256 on POST, which OpenAI clients never send.
+ */
+export function acknowledgeAiEdge(distribution: IConstruct): void {
+  ack(distribution, 'AwsSolutions-CFR1', 'No geo restriction: the AI API serves customers wherever they are; access is decided by credentials in every function.');
+  ack(
+    distribution,
+    'AwsSolutions-CFR2',
+    'No WAF web ACL: every request is authenticated inside the functions and held to the organization\'s AI limits and budget (lambdas/ai/limits.ts); a WAF is an operator choice per deployment, not a default of the product.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR3',
+    'No CloudFront access logs: the AI HTTP API stage writes access logs, every AI call is recorded in the activity log with its usage, and standard CloudFront logging would need an ACL-enabled bucket, which every bucket here disables.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR4',
+    'The default CloudFront certificate allows TLS 1.0 viewers; pinning TLS 1.2 needs a custom domain and its ACM certificate, which a deployment adds with its own domain. Origins are reached over TLS 1.2 only.',
+  );
+}
+
 /** The wildcards CDK's grant methods put into a route function's policy, acknowledged per grant. */
 export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: GrantTargets): void {
   const iam5 = (finding: string, reason: string) => ack(fn, `AwsSolutions-IAM5[${finding}]`, reason);
@@ -103,6 +127,22 @@ export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Gr
   }
 
   if (grants.has('connections:post') && t.connections) acknowledgeConnectionArns(fn, t.connections.manageArns);
+
+  if (grants.has('upstream-keys:read')) {
+    iam5(
+      `Resource::${flat(fn, upstreamKeyArn(fn))}`,
+      "Model routes' upstream API keys: the secret a route names is chosen by the operator at run time (route set --api-key-env); the wildcard covers only secrets under this stack's ai-upstream/ prefix (and Secrets Manager's random ARN suffix), read-only (GetSecretValue).",
+    );
+    const [models, profiles] = bedrockArns(fn);
+    iam5(
+      `Resource::${flat(fn, models)}`,
+      "Bedrock model routes name their model at run time (route set --model); invoke only (InvokeModel, InvokeModelWithResponseStream: Converse and ConverseStream), on AWS's foundation models only; any region, because a cross-region inference profile runs the model in another region and is authorized there on the model's ARN.",
+    );
+    iam5(
+      `Resource::${flat(fn, profiles)}`,
+      "Bedrock model routes may name an inference profile (cross-region inference) at run time; invoke only, on this account's profiles in the stack's region.",
+    );
+  }
 }
 
 /** PostToConnection/DeleteConnection patterns: the connection id is known only at run time. */

@@ -9,13 +9,14 @@ import { Storage } from './storage.js';
 import { WebhookDelivery } from './webhook-delivery.js';
 import { StreamDelivery } from './stream-delivery.js';
 import { EventsEdge } from './events-edge.js';
+import { AiEdge } from './ai-edge.js';
 
 export interface PlatformStackProps extends StackProps {
   /** See SocketApiProps.manageAccountLoggingRole. */
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs, the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), stream delivery, and the Events distribution. */
+/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs, the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), stream delivery, the Events distribution, and the AI distribution (chat streamed). */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly queues: Queues;
@@ -26,6 +27,7 @@ export class PlatformStack extends Stack {
   readonly webhookDelivery: WebhookDelivery;
   readonly streamDelivery: StreamDelivery;
   readonly eventsEdge: EventsEdge;
+  readonly aiEdge: AiEdge;
 
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
@@ -36,14 +38,18 @@ export class PlatformStack extends Stack {
     const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
-    this.http = new HttpApis(this, 'Http', { targets: { ...targets, connections: this.socket.connections } });
+    const httpTargets = { ...targets, connections: this.socket.connections };
+    this.http = new HttpApis(this, 'Http', { targets: httpTargets });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret });
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections });
     // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
+    // The AI API's URL: HTTP routes and the streamed chat under one base (docs/decisions/ai-streaming-aws.md).
+    this.aiEdge = new AiEdge(this, 'AiEdge', { httpApiId: this.http.apiIds.ai, targets: httpTargets });
 
     for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api] });
     new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url });
     new CfnOutput(this, 'EventsUrl', { value: this.eventsEdge.url, description: 'events_url: the Events API, its stream included' });
+    new CfnOutput(this, 'AiUrl', { value: this.aiEdge.url, description: 'ai_url: the AI API, chat completions streamed' });
   }
 }

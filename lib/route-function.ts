@@ -1,4 +1,4 @@
-import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Stack, Tags } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -47,6 +47,12 @@ export interface RouteFunctionProps {
   readonly countsCalls?: boolean;
   readonly description: string;
   readonly targets: GrantTargets;
+  /**
+   * A second function of the same route, with its grants, under another entry module: the chat
+   * route's streaming entry behind a function URL (lib/ai-edge.ts). Its name gets `-<suffix>`, its
+   * tag key is `tag` instead of ROUTE_TAG (so one function per route keeps ROUTE_TAG).
+   */
+  readonly variant?: { readonly handler: string; readonly suffix: string; readonly tag: string; readonly timeout: Duration };
 }
 
 /** `ai.models.list` -> `AiModelsList`: construct ids derive from the route id. */
@@ -60,10 +66,10 @@ export const constructId = (routeId: string) =>
 export class RouteFunction extends Construct {
   readonly fn: NodejsFunction;
 
-  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false }: RouteFunctionProps) {
+  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false, variant }: RouteFunctionProps) {
     super(scope, id);
-    const entry = lambdaEntry(route.handler, `route ${route.id}`);
-    const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}`;
+    const entry = lambdaEntry(variant?.handler ?? route.handler, `route ${route.id}`);
+    const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}${variant ? `-${variant.suffix}` : ''}`;
     if (functionName.length > 64) throw new Error(`route ${route.id}: function name ${functionName} exceeds 64 characters`);
 
     const grants = new Set(route.grants);
@@ -75,12 +81,12 @@ export class RouteFunction extends Construct {
       functionName,
       description,
       // HTTP APIs give up after 30 s; running longer would only burn money.
-      timeout: Duration.seconds(29),
+      timeout: variant?.timeout ?? Duration.seconds(29),
       role,
       logGroup,
       environment,
     });
-    Tags.of(this.fn).add(ROUTE_TAG, route.id);
+    Tags.of(this.fn).add(variant?.tag ?? ROUTE_TAG, route.id);
 
     grantAccess(route.id, grants, targets, role);
     if (countsCalls && grants.has('table:read') && !grants.has('table:write')) grantRateWindowWrite(targets, role);
@@ -124,6 +130,46 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   }
   // The gateway's three calls on the connection table, no scans or queries.
   if (grants.has('connections:table')) connections(routeId, t).table.grant(role, ...CONNECTION_TABLE_ACTIONS);
+  if (grants.has('upstream-keys:read')) grantUpstreams(role);
+}
+
+/**
+ * Where model routes' upstream API keys live in AWS: a route's `api_key_env` (`route set
+ * --api-key-env NAME`) names a Secrets Manager secret, and functions may read only secrets named
+ * `<stack name>/ai-upstream/...` (docs/decisions/ai-streaming-aws.md).
+ */
+export const UPSTREAM_KEY_PREFIX = 'ai-upstream/';
+export const upstreamKeyPrefix = (scope: Construct) => `${Stack.of(scope).stackName}/${UPSTREAM_KEY_PREFIX}`;
+
+/** The secrets `upstream-keys:read` may read: the prefix's, whatever their random ARN suffix. */
+export const upstreamKeyArn = (scope: Construct) =>
+  Stack.of(scope).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${upstreamKeyPrefix(scope)}*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
+
+/** What the Bedrock provider calls: Converse/InvokeModel, ConverseStream/InvokeModelWithResponseStream. */
+export const BEDROCK_ACTIONS = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
+
+/**
+ * Foundation models in any region (a cross-region inference profile sends the call to another
+ * region's model, authorized there on the model's ARN) and the account's inference profiles in the
+ * stack's region. No provisioned throughput, custom or imported models, agents or guardrails.
+ */
+export const bedrockArns = (scope: Construct) => {
+  const stack = Stack.of(scope);
+  return [
+    `arn:${stack.partition}:bedrock:*::foundation-model/*`,
+    stack.formatArn({ service: 'bedrock', resource: 'inference-profile', resourceName: '*', arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
+  ];
+};
+
+/**
+ * `upstream-keys:read`: what calling a model route's upstream needs in AWS. The openai-compatible
+ * provider reads its key (Secrets Manager, under the prefix only); the Bedrock provider signs with
+ * the function's role (bedrock:InvokeModel*). Secrets encrypted with the account's default key
+ * (aws/secretsmanager) need no KMS grant.
+ */
+function grantUpstreams(role: Role): void {
+  role.addToPrincipalPolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [upstreamKeyArn(role)] }));
+  role.addToPrincipalPolicy(new PolicyStatement({ actions: BEDROCK_ACTIONS, resources: bedrockArns(role) }));
 }
 
 /** What the connection gateway does with a connection record: remember, recall, forget. */

@@ -261,9 +261,9 @@ describe('queues', () => {
   });
 });
 
-it('outputs the three API URLs, the WebSocket URL and the Events URL (the distribution)', () => {
+it('outputs the three API URLs, the WebSocket URL, the Events URL and the AI URL (the distributions)', () => {
   const outputs = Object.keys(template.findOutputs('*'));
-  expect(outputs.sort()).toEqual(['AiApiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl']);
+  expect(outputs.sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl']);
   expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');
 });
 
