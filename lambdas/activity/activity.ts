@@ -5,7 +5,7 @@
  * routes or requests. How events are buffered and stored is in segments.ts, how they are read back in
  * listing.ts.
  */
-import type { Engine } from '../engine/ports.js';
+import type { Engine, KvValue } from '../engine/ports.js';
 import type { CredentialKind, Principal } from '../auth/principal.js';
 import type { Api, CallInfo } from '../shared/api.js';
 import { log } from '../shared/log.js';
@@ -21,9 +21,13 @@ import {
   type StoredEvent,
 } from './segments.js';
 
-/** The spec's named kinds, plus any other `file.*` kind. */
+/**
+ * The spec's named kinds, plus any other `file.*` kind, plus `ai.usage` (one AI call's tokens and
+ * cost; an extension of spec section 2, docs/decisions/ai-usage.md).
+ */
 export const NAMED_ACTIVITY_KINDS = [
   'api.call',
+  'ai.usage',
   'record.write',
   'record.delete',
   'blob.write',
@@ -45,6 +49,15 @@ export type ActivityRelated = {
   record_id: string | null;
 };
 
+/** Token usage and cost of one AI call (`ai.usage` events). */
+export interface ActivityUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  /** USD, rounded to the micro-USD. */
+  cost_usd: number;
+}
+
 /** What a service reports. Anything left out is null in the record. */
 export interface ActivityEvent {
   kind: ActivityKind;
@@ -60,9 +73,14 @@ export interface ActivityEvent {
   latency_ms?: number | null;
   bytes_in?: number | null;
   bytes_out?: number | null;
+  /** `ai.usage` only. */
+  usage?: ActivityUsage | null;
 }
 
-/** One entry of the log, exactly the fields of spec section 2. */
+/**
+ * One entry of the log: the fields of spec section 2, and on `ai.usage` events only, `usage` (so
+ * every other record keeps exactly the spec's fields).
+ */
 export interface ActivityRecord {
   id: string;
   at_ms: number;
@@ -86,6 +104,7 @@ export interface ActivityRecord {
   bytes_in: number | null;
   bytes_out: number | null;
   country: string | null;
+  usage?: ActivityUsage;
 }
 
 export const ACTIVITY_FIELDS = [
@@ -93,6 +112,8 @@ export const ACTIVITY_FIELDS = [
   'error_code', 'latency_ms', 'file_id', 'file_sha256', 'file_size', 'content_type', 'file_name', 'related',
   'bytes_in', 'bytes_out', 'country',
 ] as const satisfies readonly (keyof ActivityRecord)[];
+/** Fields beyond the spec's, present only on the events that have them (docs/decisions/ai-usage.md). */
+export const ACTIVITY_EXTENSION_FIELDS = ['usage'] as const satisfies readonly (keyof ActivityRecord)[];
 
 const SHA256 = /^[0-9a-f]{64}$/;
 /** Keeps one event small whatever a caller sends (a raw path, a file name). */
@@ -133,6 +154,12 @@ export async function flushActivityEverywhere(engine: Engine): Promise<void> {
 
 const text = (v: string | null | undefined) => (typeof v === 'string' ? v.slice(0, MAX_TEXT) : null);
 const num = (v: number | null | undefined) => (typeof v === 'number' && Number.isFinite(v) ? v : null);
+const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : 0);
+
+function usageOf(u: ActivityUsage | null | undefined): ActivityUsage | null {
+  if (!u || typeof u !== 'object') return null;
+  return { prompt_tokens: count(u.prompt_tokens), completion_tokens: count(u.completion_tokens), total_tokens: count(u.total_tokens), cost_usd: count(u.cost_usd) };
+}
 
 /** Who made the call, and which: what every event of a call shares. */
 export interface ActivityCaller extends CallInfo {
@@ -164,6 +191,7 @@ export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs
     if ((related.database ?? related.collection_id ?? related.record_id) === null) related = null;
   }
   const country = caller.country;
+  const usage = usageOf(event.usage);
   const row: EventRow = [
     id,
     atMs,
@@ -188,9 +216,10 @@ export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs
     typeof country === 'string' && /^[A-Za-z]{2}$/.test(country) ? country.toUpperCase() : null,
     // Not part of the answer: lets an application-bound credential see only its application's activity.
     principal.applicationId,
+    usage as unknown as KvValue,
   ];
   // An upper bound of the stored size: UTF-8 takes at most 3 bytes per UTF-16 unit.
-  let bytes = 64;
+  let bytes = usage ? 160 : 64;
   for (const value of row) bytes += typeof value === 'string' ? 3 * value.length + 3 : 24;
   if (related) bytes += 3 * ((related.database?.length ?? 0) + (related.collection_id?.length ?? 0) + (related.record_id?.length ?? 0)) + 64;
   return {
@@ -208,6 +237,7 @@ export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs
 export function activityRecordOf(stored: StoredEvent): ActivityRecord {
   const out: Record<string, unknown> = {};
   for (const field of ACTIVITY_FIELDS) out[field] = stored[field] ?? null;
+  for (const field of ACTIVITY_EXTENSION_FIELDS) if (stored[field] !== undefined && stored[field] !== null) out[field] = stored[field];
   return out as unknown as ActivityRecord;
 }
 

@@ -9,7 +9,7 @@
  *   gsi1: actfile#<org>#<sha256> / same sort key               an event about a file, alone in its segment
  *
  * An event is a row: its values in the order of the segment's `columns` (the names of the record's
- * fields but organization_id, which the segment holds once, plus application_id), nulls included. Rows
+ * fields but organization_id, which the segment holds once, plus application_id and usage), nulls included. Rows
  * without names store 195 bytes an event instead of 322, and need no object built per event; a segment
  * names its columns, so a later version may add some and still read the older segments.
  *
@@ -40,7 +40,7 @@ export const ACTIVITY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 export const ACTIVITY_COLUMNS = [
   'id', 'at_ms', 'actor_kind', 'actor_id', 'source', 'kind', 'method', 'route', 'status', 'outcome', 'error_code',
   'latency_ms', 'file_id', 'file_sha256', 'file_size', 'content_type', 'file_name', 'related', 'bytes_in', 'bytes_out',
-  'country', 'application_id',
+  'country', 'application_id', 'usage',
 ] as const;
 
 /** An event as written: its values in ACTIVITY_COLUMNS order. */

@@ -7,6 +7,8 @@ import type { Engine } from '../engine/ports.js';
 import { Tenants, TenantError } from '../auth/tenants.js';
 import type { Capability } from '../auth/principal.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
+import { AiOrgSettings, OrgSettingsError, type AiLimits } from '../ai/org-settings.js';
+import { AiKeyLimits, AiLimitsError, budgetState, checkLimits, keyScope, orgScope } from '../ai/limits.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
 import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
@@ -53,10 +55,54 @@ function numberOption(o: Options, name: string): number | undefined {
   return value;
 }
 
+const aiSettings = (e: Engine) => new AiOrgSettings(e.kv, () => e.clock.now());
+
+async function existingOrg(e: Engine, o: Options): Promise<string> {
+  const id = str(o, 'org');
+  if (!(await tenants(e).getOrganization(id))) throw new TenantError(`no organization ${id}`);
+  return id;
+}
+
+const LIMIT_OPTIONS = { rpm: 'rpm', tpm: 'tpm', concurrency: 'concurrency', 'budget-usd': 'budget_usd' } as const;
+const LIMITS_USAGE = '[--rpm N] [--tpm N] [--concurrency N] [--budget-usd X] (none lifts a limit)';
+
+/** `--rpm 60 --budget-usd none`: the limits to set; `none` lifts one (null), an absent option leaves it. */
+function limitsOptions(o: Options): Partial<AiLimits> {
+  const limits: Partial<AiLimits> = {};
+  for (const [option, field] of Object.entries(LIMIT_OPTIONS)) {
+    if (o[option] === undefined) continue;
+    limits[field] = String(o[option]).trim().toLowerCase() === 'none' ? null : (numberOption(o, option) as number);
+  }
+  return checkLimits(limits);
+}
+
 export const COMMANDS: Record<string, Command> = {
   'org create': { usage: '--name N', options: { name: s }, required: ['name'], run: (e, o) => tenants(e).createOrganization(str(o, 'name')) },
   'org disable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true) },
   'org enable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), false) },
+  'org grant-field': {
+    usage: '--org ID --field NAME',
+    options: { org: s, field: s },
+    required: ['org', 'field'],
+    run: async (e, o) => aiSettings(e).grantField(await existingOrg(e, o), str(o, 'field')),
+  },
+  'org revoke-field': {
+    usage: '--org ID --field NAME',
+    options: { org: s, field: s },
+    required: ['org', 'field'],
+    run: async (e, o) => aiSettings(e).revokeField(await existingOrg(e, o), str(o, 'field')),
+  },
+  'org limits': {
+    usage: `--org ID ${LIMITS_USAGE}`,
+    options: { org: s, rpm: s, tpm: s, concurrency: s, 'budget-usd': s },
+    required: ['org'],
+    run: async (e, o) => {
+      const org = await existingOrg(e, o);
+      const limits = limitsOptions(o);
+      const settings = Object.keys(limits).length ? await aiSettings(e).setLimits(org, limits) : await aiSettings(e).get(org);
+      return { ...settings, budget: await budgetState(e.kv, orgScope(org), e.clock.now()) };
+    },
+  },
   'workspace create': {
     usage: '--org ID --name N',
     options: { org: s, name: s },
@@ -86,6 +132,16 @@ export const COMMANDS: Record<string, Command> = {
   },
   'key disable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), true) },
   'key enable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), false) },
+  'key limits': {
+    usage: `--key-id ID ${LIMITS_USAGE}`,
+    options: { 'key-id': s, rpm: s, tpm: s, concurrency: s, 'budget-usd': s },
+    required: ['key-id'],
+    run: async (e, o) => {
+      const keyId = str(o, 'key-id');
+      const set = await new AiKeyLimits(e.kv, () => e.clock.now()).set(keyId, limitsOptions(o));
+      return { ...set, budget: await budgetState(e.kv, keyScope(keyId), e.clock.now()) };
+    },
+  },
   'route set': {
     usage:
       '--org ID --id ROUTE --endpoint PATH --provider openai-compatible|bedrock|http|decision [--base-url URL] [--model UPSTREAM_MODEL] [--default] [--max-tokens N] [--no-tools] [--timeout-ms N] [--tiers a,b] [--price-in-per-mtok X] [--price-out-per-mtok X] [--api-key-env NAME]',
@@ -165,4 +221,5 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
 }
 
 /** Errors a user can act on; anything else is a bug and keeps its stack on stderr. */
-export const isUserError = (e: unknown) => e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError;
+export const isUserError = (e: unknown) =>
+  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError;

@@ -5,6 +5,7 @@
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import type { ModelRoute } from './model-routes.js';
+import { activityCaller, recordActivity } from '../activity/activity.js';
 
 export interface CallUsage {
   inputTokens: number;
@@ -24,5 +25,21 @@ export interface UsageRecord {
   latencyMs: number;
 }
 
-/** Records a call's usage in the activity log. IMPLEMENTED BY THE USAGE WORK. */
-export function recordUsage(_engine: Engine, _principal: Principal, _record: UsageRecord): void {}
+const tokens = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n) : 0);
+
+/**
+ * Records a call's usage in the activity log (docs/decisions/ai-usage.md): one `ai.usage` event with
+ * the route id in `route`, the call's status and latency, and `usage` {prompt_tokens,
+ * completion_tokens, total_tokens, cost_usd}. Buffered like every activity event; never throws.
+ */
+export function recordUsage(engine: Engine, principal: Principal, record: UsageRecord): void {
+  const prompt = tokens(record.usage.inputTokens);
+  const completion = tokens(record.usage.outputTokens);
+  const cost = Number.isFinite(record.cost) && record.cost > 0 ? Math.round(record.cost * 1e6) / 1e6 : 0;
+  recordActivity(engine, activityCaller(principal, { api: 'ai', method: 'POST', route: record.route.id }), {
+    kind: 'ai.usage',
+    status: record.status,
+    latency_ms: record.latencyMs,
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cost_usd: cost },
+  });
+}
