@@ -6,16 +6,17 @@
  */
 import type { UpstreamCall } from '../../types.js';
 import { upstreamError } from '../../upstream-errors.js';
+import { discard, post, readText } from '../upstream-http.js';
 
 export async function httpRun(call: UpstreamCall, input: Record<string, unknown>): Promise<object> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
-  const res = await fetch(call.route.base_url!, { method: 'POST', headers, body: JSON.stringify(input), signal: call.signal, redirect: 'error' });
-  if (!res.ok) {
-    await res.body?.cancel().catch(() => undefined);
+  const res = await post(call.route.base_url!, headers, JSON.stringify(input), call.signal);
+  if (res.status < 200 || res.status > 299) {
+    discard(res.body);
     throw upstreamError(`status ${res.status}`);
   }
-  const text = await res.text();
+  const text = await readText(res.body);
   let answer: unknown;
   try {
     answer = JSON.parse(text);

@@ -1,30 +1,32 @@
 /**
  * Provider `openai-compatible`: any server speaking OpenAI's API at the route's base URL (OpenAI,
  * vLLM, Ollama, LM Studio, Azure-style gateways). The request goes out as sent, with the route's
- * upstream model; answers and stream chunks come back with the route id as `model`. Node's fetch
- * (undici) keeps connections alive and reuses them per origin.
+ * upstream model; answers and stream chunks come back with the route id as `model`. Requests go out
+ * on keep-alive connections (upstream-http.ts).
  */
 import type { ChatBody, ChatChunk, ChatCompletion, EmbeddingList, EmbeddingsBody, ModelProvider, UpstreamCall } from '../../types.js';
 import { upstreamError } from '../../upstream-errors.js';
 import { readServerSentEvents } from './sse.js';
+import { discard, post, readText, type UpstreamResponse } from '../upstream-http.js';
 
 const url = (call: UpstreamCall, path: string) => `${call.route.base_url!.replace(/\/+$/, '')}${path}`;
 
-async function post(call: UpstreamCall, path: string, body: Record<string, unknown>): Promise<Response> {
+async function send(call: UpstreamCall, path: string, body: Record<string, unknown>): Promise<UpstreamResponse> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: body.stream ? 'text/event-stream' : 'application/json' };
   if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
   const payload = { ...body, model: call.route.upstream_model ?? body.model };
-  const res = await fetch(url(call, path), { method: 'POST', headers, body: JSON.stringify(payload), signal: call.signal, redirect: 'error' });
-  if (!res.ok) {
-    await res.body?.cancel().catch(() => undefined);
+  const res = await post(url(call, path), headers, JSON.stringify(payload), call.signal);
+  if (res.status < 200 || res.status > 299) {
+    discard(res.body);
     throw upstreamError(`status ${res.status}`);
   }
   return res;
 }
 
-async function json<T>(res: Response): Promise<T> {
+async function json<T>(res: UpstreamResponse): Promise<T> {
+  const text = await readText(res.body);
   try {
-    return (await res.json()) as T;
+    return JSON.parse(text) as T;
   } catch {
     throw upstreamError('the answer is not JSON');
   }
@@ -32,14 +34,13 @@ async function json<T>(res: Response): Promise<T> {
 
 export const openAiCompatible: ModelProvider = {
   async chat(call, body) {
-    const answer = await json<ChatCompletion>(await post(call, '/chat/completions', { ...body, stream: false }));
+    const answer = await json<ChatCompletion>(await send(call, '/chat/completions', { ...body, stream: false }));
     if (!answer || !Array.isArray(answer.choices)) throw upstreamError('the answer has no choices');
     return { ...answer, model: call.route.id };
   },
 
   async *chatStream(call, body: ChatBody) {
-    const res = await post(call, '/chat/completions', { ...body, stream: true });
-    if (!res.body) throw upstreamError('the stream has no body');
+    const res = await send(call, '/chat/completions', { ...body, stream: true });
     for await (const data of readServerSentEvents(res.body)) {
       if (data === '[DONE]') return;
       let chunk: ChatChunk;
@@ -54,7 +55,7 @@ export const openAiCompatible: ModelProvider = {
   },
 
   async embed(call, body: EmbeddingsBody) {
-    const answer = await json<EmbeddingList>(await post(call, '/embeddings', body));
+    const answer = await json<EmbeddingList>(await send(call, '/embeddings', body));
     if (!answer || !Array.isArray(answer.data)) throw upstreamError('the answer has no data');
     return { ...answer, model: call.route.id };
   },
