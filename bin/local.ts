@@ -24,7 +24,8 @@ if (isLocalWorker()) {
 } else {
   const { dataDir, ports, workers } = settings;
   // The primary bootstraps before any worker starts, so the first start creates one tenant, not one per worker.
-  const engine = createEmbeddedEngine({ dataDir });
+  // One process serving the APIs takes its checkpoints off the request path; with workers, each of them does.
+  const engine = createEmbeddedEngine({ dataDir, checkpoints: workers === 1 ? 'thread' : 'auto' });
   const { credentials, created } = await bootstrap(engine, dataDir);
   let running: { urls: Record<'ai' | 'data' | 'events', string>; close(): Promise<void> };
   if (workers === 1) running = await startPlatform({ engine, ports });

@@ -126,7 +126,7 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
 
 /** Worker: its own engine over DATA_DIR, the APIs on the shared ports, a clean exit when asked. */
 export async function runWorker(settings: LocalSettings): Promise<void> {
-  const engine = createEmbeddedEngine({ dataDir: settings.dataDir });
+  const engine = createEmbeddedEngine({ dataDir: settings.dataDir, checkpoints: 'thread' });
   const starting = startPlatform({ engine, ports: settings.ports });
   // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
   const stop = async () => {

@@ -2,11 +2,13 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { createRequire } from 'node:module';
 import type { Clock, Engine } from '../ports.js';
 import { systemClock } from '../clock.js';
 import { SqliteKeyValueStore } from './kv.js';
 import { SqliteQueue } from './queue.js';
 import { GroupCommit } from './group-commit.js';
+import { startCheckpointer, type Checkpointer } from './checkpointer.js';
 import { FileBlobStore } from './blobs.js';
 import { LocalConnectionGateway } from './connections.js';
 import { FileSigner } from './signer.js';
@@ -23,8 +25,14 @@ export interface EmbeddedEngine extends Engine {
 }
 
 const SWEEP_MS = 60_000;
+const require = createRequire(import.meta.url);
 
-export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }): EmbeddedEngine {
+/**
+ * `checkpoints: 'thread'` (the local server): WAL checkpoints in a worker thread instead of inside the
+ * commit that crosses 1,000 pages (checkpointer.ts). Short-lived users (the admin CLI, tests) keep
+ * SQLite's automatic ones.
+ */
+export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock; checkpoints?: 'auto' | 'thread' }): EmbeddedEngine {
   const clock = options.clock ?? systemClock;
   mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
   const db = new Database(join(options.dataDir, 'platform.db'));
@@ -45,6 +53,12 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
   // waits in the group commit without blocking the event loop, not in SQLite's busy handler, which
   // sleeps the whole process (group-commit.ts). In WAL mode readers never wait for the writer.
   db.pragma('busy_timeout = 0');
+  // A server's checkpoints run in a worker thread, not inside a request's commit (checkpointer.ts).
+  let checkpointer: Checkpointer | undefined;
+  if (options.checkpoints === 'thread') {
+    db.pragma('wal_autocheckpoint = 0');
+    checkpointer = startCheckpointer(join(options.dataDir, 'platform.db'), require.resolve('better-sqlite3'));
+  }
   const sweeper = setInterval(() => void kv.sweepExpired().catch(() => undefined), SWEEP_MS);
   sweeper.unref();
   return {
@@ -61,6 +75,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock }
     async close() {
       clearInterval(sweeper);
       await kv.drain();
+      await checkpointer?.stop();
       if (db.open) db.close();
     },
   };
