@@ -7,10 +7,11 @@
  *   embeddings  POST /v1/embeddings, two inputs;
  *
  * each sequentially (one request at a time) and at 50 concurrent calls. The upstream is a node:http
- * server in this process answering fixed bytes, at once in the sequential phase and after
- * CONCURRENT_UPSTREAM_DELAY_MS in the concurrent one (a model takes time: 50 calls in flight then offer
- * about 500 calls a second, a load the gateway serves, instead of measuring how a saturated server
- * queues). Its cost is the same on both paths, so the difference is the gateway: HTTP, credentials, route, validation, the idempotency record (every call
+ * server in this process answering fixed bytes, at once in the sequential phase and after a random
+ * 50 to 150 ms in the concurrent one (a model takes time, and not always the same: 50 calls in flight
+ * then offer about 500 calls a second, a load the gateway serves, and do not all come back in the same
+ * millisecond, which would measure how a burst of 50 queues instead of what the gateway adds). Its
+ * cost is the same on both paths, so the difference is the gateway: HTTP, credentials, route, validation, the idempotency record (every call
  * carries its own X-Operation-Id, as clients do), limits, usage, the upstream request. Both paths use
  * keep-alive connections from this process. Rounds alternate direct and gateway; each figure is the
  * median over rounds, and the verdict takes the worst round.
@@ -33,7 +34,9 @@ import type { Benchmark, BenchReport } from './support/types.js';
 const TARGET_P50_MS = 1;
 const TARGET_P99_MS = 3;
 const CONCURRENCY = 50;
+/** The concurrent phase's upstream answers after CONCURRENT_UPSTREAM_DELAY_MS ± CONCURRENT_UPSTREAM_JITTER_MS (uniform). */
 const CONCURRENT_UPSTREAM_DELAY_MS = 100;
+const CONCURRENT_UPSTREAM_JITTER_MS = 50;
 
 const COMPLETION = JSON.stringify({
   id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model: 'bench-model',
@@ -87,7 +90,7 @@ export const benchmark: Benchmark = {
     const upstream = http.createServer((req, res) => {
       req.resume();
       req.on('end', async () => {
-        if (upstreamDelayMs) await new Promise((r) => setTimeout(r, upstreamDelayMs));
+        if (upstreamDelayMs) await new Promise((r) => setTimeout(r, upstreamDelayMs + (Math.random() * 2 - 1) * CONCURRENT_UPSTREAM_JITTER_MS));
         if (req.url?.endsWith('/embeddings')) return res.writeHead(200, { 'content-type': 'application/json' }).end(EMBEDDINGS);
         let streamed = false;
         // The request body is not parsed: the path and a marker header decide, as fast as a server can answer.
@@ -172,7 +175,7 @@ export const benchmark: Benchmark = {
       return {
         tables: [
           {
-            title: `latency (ms): direct to the upstream and through the AI API, ${requests} sequential requests (upstream answers at once) or ${concurrentSeconds} s at ${CONCURRENCY} concurrent (upstream answers after ${CONCURRENT_UPSTREAM_DELAY_MS} ms), medians of ${rounds} rounds; overhead per round`,
+            title: `latency (ms): direct to the upstream and through the AI API, ${requests} sequential requests (upstream answers at once) or ${concurrentSeconds} s at ${CONCURRENCY} concurrent (upstream answers after ${CONCURRENT_UPSTREAM_DELAY_MS} ± ${CONCURRENT_UPSTREAM_JITTER_MS} ms), medians of ${rounds} rounds; overhead per round`,
             headers: ['call', 'direct p50 / p99', 'gateway p50 / p99', 'overhead p50 per round', 'overhead p99 per round'],
             rows,
           },
