@@ -111,3 +111,6 @@ export function integratedFunction(template: Template, route: Resource): string 
   if (!match) throw new Error(`integration ${integrationId} does not invoke a function of this stack: ${uri}`);
   return match[1];
 }
+
+/** `evt#*` as IAM's StringLike reads it: a test of a partition key value (`*` matches anything). */
+export const leadingKeyPattern = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);

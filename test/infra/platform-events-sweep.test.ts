@@ -42,7 +42,7 @@ import { newId } from '../../lambdas/shared/ids.js';
 import { CONSUMER_TAG } from '../../lib/webhook-delivery.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
-import { allowedStatements, synthStack, taggedFunctions, type AllowStatement } from './helpers.js';
+import { allowedStatements, leadingKeyPattern, synthStack, taggedFunctions, type AllowStatement } from './helpers.js';
 
 /** The function's QUEUE_URLS: the two work queues a publish sends to, nothing else. */
 const URLS = { webhooks: 'https://sqs.us-east-1.amazonaws.com/111122223333/webhooks', streams: 'https://sqs.us-east-1.amazonaws.com/111122223333/streams' };
@@ -158,8 +158,7 @@ function adapterAccesses(from: number): Access[] {
     .flatMap((c) => accessesOf(c.args[0]));
 }
 
-/** `evt#*` -> a test of a partition key value, as IAM's StringLike reads it. */
-const like = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const like = leadingKeyPattern;
 
 /** The statements allowing `action` on the table, each with its LeadingKeys patterns. */
 function grantedKeys(action: string): string[][] {

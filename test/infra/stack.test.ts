@@ -23,6 +23,7 @@ import {
   taggedFunctions,
 } from './helpers.js';
 import { CONSUMER_TAG } from '../../lib/webhook-delivery.js';
+import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ALL_ROUTES = [...ROUTES, ...SOCKET_ROUTES];
@@ -282,7 +283,8 @@ describe('cdk synth (real esbuild bundling, offline)', () => {
       try {
         await promisify(execFile)('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], {
           cwd: ROOT,
-          timeout: 170_000,
+          // About 50 functions, each bundled by its own esbuild run: minutes on a loaded 2-vCPU machine.
+          timeout: 360_000,
           maxBuffer: 64 * 1024 * 1024,
         });
         const synthesized = Template.fromJSON(JSON.parse(readFileSync(join(out, 'PlatformStack.template.json'), 'utf8')));
@@ -291,7 +293,10 @@ describe('cdk synth (real esbuild bundling, offline)', () => {
         // The queue consumers and sweeps (lib/webhook-delivery.ts, lib/stream-delivery.ts) are bundled the same way.
         const consumers = taggedFunctions(synthesized, CONSUMER_TAG);
         expect([...consumers.keys()].sort()).toEqual(['outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
-        for (const [id, { props }] of [...fns, ...consumers]) {
+        // And the chat route's streaming function (lib/ai-edge.ts).
+        const streaming = taggedFunctions(synthesized, STREAM_ROUTE_TAG);
+        expect([...streaming.keys()]).toEqual(['ai.chat.completions']);
+        for (const [id, { props }] of [...fns, ...consumers, ...streaming]) {
           const asset = join(out, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
           expect(existsSync(join(asset, 'index.mjs')), id).toBe(true);
           expect(readdirSync(asset)).toContain('index.mjs.map');
@@ -301,6 +306,6 @@ describe('cdk synth (real esbuild bundling, offline)', () => {
         rmSync(out, { recursive: true, force: true });
       }
     },
-    180_000,
+    380_000,
   );
 });

@@ -30,7 +30,7 @@ import {
   PLATFORM_EVENTS_SWEEP_KEYS,
   SWEEP,
 } from '../../lib/webhook-delivery.js';
-import { actionsOf, allowedStatements, nagFindings, synthStack, taggedFunctions, type AllowStatement, type RouteFunctionResource } from './helpers.js';
+import { actionsOf, allowedStatements, nagFindings, synthStack, taggedFunctions, type AllowStatement, type RouteFunctionResource, leadingKeyPattern } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -51,8 +51,7 @@ const webhooks = () => stack.queues.byName.webhooks;
 const otherQueueIds = () =>
   Object.entries(stack.queues.byName).flatMap(([name, q]) => (name === 'webhooks' ? [logicalId(q.deadLetterQueue)] : [logicalId(q.queue), logicalId(q.deadLetterQueue)]));
 
-/** `evt#*` -> a test of a partition key value, as IAM's StringLike reads it. */
-const like = (pattern: string) => new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+const like = leadingKeyPattern;
 const covered = (patterns: string[], pk: string) => patterns.some((p) => like(p).test(pk));
 
 /** The leading-key patterns a function's role allows `action` on, per statement; every DynamoDB statement must carry them. */
