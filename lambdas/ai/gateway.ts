@@ -47,11 +47,10 @@ async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEs
   const admission = await admitCall(scope.engine, scope.principal, route, estimate);
   const started = performance.now();
   let frame: Awaited<ReturnType<typeof upstreamCall>> | undefined;
+  let done: { value: T; usage: CallUsage };
   try {
     frame = await upstreamCall(scope, route);
-    const { value, usage } = await work(frame.call);
-    await settle(scope, route, admission, usage, 200, started);
-    return value;
+    done = await work(frame.call);
   } catch (error) {
     const failure = frame ? fetchFailure(error, frame.timedOut(), frame.timeoutMs) : error;
     await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, failure instanceof Error && 'status' in failure ? Number(failure.status) : 500, started);
@@ -59,6 +58,9 @@ async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEs
   } finally {
     frame?.done();
   }
+  // Settled once, outside the try: a failing settle must not settle the call a second time as failed.
+  await settle(scope, route, admission, done.usage, 200, started);
+  return done.value;
 }
 
 async function settle(scope: CallScope, route: ModelRoute, admission: Admission, usage: CallUsage, status: number, started: number): Promise<void> {
