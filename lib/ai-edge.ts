@@ -1,21 +1,12 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import {
-  AllowedMethods,
-  CachePolicy,
-  Distribution,
-  HttpVersion,
-  OriginProtocolPolicy,
-  OriginRequestPolicy,
-  OriginSslPolicy,
-  PriceClass,
-  ViewerProtocolPolicy,
-} from 'aws-cdk-lib/aws-cloudfront';
-import { FunctionUrlOrigin, HttpOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
+import { Distribution } from 'aws-cdk-lib/aws-cloudfront';
+import { FunctionUrlOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import { FunctionUrlAuthType, InvokeMode, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { routeById } from '../lambdas/http/routes.js';
-import { acknowledgeAiEdge } from './nag.js';
+import { acknowledgeApiDistribution, AI_DISTRIBUTION_REASONS } from './nag.js';
+import { API_DISTRIBUTION, apiGatewayOrigin, PASS_THROUGH } from './edge.js';
 import { RouteFunction, constructId, type GrantTargets } from './route-function.js';
 
 /** The route whose answers stream, and its streaming entry module (under lambdas/). */
@@ -70,27 +61,14 @@ export class AiEdge extends Construct {
     // (equally public) HTTP API's functions do.
     this.functionUrl = this.streamFunction.addFunctionUrl({ authType: FunctionUrlAuthType.NONE, invokeMode: InvokeMode.RESPONSE_STREAM });
 
-    // No caching, every viewer header but Host (API Gateway and function URLs route by their own host).
-    const passThrough = {
-      cachePolicy: CachePolicy.CACHING_DISABLED,
-      originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
-      viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
-      allowedMethods: AllowedMethods.ALLOW_ALL,
-    };
-    const httpOrigin = new HttpOrigin(`${props.httpApiId}.execute-api.${stack.region}.${stack.urlSuffix}`, {
-      originId: AI_ORIGIN_IDS.http,
-      protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY,
-      originSslProtocols: [OriginSslPolicy.TLS_V1_2],
-    });
     const streamOrigin = new FunctionUrlOrigin(this.functionUrl, { originId: AI_ORIGIN_IDS.stream, readTimeout: AI_ORIGIN_READ_TIMEOUT });
     this.distribution = new Distribution(this, 'Distribution', {
       comment: `${stack.stackName}: the AI API (chat streamed)`,
-      httpVersion: HttpVersion.HTTP2_AND_3,
-      priceClass: PriceClass.PRICE_CLASS_ALL,
-      defaultBehavior: { origin: httpOrigin, ...passThrough },
-      additionalBehaviors: { [route.path]: { origin: streamOrigin, ...passThrough } },
+      ...API_DISTRIBUTION,
+      defaultBehavior: { origin: apiGatewayOrigin(this, props.httpApiId, AI_ORIGIN_IDS.http), ...PASS_THROUGH },
+      additionalBehaviors: { [route.path]: { origin: streamOrigin, ...PASS_THROUGH } },
     });
     this.url = `https://${this.distribution.distributionDomainName}`;
-    acknowledgeAiEdge(this.distribution);
+    acknowledgeApiDistribution(this.distribution, AI_DISTRIBUTION_REASONS);
   }
 }

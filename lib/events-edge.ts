@@ -1,22 +1,14 @@
 import { Stack } from 'aws-cdk-lib';
 import {
-  AllowedMethods,
-  CachePolicy,
   Distribution,
   Function as CloudFrontFunction,
   FunctionCode,
   FunctionEventType,
   FunctionRuntime,
-  HttpVersion,
-  OriginProtocolPolicy,
-  OriginRequestPolicy,
-  OriginSslPolicy,
-  PriceClass,
-  ViewerProtocolPolicy,
 } from 'aws-cdk-lib/aws-cloudfront';
-import { HttpOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import { Construct } from 'constructs';
-import { acknowledgeEventsEdge } from './nag.js';
+import { acknowledgeApiDistribution, EVENTS_DISTRIBUTION_REASONS } from './nag.js';
+import { API_DISTRIBUTION, apiGatewayOrigin, PASS_THROUGH } from './edge.js';
 import { EDGE_ORIGIN_IDS, STREAM_PATH_PATTERN, streamRouteFunctionCode } from './events-edge-function.js';
 
 export interface EventsEdgeProps {
@@ -43,16 +35,6 @@ export class EventsEdge extends Construct {
   constructor(scope: Construct, id: string, props: EventsEdgeProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const apiDomain = (apiId: string) => `${apiId}.execute-api.${stack.region}.${stack.urlSuffix}`;
-    const origin = (apiId: string, originId: string) =>
-      new HttpOrigin(apiDomain(apiId), { originId, protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY, originSslProtocols: [OriginSslPolicy.TLS_V1_2] });
-    // No caching, and every viewer header but Host (API Gateway routes by its own host name); with
-    // caching disabled this policy forwards Authorization too.
-    const passThrough = {
-      cachePolicy: CachePolicy.CACHING_DISABLED,
-      originRequestPolicy: OriginRequestPolicy.ALL_VIEWER_EXCEPT_HOST_HEADER,
-      viewerProtocolPolicy: ViewerProtocolPolicy.HTTPS_ONLY,
-    };
     const streamRoute = new CloudFrontFunction(this, 'StreamRoute', {
       comment: 'Events stream: a WebSocket handshake goes to the WebSocket API stage, its path in x-stream-path',
       runtime: FunctionRuntime.JS_2_0,
@@ -60,19 +42,17 @@ export class EventsEdge extends Construct {
     });
     this.distribution = new Distribution(this, 'Distribution', {
       comment: `${stack.stackName}: the Events API (HTTP and stream)`,
-      httpVersion: HttpVersion.HTTP2_AND_3,
-      priceClass: PriceClass.PRICE_CLASS_ALL,
-      defaultBehavior: { origin: origin(props.httpApiId, EDGE_ORIGIN_IDS.http), allowedMethods: AllowedMethods.ALLOW_ALL, ...passThrough },
+      ...API_DISTRIBUTION,
+      defaultBehavior: { origin: apiGatewayOrigin(this, props.httpApiId, EDGE_ORIGIN_IDS.http), ...PASS_THROUGH },
       additionalBehaviors: {
         [STREAM_PATH_PATTERN]: {
-          origin: origin(props.socketApiId, EDGE_ORIGIN_IDS.socket),
-          allowedMethods: AllowedMethods.ALLOW_ALL,
-          ...passThrough,
+          origin: apiGatewayOrigin(this, props.socketApiId, EDGE_ORIGIN_IDS.socket),
+          ...PASS_THROUGH,
           functionAssociations: [{ function: streamRoute, eventType: FunctionEventType.VIEWER_REQUEST }],
         },
       },
     });
     this.url = `https://${this.distribution.distributionDomainName}`;
-    acknowledgeEventsEdge(this.distribution);
+    acknowledgeApiDistribution(this.distribution, EVENTS_DISTRIBUTION_REASONS);
   }
 }

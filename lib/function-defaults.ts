@@ -1,7 +1,13 @@
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
-import { OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction, OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { ENV } from '../lambdas/shared/settings.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { existsSync } from 'node:fs';
@@ -67,4 +73,53 @@ export function grantItems(role: Role, table: ITable, actions: string[], leading
   role.addToPrincipalPolicy(
     new PolicyStatement({ actions, resources: [table.tableArn], conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': leadingKeys } } }),
   );
+}
+
+/** Tag on every queue consumer and scheduled function (as ROUTE_TAG on route functions): names the consumer. */
+export const CONSUMER_TAG = 'platform:consumer';
+
+export interface ConsumerFunctionProps {
+  /** The handler module under lambdas/ (no extension). */
+  readonly module: string;
+  /** The function's name after the stack's (`<stack>-<name>`) and its CONSUMER_TAG value. */
+  readonly name: string;
+  readonly tag: string;
+  readonly description: string;
+  readonly timeoutSeconds: number;
+  /** Beside ENGINE=aws: exactly the variables its work needs. */
+  readonly environment: Record<string, string>;
+  /** Scheduled functions: 0, the next run takes what a failed one left. */
+  readonly retryAttempts?: number;
+}
+
+/** A queue consumer or scheduled function (`scope/Function`), with its own role and log group. */
+export function consumerFunction(scope: Construct, props: ConsumerFunctionProps): { fn: NodejsFunction; role: Role } {
+  const { role, logGroup } = functionRoleAndLogs(scope);
+  const fn = new NodejsFunction(scope, 'Function', {
+    ...bundledFunctionProps(lambdaEntry(props.module, props.description)),
+    functionName: `${Stack.of(scope).stackName}-${props.name}`,
+    description: props.description,
+    timeout: Duration.seconds(props.timeoutSeconds),
+    retryAttempts: props.retryAttempts,
+    role,
+    logGroup,
+    environment: { [ENV.engine]: 'aws', ...props.environment },
+  });
+  Tags.of(fn).add(CONSUMER_TAG, props.tag);
+  return { fn, role };
+}
+
+/** An SQS event source with partial batch responses (the consumer reports the messages it failed). */
+export function sqsSource(queue: IQueue, sizing: { batchSize: number; maxBatchingWindowSeconds: number; maxConcurrency: number }): SqsEventSource {
+  return new SqsEventSource(queue, {
+    batchSize: sizing.batchSize,
+    maxBatchingWindow: Duration.seconds(sizing.maxBatchingWindowSeconds),
+    reportBatchItemFailures: true,
+    maxConcurrency: sizing.maxConcurrency,
+  });
+}
+
+/** Runs `fn` every `minutes`, with no retry of a failed run (`scope/Schedule`). */
+export function schedule(scope: Construct, fn: NodejsFunction, minutes: number, description: string): Rule {
+  return new Rule(scope, 'Schedule', { description, schedule: Schedule.rate(Duration.minutes(minutes)), targets: [new LambdaFunction(fn, { retryAttempts: 0 })] });
 }

@@ -56,46 +56,40 @@ export function acknowledgeEphemeralTable(table: IConstruct): void {
   );
 }
 
-/** The Events distribution (lib/events-edge.ts): what cdk-nag asks of a content distribution, and why an API front does without. */
-export function acknowledgeEventsEdge(distribution: IConstruct): void {
-  ack(
-    distribution,
-    'AwsSolutions-CFR1',
-    'No geo restriction: the Events API serves customers wherever they are; access is decided by credentials in every function.',
-  );
-  ack(
-    distribution,
-    'AwsSolutions-CFR2',
-    'No WAF web ACL: every request is authenticated and rate limited per credential inside the functions (600 calls a minute on Events, counted in the table); a WAF is an operator choice per deployment, not a default of the product.',
-  );
-  ack(
-    distribution,
-    'AwsSolutions-CFR3',
-    'No CloudFront access logs: the Events HTTP and WebSocket stages behind it write access logs of every request (lib/access-log.ts), and standard CloudFront logging would need an ACL-enabled bucket, which every bucket here disables.',
-  );
-  ack(
-    distribution,
-    'AwsSolutions-CFR4',
-    'The default CloudFront certificate allows TLS 1.0 viewers; pinning TLS 1.2 needs a custom domain and its ACM certificate, which a deployment adds with its own domain. Origins are reached over TLS 1.2 only.',
-  );
+/** Why an API distribution does without what cdk-nag asks of a content distribution: per API, the WAF and access-log reasons. */
+export interface DistributionReasons {
+  api: string;
+  /** AwsSolutions-CFR2: no WAF web ACL. */
+  noWaf: string;
+  /** AwsSolutions-CFR3: no CloudFront access logs. */
+  noAccessLogs: string;
 }
 
+export const EVENTS_DISTRIBUTION_REASONS: DistributionReasons = {
+  api: 'Events',
+  noWaf: 'every request is authenticated and rate limited per credential inside the functions (600 calls a minute on Events, counted in the table)',
+  noAccessLogs: 'the Events HTTP and WebSocket stages behind it write access logs of every request (lib/access-log.ts)',
+};
+
 /**
- * The AI distribution (lib/ai-edge.ts): the same reasons as the Events one, and its function URL's
- * missing IAM authorization. Origin Access Control signs for a function URL, but Lambda then wants
- * the body's SHA-256 from the client in x-amz-content-sha256 on POST, which OpenAI clients never send.
+ * The AI distribution's function URL also has no IAM authorization: Origin Access Control signs for a
+ * function URL, but Lambda then wants the body's SHA-256 from the client in x-amz-content-sha256 on
+ * POST, which OpenAI clients never send (docs/decisions/ai-streaming-aws.md).
  */
-export function acknowledgeAiEdge(distribution: IConstruct): void {
-  ack(distribution, 'AwsSolutions-CFR1', 'No geo restriction: the AI API serves customers wherever they are; access is decided by credentials in every function.');
-  ack(
-    distribution,
-    'AwsSolutions-CFR2',
-    'No WAF web ACL: every request is authenticated inside the functions and held to the organization\'s AI limits and budget (lambdas/ai/limits.ts); a WAF is an operator choice per deployment, not a default of the product.',
-  );
+export const AI_DISTRIBUTION_REASONS: DistributionReasons = {
+  api: 'AI',
+  noWaf: "every request is authenticated inside the functions and held to the organization's AI limits and budget (lambdas/ai/limits.ts)",
+  noAccessLogs: 'the AI HTTP API stage writes access logs, every AI call is recorded in the activity log with its usage',
+};
+
+/** An API distribution (lib/edge.ts): what cdk-nag asks of a content distribution, and why an API front does without. */
+export function acknowledgeApiDistribution(distribution: IConstruct, reasons: DistributionReasons): void {
+  ack(distribution, 'AwsSolutions-CFR1', `No geo restriction: the ${reasons.api} API serves customers wherever they are; access is decided by credentials in every function.`);
+  ack(distribution, 'AwsSolutions-CFR2', `No WAF web ACL: ${reasons.noWaf}; a WAF is an operator choice per deployment, not a default of the product.`);
   ack(
     distribution,
     'AwsSolutions-CFR3',
-    'No CloudFront access logs: the AI HTTP API stage writes access logs, every AI call is recorded in the activity log with its usage, and standard CloudFront logging would need an ACL-enabled bucket, which every bucket here disables.',
+    `No CloudFront access logs: ${reasons.noAccessLogs}, and standard CloudFront logging would need an ACL-enabled bucket, which every bucket here disables.`,
   );
   ack(
     distribution,

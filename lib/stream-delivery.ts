@@ -1,16 +1,14 @@
-import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
-import { bundledFunctionProps, functionRoleAndLogs, grantItems, lambdaEntry } from './function-defaults.js';
+import { consumerFunction, grantItems, sqsSource } from './function-defaults.js';
 import type { Queues } from './queues.js';
 import type { ConnectionsTarget } from './route-function.js';
 import { acknowledgeConnectionArns } from './nag.js';
-import { CONSUMER_TAG } from './webhook-delivery.js';
 
 /**
  * Partition key prefixes the stream consumer touches (lambdas/events/stream.ts and inbox.ts);
@@ -47,31 +45,21 @@ export class StreamDelivery extends Construct {
     super(scope, id);
     const { queue } = props.queues.byName.streams;
     if (STREAM_CONSUMER.timeoutSeconds >= QUEUES.streams.visibilitySeconds) throw new Error('the stream consumer must finish within the streams queue visibility timeout');
-    const { role, logGroup } = functionRoleAndLogs(this);
-    this.deliveryFunction = new NodejsFunction(this, 'Function', {
-      ...bundledFunctionProps(lambdaEntry('consumers/streams', 'stream delivery')),
-      functionName: `${Stack.of(this).stackName}-streams-delivery`,
+    const { fn, role } = consumerFunction(this, {
+      module: 'consumers/streams',
+      name: 'streams-delivery',
+      tag: 'streams',
       description: 'events: sends WebSocket stream frames when a streams queue message wakes a subscription',
-      timeout: Duration.seconds(STREAM_CONSUMER.timeoutSeconds),
-      role,
-      logGroup,
+      timeoutSeconds: STREAM_CONSUMER.timeoutSeconds,
       environment: {
-        [ENV.engine]: 'aws',
         [ENV.tableName]: props.table.tableName,
         [ENV.queueUrls]: Stack.of(this).toJsonString({ streams: queue.queueUrl }),
         [ENV.connectionsEndpoint]: props.connections.endpoint,
         [ENV.connectionsTable]: props.connections.table.tableName,
       },
     });
-    Tags.of(this.deliveryFunction).add(CONSUMER_TAG, 'streams');
-    this.deliveryFunction.addEventSource(
-      new SqsEventSource(queue, {
-        batchSize: STREAM_CONSUMER.batchSize,
-        maxBatchingWindow: Duration.seconds(STREAM_CONSUMER.maxBatchingWindowSeconds),
-        reportBatchItemFailures: true,
-        maxConcurrency: STREAM_CONSUMER.maxConcurrency,
-      }),
-    );
+    this.deliveryFunction = fn;
+    fn.addEventSource(sqsSource(queue, STREAM_CONSUMER));
     grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:UpdateItem'], STREAM_INBOX_KEYS);
     grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], STREAM_SLOT_KEYS);
     // Reads a connection's record; forgets one found gone.

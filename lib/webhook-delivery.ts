@@ -1,20 +1,14 @@
-import { Duration, Stack, Tags } from 'aws-cdk-lib';
+import { Duration, Stack } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
-import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { Rule } from 'aws-cdk-lib/aws-events';
 import { Construct } from 'constructs';
 import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
-import { bundledFunctionProps, functionRoleAndLogs, grantItems, lambdaEntry } from './function-defaults.js';
+import { consumerFunction, grantItems, schedule, sqsSource } from './function-defaults.js';
 import type { Queues } from './queues.js';
 import type { ServerSecret } from './server-secret.js';
-
-/** Tag on every queue consumer function (as ROUTE_TAG on route functions): names the consumer. */
-export const CONSUMER_TAG = 'platform:consumer';
 
 /**
  * Partition key prefixes of the Events items each consumer touches (lambdas/events/keys.ts and the
@@ -113,91 +107,60 @@ export class WebhookDelivery extends Construct {
 
     // Delivery: reads the subscription and the event; adds to the counters and, when it dies, to the
     // event's dead letter (both atomic updates: a completed delivery writes only its count).
-    const delivery = new Construct(this, 'Delivery');
-    const d = functionRoleAndLogs(delivery);
-    this.deliveryFunction = new NodejsFunction(delivery, 'Function', {
-      ...bundledFunctionProps(lambdaEntry('consumers/webhooks', 'webhook delivery')),
-      functionName: `${stackName}-webhooks-delivery`,
+    const delivery = consumerFunction(new Construct(this, 'Delivery'), {
+      module: 'consumers/webhooks',
+      name: 'webhooks-delivery',
+      tag: 'webhooks',
       description: 'events: delivers webhooks queue messages (one attempt each, partial batch responses)',
-      timeout: Duration.seconds(DELIVERY.timeoutSeconds),
-      role: d.role,
-      logGroup: d.logGroup,
-      environment: {
-        [ENV.engine]: 'aws',
-        [ENV.tableName]: props.table.tableName,
-        [ENV.queueUrls]: queueUrls,
-        [ENV.serverSecretArn]: props.secret.secret.secretArn,
-      },
+      timeoutSeconds: DELIVERY.timeoutSeconds,
+      environment: { [ENV.tableName]: props.table.tableName, [ENV.queueUrls]: queueUrls, [ENV.serverSecretArn]: props.secret.secret.secretArn },
     });
-    Tags.of(this.deliveryFunction).add(CONSUMER_TAG, 'webhooks');
-    this.deliveryFunction.addEventSource(
-      new SqsEventSource(queue, {
-        batchSize: DELIVERY.batchSize,
-        maxBatchingWindow: Duration.seconds(DELIVERY.maxBatchingWindowSeconds),
-        reportBatchItemFailures: true,
-        maxConcurrency: DELIVERY.maxConcurrency,
-      }),
-    );
-    grantItems(d.role, props.table, ['dynamodb:GetItem'], DELIVERY_READ_KEYS);
-    grantItems(d.role, props.table, ['dynamodb:UpdateItem'], DELIVERY_WRITE_KEYS);
-    queue.grantSendMessages(d.role);
-    props.secret.grantRead(d.role);
+    this.deliveryFunction = delivery.fn;
+    this.deliveryFunction.addEventSource(sqsSource(queue, DELIVERY));
+    grantItems(delivery.role, props.table, ['dynamodb:GetItem'], DELIVERY_READ_KEYS);
+    grantItems(delivery.role, props.table, ['dynamodb:UpdateItem'], DELIVERY_WRITE_KEYS);
+    queue.grantSendMessages(delivery.role);
+    props.secret.grantRead(delivery.role);
 
-    // Outbox sweep: reads and removes outbox entries, queues their deliveries.
-    const sweep = new Construct(this, 'OutboxSweep');
-    const s = functionRoleAndLogs(sweep);
-    this.sweepFunction = new NodejsFunction(sweep, 'Function', {
-      ...bundledFunctionProps(lambdaEntry('consumers/outbox-sweep', 'outbox sweep')),
-      functionName: `${stackName}-outbox-sweep`,
+    // Outbox sweep: reads and removes outbox entries, queues their deliveries. A failed run is not
+    // retried: the next one, a minute later, sweeps the same entries.
+    const sweepScope = new Construct(this, 'OutboxSweep');
+    const sweep = consumerFunction(sweepScope, {
+      module: 'consumers/outbox-sweep',
+      name: 'outbox-sweep',
+      tag: 'outbox-sweep',
       description: 'events: queues webhook deliveries a publish committed but did not queue (every minute)',
-      timeout: Duration.seconds(SWEEP.timeoutSeconds),
-      // A failed run is not retried: the next one, a minute later, sweeps the same entries.
+      timeoutSeconds: SWEEP.timeoutSeconds,
       retryAttempts: 0,
-      role: s.role,
-      logGroup: s.logGroup,
-      environment: { [ENV.engine]: 'aws', [ENV.tableName]: props.table.tableName, [ENV.queueUrls]: queueUrls },
+      environment: { [ENV.tableName]: props.table.tableName, [ENV.queueUrls]: queueUrls },
     });
-    Tags.of(this.sweepFunction).add(CONSUMER_TAG, 'outbox-sweep');
-    grantItems(s.role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], OUTBOX_KEYS);
-    queue.grantSendMessages(s.role);
-    this.sweepSchedule = new Rule(sweep, 'Schedule', {
-      description: `${stackName}: runs the outbox sweep`,
-      schedule: Schedule.rate(Duration.minutes(SWEEP.everyMinutes)),
-      targets: [new LambdaFunction(this.sweepFunction, { retryAttempts: 0 })],
-    });
+    this.sweepFunction = sweep.fn;
+    grantItems(sweep.role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], OUTBOX_KEYS);
+    queue.grantSendMessages(sweep.role);
+    this.sweepSchedule = schedule(sweepScope, sweep.fn, SWEEP.everyMinutes, `${stackName}: runs the outbox sweep`);
 
     // Platform-events sweep: publishes the Data API's changes a write left in its outbox, then removes
     // the items. Publishing reads the workspace's subscriptions, commits each event (idempotency key,
     // event, inbox messages, webhook outbox entries), adds to the counters, queues the webhook
     // deliveries (then removes their outbox entries) and wakes the streams of the inboxes it wrote
     // (lambdas/events/stream-remote.ts): a publish's grants, on its items and the two work queues only.
+    // As the outbox sweep: the next run takes what a failed one left (a re-publish is a duplicate).
     const streamsQueue = props.queues.byName.streams.queue;
-    const platformSweep = new Construct(this, 'PlatformEventsSweep');
-    const p = functionRoleAndLogs(platformSweep);
-    this.platformEventsSweepFunction = new NodejsFunction(platformSweep, 'Function', {
-      ...bundledFunctionProps(lambdaEntry('consumers/platform-events-sweep', 'platform-events sweep')),
-      functionName: `${stackName}-platform-events-sweep`,
+    const platformScope = new Construct(this, 'PlatformEventsSweep');
+    const platform = consumerFunction(platformScope, {
+      module: 'consumers/platform-events-sweep',
+      name: 'platform-events-sweep',
+      tag: 'platform-events-sweep',
       description: 'events: publishes the Data API changes a write committed but did not publish (every minute)',
-      timeout: Duration.seconds(SWEEP.timeoutSeconds),
-      // As the outbox sweep: the next run takes what a failed one left (a re-publish is a duplicate).
+      timeoutSeconds: SWEEP.timeoutSeconds,
       retryAttempts: 0,
-      role: p.role,
-      logGroup: p.logGroup,
-      environment: {
-        [ENV.engine]: 'aws',
-        [ENV.tableName]: props.table.tableName,
-        [ENV.queueUrls]: Stack.of(this).toJsonString({ webhooks: queue.queueUrl, streams: streamsQueue.queueUrl }),
-      },
+      environment: { [ENV.tableName]: props.table.tableName, [ENV.queueUrls]: Stack.of(this).toJsonString({ webhooks: queue.queueUrl, streams: streamsQueue.queueUrl }) },
     });
-    Tags.of(this.platformEventsSweepFunction).add(CONSUMER_TAG, 'platform-events-sweep');
-    for (const [action, keys] of Object.entries(PLATFORM_EVENTS_SWEEP_KEYS)) grantItems(p.role, props.table, [action], [...keys]);
-    queue.grantSendMessages(p.role);
-    streamsQueue.grantSendMessages(p.role);
-    this.platformEventsSweepSchedule = new Rule(platformSweep, 'Schedule', {
-      description: `${stackName}: runs the platform-events sweep`,
-      schedule: Schedule.rate(Duration.minutes(SWEEP.everyMinutes)),
-      targets: [new LambdaFunction(this.platformEventsSweepFunction, { retryAttempts: 0 })],
-    });
+    this.platformEventsSweepFunction = platform.fn;
+    for (const [action, keys] of Object.entries(PLATFORM_EVENTS_SWEEP_KEYS)) grantItems(platform.role, props.table, [action], [...keys]);
+    queue.grantSendMessages(platform.role);
+    streamsQueue.grantSendMessages(platform.role);
+    this.platformEventsSweepSchedule = schedule(platformScope, platform.fn, SWEEP.everyMinutes, `${stackName}: runs the platform-events sweep`);
 
     this.deadLettersAlarm = new Alarm(this, 'DeadLettersAlarm', {
       alarmName: `${stackName}-webhooks-dead-letters`,

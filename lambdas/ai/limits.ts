@@ -88,13 +88,8 @@ export function checkLimits(limits: Partial<AiLimits>): Partial<AiLimits> {
 export class AiKeyLimits {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
-  async get(keyId: string): Promise<AiLimits> {
-    const now = this.now();
-    const hit = keyCache.get(keyId, now);
-    if (hit) return hit;
-    const value = await this.read(keyId);
-    keyCache.set(keyId, value, now + settings().modelRoutesCacheMs);
-    return value;
+  get(keyId: string): Promise<AiLimits> {
+    return keyCache.getOrLoad(keyId, this.now(), settings().modelRoutesCacheMs, () => this.read(keyId));
   }
 
   private async read(keyId: string): Promise<AiLimits> {

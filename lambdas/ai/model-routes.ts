@@ -101,13 +101,8 @@ const cache = new TtlCache<ModelRoute[]>();
 export class ModelRoutes {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
-  async list(organizationId: string): Promise<ModelRoute[]> {
-    const now = this.now();
-    const hit = cache.get(organizationId, now);
-    if (hit) return hit;
-    const routes = await this.read(organizationId);
-    cache.set(organizationId, routes, now + settings().modelRoutesCacheMs);
-    return routes;
+  list(organizationId: string): Promise<ModelRoute[]> {
+    return cache.getOrLoad(organizationId, this.now(), settings().modelRoutesCacheMs, () => this.read(organizationId));
   }
 
   private async read(organizationId: string): Promise<ModelRoute[]> {

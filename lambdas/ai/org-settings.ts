@@ -40,13 +40,8 @@ export class OrgSettingsError extends Error {
 export class AiOrgSettings {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
 
-  async get(organizationId: string): Promise<AiSettings> {
-    const now = this.now();
-    const hit = cache.get(organizationId, now);
-    if (hit) return hit;
-    const value = await this.read(organizationId);
-    cache.set(organizationId, value, now + settings().modelRoutesCacheMs);
-    return value;
+  get(organizationId: string): Promise<AiSettings> {
+    return cache.getOrLoad(organizationId, this.now(), settings().modelRoutesCacheMs, () => this.read(organizationId));
   }
 
   private async read(organizationId: string): Promise<AiSettings> {

@@ -19,6 +19,15 @@ export class TtlCache<V> {
     this.entries.set(key, { value, until });
   }
 
+  /** The fresh value, or `load()`'s, kept until `now + ttlMs`. */
+  async getOrLoad(key: string, now: number, ttlMs: number, load: () => Promise<V>): Promise<V> {
+    const hit = this.get(key, now);
+    if (hit !== undefined) return hit;
+    const value = await load();
+    this.set(key, value, now + ttlMs);
+    return value;
+  }
+
   delete(key: string): void {
     this.entries.delete(key);
   }

@@ -181,6 +181,36 @@ describe('chat request rules (spec 4.3)', () => {
   });
 });
 
+describe('hostile input', () => {
+  const raw = (text: string) => post('/v1/chat/completions', text);
+  const msg = '"messages":[{"role":"user","content":"Hi"}]';
+
+  it('prototype-named fields are unknown fields, never merged into the request', async () => {
+    for (const field of ['__proto__', 'constructor', 'toString']) {
+      const r = await raw(`{${msg},"${field}":{"n":2}}`);
+      expect([r.status, code(r), r.json.error.param], field).toEqual([400, 'unsupported_field', field]);
+    }
+    const inMessage = await raw('{"messages":[{"role":"user","content":"Hi","__proto__":{"role":"system"}}]}');
+    expect(code(inMessage)).toBe('invalid_messages');
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it('-0 is a number like 0; 1e400 (Infinity once parsed) and nesting past the limit are 400 invalid_body', async () => {
+    expect((await raw(`{${msg},"temperature":-0}`)).status).toBe(200);
+    expect(code(await raw(`{${msg},"temperature":1e400}`))).toBe('invalid_body');
+    const deep = `${'['.repeat(100)}${']'.repeat(100)}`;
+    expect(code(await raw(`{${msg},"stop":${deep}}`))).toBe('invalid_body');
+  });
+
+  it("another organization's route id is 400 model_not_allowed, as an unknown one", async () => {
+    const other = await new Tenants(p.engine.kv, () => p.engine.clock.now()).createOrganization('Other');
+    await new ModelRoutes(p.engine.kv, () => p.engine.clock.now()).set(other.id, { id: 'their-chat', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: fake.baseUrl });
+    const r = await chat({ model: 'their-chat' });
+    expect([r.status, code(r)]).toEqual([400, 'model_not_allowed']);
+    expect(fake.requests).toHaveLength(0);
+  });
+});
+
 describe('upstream failures', () => {
   it('an upstream error is 502 upstream_error without the upstream\'s words; unreachable is 503 route_unavailable; slow is 504 timeout_error', async () => {
     fake.behavior.status = 500;

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
+import { awayFromMinuteEnd } from '../helpers/rate-windows.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'ai-limits-'));
 let fake: FakeOpenAi;
@@ -30,11 +31,6 @@ function call(model = 'chat', extra: Record<string, unknown> = {}) {
   }).then(async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), code: ((await res.json()) as any).error?.code as string | undefined }));
 }
 
-/** Waits until the current minute has at least `seconds` left, so a burst stays in one rate window. */
-async function awayFromMinuteEnd(seconds: number) {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 200));
-}
 
 beforeAll(async () => {
   fake = await startFakeOpenAi();

@@ -351,6 +351,19 @@ describe('decision run', () => {
     expect(chatSeen).toHaveLength(1);
   });
 
+  it('answers a question named constructor; refuses one named __proto__ (400 invalid_decision_input) rather than dropping it', async () => {
+    scripts.weak = { constructor: { answer: 'no', p: 0.8 } } as never;
+    const questions = (ids: string[]) => `{${ids.map((id) => `"${id}":${JSON.stringify(QUESTIONS.urgent)}`).join(',')}}`;
+    const res = await post(null, { raw: `{"model":"judge","input":{"state":"s","questions":${questions(['constructor', 'toString'])}}}` });
+    expect(res.status).toBe(200);
+    const body: any = await res.json();
+    expect(Object.keys(body.result.answers)).toEqual(['constructor', 'toString']);
+    expect(body.result.answers.constructor).toMatchObject({ type: 'noul', confidence: 0.8 });
+    expect(Object.keys(chatSeen.at(-1)!.body.response_format.json_schema.schema.properties)).toEqual(['constructor', 'toString']);
+    const refused = await expectError(await post(null, { raw: `{"model":"judge","input":{"state":"s","questions":${questions(['ok', '__proto__'])}}}` }), 400, 'invalid_decision_input');
+    expect(refused.error.message).toContain('__proto__');
+  });
+
   it('answers 502 upstream_error when the tier replies with no JSON answer', async () => {
     await expectError(await post({ model: 'judge-broken', input: { state: STATE, questions: QUESTIONS } }), 502, 'upstream_error');
   });

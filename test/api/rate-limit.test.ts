@@ -11,6 +11,7 @@ import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platfor
 import { crashLocalProcess, startLocalProcess } from '../helpers/local-process.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
+import { awayFromMinuteEnd } from '../helpers/rate-windows.js';
 
 let p: TestPlatform;
 let clock: ManualClock;
@@ -99,9 +100,3 @@ describe('rate limits', () => {
     }
   }, 40_000);
 });
-
-/** Waits until the current minute has at least `seconds` left. */
-async function awayFromMinuteEnd(seconds: number): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < seconds * 1000) await new Promise((r) => setTimeout(r, left + 200));
-}

@@ -39,7 +39,7 @@ import { platformEventFeed, publishChanges } from '../../lambdas/events/platform
 import { statsKey } from '../../lambdas/events/stats.js';
 import { Subscriptions } from '../../lambdas/events/subscriptions.js';
 import { newId } from '../../lambdas/shared/ids.js';
-import { CONSUMER_TAG } from '../../lib/webhook-delivery.js';
+import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
 import { allowedStatements, leadingKeyPattern, synthStack, taggedFunctions, type AllowStatement } from './helpers.js';

@@ -22,7 +22,7 @@ import {
   synthStack,
   taggedFunctions,
 } from './helpers.js';
-import { CONSUMER_TAG } from '../../lib/webhook-delivery.js';
+import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));

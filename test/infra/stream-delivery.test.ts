@@ -22,7 +22,7 @@ import type { PlatformStack } from '../../lib/platform-stack.js';
 import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
 import { STREAM_CONSUMER, STREAM_INBOX_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
-import { CONSUMER_TAG } from '../../lib/webhook-delivery.js';
+import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 import { actionsOf, allowedStatements, nagFindings, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern } from './helpers.js';
 
 let stack: PlatformStack;

@@ -19,17 +19,8 @@ import { statsKey } from '../../lambdas/events/stats.js';
 import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
-import {
-  CHANGE_OUTBOX_KEYS,
-  CONSUMER_TAG,
-  DELIVERY,
-  DELIVERY_READ_KEYS,
-  DELIVERY_WRITE_KEYS,
-  OLDEST_MESSAGE_ALARM_SECONDS,
-  OUTBOX_KEYS,
-  PLATFORM_EVENTS_SWEEP_KEYS,
-  SWEEP,
-} from '../../lib/webhook-delivery.js';
+import { CHANGE_OUTBOX_KEYS, DELIVERY, DELIVERY_READ_KEYS, DELIVERY_WRITE_KEYS, OLDEST_MESSAGE_ALARM_SECONDS, OUTBOX_KEYS, PLATFORM_EVENTS_SWEEP_KEYS, SWEEP } from '../../lib/webhook-delivery.js';
+import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 import { actionsOf, allowedStatements, nagFindings, synthStack, taggedFunctions, type AllowStatement, type RouteFunctionResource, leadingKeyPattern } from './helpers.js';
 
 let stack: PlatformStack;

@@ -71,6 +71,12 @@ export type DecisionInput = z.infer<typeof decisionInputSchema> & { questions: R
 export function parseDecisionInput(input: Record<string, unknown>): DecisionInput {
   if (!Object.hasOwn(input, 'state')) throw new PlatformError('invalid_decision_input', 'input.state is required (any JSON but null).', 'input.state');
   if (!Object.hasOwn(input, 'questions')) throw new PlatformError('invalid_decision_input', 'input.questions is required.', 'input.questions');
+  // zod's records skip a `__proto__` key without a word, as every plain object carrying the questions
+  // would (assigning it sets a prototype): refused here rather than a question silently dropped.
+  const questions = input.questions;
+  if (questions && typeof questions === 'object' && Object.hasOwn(questions, '__proto__')) {
+    throw new PlatformError('invalid_decision_input', 'A question id may not be "__proto__".', 'input.questions.__proto__');
+  }
   const { input: parsed } = parseBody(z.object({ input: decisionInputSchema }), { input }, { unknownField: 'invalid_decision_input', invalid: 'invalid_decision_input' });
   return parsed as DecisionInput;
 }
