@@ -6,27 +6,29 @@
  *   chat TTFB   the same, `stream: true`: time to the first byte of the body;
  *   embeddings  POST /v1/embeddings, two inputs;
  *
- * each sequentially (one request at a time) and at 50 concurrent calls. The upstream is a node:http
- * server in this process answering fixed bytes, at once in the sequential phase and after a random
- * 50 to 150 ms in the concurrent one (a model takes time, and not always the same: 50 calls in flight
- * then offer about 500 calls a second, a load the gateway serves, and do not all come back in the same
- * millisecond, which would measure how a burst of 50 queues instead of what the gateway adds). Its
- * cost is the same on both paths, so the difference is the gateway: HTTP, credentials, route, validation, the idempotency record (every call
- * carries its own X-Operation-Id, as clients do), limits, usage, the upstream request. Both paths use
- * keep-alive connections from this process. Rounds alternate direct and gateway; each figure is the
- * median over rounds, and the verdict takes the worst round.
+ * each sequentially (one request at a time) and at 50 concurrent calls. The upstream
+ * (support/model-upstream.ts) is a process of its own, as a model server is: a node:http server
+ * answering fixed bytes, at once in the sequential phase and after a random 50 to 150 ms in the
+ * concurrent one (a model takes time, and not always the same: 50 calls in flight then offer about
+ * 500 calls a second, a load the gateway serves, and do not all come back in the same millisecond,
+ * which would measure how a burst of 50 queues instead of what the gateway adds). Its cost is the same
+ * on both paths, so the difference is the gateway: one more hop each way (HTTP in and out of the
+ * gateway's process), credentials, route, validation, the idempotency record (every call carries its
+ * own X-Operation-Id, as clients do), limits, usage, the upstream request. Both paths use keep-alive
+ * connections from this process. Rounds alternate direct and gateway; each figure is the median over
+ * rounds, and the verdict takes the worst round.
  *
  * Targets: p50 overhead at most 1 ms, p99 at most 3 ms (published on localhost: Bifrost 0.44 ms,
  * Portkey 2.37 ms, LiteLLM 4.34 ms).
  * Knobs: BENCH_ROUNDS (3), BENCH_WARMUP_S (5: warm-up requests = 200 × that, capped), BENCH_AI_REQUESTS
- * (sequential requests per target, 1000), BENCH_AI_CONCURRENT_S (seconds of the 50-concurrent phase, 5).
+ * (sequential requests per target, 1000), BENCH_AI_CONCURRENT_S (seconds of the 50-concurrent phase, 5),
+ * BENCH_PROFILE_DIR (CPU profile of the platform).
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { loadSettings } from './support/env.js';
 import { median } from './support/load.js';
-import { makeTempDir, runScript } from './support/processes.js';
+import { makeTempDir, runScript, startServer } from './support/processes.js';
 import { startLocalPlatform } from './support/platform.js';
 import { fmt } from './support/table.js';
 import type { Benchmark, BenchReport } from './support/types.js';
@@ -34,25 +36,15 @@ import type { Benchmark, BenchReport } from './support/types.js';
 const TARGET_P50_MS = 1;
 const TARGET_P99_MS = 3;
 const CONCURRENCY = 50;
-/** The concurrent phase's upstream answers after CONCURRENT_UPSTREAM_DELAY_MS ± CONCURRENT_UPSTREAM_JITTER_MS (uniform). */
-const CONCURRENT_UPSTREAM_DELAY_MS = 100;
-const CONCURRENT_UPSTREAM_JITTER_MS = 50;
 
-const COMPLETION = JSON.stringify({
-  id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model: 'bench-model',
-  choices: [{ index: 0, message: { role: 'assistant', content: 'Hello from the bench upstream.' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 12, completion_tokens: 7, total_tokens: 19 },
-});
-const CHUNK = (content: string) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
-const STREAM = `${CHUNK('Hello')}${CHUNK(' there')}data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'bench-model', choices: [], usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14 } })}\n\ndata: [DONE]\n\n`;
-const EMBEDDINGS = JSON.stringify({ object: 'list', model: 'bench-embed', data: [0, 1].map((index) => ({ object: 'embedding', index, embedding: Array.from({ length: 16 }, (_, i) => i / 16) })), usage: { prompt_tokens: 4, total_tokens: 4 } });
-
-const CHAT_BODY = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello.' }] });
-const STREAM_BODY = JSON.stringify({ model: 'bench-chat', messages: [{ role: 'user', content: 'Say hello.' }], stream: true });
-const EMBED_BODY = JSON.stringify({ model: 'bench-embed', input: ['first text', 'second text'] });
+const CHAT_BODY = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }] });
+const STREAM_BODY = (model: string) => JSON.stringify({ model, messages: [{ role: 'user', content: 'Say hello.' }], stream: true });
+const EMBED_BODY = (model: string) => JSON.stringify({ model, input: ['first text', 'second text'] });
 
 type Kind = 'chat' | 'ttfb' | 'embeddings';
 const KINDS: Kind[] = ['chat', 'ttfb', 'embeddings'];
+type Mode = 'sequential' | 'concurrent';
+const MODES: Mode[] = ['sequential', 'concurrent'];
 
 /** One POST; resolves with ms to the whole answer, or to the first body byte for `ttfb`. */
 function timedPost(agent: http.Agent, url: URL, headers: Record<string, string>, body: string, firstByte: boolean): Promise<number> {
@@ -82,41 +74,35 @@ export const benchmark: Benchmark = {
   name: 'ai',
   title: 'AI gateway overhead: through the AI API minus direct to the same loopback upstream',
   async run(progress): Promise<BenchReport> {
-    const { rounds, warmup } = loadSettings();
+    const { rounds, warmup, profileDir } = loadSettings();
     const requests = Number(process.env.BENCH_AI_REQUESTS ?? 1000);
     const concurrentSeconds = Number(process.env.BENCH_AI_CONCURRENT_S ?? 5);
     const temp = makeTempDir('bench-ai-');
-    let upstreamDelayMs = 0;
-    const upstream = http.createServer((req, res) => {
-      req.resume();
-      req.on('end', async () => {
-        if (upstreamDelayMs) await new Promise((r) => setTimeout(r, upstreamDelayMs + (Math.random() * 2 - 1) * CONCURRENT_UPSTREAM_JITTER_MS));
-        if (req.url?.endsWith('/embeddings')) return res.writeHead(200, { 'content-type': 'application/json' }).end(EMBEDDINGS);
-        let streamed = false;
-        // The request body is not parsed: the path and a marker header decide, as fast as a server can answer.
-        if (req.headers.accept === 'text/event-stream' || req.headers['x-bench-stream'] === '1') streamed = true;
-        if (streamed) return res.writeHead(200, { 'content-type': 'text/event-stream' }).end(STREAM);
-        res.writeHead(200, { 'content-type': 'application/json' }).end(COMPLETION);
-      });
-    });
-    upstream.keepAliveTimeout = 65_000;
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', () => r()));
-    const base = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`;
-    const platform = await startLocalPlatform(temp.path);
+    const upstream = await startServer('model upstream', 'bench/support/model-upstream.ts', {}, /upstream http:\S+\n/);
+    const origin = /upstream (http:\S+)/.exec(upstream.output())![1];
+    let platform: Awaited<ReturnType<typeof startLocalPlatform>> | undefined;
     try {
+      platform = await startLocalPlatform(temp.path, profileDir);
+      const aiUrl = platform.aiUrl;
       const env = { DATA_DIR: platform.dataDir, LOG_LEVEL: 'silent' };
       const org = platform.credentials.organization_id;
-      runScript('bin/admin.ts', ['route', 'set', '--org', org, '--id', 'bench-chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', base, '--model', 'bench-model'], env);
-      runScript('bin/admin.ts', ['route', 'set', '--org', org, '--id', 'bench-embed', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', base, '--model', 'bench-embed'], env);
+      // One route per endpoint and upstream speed: `/v1` answers at once, `/slow/v1` after 50 to 150 ms.
+      const base = (mode: Mode) => `${origin}${mode === 'sequential' ? '' : '/slow'}/v1`;
+      const routeId = (kind: Kind, mode: Mode) => `bench-${kind === 'embeddings' ? 'embed' : 'chat'}-${mode}`;
+      for (const mode of MODES) {
+        runScript('bin/admin.ts', ['route', 'set', '--org', org, '--id', routeId('chat', mode), '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', base(mode), '--model', 'bench-model'], env);
+        runScript('bin/admin.ts', ['route', 'set', '--org', org, '--id', routeId('embeddings', mode), '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', base(mode), '--model', 'bench-embed'], env);
+      }
       // Routes are cached MODEL_ROUTES_CACHE_MS (1 s) per process.
       await new Promise((r) => setTimeout(r, 1200));
 
       const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY + 8 });
       const auth = { authorization: `Bearer ${platform.credentials.secret_key}` };
-      const target = (kind: Kind, via: 'direct' | 'gateway') => {
+      const target = (kind: Kind, via: 'direct' | 'gateway', mode: Mode = 'sequential') => {
         const path = kind === 'embeddings' ? '/embeddings' : '/chat/completions';
-        const url = new URL(via === 'direct' ? `${base}${path}` : `${platform.aiUrl}/v1${path}`);
-        const body = kind === 'chat' ? CHAT_BODY : kind === 'ttfb' ? STREAM_BODY : EMBED_BODY;
+        const url = new URL(via === 'direct' ? `${base(mode)}${path}` : `${aiUrl}/v1${path}`);
+        const model = via === 'direct' ? 'bench-model' : routeId(kind, mode);
+        const body = kind === 'chat' ? CHAT_BODY(model) : kind === 'ttfb' ? STREAM_BODY(model) : EMBED_BODY(model);
         const headers = (): Record<string, string> => (via === 'direct' ? (kind === 'ttfb' ? { 'x-bench-stream': '1' } : {}) : { ...auth, 'x-operation-id': `bench-${randomUUID()}` });
         return () => timedPost(agent, url, headers(), body, kind === 'ttfb');
       };
@@ -136,17 +122,17 @@ export const benchmark: Benchmark = {
 
       // Warm-up: both paths, every kind (JIT, connections, caches).
       for (const kind of KINDS) for (const via of ['direct', 'gateway'] as const) await sequential(target(kind, via), Math.min(1000, 200 * warmup));
+      for (const kind of KINDS) await sequential(target(kind, 'gateway', 'concurrent'), 5);
 
       type Row = { p50: number; p99: number };
       const results: Record<string, { direct: Row[]; gateway: Row[] }> = {};
       for (let round = 1; round <= rounds; round++) {
         for (const kind of KINDS) {
-          for (const mode of ['sequential', 'concurrent'] as const) {
+          for (const mode of MODES) {
             const key = `${kind} ${mode}`;
             results[key] ??= { direct: [], gateway: [] };
             for (const via of round % 2 ? (['direct', 'gateway'] as const) : (['gateway', 'direct'] as const)) {
-              upstreamDelayMs = mode === 'sequential' ? 0 : CONCURRENT_UPSTREAM_DELAY_MS;
-              const latencies = mode === 'sequential' ? await sequential(target(kind, via), requests) : await concurrent(target(kind, via), concurrentSeconds);
+              const latencies = mode === 'sequential' ? await sequential(target(kind, via, mode), requests) : await concurrent(target(kind, via, mode), concurrentSeconds);
               results[key][via].push({ p50: percentile(latencies, 50), p99: percentile(latencies, 99) });
             }
             const d = results[key].direct.at(-1)!;
@@ -175,7 +161,7 @@ export const benchmark: Benchmark = {
       return {
         tables: [
           {
-            title: `latency (ms): direct to the upstream and through the AI API, ${requests} sequential requests (upstream answers at once) or ${concurrentSeconds} s at ${CONCURRENCY} concurrent (upstream answers after ${CONCURRENT_UPSTREAM_DELAY_MS} ± ${CONCURRENT_UPSTREAM_JITTER_MS} ms), medians of ${rounds} rounds; overhead per round`,
+            title: `latency (ms): direct to the upstream and through the AI API, ${requests} sequential requests (upstream answers at once) or ${concurrentSeconds} s at ${CONCURRENCY} concurrent (upstream answers after 100 ± 50 ms), medians of ${rounds} rounds; overhead per round`,
             headers: ['call', 'direct p50 / p99', 'gateway p50 / p99', 'overhead p50 per round', 'overhead p99 per round'],
             rows,
           },
@@ -184,8 +170,8 @@ export const benchmark: Benchmark = {
         verdict: { pass, summary: `overhead p50 ${fmt(worstP50)} ms worst (<= ${TARGET_P50_MS}), p99 ${fmt(worstP99)} ms worst (<= ${TARGET_P99_MS})` },
       };
     } finally {
-      await platform.server.stop();
-      await new Promise((r) => upstream.close(r));
+      await platform?.server.stop();
+      await upstream.stop();
       temp.remove();
     }
   },

@@ -24,7 +24,7 @@ export async function startLocalPlatform(dir: string, profileDir?: string): Prom
     'bin/local.ts',
     { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), LOG_LEVEL: 'silent' },
     /Events API\s+http:/,
-    { nodeArgs: profileArgs(profileDir, 'platform') },
+    { nodeArgs: platformNodeArgs(profileDir) },
   );
   return {
     server,
@@ -33,6 +33,13 @@ export async function startLocalPlatform(dir: string, profileDir?: string): Prom
     dataDir,
     credentials: JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8')),
   };
+}
+
+/** BENCH_PLATFORM_NODE_ARGS (node flags for the platform, space-separated, e.g. V8 heap sizes to compare) and the profile's. */
+function platformNodeArgs(profileDir: string | undefined): string[] | undefined {
+  const extra = process.env.BENCH_PLATFORM_NODE_ARGS?.split(' ').filter(Boolean) ?? [];
+  const args = [...extra, ...(profileArgs(profileDir, 'platform') ?? [])];
+  return args.length ? args : undefined;
 }
 
 /** Node flags that write a CPU profile to `<profileDir>/<name>` on exit; none without a profile dir. */

@@ -55,7 +55,11 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     .use(respond);
   for (const middleware of rest) chain.use(middleware);
   const lambda = chain.handler(async (_event, context) => {
-    const res = await handle(context.platform.req, context.platform as RequestScope);
+    const { afterAnswer, ...res } = await handle(context.platform.req, context.platform as RequestScope);
+    if (afterAnswer) {
+      if (context.transport?.afterAnswer) context.transport.afterAnswer(afterAnswer);
+      else await afterAnswer();
+    }
     // A streamed answer in buffered mode (Lambda behind API Gateway): read whole, within the 6 MB payload.
     if (isReadable(res.body) && context.transport?.mode !== 'piped') {
       return { ...res, body: await readWhole(res.body, Number(res.headers?.['content-length'] ?? 0), route.api) };

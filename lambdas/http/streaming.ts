@@ -57,14 +57,20 @@ export function streaming(fn: RouteFunction, options: StreamingOptions = {}): St
   return runtime.streamifyResponse(async (event, responseStream, context) => {
     const target = options.accepts && !options.accepts(event) && options.otherwise ? options.otherwise : fn;
     let result: RouteResult;
+    // Run once the answer is written: the invocation goes on after the response stream has closed.
+    const after: (() => Promise<void>)[] = [];
     try {
-      result = await target(event, Object.assign(context, { transport: { mode: 'piped' as const } }));
+      result = await target(event, Object.assign(context, { transport: { mode: 'piped' as const, afterAnswer: (task: () => Promise<void>) => void after.push(task) } }));
     } catch (error) {
       // The chain answers every error itself; one escaping it still gets the API's error shape.
       const failure = toPlatformError(error);
       result = { statusCode: failure.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(errorBody(failure)) };
     }
-    await writeResult(runtime, responseStream, result);
+    try {
+      await writeResult(runtime, responseStream, result);
+    } finally {
+      await Promise.all(after.map((task) => task().catch((error) => log.error('after-answer task failed', { error: String(error) }))));
+    }
   });
 }
 

@@ -138,3 +138,40 @@ describe('error mapping', () => {
     expect(await call(down, 'GET', auth(orgKey))).toMatchObject({ status: 503, body: { error: { code: 'service_unavailable' } } });
   });
 });
+
+describe('work after the answer (HttpResponse.afterAnswer)', () => {
+  const handlerWithAfter = (log: string[]) =>
+    httpHandler(route({}), async () => ({
+      status: 200,
+      body: { ok: true },
+      afterAnswer: async () => {
+        await new Promise((r) => setTimeout(r, 20));
+        log.push('after');
+      },
+    }));
+  const headers = () => ({ ...auth(orgKey), 'x-operation-id': 'after-answer-1', ...json });
+
+  it('behind API Gateway (buffered, no transport) runs before the function returns: the answer leaves only then', async () => {
+    const log: string[] = [];
+    const res = await handlerWithAfter(log)(apiEvent({ method: 'POST', path: '/v1/test', headers: headers(), body: '{}' }), ctx);
+    log.push('returned');
+    expect(res.statusCode).toBe(200);
+    expect(log).toEqual(['after', 'returned']);
+    expect(JSON.parse(res.body!)).toEqual({ ok: true });
+  });
+
+  it('a runtime that answers first (Transport.afterAnswer) is handed the work, unstarted, and the answer carries no trace of it', async () => {
+    const log: string[] = [];
+    const handed: (() => Promise<void>)[] = [];
+    const res = await handlerWithAfter(log)(apiEvent({ method: 'POST', path: '/v1/test', headers: headers(), body: '{}' }), {
+      ...ctx,
+      transport: { mode: 'piped', afterAnswer: (task) => void handed.push(task) },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(log).toEqual([]);
+    expect(handed).toHaveLength(1);
+    expect(Object.keys(res)).not.toContain('afterAnswer');
+    await handed[0]();
+    expect(log).toEqual(['after']);
+  });
+});

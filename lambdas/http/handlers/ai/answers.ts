@@ -3,6 +3,7 @@ import { beginOperation, type StoredAnswer } from '../../../ai/operations.js';
 import { DEFAULT_TIMEOUT_MS, type ModelRoute } from '../../../ai/model-routes.js';
 import type { Engine, KvValue } from '../../../engine/ports.js';
 import type { HttpResponse } from '../../types.js';
+import { log } from '../../../shared/log.js';
 
 const JSON_TYPE = { 'content-type': 'application/json' };
 /** How long past the route's timeout a call may hold its operation id (answering, recording). */
@@ -21,6 +22,8 @@ export async function onceForOperation(engine: Engine, organizationId: string, o
     await op.abandon();
     throw error;
   }
-  await op.complete({ status: 200, body: body as KvValue });
-  return { status: 200, headers: JSON_TYPE, body };
+  // Kept right after the answer is written (before Lambda behind API Gateway returns it): until then
+  // the id answers 409, as while the call ran. A record that cannot be kept is logged; the call stands.
+  const afterAnswer = () => op.complete({ status: 200, body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { operation: operationId, error: String(error) }));
+  return { status: 200, headers: JSON_TYPE, body, afterAnswer };
 }
