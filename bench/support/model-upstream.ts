@@ -1,15 +1,16 @@
 /**
  * The AI benchmark's model upstream (bench/ai.ts), in a process of its own as a real model server is:
- * an OpenAI-compatible node:http server answering fixed bytes without parsing the request. Under
- * `/v1/...` it answers at once; under `/slow/v1/...` after a random 50 to 150 ms (a model takes time,
- * and not always the same). A streamed answer is asked for with `Accept: text/event-stream` (as the
- * gateway asks) or `x-bench-stream: 1` (the bench's direct calls). Prints `upstream <base url>`.
+ * an OpenAI-compatible node:http server answering fixed bytes. It does not parse the request; it
+ * only looks for `bench-delay-ms=<n>` in it (the benchmark's client puts it in a message or an input)
+ * and answers that many milliseconds later, at once without it: the client chooses each call's model
+ * time, so it can take it out of the latency it measures. A streamed answer is asked for with
+ * `Accept: text/event-stream` (as the gateway asks) or `x-bench-stream: 1` (the bench's direct calls).
+ * Prints `upstream <base url>`.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-const SLOW_DELAY_MS = 100;
-const SLOW_JITTER_MS = 50;
+const DELAY = /bench-delay-ms=(\d+)/;
 
 const COMPLETION = JSON.stringify({
   id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model: 'bench-model',
@@ -27,10 +28,13 @@ const answer = (req: http.IncomingMessage, res: http.ServerResponse) => {
 };
 
 const server = http.createServer((req, res) => {
-  req.resume();
+  let body = '';
+  req.setEncoding('utf8');
+  req.on('data', (chunk: string) => (body += chunk));
   req.on('end', () => {
-    if (!req.url?.startsWith('/slow/')) return answer(req, res);
-    setTimeout(() => answer(req, res), SLOW_DELAY_MS + (Math.random() * 2 - 1) * SLOW_JITTER_MS);
+    const delay = DELAY.exec(body);
+    if (!delay) return answer(req, res);
+    setTimeout(() => answer(req, res), Number(delay[1]));
   });
 });
 server.keepAliveTimeout = 65_000;
