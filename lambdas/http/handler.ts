@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
+import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
@@ -58,7 +59,8 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     const { afterAnswer, ...res } = await handle(context.platform.req, context.platform as RequestScope);
     if (afterAnswer) {
       if (context.transport?.afterAnswer) context.transport.afterAnswer(afterAnswer);
-      else await afterAnswer();
+      // Behind API Gateway the answer leaves when this returns: the work runs first, and cannot fail the call.
+      else await afterAnswer().catch((error) => log.error('after-answer task failed', { route: route.id, error: String(error) }));
     }
     // A streamed answer in buffered mode (Lambda behind API Gateway): read whole, within the 6 MB payload.
     if (isReadable(res.body) && context.transport?.mode !== 'piped') {

@@ -160,6 +160,17 @@ describe('work after the answer (HttpResponse.afterAnswer)', () => {
     expect(JSON.parse(res.body!)).toEqual({ ok: true });
   });
 
+  it('a failing task does not fail the answer (it is logged)', async () => {
+    const failing = httpHandler(route({}), async () => ({
+      status: 200,
+      body: { ok: true },
+      afterAnswer: () => Promise.reject(new Error('record not kept')),
+    }));
+    const res = await failing(apiEvent({ method: 'POST', path: '/v1/test', headers: headers(), body: '{}' }), ctx);
+    expect(res.statusCode).toBe(200);
+    expect(JSON.parse(res.body!)).toEqual({ ok: true });
+  });
+
   it('a runtime that answers first (Transport.afterAnswer) is handed the work, unstarted, and the answer carries no trace of it', async () => {
     const log: string[] = [];
     const handed: (() => Promise<void>)[] = [];
