@@ -10,8 +10,8 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
-import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
+import { runAfterAnswer } from './after-answer.js';
 import { chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
 import { bindHooks } from './hook-bindings.js';
@@ -60,7 +60,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     if (afterAnswer) {
       if (context.transport?.afterAnswer) context.transport.afterAnswer(afterAnswer);
       // Behind API Gateway the answer leaves when this returns: the work runs first, and cannot fail the call.
-      else await afterAnswer().catch((error) => log.error('after-answer task failed', { route: route.id, error: String(error) }));
+      else await runAfterAnswer(afterAnswer, route.id);
     }
     // A streamed answer in buffered mode (Lambda behind API Gateway): read whole, within the 6 MB payload.
     if (isReadable(res.body) && context.transport?.mode !== 'piped') {

@@ -9,6 +9,7 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { log } from '../shared/log.js';
+import { runAfterAnswer } from './after-answer.js';
 import { errorBody, toPlatformError } from './error-response.js';
 import type { RouteFunction } from './handler.js';
 import type { RouteResult } from './types.js';
@@ -69,7 +70,7 @@ export function streaming(fn: RouteFunction, options: StreamingOptions = {}): St
     try {
       await writeResult(runtime, responseStream, result);
     } finally {
-      await Promise.all(after.map((task) => task().catch((error) => log.error('after-answer task failed', { error: String(error) }))));
+      await Promise.all(after.map((task) => runAfterAnswer(task)));
     }
   });
 }

@@ -11,6 +11,7 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { RouteFunction } from '../http/handler.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { errorBody } from '../http/error-response.js';
+import { runAfterAnswer } from '../http/after-answer.js';
 import type { Api } from '../shared/api.js';
 import type { RouteDef } from '../http/routes.js';
 import type { Transport } from '../http/types.js';
@@ -88,7 +89,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
     } finally {
       // Started after send(): their writes queue behind the answer's (both on the next turn), and
       // before this process reads another request, so a replay it serves sees them.
-      if (after) for (const task of after) void task().catch((error) => log.error('after-answer task failed', { error: String(error) }));
+      if (after) for (const task of after) void runAfterAnswer(task);
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(api, error, socket));

@@ -46,7 +46,10 @@ function targetOf(url: string): Target | Error {
   return target;
 }
 
-/** POSTs `body`; resolves once the status line and headers arrived. Network failures and aborts reject as node:http reports them. */
+/**
+ * POSTs `body` with `headers` (given its content-length: pass an object of this call's own); resolves
+ * once the status line and headers arrived. Network failures and aborts reject as node:http reports them.
+ */
 export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
     const target = targetOf(url);
