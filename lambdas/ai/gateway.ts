@@ -23,18 +23,31 @@ export interface CallScope {
 /** The upstream call's frame: its key, its deadline, and which of the two signals ended it. */
 async function upstreamCall(scope: CallScope, route: ModelRoute): Promise<{ call: UpstreamCall; timedOut: () => boolean; timeoutMs: number; done: () => void }> {
   const timeoutMs = route.timeout_ms ?? DEFAULT_TIMEOUT_MS;
-  const deadline = new AbortController();
-  const timer = setTimeout(() => deadline.abort(new Error('timeout')), timeoutMs);
-  const signal = scope.signal ? AbortSignal.any([scope.signal, deadline.signal]) : deadline.signal;
+  // One controller for both ends, not AbortSignal.any(): that one registers weak references and
+  // finalizers for every call, work the garbage collector then does on the request's path.
+  const upstream = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    upstream.abort(new Error('timeout'));
+  }, timeoutMs);
+  const client = scope.signal;
+  const clientLeft = () => upstream.abort(client?.reason);
+  if (client?.aborted) clientLeft();
+  else client?.addEventListener('abort', clientLeft, { once: true });
+  const done = () => {
+    clearTimeout(timer);
+    client?.removeEventListener('abort', clientLeft);
+  };
   let apiKey: string | undefined;
   if (route.api_key_env !== null) {
     apiKey = await scope.engine.upstreamKeys.get(route.api_key_env);
     if (apiKey === undefined) {
-      clearTimeout(timer);
+      done();
       throw routeUnavailable('its API key is not configured');
     }
   }
-  return { call: { route, apiKey, signal }, timedOut: () => deadline.signal.aborted, timeoutMs, done: () => clearTimeout(timer) };
+  return { call: { route, apiKey, signal: upstream.signal }, timedOut: () => timedOut, timeoutMs, done };
 }
 
 const usageOfCompletion = (c: { usage?: { prompt_tokens?: number; completion_tokens?: number } | null }): CallUsage => ({
