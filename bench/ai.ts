@@ -175,8 +175,8 @@ export const benchmark: Benchmark = {
           `${fmt(median(r.direct.map((x) => x.p50)))} / ${fmt(median(r.direct.map((x) => x.p99)))}`,
           `${fmt(median(r.bare.map((x) => x.p50)))} / ${fmt(median(r.bare.map((x) => x.p99)))}`,
           `${fmt(median(r.gateway.map((x) => x.p50)))} / ${fmt(median(r.gateway.map((x) => x.p99)))}`,
-          over50.map(fmt).join(', '),
-          over99.map(fmt).join(', '),
+          over50.map((x) => fmt(x)).join(', '),
+          over99.map((x) => fmt(x)).join(', '),
           floor.join(', '),
         ];
       });
