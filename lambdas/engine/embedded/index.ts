@@ -8,7 +8,7 @@ import { systemClock } from '../clock.js';
 import { SqliteKeyValueStore } from './kv.js';
 import { SqliteQueue } from './queue.js';
 import { GroupCommit } from './group-commit.js';
-import { startCheckpointer, type Checkpointer } from './checkpointer.js';
+import { startCheckpointer, WAL_SIZE_LIMIT, type Checkpointer } from './checkpointer.js';
 import { FileBlobStore } from './blobs.js';
 import { LocalConnectionGateway } from './connections.js';
 import { FileSigner } from './signer.js';
@@ -57,6 +57,8 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock; 
   let checkpointer: Checkpointer | undefined;
   if (options.checkpoints === 'thread') {
     db.pragma('wal_autocheckpoint = 0');
+    // The checkpointer lets the log start over; the write that does it cuts the file back to this.
+    db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
     checkpointer = startCheckpointer(join(options.dataDir, 'platform.db'), require.resolve('better-sqlite3'));
   }
   const sweeper = setInterval(() => void kv.sweepExpired().catch(() => undefined), SWEEP_MS);
