@@ -41,8 +41,11 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
     throw error;
   }
   const stream = Readable.from(serverSentEvents(chunks, () => op.abandon()), { objectMode: false });
-  // Destroyed before its end: the client left; the upstream call is aborted.
-  stream.on('close', () => client.abort());
+  // Destroyed before its end: the client left; the upstream call is aborted. (After a normal end there
+  // is nothing to abort, and an abort builds a DOMException with its stack.)
+  stream.on('close', () => {
+    if (!stream.readableEnded) client.abort();
+  });
   return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }, body: stream };
 });
 
