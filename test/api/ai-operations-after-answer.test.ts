@@ -77,17 +77,31 @@ const upstreamCallsFor = (id: string) =>
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** `npm start` with `workers` processes on a fresh data dir, a chat and an embeddings route to the fake. */
-async function startWithRoutes(workers: number) {
-  const dataDir = mkdtempSync(join(tmpdir(), 'ai-after-answer-'));
-  const local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: String(workers) });
-  const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
-  const org = credentials.organization_id;
-  adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
-  adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'embed', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
-  // Each worker caches the routes MODEL_ROUTES_CACHE_MS (1 s).
-  await sleep(1200);
-  return { dataDir, local, key: credentials.secret_key as string };
+/**
+ * For the tests of a describe block: `npm start` with `workers` processes (its banner saying `banner`) on a
+ * fresh data dir, with a chat and an embeddings route to the fake; the AI API's URL and the secret key.
+ */
+function usePlatform(workers: number, banner: string) {
+  const platform = { ai: '', key: '' };
+  let dataDir: string | undefined;
+  let local: LocalProcess | undefined;
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'ai-after-answer-'));
+    local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: String(workers) });
+    expect(local.output()).toContain(banner);
+    const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
+    const org = credentials.organization_id;
+    adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
+    adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'embed', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
+    // Each worker caches the routes MODEL_ROUTES_CACHE_MS (1 s).
+    await sleep(1200);
+    Object.assign(platform, { ai: local.urls.ai, key: credentials.secret_key as string });
+  }, 40_000);
+  afterAll(async () => {
+    if (local) await crashLocalProcess(local);
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+  return platform;
 }
 
 /** A streamed chat call read to its very end; the events' data lines. */
@@ -102,19 +116,7 @@ function streamToEnd(baseUrl: string, key: string, id: string, agent: http.Agent
 }
 
 describe('one process (LOCAL_WORKERS=1)', () => {
-  let dataDir: string;
-  let local: LocalProcess;
-  let key: string;
-  let ai: string;
-  beforeAll(async () => {
-    ({ dataDir, local, key } = await startWithRoutes(1));
-    ai = local.urls.ai;
-    expect(local.output()).toContain('one process');
-  }, 40_000);
-  afterAll(async () => {
-    if (local) await crashLocalProcess(local);
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const platform = usePlatform(1, 'one process');
 
   /**
    * `pairs` sequential pairs: a call with a fresh id, then, the moment its answer has arrived, the
@@ -131,9 +133,9 @@ describe('one process (LOCAL_WORKERS=1)', () => {
       const path = chat ? '/v1/chat/completions' : '/v1/embeddings';
       const body = chat ? chatBody(id) : embedBody(id);
       fake.behavior = { status: 200, chunks: ['answer for ', id], chunkDelayMs: 0, stallMs: 0 };
-      const first = await post(ai, key, path, id, body, callAgent);
+      const first = await post(platform.ai, platform.key, path, id, body, callAgent);
       fake.behavior = { status: 200, chunks: ['NOT ', 'KEPT'], chunkDelayMs: 0, stallMs: 0 };
-      const replay = await post(ai, key, path, id, body, replayAgent);
+      const replay = await post(platform.ai, platform.key, path, id, body, replayAgent);
       firstSockets.add(first.localPort);
       if (replay.reusedSocket) reusedReplays++;
       if (first.status !== 200 || first.headers['x-idempotent-replay'] !== undefined) failures.push(`${id} first: ${first.status} ${first.headers['x-idempotent-replay']} ${first.text}`);
@@ -180,9 +182,9 @@ describe('one process (LOCAL_WORKERS=1)', () => {
       try {
         const id = `op-upstream-fails-${Date.now()}-${n}`;
         fake.behavior = { status: 500, chunks: ['x'], chunkDelayMs: 0, stallMs: 0 };
-        const failed = await post(ai, key, '/v1/chat/completions', id, chatBody(id), agent);
+        const failed = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), agent);
         fake.behavior = { status: 200, chunks: ['second ', 'run'], chunkDelayMs: 0, stallMs: 0 };
-        const retried = await post(ai, key, '/v1/chat/completions', id, chatBody(id), retryAgent === 'same' ? agent : false);
+        const retried = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), retryAgent === 'same' ? agent : false);
         expect(failed.status).toBe(502);
         expect(failed.body.error.code).toBe('upstream_error');
         expect(failed.text).not.toContain('sk-secret-in-upstream-message');
@@ -192,7 +194,7 @@ describe('one process (LOCAL_WORKERS=1)', () => {
         expect(upstreamCallsFor(id)).toBe(2);
         // The success is kept: a replay at once, the upstream not called a third time.
         fake.behavior = { status: 500, chunks: ['x'], chunkDelayMs: 0, stallMs: 0 };
-        const replay = await post(ai, key, '/v1/chat/completions', id, chatBody(id), agent);
+        const replay = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), agent);
         fake.behavior.status = 200;
         expect(replay.status).toBe(200);
         expect(replay.headers['x-idempotent-replay']).toBe('true');
@@ -213,7 +215,7 @@ describe('one process (LOCAL_WORKERS=1)', () => {
       try {
         const id = `op-streamed-${Date.now()}-${n}`;
         fake.behavior = { status: 200, chunks: ['str', 'eam', 'ed'], chunkDelayMs: 0, stallMs: 0 };
-        const streamed = await streamToEnd(ai, key, id, agent);
+        const streamed = await streamToEnd(platform.ai, platform.key, id, agent);
         expect(streamed.status).toBe(200);
         expect(streamed.headers['content-type']).toContain('text/event-stream');
         expect(streamed.events.at(-1)).toBe('[DONE]');
@@ -223,18 +225,18 @@ describe('one process (LOCAL_WORKERS=1)', () => {
           .join('');
         expect(content).toBe('streamed');
         fake.behavior = { status: 200, chunks: ['whole ', 'answer'], chunkDelayMs: 0, stallMs: 0 };
-        const whole = await post(ai, key, '/v1/chat/completions', id, chatBody(id), nextAgent === 'same' ? agent : false);
+        const whole = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), nextAgent === 'same' ? agent : false);
         expect(whole.status, whole.text).toBe(200);
         expect(whole.headers['x-idempotent-replay']).toBeUndefined();
         expect(whole.body.choices[0].message.content).toBe('whole answer');
         expect(upstreamCallsFor(id)).toBe(2);
         // Now kept: replayed at once (and a streamed call with the id gets the kept answer too, as JSON).
         fake.behavior = { status: 200, chunks: ['NOT ', 'KEPT'], chunkDelayMs: 0, stallMs: 0 };
-        const replay = await post(ai, key, '/v1/chat/completions', id, chatBody(id), agent);
+        const replay = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), agent);
         expect(replay.status).toBe(200);
         expect(replay.headers['x-idempotent-replay']).toBe('true');
         expect(replay.body).toEqual(whole.body);
-        const streamedReplay = await post(ai, key, '/v1/chat/completions', id, chatBody(id, { stream: true }), false);
+        const streamedReplay = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id, { stream: true }), false);
         expect(streamedReplay.status).toBe(200);
         expect(streamedReplay.headers['x-idempotent-replay']).toBe('true');
         expect(streamedReplay.body).toEqual(whole.body);
@@ -249,9 +251,9 @@ describe('one process (LOCAL_WORKERS=1)', () => {
     for (let n = 0; n < 20; n++) {
       const id = `op-at-done-${Date.now()}-${n}`;
       fake.behavior = { status: 200, chunks: ['str', 'eam', 'ed'], chunkDelayMs: 0, stallMs: 0 };
-      const { streamText, next } = await streamThenAtDone(ai, key, id, () => {
+      const { streamText, next } = await streamThenAtDone(platform.ai, platform.key, id, () => {
         fake.behavior = { status: 200, chunks: ['whole ', 'answer'], chunkDelayMs: 0, stallMs: 0 };
-        return post(ai, key, '/v1/chat/completions', id, chatBody(id), false);
+        return post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), false);
       });
       expect(streamText).toContain('data: [DONE]');
       expect(next.status, next.text).toBe(200);
@@ -292,19 +294,7 @@ function streamThenAtDone(baseUrl: string, key: string, id: string, next: () => 
 }
 
 describe('LOCAL_WORKERS=2', () => {
-  let dataDir: string;
-  let local: LocalProcess;
-  let key: string;
-  let ai: string;
-  beforeAll(async () => {
-    ({ dataDir, local, key } = await startWithRoutes(2));
-    ai = local.urls.ai;
-    expect(local.output()).toContain('2 worker processes');
-  }, 40_000);
-  afterAll(async () => {
-    if (local) await crashLocalProcess(local);
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+  const platform = usePlatform(2, '2 worker processes');
 
   it('100 pairs "call, replay at once" on fresh connections (so mostly on the other worker): 200 replay or 409 operation_in_progress only, a retry 50 ms later replays, upstream once per id', async () => {
     const counts = { replay200: 0, busy409: 0, other: 0 };
@@ -312,9 +302,9 @@ describe('LOCAL_WORKERS=2', () => {
     for (let i = 0; i < 100; i++) {
       const id = `op-two-workers-${Date.now()}-${i}`;
       fake.behavior = { status: 200, chunks: ['answer for ', id], chunkDelayMs: 0, stallMs: 0 };
-      const first = await post(ai, key, '/v1/chat/completions', id, chatBody(id), false);
+      const first = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), false);
       fake.behavior = { status: 200, chunks: ['NOT ', 'KEPT'], chunkDelayMs: 0, stallMs: 0 };
-      const replay = await post(ai, key, '/v1/chat/completions', id, chatBody(id), false);
+      const replay = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), false);
       if (first.status !== 200 || first.body?.choices?.[0]?.message?.content !== `answer for ${id}`) failures.push(`${id} first: ${first.status} ${first.text}`);
       if (replay.status === 200) {
         counts.replay200++;
@@ -323,7 +313,7 @@ describe('LOCAL_WORKERS=2', () => {
         counts.busy409++;
         if (replay.body?.error?.code !== 'operation_in_progress') failures.push(`${id} 409 code: ${replay.text}`);
         await sleep(50);
-        const retry = await post(ai, key, '/v1/chat/completions', id, chatBody(id), false);
+        const retry = await post(platform.ai, platform.key, '/v1/chat/completions', id, chatBody(id), false);
         if (retry.status !== 200 || retry.headers['x-idempotent-replay'] !== 'true' || JSON.stringify(retry.body) !== JSON.stringify(first.body)) {
           failures.push(`${id} retry after 409: ${retry.status} ${retry.headers['x-idempotent-replay']} ${retry.text}`);
         }
@@ -344,9 +334,9 @@ describe('LOCAL_WORKERS=2', () => {
     for (let n = 0; n < 10; n++) {
       const failedId = `op-two-workers-fail-${Date.now()}-${n}`;
       fake.behavior = { status: 500, chunks: ['x'], chunkDelayMs: 0, stallMs: 0 };
-      const failed = await post(ai, key, '/v1/chat/completions', failedId, chatBody(failedId), false);
+      const failed = await post(platform.ai, platform.key, '/v1/chat/completions', failedId, chatBody(failedId), false);
       fake.behavior = { status: 200, chunks: ['second ', 'run'], chunkDelayMs: 0, stallMs: 0 };
-      const retried = await post(ai, key, '/v1/chat/completions', failedId, chatBody(failedId), false);
+      const retried = await post(platform.ai, platform.key, '/v1/chat/completions', failedId, chatBody(failedId), false);
       expect(failed.status).toBe(502);
       expect(failed.body.error.code).toBe('upstream_error');
       expect(retried.status, retried.text).toBe(200);
@@ -355,11 +345,11 @@ describe('LOCAL_WORKERS=2', () => {
 
       const streamedId = `op-two-workers-stream-${Date.now()}-${n}`;
       fake.behavior = { status: 200, chunks: ['str', 'eam', 'ed'], chunkDelayMs: 0, stallMs: 0 };
-      const streamed = await streamToEnd(ai, key, streamedId, false);
+      const streamed = await streamToEnd(platform.ai, platform.key, streamedId, false);
       expect(streamed.status).toBe(200);
       expect(streamed.events.at(-1)).toBe('[DONE]');
       fake.behavior = { status: 200, chunks: ['whole ', 'answer'], chunkDelayMs: 0, stallMs: 0 };
-      const whole = await post(ai, key, '/v1/chat/completions', streamedId, chatBody(streamedId), false);
+      const whole = await post(platform.ai, platform.key, '/v1/chat/completions', streamedId, chatBody(streamedId), false);
       expect(whole.status, whole.text).toBe(200);
       expect(whole.headers['x-idempotent-replay']).toBeUndefined();
       expect(whole.body.choices[0].message.content).toBe('whole answer');
