@@ -18,8 +18,9 @@
  * upstream's cost is the same on both paths, so the difference is the gateway: one more hop each way
  * (HTTP in and out of the gateway's process), credentials, route, validation, the idempotency record
  * (every call carries its own X-Operation-Id, as clients do), limits, usage, the upstream request.
- * Both paths use keep-alive connections from this process. Rounds alternate direct and gateway; each
- * figure is the median over rounds, and the verdict takes the worst round.
+ * Every path uses keep-alive connections from this process. Each round measures direct, bare proxy
+ * (below) and gateway, in reverse order on even rounds; each figure is the median over rounds, and the
+ * verdict takes the worst round.
  *
  * A third path shows this machine's floor: a bare proxy (support/bare-proxy.ts, its own process) that
  * only pipes bytes to the same upstream and back. Its overhead is the hop alone under the same load
