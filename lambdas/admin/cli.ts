@@ -9,6 +9,7 @@ import type { Capability } from '../auth/principal.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
 import { AiOrgSettings, OrgSettingsError, type AiLimits } from '../ai/org-settings.js';
 import { AiKeyLimits, AiLimitsError, budgetState, checkLimits, keyScope, orgScope } from '../ai/limits.js';
+import { AiKeyRoutes, AiKeyRoutesError } from '../ai/key-routes.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
 import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
@@ -142,6 +143,16 @@ export const COMMANDS: Record<string, Command> = {
       return { ...set, budget: await budgetState(e.kv, keyScope(keyId), e.clock.now()) };
     },
   },
+  'key routes': {
+    usage: '--key-id ID (--routes a,b | --all)',
+    options: { 'key-id': s, routes: s, all: b },
+    required: ['key-id'],
+    run: async (e, o) => {
+      const list = str(o, 'routes');
+      if ((list === undefined) === !o.all) throw new UsageError('give either --routes a,b or --all');
+      return new AiKeyRoutes(e.kv, () => e.clock.now()).set(str(o, 'key-id'), o.all ? null : list!.split(',').map((r) => r.trim()));
+    },
+  },
   'route set': {
     usage:
       '--org ID --id ROUTE --endpoint PATH --provider openai-compatible|bedrock|http|decision [--base-url URL] [--model UPSTREAM_MODEL] [--default] [--max-tokens N] [--no-tools] [--timeout-ms N] [--tiers a,b] [--price-in-per-mtok X] [--price-out-per-mtok X] [--api-key-env NAME]',
@@ -222,4 +233,4 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
 
 /** Errors a user can act on; anything else is a bug and keeps its stack on stderr. */
 export const isUserError = (e: unknown) =>
-  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError;
+  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError;

@@ -11,6 +11,7 @@ import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { parseBody } from '../shared/validate.js';
 import { resolveRoute, MAX_INPUT_CHARS } from './chat.js';
+import { checkRouteAllowed } from './key-routes.js';
 import { genericRun } from './gateway.js';
 import { DEFAULT_TIMEOUT_MS, ModelRoutes, type ModelRoute } from './model-routes.js';
 import { decisionTimeoutMs, runDecision } from './decision/run.js';
@@ -44,6 +45,7 @@ export async function prepareRun(engine: Engine, principal: Principal, rawBody: 
   const body = parseBody(runBodySchema, rawBody, { unknownField: 'unsupported_field' });
   const routes = await new ModelRoutes(engine.kv, () => engine.clock.now()).list(principal.organizationId);
   const route = resolveRoute(routes, body.model, '/v1/run');
+  await checkRouteAllowed(engine, principal, route);
   const decision = route.provider === 'decision';
   if (decision && principal.capabilities !== null && !principal.capabilities.includes('decision')) {
     throw new PlatformError('capability_not_enabled', 'This application has not enabled the "decision" capability.');
