@@ -6,6 +6,7 @@
  * `GET /v1/models` lists only the key's routes. Cached as the routes are (MODEL_ROUTES_CACHE_MS).
  */
 import type { Principal } from '../auth/principal.js';
+import { secretKeyPointer } from '../auth/tenants.js';
 import type { Engine, KeyValueStore, KvKey } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
@@ -16,7 +17,7 @@ export class AiKeyRoutesError extends Error {
   override name = 'AiKeyRoutesError';
 }
 
-const itemKey = (keyId: string): KvKey => ({ pk: `keyid#${keyId}`, sk: 'ai-key-routes' });
+const itemKey = (keyId: string): KvKey => ({ ...secretKeyPointer(keyId), sk: 'ai-key-routes' });
 /** null: every route. */
 const cache = new TtlCache<readonly string[] | null>();
 
@@ -35,7 +36,7 @@ export class AiKeyRoutes {
 
   /** Sets the routes of an existing secret key (null: every route again). Ids are not checked against the routes: a route may be added later. */
   async set(keyId: string, routes: string[] | null): Promise<{ key_id: string; routes: string[] | null }> {
-    if (!(await this.kv.get({ pk: `keyid#${keyId}`, sk: 'keyid' }))) throw new AiKeyRoutesError(`no secret key ${keyId}`);
+    if (!(await this.kv.get(secretKeyPointer(keyId)))) throw new AiKeyRoutesError(`no secret key ${keyId}`);
     if (routes !== null && (!routes.length || routes.some((r) => !ROUTE_ID_PATTERN.test(r)))) {
       throw new AiKeyRoutesError('routes must be a comma-separated list of route ids');
     }

@@ -14,6 +14,7 @@
  * `<scope>` is `org#<organization id>` or `key#<key id>`.
  */
 import type { Principal } from '../auth/principal.js';
+import { secretKeyPointer } from '../auth/tenants.js';
 import type { Engine, KeyValueStore, KvItem, KvKey } from '../engine/ports.js';
 import { PlatformError, type ErrorCode } from '../shared/errors.js';
 import { Counters, rateWindowKey, windowExpiry } from '../shared/counters.js';
@@ -67,7 +68,7 @@ export class AiLimitsError extends Error {
   override name = 'AiLimitsError';
 }
 
-const keyLimitsKey = (keyId: string): KvKey => ({ pk: `keyid#${keyId}`, sk: 'ai-key-limits' });
+const keyLimitsKey = (keyId: string): KvKey => ({ ...secretKeyPointer(keyId), sk: 'ai-key-limits' });
 const keyCache = new TtlCache<AiLimits>();
 
 /** Checks limits given to the CLI: whole numbers from 1 (budget: USD from 0); null lifts one. */
@@ -100,7 +101,7 @@ export class AiKeyLimits {
   /** Sets the given limits of an existing secret key; null lifts one, absent leaves it. */
   async set(keyId: string, limits: Partial<AiLimits>): Promise<{ key_id: string; limits: AiLimits }> {
     checkLimits(limits);
-    if (!(await this.kv.get({ pk: `keyid#${keyId}`, sk: 'keyid' }))) throw new AiLimitsError(`no secret key ${keyId}`);
+    if (!(await this.kv.get(secretKeyPointer(keyId)))) throw new AiLimitsError(`no secret key ${keyId}`);
     const next: AiLimits = { ...(await this.read(keyId)), ...limits };
     await this.kv.put({ ...keyLimitsKey(keyId), key_id: keyId, limits: { ...next } });
     keyCache.delete(keyId);

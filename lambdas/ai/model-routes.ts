@@ -47,18 +47,20 @@ export interface ModelRoute {
 /** Upstream timeout when a route sets none. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
 
+/** The options a route has when `route set` gives none (and a route stored before they existed). */
+export const ROUTE_DEFAULTS = {
+  max_tokens: null,
+  tools: true,
+  timeout_ms: null,
+  tiers: null,
+  price_in_per_mtok: null,
+  price_out_per_mtok: null,
+  api_key_env: null,
+} as const satisfies Partial<ModelRoute>;
+
 /** A stored route with the fields added since it was written filled with their defaults. */
 function normalized(stored: Record<string, unknown>): ModelRoute {
-  return {
-    max_tokens: null,
-    tools: true,
-    timeout_ms: null,
-    tiers: null,
-    price_in_per_mtok: null,
-    price_out_per_mtok: null,
-    api_key_env: null,
-    ...stored,
-  } as ModelRoute;
+  return { ...ROUTE_DEFAULTS, ...stored } as ModelRoute;
 }
 
 export class ModelRouteError extends Error {

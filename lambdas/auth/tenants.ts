@@ -50,6 +50,8 @@ export class TenantError extends Error {
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
+/** The item from a secret key's id to its hash; per-key settings (AI limits, routes) live in its partition. */
+export const secretKeyPointer = (keyId: string) => ({ pk: `keyid#${keyId}`, sk: 'keyid' });
 const strip = <T>(item: Record<string, unknown>): T => {
   const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, ...rest } = item;
   return rest as T;
@@ -157,7 +159,7 @@ export class Tenants {
     const { permissions: _all, ...stored } = record;
     await this.kv.transact([
       { put: { pk: `key#${hash}`, sk: 'key', ...stored, ...(permissions ? { permissions } : {}) }, condition: { ifAbsent: true } },
-      { put: { pk: `keyid#${record.id}`, sk: 'keyid', hash }, condition: { ifAbsent: true } },
+      { put: { ...secretKeyPointer(record.id), hash }, condition: { ifAbsent: true } },
     ]);
     return { id: record.id, key, record };
   }
@@ -168,7 +170,7 @@ export class Tenants {
   }
 
   async setSecretKeyDisabled(keyId: string, disabled: boolean): Promise<SecretKeyRecord> {
-    const pointer = await this.kv.get({ pk: `keyid#${keyId}`, sk: 'keyid' });
+    const pointer = await this.kv.get(secretKeyPointer(keyId));
     if (!pointer) throw new TenantError(`no key ${keyId}`);
     const item = await this.kv.update({ key: { pk: `key#${pointer.hash}`, sk: 'key' }, set: { disabled }, condition: { ifExists: true } });
     return toSecretKeyRecord(item);

@@ -3,14 +3,14 @@
  * the streaming function and its function URL, the distribution's origins and behaviors, the output,
  * the upstream grants (Secrets Manager under the prefix, Bedrock invoke), and cdk-nag.
  */
-import { Stack, type CfnElement } from 'aws-cdk-lib';
+import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, routeById } from '../../lambdas/http/routes.js';
 import { AI_ORIGIN_IDS, STREAMED_ROUTE, STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { BEDROCK_ACTIONS } from '../../lib/route-function.js';
-import { allowedStatements, expectedEnvNames, nagFindings, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource } from './helpers.js';
+import { allowedStatements, expectedEnvNames, nagFindings, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -27,7 +27,7 @@ beforeAll(() => {
   streamFn = streaming.get(STREAMED_ROUTE.id)!;
 });
 
-const logicalId = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.node.defaultChild as CfnElement);
+const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
 
 function aiDistribution(): Record<string, any> {
   const id = logicalId(stack.aiEdge.distribution);
@@ -71,7 +71,7 @@ describe('the AI distribution', () => {
     expect(Object.keys(origins).sort()).toEqual([AI_ORIGIN_IDS.http, AI_ORIGIN_IDS.stream].sort());
 
     const http = origins[AI_ORIGIN_IDS.http];
-    expect(JSON.stringify(http.DomainName)).toContain(`{"Ref":"${stack.getLogicalId(stack.http.node.findChild('Ai').node.findChild('Api').node.defaultChild as CfnElement)}"}`);
+    expect(JSON.stringify(http.DomainName)).toContain(`{"Ref":"${logicalId(stack.http.node.findChild('Ai').node.findChild('Api'))}"}`);
     expect(http.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] });
 
     const stream = origins[AI_ORIGIN_IDS.stream];

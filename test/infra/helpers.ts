@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { App, Validations } from 'aws-cdk-lib';
+import { App, Validations, type CfnElement, type Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { VALIDATION_REPORT_FILE } from 'aws-cdk-lib/cx-api';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -9,6 +9,7 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import type { Grant } from '../../lambdas/http/routes.js';
 import { PlatformStack } from '../../lib/platform-stack.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
+import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 
 /** Skip esbuild in template tests: asset hashes are placeholders, synthesis takes a second. */
 export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] as string[] };
@@ -48,6 +49,16 @@ export function routeFunctions(template: Template): Map<string, RouteFunctionRes
 }
 
 /** Lambda functions carrying `tag`, by the tag's value (ROUTE_TAG: route ids; CONSUMER_TAG: consumer names). */
+/** The template's logical id of a construct's main resource (a table, a queue, a distribution...). */
+export const logicalIdIn = (stack: Stack, construct: { node: { defaultChild?: unknown } }) => stack.getLogicalId(construct.node.defaultChild as CfnElement);
+
+/** The queue or schedule consumer tagged `name` (lib/function-defaults.ts), or a failed test naming it. */
+export function consumerFunction(template: Template, name: string): RouteFunctionResource {
+  const fn = taggedFunctions(template, CONSUMER_TAG).get(name);
+  if (!fn) throw new Error(`no function tagged ${CONSUMER_TAG}=${name}`);
+  return fn;
+}
+
 export function taggedFunctions(template: Template, tagKey: string): Map<string, RouteFunctionResource> {
   const out = new Map<string, RouteFunctionResource>();
   for (const [logicalId, r] of Object.entries(template.findResources('AWS::Lambda::Function') as Record<string, Resource>)) {

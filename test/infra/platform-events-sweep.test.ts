@@ -7,7 +7,6 @@
  * meanwhile is checked against the role the stack synthesizes for the function (lib/webhook-delivery.ts),
  * and every grant it holds is used: the grants are exactly what the sweep needs.
  */
-import type { CfnElement } from 'aws-cdk-lib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Template } from 'aws-cdk-lib/assertions';
 import { mockClient } from 'aws-sdk-client-mock';
@@ -39,10 +38,9 @@ import { platformEventFeed, publishChanges } from '../../lambdas/events/platform
 import { statsKey } from '../../lambdas/events/stats.js';
 import { Subscriptions } from '../../lambdas/events/subscriptions.js';
 import { newId } from '../../lambdas/shared/ids.js';
-import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
-import { allowedStatements, leadingKeyPattern, synthStack, taggedFunctions, type AllowStatement } from './helpers.js';
+import { allowedStatements, leadingKeyPattern, synthStack, type AllowStatement, consumerFunction, logicalIdIn } from './helpers.js';
 
 /** The function's QUEUE_URLS: the two work queues a publish sends to, nothing else. */
 const URLS = { webhooks: 'https://sqs.us-east-1.amazonaws.com/111122223333/webhooks', streams: 'https://sqs.us-east-1.amazonaws.com/111122223333/streams' };
@@ -75,10 +73,8 @@ const clock = new ManualClock(Date.UTC(2026, 10, 26, 12));
 beforeAll(async () => {
   const { stack } = synthStack();
   const template = Template.fromStack(stack);
-  const fn = taggedFunctions(template, CONSUMER_TAG).get('platform-events-sweep');
-  if (!fn) throw new Error(`no function tagged ${CONSUMER_TAG}=platform-events-sweep`);
-  statements = allowedStatements(template, fn);
-  const logicalId = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.node.defaultChild as CfnElement);
+  statements = allowedStatements(template, consumerFunction(template, 'platform-events-sweep'));
+  const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
   tableArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.storage.table), 'Arn'] });
   queueIds = Object.fromEntries(Object.entries(stack.queues.byName).map(([name, q]) => [name, { queue: logicalId(q.queue), deadLetterQueue: logicalId(q.deadLetterQueue) }]));
 

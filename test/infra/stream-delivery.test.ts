@@ -6,7 +6,6 @@
  * wiring run over the AWS adapters in test/contract/events-stream.aws.test.ts.
  */
 import { runInNewContext } from 'node:vm';
-import type { CfnElement } from 'aws-cdk-lib';
 import { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { CachePolicy, OriginRequestPolicy } from 'aws-cdk-lib/aws-cloudfront';
@@ -23,7 +22,7 @@ import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
 import { STREAM_CONSUMER, STREAM_INBOX_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
 import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { actionsOf, allowedStatements, nagFindings, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern } from './helpers.js';
+import { actionsOf, allowedStatements, nagFindings, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -33,7 +32,7 @@ beforeAll(() => {
   template = Template.fromStack(stack);
 });
 
-const logicalId = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.node.defaultChild as CfnElement);
+const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
 const resolve = (value: unknown) => JSON.stringify(Stack.of(stack).resolve(value));
 /** Table.grant() names the table (and would name its indexes: it has none). */
 const connectionTableArn = () => JSON.stringify([{ 'Fn::GetAtt': [logicalId(stack.socket.connections.table), 'Arn'] }]);
@@ -72,7 +71,7 @@ describe('connection table', () => {
 });
 
 describe('stream consumer', () => {
-  const fn = () => taggedFunctions(template, CONSUMER_TAG).get('streams')!;
+  const fn = () => consumerFunction(template, 'streams');
   const statements = () => allowedStatements(template, fn());
 
   it('consumes the streams queue with ReportBatchItemFailures, no batch window and a concurrency bound', () => {

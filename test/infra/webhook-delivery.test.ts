@@ -4,7 +4,6 @@
  * IAM as narrow as the work, down to the partition keys the domain code really touches (the
  * platform-events sweep's handler runs over the AWS adapters in platform-events-sweep.test.ts).
  */
-import type { CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Engine, KvItem } from '../../lambdas/engine/ports.js';
@@ -20,8 +19,7 @@ import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { CHANGE_OUTBOX_KEYS, DELIVERY, DELIVERY_READ_KEYS, DELIVERY_WRITE_KEYS, OLDEST_MESSAGE_ALARM_SECONDS, OUTBOX_KEYS, PLATFORM_EVENTS_SWEEP_KEYS, SWEEP } from '../../lib/webhook-delivery.js';
-import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { actionsOf, allowedStatements, nagFindings, synthStack, taggedFunctions, type AllowStatement, type RouteFunctionResource, leadingKeyPattern } from './helpers.js';
+import { actionsOf, allowedStatements, nagFindings, synthStack, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -31,12 +29,8 @@ beforeAll(() => {
   template = Template.fromStack(stack);
 });
 
-const logicalId = (c: { node: { defaultChild?: unknown } }) => stack.getLogicalId(c.node.defaultChild as CfnElement);
-const consumer = (name: string): RouteFunctionResource => {
-  const fn = taggedFunctions(template, CONSUMER_TAG).get(name);
-  if (!fn) throw new Error(`no function tagged ${CONSUMER_TAG}=${name}`);
-  return fn;
-};
+const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
+const consumer = (name: string) => consumerFunction(template, name);
 const webhooks = () => stack.queues.byName.webhooks;
 /** Logical ids of every queue but the `webhooks` work queue: its DLQ, the jobs queue and its DLQ. */
 const otherQueueIds = () =>

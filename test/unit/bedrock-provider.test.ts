@@ -18,7 +18,7 @@ import {
 } from '@aws-sdk/client-bedrock-runtime';
 import { bedrock } from '../../lambdas/ai/providers/bedrock/index.js';
 import { providerOf } from '../../lambdas/ai/providers/index.js';
-import type { ModelRoute } from '../../lambdas/ai/model-routes.js';
+import { ROUTE_DEFAULTS, type ModelRoute } from '../../lambdas/ai/model-routes.js';
 import type { ChatChunk, UpstreamCall } from '../../lambdas/ai/types.js';
 import { PlatformError } from '../../lambdas/shared/errors.js';
 
@@ -36,13 +36,7 @@ const route = (over: Partial<ModelRoute> = {}): ModelRoute => ({
   default: true,
   owned_by: 'org_1',
   created: 1,
-  max_tokens: null,
-  tools: true,
-  timeout_ms: null,
-  tiers: null,
-  price_in_per_mtok: null,
-  price_out_per_mtok: null,
-  api_key_env: null,
+  ...ROUTE_DEFAULTS,
   ...over,
 });
 const callOf = (r: ModelRoute = route(), signal = new AbortController().signal): UpstreamCall => ({ route: r, apiKey: undefined, signal });
