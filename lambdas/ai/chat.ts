@@ -4,10 +4,12 @@
  */
 import { createHmac } from 'node:crypto';
 import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { derivedKey } from '../shared/server-keys.js';
 import { parseBody } from '../shared/validate.js';
+import { checkRouteAllowed } from './key-routes.js';
 import type { ModelRoute } from './model-routes.js';
 import { GRANTABLE_FIELDS, type AiSettings } from './org-settings.js';
 import type { ChatBody } from './types.js';
@@ -109,14 +111,17 @@ export function parseChatRequest(body: unknown, granted: AiSettings['granted_fie
 
 /**
  * The route a request's `model` names: `auto` or absent is the organization's default route of the
- * endpoint; a route of another endpoint, or none, is 400 model_not_allowed.
+ * endpoint; a route of another endpoint, or none, is 400 model_not_allowed; one the key may not call
+ * (key-routes.ts) is 403 route_forbidden.
  */
-export function resolveRoute(routes: readonly ModelRoute[], model: string | undefined, endpoint: ModelRoute['endpoint']): ModelRoute {
+export async function resolveRoute(engine: Engine, principal: Principal, routes: readonly ModelRoute[], model: string | undefined, endpoint: ModelRoute['endpoint']): Promise<ModelRoute> {
   const route = model === undefined || model === 'auto' ? routes.find((r) => r.endpoint === endpoint && r.default) : routes.find((r) => r.id === model);
   if (!route || route.endpoint !== endpoint) {
     const what = model === undefined || model === 'auto' ? `no default route for ${endpoint}` : `"${model}" is not a route of yours for ${endpoint}`;
     throw new PlatformError('model_not_allowed', `Model not allowed: ${what}. GET /v1/models lists your routes.`, 'model');
   }
+  // A route the organization has but this key may not call (its own route list): 403 route_forbidden.
+  await checkRouteAllowed(engine, principal, route);
   return route;
 }
 

@@ -53,7 +53,7 @@ export async function routesFor(engine: Engine, principal: Principal, all: reado
   return allowed === null ? all : all.filter((r) => allowed.includes(r.id));
 }
 
-/** Throws 403 route_forbidden when `principal` (a secret key with its own list) may not call `route`. */
+/** Throws 403 route_forbidden when `principal` (a secret key with its own list) may not call `route` (chat.ts resolveRoute asks, for every endpoint). */
 export async function checkRouteAllowed(engine: Engine, principal: Principal, route: ModelRoute): Promise<void> {
   const allowed = await allowedRoutes(engine, principal);
   if (allowed !== null && !allowed.includes(route.id)) {

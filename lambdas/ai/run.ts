@@ -11,7 +11,6 @@ import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { parseBody } from '../shared/validate.js';
 import { resolveRoute, MAX_INPUT_CHARS } from './chat.js';
-import { checkRouteAllowed } from './key-routes.js';
 import { genericRun } from './gateway.js';
 import { DEFAULT_TIMEOUT_MS, ModelRoutes, type ModelRoute } from './model-routes.js';
 import { decisionTimeoutMs, runDecision } from './decision/run.js';
@@ -44,8 +43,7 @@ export async function prepareRun(engine: Engine, principal: Principal, rawBody: 
   if (!isPlainObject(rawBody)) throw new PlatformError('invalid_body', 'The body must be a JSON object.');
   const body = parseBody(runBodySchema, rawBody, { unknownField: 'unsupported_field' });
   const routes = await new ModelRoutes(engine.kv, () => engine.clock.now()).list(principal.organizationId);
-  const route = resolveRoute(routes, body.model, '/v1/run');
-  await checkRouteAllowed(engine, principal, route);
+  const route = await resolveRoute(engine, principal, routes, body.model, '/v1/run');
   const decision = route.provider === 'decision';
   if (decision && principal.capabilities !== null && !principal.capabilities.includes('decision')) {
     throw new PlatformError('capability_not_enabled', 'This application has not enabled the "decision" capability.');

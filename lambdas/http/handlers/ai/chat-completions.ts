@@ -5,7 +5,6 @@ import { AiOrgSettings } from '../../../ai/org-settings.js';
 import { outputCeiling, parseChatRequest, resolveRoute, upstreamChatBody } from '../../../ai/chat.js';
 import { chatCompletion, chatStream } from '../../../ai/gateway.js';
 import { estimateChat } from '../../../ai/estimate.js';
-import { checkRouteAllowed } from '../../../ai/key-routes.js';
 import { beginOperation } from '../../../ai/operations.js';
 import type { ChatChunk } from '../../../ai/types.js';
 import { errorBody } from '../../error-response.js';
@@ -24,8 +23,7 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
   const now = () => engine.clock.now();
   const [aiSettings, routes] = await Promise.all([new AiOrgSettings(engine.kv, now).get(org), new ModelRoutes(engine.kv, now).list(org)]);
   const request = parseChatRequest(req.json, aiSettings.granted_fields);
-  const route = resolveRoute(routes, request.model, '/v1/chat/completions');
-  await checkRouteAllowed(engine, principal, route);
+  const route = await resolveRoute(engine, principal, routes, request.model, '/v1/chat/completions');
   const body = await upstreamChatBody(engine, org, route, request);
   const estimate = estimateChat(request.messages, outputCeiling(route, request));
   const scope = { engine, principal };

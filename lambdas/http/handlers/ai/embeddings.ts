@@ -4,7 +4,6 @@ import { resolveRoute, derivedUserValue } from '../../../ai/chat.js';
 import { parseEmbeddingsRequest, shapeEmbeddings } from '../../../ai/embeddings.js';
 import { embeddings } from '../../../ai/gateway.js';
 import { estimateEmbeddings } from '../../../ai/estimate.js';
-import { checkRouteAllowed } from '../../../ai/key-routes.js';
 import type { EmbeddingsBody } from '../../../ai/types.js';
 import { onceForOperation } from './answers.js';
 
@@ -12,8 +11,7 @@ import { onceForOperation } from './answers.js';
 export const handler = httpHandler('ai.embeddings', async (req, { engine, principal, operationId }) => {
   const org = principal.organizationId;
   const request = parseEmbeddingsRequest(req.json);
-  const route = resolveRoute(await new ModelRoutes(engine.kv, () => engine.clock.now()).list(org), request.model, '/v1/embeddings');
-  await checkRouteAllowed(engine, principal, route);
+  const route = await resolveRoute(engine, principal, await new ModelRoutes(engine.kv, () => engine.clock.now()).list(org), request.model, '/v1/embeddings');
   const body: EmbeddingsBody = { input: request.inputs, encoding_format: 'float' };
   if (request.dimensions !== undefined) body.dimensions = request.dimensions;
   if (request.user !== undefined) body.user = await derivedUserValue(engine, org, request.user);
