@@ -31,7 +31,7 @@
  * Portkey 2.37 ms, LiteLLM 4.34 ms).
  * Knobs: BENCH_ROUNDS (3), BENCH_WARMUP_S (5: warm-up requests = 200 × that, capped), BENCH_AI_REQUESTS
  * (sequential requests per target, 1000), BENCH_AI_CONCURRENT_S (seconds of the 50-concurrent phase, 5),
- * BENCH_PROFILE_DIR (CPU profile of the platform).
+ * BENCH_PROFILE_DIR (CPU profile of the platform), BENCH_PLATFORM_NODE_ARGS (node flags for it).
  */
 import http from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -197,7 +197,8 @@ export const benchmark: Benchmark = {
         verdict: { pass, summary: `overhead p50 ${fmt(worstP50)} ms worst (<= ${TARGET_P50_MS}), p99 ${fmt(worstP99)} ms worst (<= ${TARGET_P99_MS})` },
       };
     } finally {
-      await platform?.server.stop();
+      // Writing a long run's CPU profile takes seconds: more than the default grace before SIGKILL.
+      await platform?.server.stop(profileDir ? 30_000 : undefined);
       await bare.stop();
       await upstream.stop();
       temp.remove();
