@@ -11,7 +11,6 @@ import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
-import { runAfterAnswer } from './after-answer.js';
 import { chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
 import { bindHooks } from './hook-bindings.js';
@@ -56,12 +55,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     .use(respond);
   for (const middleware of rest) chain.use(middleware);
   const lambda = chain.handler(async (_event, context) => {
-    const { afterAnswer, ...res } = await handle(context.platform.req, context.platform as RequestScope);
-    if (afterAnswer) {
-      if (context.transport?.afterAnswer) context.transport.afterAnswer(afterAnswer);
-      // Behind API Gateway the answer leaves when this returns: the work runs first, and cannot fail the call.
-      else await runAfterAnswer(afterAnswer, route.id);
-    }
+    const res = await handle(context.platform.req, context.platform as RequestScope);
     // A streamed answer in buffered mode (Lambda behind API Gateway): read whole, within the 6 MB payload.
     if (isReadable(res.body) && context.transport?.mode !== 'piped') {
       return { ...res, body: await readWhole(res.body, Number(res.headers?.['content-length'] ?? 0), route.api) };

@@ -9,7 +9,6 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { log } from '../shared/log.js';
-import { runAfterAnswer } from './after-answer.js';
 import { errorBody, toPlatformError } from './error-response.js';
 import type { RouteFunction } from './handler.js';
 import type { RouteResult } from './types.js';
@@ -58,20 +57,14 @@ export function streaming(fn: RouteFunction, options: StreamingOptions = {}): St
   return runtime.streamifyResponse(async (event, responseStream, context) => {
     const target = options.accepts && !options.accepts(event) && options.otherwise ? options.otherwise : fn;
     let result: RouteResult;
-    // Run once the answer is written: the invocation goes on after the response stream has closed.
-    const after: (() => Promise<void>)[] = [];
     try {
-      result = await target(event, Object.assign(context, { transport: { mode: 'piped' as const, afterAnswer: (task: () => Promise<void>) => void after.push(task) } }));
+      result = await target(event, Object.assign(context, { transport: { mode: 'piped' as const } }));
     } catch (error) {
       // The chain answers every error itself; one escaping it still gets the API's error shape.
       const failure = toPlatformError(error);
       result = { statusCode: failure.status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(errorBody(failure)) };
     }
-    try {
-      await writeResult(runtime, responseStream, result);
-    } finally {
-      await Promise.all(after.map((task) => runAfterAnswer(task)));
-    }
+    await writeResult(runtime, responseStream, result);
   });
 }
 

@@ -38,13 +38,6 @@ export interface HttpResponse {
    */
   body?: unknown;
   headers?: Record<string, string>;
-  /**
-   * Work that belongs to the call but need not delay its answer (an idempotent answer's record). A
-   * runtime that writes the answer before the invocation ends (Transport.afterAnswer) runs it right
-   * after; Lambda behind API Gateway, whose answer leaves only when the function returns, runs it first.
-   * It never fails the call: it catches and logs its own errors.
-   */
-  afterAnswer?: () => Promise<void>;
 }
 
 /** What the middleware chain hands the handler beside the request; services take its plain fields. */
@@ -92,8 +85,6 @@ export interface Transport {
    * answers 426 upgrade_required (docs/events/stream.md).
    */
   upgrade?: UpgradeOffer;
-  /** A runtime that answers before the invocation ends takes HttpResponse.afterAnswer here and runs it once the answer is written. */
-  afterAnswer?: (task: () => Promise<void>) => void;
 }
 
 export interface UpgradeOffer {

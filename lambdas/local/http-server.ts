@@ -11,7 +11,6 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { RouteFunction } from '../http/handler.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { errorBody } from '../http/error-response.js';
-import { runAfterAnswer } from '../http/after-answer.js';
 import type { Api } from '../shared/api.js';
 import type { RouteDef } from '../http/routes.js';
 import type { Transport } from '../http/types.js';
@@ -49,8 +48,6 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
 
   const server = createServer(async (req, res) => {
-    // Work handed over to run once the answer is queued (Transport.afterAnswer).
-    let after: (() => Promise<void>)[] | undefined;
     try {
       const url = parseTarget(req.url ?? '/');
       // Matched before the body is read: a streaming route's body is handed over unread.
@@ -68,7 +65,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
         body = read;
       }
       const event = toEvent(api, req, url, route, params, body);
-      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, afterAnswer: (task) => (after ??= []).push(task) };
+      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined };
       const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
       const headers: Record<string, string | number | boolean> = result.headers ?? {};
       if (streaming && !req.complete) {
@@ -86,10 +83,6 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       const err = new PlatformError('internal_error', 'The service failed to answer; retry later.');
       if (!res.headersSent) send(res, 500, { 'content-type': 'application/json' }, JSON.stringify(errorBody(err)));
       else res.destroy();
-    } finally {
-      // Started after send(): their writes queue behind the answer's (both on the next turn), and
-      // before this process reads another request, so a replay it serves sees them.
-      if (after) for (const task of after) void runAfterAnswer(task);
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(api, error, socket));

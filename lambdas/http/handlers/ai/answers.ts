@@ -22,8 +22,8 @@ export async function onceForOperation(engine: Engine, organizationId: string, o
     await op.abandon();
     throw error;
   }
-  // Kept right after the answer is written (before Lambda behind API Gateway returns it): until then
-  // the id answers 409, as while the call ran. A record that cannot be kept is logged; the call stands.
-  const afterAnswer = () => op.complete({ status: 200, body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { operation: operationId, error: String(error) }));
-  return { status: 200, headers: JSON_TYPE, body, afterAnswer };
+  // Kept before the answer leaves: a replay sent once the caller has the answer, to any worker or
+  // instance, finds it (never a 409). A record that cannot be kept is logged; the call stands.
+  await op.complete({ status: 200, body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { operation: operationId, error: String(error) }));
+  return { status: 200, headers: JSON_TYPE, body };
 }
