@@ -49,15 +49,19 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
   return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }, body: stream };
 });
 
-async function* serverSentEvents(chunks: AsyncGenerator<ChatChunk>, finished: () => Promise<void>): AsyncGenerator<string> {
+async function* serverSentEvents(chunks: AsyncGenerator<ChatChunk>, release: () => Promise<void>): AsyncGenerator<string> {
+  let last: string;
   try {
     for await (const chunk of chunks) yield `data: ${JSON.stringify(chunk)}\n\n`;
-    yield 'data: [DONE]\n\n';
+    last = 'data: [DONE]\n\n';
   } catch (error) {
     const failure = error instanceof PlatformError ? error : new PlatformError('upstream_error', "The model route's upstream failed mid-stream.");
     if (!(error instanceof PlatformError)) log.error('chat stream failed', { error: String((error as Error)?.stack ?? error) });
-    yield `data: ${JSON.stringify(errorBody(failure))}\n\n`;
+    last = `data: ${JSON.stringify(errorBody(failure))}\n\n`;
   } finally {
-    await finished().catch(() => undefined);
+    // The id is let go before the last event is written: a caller that sends it again once it has read
+    // the end finds it free, on any worker. (A client that left ends the generator here too.)
+    await release().catch(() => undefined);
   }
+  yield last;
 }
