@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The admin CLI bundled once for the run (test/helpers/cli.ts runs it as a child process).
+    globalSetup: ['test/setup/admin-cli.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Suites start real servers (local platform, dynalite, s3rver); two cores, so keep forks few.

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { admin, adminOk } from '../helpers/cli.js';
+import { admin, adminOk, adminViaNpm } from '../helpers/cli.js';
 
 let dir: string;
 beforeAll(() => {
@@ -12,6 +12,16 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('admin CLI', () => {
+  it('runs as a user types it, `npm run --silent admin -- ...`: one JSON document on stdout, or the error on stderr and a non-zero exit', () => {
+    const created = adminViaNpm(dir, 'org', 'create', '--name', 'Typed');
+    expect(created.status, created.stderr).toBe(0);
+    expect(created.json).toMatchObject({ id: expect.stringMatching(/^org_/), name: 'Typed' });
+    const refused = adminViaNpm(dir, 'org', 'create');
+    expect(refused.status).not.toBe(0);
+    expect(refused.stdout).toBe('');
+    expect(JSON.parse(refused.stderr).error).toMatch(/missing --name/);
+  });
+
   it('creates an organization, workspace, application, keys and routes, each as one JSON document', () => {
     const org = adminOk(dir, 'org', 'create', '--name', 'Acme');
     expect(org).toEqual({ id: expect.stringMatching(/^org_[0-9a-z]{26}$/), name: 'Acme', disabled: false, created_at: expect.any(String) });

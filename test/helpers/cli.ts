@@ -1,9 +1,13 @@
-/** Runs the admin CLI as a user would: a child process, JSON on stdout, errors on stderr. */
+/**
+ * Runs the admin CLI as a user would: a child process, JSON on stdout, errors on stderr. The process
+ * is plain `node` on the bundle test/setup/admin-cli.ts built for this run from bin/admin.ts (tsx in
+ * every process cost most of the suite's CLI time); `via: 'npm'` runs `npm run --silent admin` itself.
+ */
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
+import { inject } from 'vitest';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const TSX = join(ROOT, 'node_modules', '.bin', 'tsx');
 
 export interface CliResult {
   status: number | null;
@@ -13,7 +17,16 @@ export interface CliResult {
 }
 
 export function admin(dataDir: string, ...args: string[]): CliResult {
-  const r = spawnSync(TSX, [join(ROOT, 'bin', 'admin.ts'), ...args], {
+  return run(dataDir, process.execPath, [inject('adminCli'), ...args]);
+}
+
+/** As a user types it, through npm and tsx: for the one test of the entry point itself. */
+export function adminViaNpm(dataDir: string, ...args: string[]): CliResult {
+  return run(dataDir, 'npm', ['run', '--silent', 'admin', '--', ...args]);
+}
+
+function run(dataDir: string, command: string, args: string[]): CliResult {
+  const r = spawnSync(command, args, {
     cwd: ROOT,
     env: { ...process.env, DATA_DIR: dataDir, ENGINE: 'embedded' },
     encoding: 'utf8',
