@@ -1,11 +1,5 @@
 import { Stack, type CfnElement } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { QUEUES, type QueueName } from '../../lambdas/engine/queues.js';
@@ -20,12 +14,8 @@ import {
   nagFindings,
   routeFunctions,
   synthStack,
-  taggedFunctions,
 } from './helpers.js';
-import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const ALL_ROUTES = [...ROUTES, ...SOCKET_ROUTES];
 
 let stack: PlatformStack;
@@ -268,44 +258,10 @@ it('outputs the three API URLs, the WebSocket URL, the Events URL and the AI URL
   expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');
 });
 
+// The one cdk-nag run for the whole stack: grants, signing, the edges and the delivery constructs included.
 describe('cdk-nag AwsSolutions', () => {
   it('reports no unacknowledged error or warning', () => {
     const { app } = synthStack({ nag: true });
     expect(nagFindings(app)).toEqual([]);
   });
-});
-
-describe('cdk synth (real esbuild bundling, offline)', () => {
-  it(
-    'exits 0 and bundles every route function and queue consumer as an ESM bundle with the require banner',
-    async () => {
-      const out = mkdtempSync(join(tmpdir(), 'cdk-synth-'));
-      try {
-        await promisify(execFile)('npx', ['cdk', 'synth', '--quiet', '--no-notices', '-o', out], {
-          cwd: ROOT,
-          // About 50 functions, each bundled by its own esbuild run: minutes on a loaded 2-vCPU machine.
-          timeout: 360_000,
-          maxBuffer: 64 * 1024 * 1024,
-        });
-        const synthesized = Template.fromJSON(JSON.parse(readFileSync(join(out, 'PlatformStack.template.json'), 'utf8')));
-        const fns = routeFunctions(synthesized);
-        expect(fns.size).toBe(ALL_ROUTES.length);
-        // The queue consumers and sweeps (lib/webhook-delivery.ts, lib/stream-delivery.ts) are bundled the same way.
-        const consumers = taggedFunctions(synthesized, CONSUMER_TAG);
-        expect([...consumers.keys()].sort()).toEqual(['outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
-        // And the chat route's streaming function (lib/ai-edge.ts).
-        const streaming = taggedFunctions(synthesized, STREAM_ROUTE_TAG);
-        expect([...streaming.keys()]).toEqual(['ai.chat.completions']);
-        for (const [id, { props }] of [...fns, ...consumers, ...streaming]) {
-          const asset = join(out, `asset.${String(props.Code.S3Key).replace(/\.zip$/, '')}`);
-          expect(existsSync(join(asset, 'index.mjs')), id).toBe(true);
-          expect(readdirSync(asset)).toContain('index.mjs.map');
-          expect(readFileSync(join(asset, 'index.mjs'), 'utf8')).toMatch(/^import \{ createRequire \} from 'node:module'; const require = createRequire\(import\.meta\.url\);/);
-        }
-      } finally {
-        rmSync(out, { recursive: true, force: true });
-      }
-    },
-    380_000,
-  );
 });

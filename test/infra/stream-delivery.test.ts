@@ -22,7 +22,7 @@ import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
 import { STREAM_CONSUMER, STREAM_INBOX_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
 import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { actionsOf, allowedStatements, nagFindings, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
+import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -171,11 +171,6 @@ describe('the Events distribution: one URL for the HTTP routes and the stream', 
 
   it('outputs the distribution URL as the Events URL', () => {
     expect(template.findOutputs('EventsUrl').EventsUrl.Value).toEqual({ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [expect.any(String), 'DomainName'] }]] });
-  });
-
-  it('passes cdk-nag: each CloudFront finding acknowledged with its reason', () => {
-    const { app } = synthStack({ nag: true });
-    expect(nagFindings(app).filter((f) => /CFR|DDB3|EventsEdge|StreamDelivery|Connections/.test(JSON.stringify(f)))).toEqual([]);
   });
 });
 
