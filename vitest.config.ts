@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirst } from './test/setup/slow-first.js';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // The admin CLI bundled once for the run (test/helpers/cli.ts runs it as a child process).
     globalSetup: ['test/setup/admin-cli.ts'],
+    sequence: { sequencer: SlowFirst },
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Suites start real servers (local platform, dynalite, s3rver); two cores, so keep forks few.

@@ -6,8 +6,9 @@
  *   (`cdk ls -o`: the same synthesis, with bundling left to the commands that deploy);
  * - CDK's own bundling, as the stack calls it (bundledFunctionProps), turns a route's entry into an ESM
  *   bundle with the require banner and a source map;
- * - every module that exports a Lambda handler bundles with those same esbuild options, all in one
- *   esbuild run (a missing import or an unbundlable dependency fails here, not at deploy).
+ * - every module that exports a Lambda handler bundles with those same esbuild options (but minifying and
+ *   source maps), all in one esbuild run: a missing import or an unbundlable dependency fails here, not
+ *   at deploy.
  */
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
@@ -74,7 +75,7 @@ describe('npm run synth, offline', () => {
     });
   }, 120_000);
 
-  it('every module exporting a handler bundles with those esbuild settings', async () => {
+  it('every module exporting a handler bundles with those esbuild settings (format, target, main fields, banner, externals)', async () => {
     const modules = handlerModules();
     // Every route's and consumer's entry is among them (lambdaEntry resolves each at synthesis).
     for (const route of [...ROUTES, ...SOCKET_ROUTES]) expect(modules).toContain(lambdaEntry(route.handler, route.id));
@@ -94,8 +95,7 @@ describe('npm run synth, offline', () => {
         target: bundling!.target,
         mainFields: bundling!.mainFields,
         banner: { js: bundling!.banner! },
-        minify: bundling!.minify,
-        sourcemap: bundling!.sourceMap,
+        // Minifying and mapping do not change what resolves or bundles; CDK's own run above does both.
         external: bundling!.externalModules,
         logLevel: 'silent',
       });
@@ -103,7 +103,6 @@ describe('npm run synth, offline', () => {
       for (const module of modules) {
         const out = join(outdir, relative(join(PROJECT_ROOT, 'lambdas'), module).replace(/\.ts$/, '.mjs'));
         expect(existsSync(out), module).toBe(true);
-        expect(existsSync(`${out}.map`), module).toBe(true);
         expect(readFileSync(out, 'utf8'), module).toMatch(BANNER);
       }
     });

@@ -1,0 +1,29 @@
+/**
+ * Test file order: the slowest files first. Vitest orders by the durations it cached from earlier
+ * runs, but CI runs a clean clone with no cache, where it orders by file size, and a slow small file
+ * (the synth check, the model tests) then starts last and runs alone while the other worker idles.
+ * The files named here (the slowest of a full run) go first, in this order; the rest as Vitest orders.
+ */
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+const SLOW_FIRST = [
+  'test/infra/synth.test.ts',
+  'test/model/records.model.aws.test.ts',
+  'test/cli/admin.test.ts',
+  'test/api/ai-limits.test.ts',
+  'test/model/records.model.test.ts',
+  'test/api/write-concurrency.test.ts',
+  'test/api/rate-limit.test.ts',
+  'test/contract/activity-log.test.ts',
+];
+
+export class SlowFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (f: TestSpecification) => {
+      const i = SLOW_FIRST.findIndex((path) => f.moduleId.endsWith(path));
+      return i === -1 ? SLOW_FIRST.length : i;
+    };
+    // Array.prototype.sort is stable: the rest keep Vitest's order.
+    return (await super.sort(files)).sort((a, b) => rank(a) - rank(b));
+  }
+}
