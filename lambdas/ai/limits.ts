@@ -25,9 +25,13 @@ import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
 import { AiOrgSettings, NO_LIMITS, type AiLimits } from './org-settings.js';
 import type { CallUsage } from './usage.js';
 
-/** What a call may use at most, known before it runs: its input tokens (estimated) and its output ceiling. */
+/** What a call may use, known before it runs (estimate.ts). */
 export interface CallEstimate {
+  /** Estimated input tokens: what tokens a minute take until the call settles with the real count. */
   inputTokens: number;
+  /** The most input tokens the call can be charged: what the budget holds. */
+  inputTokensBound: number;
+  /** The output ceiling sent upstream. */
   maxOutputTokens: number;
 }
 
@@ -57,7 +61,7 @@ export function microUsd(usd: number): number {
 /** The worst cost of a call, micro-USD: every input token estimated and the whole output ceiling. */
 export function worstCostMicro(route: ModelRoute, estimate: CallEstimate): number {
   // price per million tokens × tokens = micro-USD.
-  return microUsd(((route.price_in_per_mtok ?? 0) * estimate.inputTokens + (route.price_out_per_mtok ?? 0) * estimate.maxOutputTokens) / 1e6);
+  return microUsd(((route.price_in_per_mtok ?? 0) * estimate.inputTokensBound + (route.price_out_per_mtok ?? 0) * estimate.maxOutputTokens) / 1e6);
 }
 
 const isPriced = (route: ModelRoute) => (route.price_in_per_mtok ?? 0) > 0 || (route.price_out_per_mtok ?? 0) > 0;

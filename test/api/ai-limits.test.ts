@@ -68,8 +68,9 @@ describe('limits across two workers', () => {
   });
 
   it('--budget-usd: 30 concurrent priced calls never spend past the budget; the calls it cannot cover are 429 budget_exhausted', async () => {
-    // Worst case per call: ~5 input tokens + 100 output tokens at $1 per million = ~$0.000105; the
-    // upstream reports 18 tokens ($0.000018). A budget of $0.0005 covers four worst cases at once.
+    // Worst case per call: 18 input tokens (11 bytes of text, framing) + 100 output tokens at $1 per
+    // million = $0.000118; the upstream reports 18 tokens ($0.000018). A budget of $0.0005 covers four
+    // worst cases at once.
     adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', '0.0005');
     await settle();
     fake.behavior = { status: 200, chunks: ['ok'], chunkDelayMs: 0, stallMs: 400 };

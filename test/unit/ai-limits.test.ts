@@ -35,7 +35,7 @@ const routeOf = (organizationId: string, over: Partial<ModelRoute> = {}): ModelR
   price_in_per_mtok: null, price_out_per_mtok: null, api_key_env: null, ...over,
 });
 
-const SMALL: CallEstimate = { inputTokens: 10, maxOutputTokens: 10 };
+const SMALL: CallEstimate = { inputTokens: 10, inputTokensBound: 10, maxOutputTokens: 10 };
 const NOTHING = { inputTokens: 0, outputTokens: 0 };
 
 /** The code a refused admission throws (and its Retry-After), or 'admitted'. */
@@ -69,7 +69,7 @@ function holdTests(name: string, setup: () => Promise<{ engine: Engine; clock: M
     it('never overspends the budget under 20 concurrent admits, and spends it exactly when calls cost their worst', async () => {
       // 1 USD / Mtok in, 2 USD / Mtok out: 1,000 in + 500 out = 0.002 USD at worst; 0.011 USD fits 5 of them.
       const route = routeOf(org, { price_in_per_mtok: 1, price_out_per_mtok: 2 });
-      const estimate = { inputTokens: 1000, maxOutputTokens: 500 };
+      const estimate = { inputTokens: 1000, inputTokensBound: 1000, maxOutputTokens: 500 };
       expect(worstCostMicro(route, estimate)).toBe(2000);
       await setOrgLimits(engine, org, { budget_usd: 0.011 });
       const principal = principalOf(org);
@@ -92,16 +92,16 @@ function holdTests(name: string, setup: () => Promise<{ engine: Engine; clock: M
       const refused = await outcome(admitCall(engine, principal, route, estimate));
       expect(refused).toEqual({ code: 'budget_exhausted', retryAfter: undefined });
       // A cheaper call still fits; an unpriced route is not charged at all.
-      const cheap = await outcome(admitCall(engine, principal, route, { inputTokens: 500, maxOutputTokens: 250 }));
+      const cheap = await outcome(admitCall(engine, principal, route, { inputTokens: 500, inputTokensBound: 500, maxOutputTokens: 250 }));
       expect(cheap.code).toBe('admitted');
       expect((await outcome(admitCall(engine, principal, routeOf(org), estimate))).code).toBe('admitted');
       // While the cheap one is in flight, its hold blocks another: Retry-After, since it may settle for less.
-      expect(await outcome(admitCall(engine, principal, route, { inputTokens: 500, maxOutputTokens: 250 }))).toEqual({ code: 'budget_exhausted', retryAfter: 1 });
+      expect(await outcome(admitCall(engine, principal, route, { inputTokens: 500, inputTokensBound: 500, maxOutputTokens: 250 }))).toEqual({ code: 'budget_exhausted', retryAfter: 1 });
       // Settled for its real (lower) cost, the rest of the budget is free again.
       await cheap.admission!.settle({ inputTokens: 100, outputTokens: 0 }, costOf(route, { inputTokens: 100, outputTokens: 0 }));
       expect(await budgetState(engine.kv, orgScope(org), clock.now())).toEqual({ spent_usd: 0.0101, held_usd: 0 });
       // A failed call (nothing used) gives its whole hold back.
-      const failed = await outcome(admitCall(engine, principal, route, { inputTokens: 300, maxOutputTokens: 100 }));
+      const failed = await outcome(admitCall(engine, principal, route, { inputTokens: 300, inputTokensBound: 300, maxOutputTokens: 100 }));
       await failed.admission!.settle(NOTHING, 0);
       expect(await budgetState(engine.kv, orgScope(org), clock.now())).toEqual({ spent_usd: 0.0101, held_usd: 0 });
     });
@@ -131,7 +131,7 @@ function holdTests(name: string, setup: () => Promise<{ engine: Engine; clock: M
     it('recovers slots and budget held by a crashed process once their call could no longer be running', async () => {
       await setOrgLimits(engine, org, { concurrency: 2, budget_usd: 0.004 });
       const route = routeOf(org, { timeout_ms: 10_000, price_in_per_mtok: 1, price_out_per_mtok: 2 });
-      const estimate = { inputTokens: 1000, maxOutputTokens: 500 };
+      const estimate = { inputTokens: 1000, inputTokensBound: 1000, maxOutputTokens: 500 };
       const principal = principalOf(org);
       // Two calls admitted and never settled (their process died).
       await admitCall(engine, principal, route, estimate);
@@ -218,7 +218,7 @@ describe('rate, tokens and key limits (embedded)', () => {
     await setOrgLimits(engine, org, { tpm: 1000 });
     const principal = principalOf(org);
     const route = routeOf(org);
-    const estimate = { inputTokens: 300, maxOutputTokens: 200 };
+    const estimate = { inputTokens: 300, inputTokensBound: 300, maxOutputTokens: 200 };
     const window = async () => (await engine.kv.get(rateWindowKey(`ai.tpm:${orgScope(org)}`, MINUTE, clock.now() - (clock.now() % MINUTE))))?.n;
     const a = await outcome(admitCall(engine, principal, route, estimate));
     const b = await outcome(admitCall(engine, principal, route, estimate));
@@ -303,7 +303,7 @@ describe('two engines on one SQLite file (two worker processes)', () => {
       const org = uniq('org');
       await setOrgLimits(one, org, { rpm: 4, concurrency: 2, budget_usd: 0.004 });
       const route = routeOf(org, { price_in_per_mtok: 1, price_out_per_mtok: 2 });
-      const estimate = { inputTokens: 1000, maxOutputTokens: 500 };
+      const estimate = { inputTokens: 1000, inputTokensBound: 1000, maxOutputTokens: 500 };
       const principal = principalOf(org);
       const results = await Promise.all(
         Array.from({ length: 10 }, (_, i) => outcome(admitCall(i % 2 ? two : one, principal, route, estimate))),

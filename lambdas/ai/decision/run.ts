@@ -41,7 +41,7 @@ export async function runDecision(scope: CallScope, route: ModelRoute, routes: r
     const wanted = outputTokensFor(Object.keys(open).length);
     const maxTokens = tier.max_tokens === null ? wanted : Math.min(wanted, tier.max_tokens);
     const body = decisionChatBody(input, open, maxTokens);
-    const completion = await chatCompletion(scope, tier, body, estimateChat(body.messages, maxTokens));
+    const completion = await chatCompletion(scope, tier, body, estimateChat(body.messages, maxTokens, [body.response_format]));
     usage.input_tokens += Math.max(0, Number(completion.usage?.prompt_tokens ?? 0) || 0);
     usage.output_tokens += Math.max(0, Number(completion.usage?.completion_tokens ?? 0) || 0);
     used = tier.id;

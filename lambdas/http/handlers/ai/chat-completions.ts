@@ -25,7 +25,7 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
   const request = parseChatRequest(req.json, aiSettings.granted_fields);
   const route = await resolveRoute(engine, principal, routes, request.model, '/v1/chat/completions');
   const body = await upstreamChatBody(engine, org, route, request);
-  const estimate = estimateChat(request.messages, outputCeiling(route, request));
+  const estimate = estimateChat(request.messages, outputCeiling(route, request), [request.tools, request.response_format]);
   const scope = { engine, principal };
   if (!request.stream) return onceForOperation(engine, org, operationId!, route, () => chatCompletion(scope, route, body, estimate));
 
