@@ -11,6 +11,7 @@ import { derivedKey } from '../shared/server-keys.js';
 import { parseBody } from '../shared/validate.js';
 import { checkRouteAllowed } from './key-routes.js';
 import type { ModelRoute } from './model-routes.js';
+import { DEFAULT_MAX_OUTPUT_TOKENS } from './estimate.js';
 import { GRANTABLE_FIELDS, type AiSettings } from './org-settings.js';
 import type { ChatBody } from './types.js';
 
@@ -131,10 +132,15 @@ export async function derivedUserValue(engine: Engine, organizationId: string, v
   return `u_${createHmac('sha256', key).update(organizationId).update('\0').update(value).digest('hex').slice(0, 32)}`;
 }
 
-/** The output-token ceiling: the route's, lowered (never raised) by the request's max_tokens / max_completion_tokens. */
+/**
+ * The output-token ceiling: the route's, lowered (never raised) by the request's max_tokens /
+ * max_completion_tokens. A route that prices its output and sets no `--max-tokens` has
+ * DEFAULT_MAX_OUTPUT_TOKENS: the budget holds a call's worst cost, which an unbounded output has not.
+ */
 export function outputCeiling(route: ModelRoute, request: { max_tokens?: number | null; max_completion_tokens?: number | null }): number | undefined {
   const asked = [request.max_tokens, request.max_completion_tokens].filter((v): v is number => typeof v === 'number');
-  const all = route.max_tokens === null ? asked : [route.max_tokens, ...asked];
+  const routeCeiling = route.max_tokens ?? ((route.price_out_per_mtok ?? 0) > 0 ? DEFAULT_MAX_OUTPUT_TOKENS : null);
+  const all = routeCeiling === null ? asked : [routeCeiling, ...asked];
   return all.length ? Math.min(...all) : undefined;
 }
 

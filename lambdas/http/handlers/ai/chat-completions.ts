@@ -4,7 +4,7 @@ import { ModelRoutes, DEFAULT_TIMEOUT_MS } from '../../../ai/model-routes.js';
 import { AiOrgSettings } from '../../../ai/org-settings.js';
 import { outputCeiling, parseChatRequest, resolveRoute, upstreamChatBody } from '../../../ai/chat.js';
 import { chatCompletion, chatStream } from '../../../ai/gateway.js';
-import { estimateChat } from '../../../ai/estimate.js';
+import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChat } from '../../../ai/estimate.js';
 import { beginOperation } from '../../../ai/operations.js';
 import type { ChatChunk } from '../../../ai/types.js';
 import { errorBody } from '../../error-response.js';
@@ -25,7 +25,8 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
   const request = parseChatRequest(req.json, aiSettings.granted_fields);
   const route = await resolveRoute(engine, principal, routes, request.model, '/v1/chat/completions');
   const body = await upstreamChatBody(engine, org, route, request);
-  const estimate = estimateChat(request.messages, outputCeiling(route, request), [request.tools, request.response_format]);
+  // Each of the `n` choices may reach the ceiling.
+  const estimate = estimateChat(request.messages, (outputCeiling(route, request) ?? DEFAULT_MAX_OUTPUT_TOKENS) * (request.n ?? 1), [request.tools, request.response_format]);
   const scope = { engine, principal };
   if (!request.stream) return onceForOperation(engine, org, operationId!, route, () => chatCompletion(scope, route, body, estimate));
 
@@ -40,14 +41,43 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
     await op.abandon();
     throw error;
   }
-  const stream = Readable.from(serverSentEvents(chunks, () => op.abandon()), { objectMode: false });
-  // Destroyed before its end: the client left; the upstream call is aborted. (After a normal end there
-  // is nothing to abort, and an abort builds a DOMException with its stack.)
-  stream.on('close', () => {
-    if (!stream.readableEnded) client.abort();
-  });
+  const stream = eventStream(serverSentEvents(chunks, () => op.abandon()), () => client.abort());
   return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }, body: stream };
 });
+
+/**
+ * The events as a byte stream. Destroyed before its end (the client left), it aborts the upstream at
+ * once: the pending read then fails, and the events' `finally` lets the id go. (Readable.from would
+ * wait for the upstream's next chunk before it even reported the destroy. After a normal end there is
+ * nothing to abort, and an abort builds a DOMException with its stack.)
+ */
+function eventStream(events: AsyncGenerator<string>, abortUpstream: () => void): Readable {
+  let reading = false;
+  return new Readable({
+    async read() {
+      if (reading) return;
+      reading = true;
+      try {
+        for (;;) {
+          const step = await events.next();
+          if (this.destroyed) return;
+          if (step.done) return void this.push(null);
+          if (!this.push(step.value)) return;
+        }
+      } catch (error) {
+        this.destroy(error as Error);
+      } finally {
+        reading = false;
+      }
+    },
+    destroy(error, callback) {
+      if (!this.readableEnded) abortUpstream();
+      // Not awaited: a generator runs one step at a time, so return() waits for the read that the abort ends.
+      events.return(undefined).catch(() => undefined);
+      callback(error);
+    },
+  });
+}
 
 async function* serverSentEvents(chunks: AsyncGenerator<ChatChunk>, release: () => Promise<void>): AsyncGenerator<string> {
   let last: string;
