@@ -253,8 +253,12 @@ describe('operation ids across two workers', () => {
       await sleep(100);
     }
     expect(last?.status).toBe(200);
+    // The upstream call was aborted too, not left to run on.
+    while (upstreamAbortedAfter < 0 && Date.now() - left < 1500) {
+      if (fake.aborted > abortedBefore) upstreamAbortedAfter = Date.now() - left;
+      else await sleep(20);
+    }
     expect(upstreamAbortedAfter).toBeGreaterThanOrEqual(0);
-    expect(upstreamAbortedAfter).toBeLessThan(1500);
     expect(freedAfter).toBeGreaterThanOrEqual(0);
     expect(freedAfter).toBeLessThan(1500);
   }, 15_000);
@@ -326,4 +330,19 @@ describe('organization budget', () => {
     expect(sent.max_tokens).toBe(4096);
     expect(Math.round(state.spent_usd * 1e6)).toBeLessThanOrEqual(budgetMicro);
   }, 10_000);
+
+  it('n choices hold n output ceilings: a budget that fits one choice at worst refuses n: 2 and admits n: 1', async () => {
+    adminOk(dataDir, 'org', 'grant-field', '--org', org, '--field', 'n');
+    reportPromptTokens = inputBound;
+    const spentBefore = Math.round(budgetOf().spent_usd * 1e6);
+    // Room for the input bound and 1.5 ceilings of 100 tokens, at 1 micro-USD a token.
+    adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', String((spentBefore + inputBound + 150) / 1e6));
+    await sleep(1300);
+    const two = await post(ai, key, '/v1/chat/completions', `op-n2-${Date.now()}`, { model: 'metered', messages, tools, n: 2 });
+    expect(two.status, two.text).toBe(429);
+    expect(two.body.error.code).toBe('budget_exhausted');
+    const one = await post(ai, key, '/v1/chat/completions', `op-n1-${Date.now()}`, { model: 'metered', messages, tools, n: 1 });
+    expect(one.status, one.text).toBe(200);
+    expect(budgetOf().held_usd).toBe(0);
+  }, 15_000);
 });
