@@ -58,7 +58,7 @@ export function microUsd(usd: number): number {
   return Math.ceil(Math.round(usd * 1e9) / 1e3);
 }
 
-/** The worst cost of a call, micro-USD: every input token estimated and the whole output ceiling. */
+/** The worst cost of a call, micro-USD: the bound of its input tokens and the whole output ceiling. */
 export function worstCostMicro(route: ModelRoute, estimate: CallEstimate): number {
   // price per million tokens × tokens = micro-USD.
   return microUsd(((route.price_in_per_mtok ?? 0) * estimate.inputTokensBound + (route.price_out_per_mtok ?? 0) * estimate.maxOutputTokens) / 1e6);

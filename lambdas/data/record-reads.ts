@@ -259,6 +259,8 @@ export class RecordReader {
     const binding = listBinding(this.principal, this.database, c, q);
     let state = await decodeListCursor(this.engine, q.cursor, binding, rangeList.length);
     const records: RecordView[] = [];
+    // A record that moved forward in the sort while the page was read may be met twice: listed once.
+    const listed = new Set<string>();
     let scanned = 0;
     let bytes = 0;
     let full = false;
@@ -290,19 +292,30 @@ export class RecordReader {
           break;
         }
         // Most records hold their values inline: no await per record for them.
-        const loaded = inlineRecord(item) ?? (await loadRecord(this.engine, item));
-        if (!loaded) continue;
+        const loaded = inlineRecord(item) ?? (await loadRecord(this.engine, item)) ?? (field ? await this.reloadUpdated(c, item) : undefined);
+        if (!loaded || listed.has(loaded.id)) continue;
         const record = view(c, loaded);
         if (!q.conditions.every((cond) => matches(cond, ownValue(record, cond.field.name)))) continue;
         if (q.terms.length && !matchesTerms(q.terms, textFields.map((f) => ownValue(record, f)))) continue;
         if (!server && !evaluateRule(c.compiled.list, { principal: this.principal, record, request: null })) continue;
         records.push(record);
+        listed.add(loaded.id);
         bytes += size;
       }
       if (!full) state = page.cursor ? { r: state.r, c: page.cursor } : { r: state.r + 1 };
     }
     const more = state.r < rangeList.length;
     return { records, next_cursor: more ? await sealCursor(this.engine.secret, state, binding) : null };
+  }
+
+  /**
+   * A large record's index entry whose body was replaced by an update while the page was read (the
+   * old body is gone, and so is the entry when the sorted value changed): the record as it is now, as
+   * if the page had been read a moment later. Undefined when it was deleted.
+   */
+  private async reloadUpdated(c: Collection, entry: KvItem) {
+    const now = await this.engine.kv.get(recordKey(this.org, this.database, c.name, String(entry.id)));
+    return now ? loadRecord(this.engine, now) : undefined;
   }
 
   /** Index entries to their records, position for position (undefined where the record vanished meanwhile). */
