@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
+import { postWithOperation as post, type Answer } from '../helpers/ai-calls.js';
 
 let fake: FakeOpenAi;
 
@@ -24,44 +25,6 @@ beforeAll(async () => {
 });
 afterAll(async () => fake?.close());
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  body: any;
-}
-
-/** One POST over node:http with `agent` (`false`: a connection of its own, which node:cluster hands to the next worker). */
-function post(baseUrl: string, key: string, path: string, operationId: string, body: object, agent: http.Agent | false): Promise<Answer> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      `${baseUrl}${path}`,
-      {
-        method: 'POST',
-        agent,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-operation-id': operationId },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          let parsed: any;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
-          }
-          resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 const chatBody = (id: string, extra: object = {}) => ({ messages: [{ role: 'user', content: id }], ...extra });
 const embedBody = (id: string) => ({ input: id });

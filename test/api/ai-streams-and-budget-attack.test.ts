@@ -20,47 +20,10 @@ import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
+import { postWithOperation as post, type Answer } from '../helpers/ai-calls.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Answer {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  text: string;
-  body: any;
-}
-
-/** One POST on a connection of its own. */
-function post(baseUrl: string, key: string, path: string, operationId: string, body: object): Promise<Answer> {
-  const payload = JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      `${baseUrl}${path}`,
-      {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-operation-id': operationId },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          let parsed: any;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
-          }
-          resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
 
 // ---------- our own upstream: generic runs, and chat answers reporting chosen usage ----------
 let meter: http.Server;
