@@ -49,6 +49,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
       const platform: PlatformContext['platform'] = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
       if (route.api === 'ai') platform.operationId = pickOperationId(req);
       if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
+      if (context.transport?.onClientGone) platform.onClientGone = context.transport.onClientGone;
       context.platform = platform;
       platform.engine = await getEngine();
     })

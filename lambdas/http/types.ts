@@ -57,7 +57,12 @@ export interface RequestScope {
   requestId: string;
   /** The runtime's offer to upgrade this request to a WebSocket (Transport.upgrade), when it made one. */
   upgrade?: UpgradeOffer;
+  /** Transport.onClientGone, when the runtime can tell. */
+  onClientGone?: ClientGone;
 }
+
+/** Calls `listener` if the client leaves before its answer is written; returns the way to stop listening. */
+export type ClientGone = (listener: () => void) => () => void;
 
 export type RouteHandler = (req: HttpRequest, scope: RequestScope) => Promise<HttpResponse>;
 
@@ -85,6 +90,13 @@ export interface Transport {
    * answers 426 upgrade_required (docs/events/stream.md).
    */
   upgrade?: UpgradeOffer;
+  /**
+   * A runtime that notices a client leaving before the answer (the local server) offers it here: a
+   * route waiting on an upstream (a stream's first chunk) aborts it instead of paying for an answer
+   * nobody reads. The Lambda runtimes offer nothing of the kind: there the wait runs to the first
+   * chunk, an error or the route's timeout.
+   */
+  onClientGone?: ClientGone;
 }
 
 export interface UpgradeOffer {

@@ -65,7 +65,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
         body = read;
       }
       const event = toEvent(api, req, url, route, params, body);
-      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined };
+      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, onClientGone: (listener) => clientGone(res, listener) };
       const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
       const headers: Record<string, string | number | boolean> = result.headers ?? {};
       if (streaming && !req.complete) {
@@ -323,4 +323,13 @@ function lambdaContext(route: RouteDef, requestId: string, transport: Transport)
     fail: ignore,
     succeed: ignore,
   };
+}
+
+/** Transport.onClientGone: the response closed before it was written to its end means the client left. */
+function clientGone(res: ServerResponse, listener: () => void): () => void {
+  const closed = () => {
+    if (!res.writableFinished) listener();
+  };
+  res.once('close', closed);
+  return () => res.off('close', closed);
 }

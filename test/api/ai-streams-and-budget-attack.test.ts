@@ -177,6 +177,36 @@ describe('operation ids across two workers', () => {
   // Found by this pass: with Readable.from, the id stayed held (and the upstream ran on) until the
   // upstream's next chunk, 5 s here: its destroy waited for iterator.return(), queued behind the pending
   // next(). The stream now aborts the upstream as it is destroyed (chat-completions.ts eventStream).
+  it('a client that leaves before the upstream\'s first chunk (upstream stalls 5 s) aborts the upstream and frees the id within 1.5 s', async () => {
+    const id = `op-leave-early-${Date.now()}`;
+    fake.behavior = { status: 200, chunks: ['late'], chunkDelayMs: 0, stallMs: 5000 };
+    const abortedBefore = fake.aborted;
+    const requestsBefore = fake.requests.length;
+    const payload = JSON.stringify(chatBody(id, { stream: true }));
+    const req = http.request(`${ai}/v1/chat/completions`, {
+      method: 'POST',
+      agent: false,
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-operation-id': id },
+    });
+    req.on('error', () => undefined);
+    req.end(payload);
+    // Leaves once the call has reached the upstream, long before its first chunk.
+    while (fake.requests.length === requestsBefore) await sleep(10);
+    const left = Date.now();
+    req.destroy();
+    fake.behavior = { status: 200, chunks: ['retry'], chunkDelayMs: 0, stallMs: 0 };
+    let answer: Answer | undefined;
+    while (Date.now() - left < 4000) {
+      answer = await post(ai, key, '/v1/chat/completions', id, chatBody(id));
+      if (answer.status !== 409) break;
+      await sleep(100);
+    }
+    expect(answer?.status, answer?.text).toBe(200);
+    expect(Date.now() - left).toBeLessThan(1500);
+    while (fake.aborted === abortedBefore && Date.now() - left < 1500) await sleep(20);
+    expect(fake.aborted).toBeGreaterThan(abortedBefore);
+  }, 15_000);
+
   it('a client that leaves mid-stream while the upstream is between chunks frees the id within 1.5 s (upstream stalls 5 s)', async () => {
     const id = `op-leave-${Date.now()}`;
     fake.behavior = { status: 200, chunks: ['first', 'second'], chunkDelayMs: 5000, stallMs: 0 };

@@ -46,7 +46,16 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
       const body = raw ? JSON.parse(raw) : {};
       fake.requests.push({ path: req.url ?? '', headers: req.headers, body });
       const b = fake.behavior;
+      // A caller that hangs up before the answer's end (while stalled, too) counts as an abort.
+      let closed = false;
+      res.on('close', () => {
+        if (!res.writableFinished) {
+          closed = true;
+          fake.aborted++;
+        }
+      });
       if (b.stallMs) await new Promise((r) => setTimeout(r, b.stallMs));
+      if (closed) return;
       if (b.status !== 200) {
         res.writeHead(b.status, { 'content-type': 'application/json' });
         return res.end(JSON.stringify({ error: { message: 'upstream says no, sk-secret-in-upstream-message' } }));
@@ -73,13 +82,6 @@ export async function startFakeOpenAi(): Promise<FakeOpenAi> {
         );
       }
       res.writeHead(200, { 'content-type': 'text/event-stream' });
-      let closed = false;
-      res.on('close', () => {
-        if (!res.writableFinished) {
-          closed = true;
-          fake.aborted++;
-        }
-      });
       const send = (chunk: unknown) => res.write(`data: ${JSON.stringify(chunk)}\n\n`);
       for (let i = 0; i < b.chunks.length; i++) {
         if (closed) return;

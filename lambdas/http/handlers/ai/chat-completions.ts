@@ -18,7 +18,7 @@ import { onceForOperation, replayed } from './answers.js';
  * failure after the first chunk is an error event before the stream closes; a client that leaves
  * aborts the upstream call. Streamed replies are never kept for replay.
  */
-export const handler = httpHandler('ai.chat.completions', async (req, { engine, principal, operationId }) => {
+export const handler = httpHandler('ai.chat.completions', async (req, { engine, principal, operationId, onClientGone }) => {
   const org = principal.organizationId;
   const now = () => engine.clock.now();
   const [aiSettings, routes] = await Promise.all([new AiOrgSettings(engine.kv, now).get(org), new ModelRoutes(engine.kv, now).list(org)]);
@@ -34,12 +34,17 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
   const op = await beginOperation(engine, org, operationId!, (route.timeout_ms ?? DEFAULT_TIMEOUT_MS) / 1000 + 30);
   if (op.kind === 'replay') return replayed(op.answer);
   const client = new AbortController();
+  // A client that leaves while the upstream has not sent its first chunk aborts it too (the answer,
+  // then a stream, takes over from there).
+  const stopListening = onClientGone?.(() => client.abort());
   let chunks: AsyncGenerator<ChatChunk>;
   try {
     chunks = await chatStream({ ...scope, signal: client.signal }, route, body, estimate, request.stream_options?.include_usage === true);
   } catch (error) {
     await op.abandon();
     throw error;
+  } finally {
+    stopListening?.();
   }
   const stream = eventStream(serverSentEvents(chunks, () => op.abandon()), () => client.abort());
   return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' }, body: stream };
