@@ -6,18 +6,12 @@
  * only the key's routes; `--all` lifts the list; other keys of the organization are not affected.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
-import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { useLocalProcess } from '../helpers/local-process.js';
 import { admin, adminOk } from '../helpers/cli.js';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'ai-key-routes-'));
+const p = useLocalProcess('ai-key-routes-');
 let fake: FakeOpenAi;
-let local: LocalProcess;
-let org: string;
-let orgKey: string;
 let narrow: { id: string; key: string };
 let n = 0;
 
@@ -25,7 +19,7 @@ let n = 0;
 const settle = () => new Promise((r) => setTimeout(r, 1300));
 
 async function post(key: string, path: string, body: object, operationId = `op-key-routes-${++n}-${Date.now()}`) {
-  const res = await fetch(`${local.urls.ai}${path}`, {
+  const res = await fetch(`${p.local.urls.ai}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': operationId },
     body: JSON.stringify(body),
@@ -36,29 +30,23 @@ async function post(key: string, path: string, body: object, operationId = `op-k
 const chat = (key: string, model?: string, operationId?: string) =>
   post(key, '/v1/chat/completions', { ...(model ? { model } : {}), messages: [{ role: 'user', content: 'Hello' }] }, operationId);
 const models = async (key: string) =>
-  ((await (await fetch(`${local.urls.ai}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as any).data.map((m: { id: string }) => m.id).sort();
+  ((await (await fetch(`${p.local.urls.ai}/v1/models`, { headers: { authorization: `Bearer ${key}` } })).json()) as any).data.map((m: { id: string }) => m.id).sort();
 
 beforeAll(async () => {
   fake = await startFakeOpenAi();
-  local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
-  const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
-  org = credentials.organization_id;
-  orgKey = credentials.secret_key;
   const route = (id: string, endpoint: string, ...more: string[]) =>
-    adminOk(dataDir, 'route', 'set', '--org', org, '--id', id, '--endpoint', endpoint, '--provider', more.includes('http') ? 'http' : 'openai-compatible', '--base-url', more.includes('http') ? `${fake.baseUrl}/run` : fake.baseUrl, ...more.filter((m) => m !== 'http'));
+    adminOk(p.dataDir, 'route', 'set', '--org', p.org, '--id', id, '--endpoint', endpoint, '--provider', more.includes('http') ? 'http' : 'openai-compatible', '--base-url', more.includes('http') ? `${fake.baseUrl}/run` : fake.baseUrl, ...more.filter((m) => m !== 'http'));
   route('chat-main', '/v1/chat/completions', '--default');
   route('chat-other', '/v1/chat/completions');
   route('embed', '/v1/embeddings', '--default');
   route('runner', '/v1/run', 'http');
-  narrow = adminOk(dataDir, 'key', 'create', '--org', org);
-  expect(adminOk(dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'chat-other,embed')).toEqual({ key_id: narrow.id, routes: ['chat-other', 'embed'] });
+  narrow = adminOk(p.dataDir, 'key', 'create', '--org', p.org);
+  expect(adminOk(p.dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'chat-other,embed')).toEqual({ key_id: narrow.id, routes: ['chat-other', 'embed'] });
   await settle();
 }, 60_000);
 
 afterAll(async () => {
-  if (local) await crashLocalProcess(local);
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('key routes', () => {
@@ -87,38 +75,38 @@ describe('key routes', () => {
   it('keeps nothing for a refused call: the same operation id runs once the route is allowed', async () => {
     const id = `op-key-routes-retry-${Date.now()}`;
     expect((await chat(narrow.key, 'chat-main', id)).code).toBe('route_forbidden');
-    adminOk(dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'chat-other,embed,chat-main');
+    adminOk(p.dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'chat-other,embed,chat-main');
     await settle();
     const ran = await chat(narrow.key, 'chat-main', id);
     expect(ran.status).toBe(200);
     expect(ran.json.model).toBe('chat-main');
-    adminOk(dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'chat-other,embed');
+    adminOk(p.dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'chat-other,embed');
     await settle();
   });
 
   it('GET /v1/models lists only the routes the key may call; other keys of the organization see every route', async () => {
     expect(await models(narrow.key)).toEqual(['chat-other', 'embed']);
-    expect(await models(orgKey)).toEqual(['chat-main', 'chat-other', 'embed', 'runner']);
-    expect((await chat(orgKey, 'chat-main')).status).toBe(200);
+    expect(await models(p.key)).toEqual(['chat-main', 'chat-other', 'embed', 'runner']);
+    expect((await chat(p.key, 'chat-main')).status).toBe(200);
   });
 
   it('--all lifts the list', async () => {
-    expect(adminOk(dataDir, 'key', 'routes', '--key-id', narrow.id, '--all')).toEqual({ key_id: narrow.id, routes: null });
+    expect(adminOk(p.dataDir, 'key', 'routes', '--key-id', narrow.id, '--all')).toEqual({ key_id: narrow.id, routes: null });
     await settle();
     expect((await chat(narrow.key, 'chat-main')).status).toBe(200);
     expect(await models(narrow.key)).toEqual(['chat-main', 'chat-other', 'embed', 'runner']);
   });
 
   it('the CLI refuses a missing key, no choice or both choices, and a malformed id', () => {
-    const missing = admin(dataDir, 'key', 'routes', '--key-id', 'key_nope', '--all');
+    const missing = admin(p.dataDir, 'key', 'routes', '--key-id', 'key_nope', '--all');
     expect(missing.status).toBe(1);
     expect(JSON.parse(missing.stderr).error).toBe('no secret key key_nope');
     for (const args of [[], ['--all', '--routes', 'a']]) {
-      const r = admin(dataDir, 'key', 'routes', '--key-id', narrow.id, ...args);
+      const r = admin(p.dataDir, 'key', 'routes', '--key-id', narrow.id, ...args);
       expect(r.status).toBe(2);
       expect(JSON.parse(r.stderr).error).toMatch(/either --routes a,b or --all/);
     }
-    const bad = admin(dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'ok,has space');
+    const bad = admin(p.dataDir, 'key', 'routes', '--key-id', narrow.id, '--routes', 'ok,has space');
     expect(bad.status).toBe(1);
     expect(JSON.parse(bad.stderr).error).toMatch(/comma-separated list of route ids/);
   });

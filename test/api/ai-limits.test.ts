@@ -5,28 +5,22 @@
  * past `--budget-usd`; `--concurrency` refuses the calls past it; `--tpm` refuses a call over the tokens.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
-import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { awayFromMinuteEnd } from '../helpers/rate-windows.js';
 
-const dataDir = mkdtempSync(join(tmpdir(), 'ai-limits-'));
+const p = useLocalProcess('ai-limits-', { LOCAL_WORKERS: '2' });
 let fake: FakeOpenAi;
-let local: LocalProcess;
-let org: string;
-let key: string;
 let n = 0;
 
 /** Routes and limits are cached MODEL_ROUTES_CACHE_MS (1 s) in each worker. */
 const settle = () => new Promise((r) => setTimeout(r, 1300));
 
 function call(model = 'chat', extra: Record<string, unknown> = {}) {
-  return fetch(`${local.urls.ai}/v1/chat/completions`, {
+  return fetch(`${p.local.urls.ai}/v1/chat/completions`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': `op-limits-${++n}-${Date.now()}` },
+    headers: { authorization: `Bearer ${p.key}`, 'content-type': 'application/json', 'x-operation-id': `op-limits-${++n}-${Date.now()}` },
     body: JSON.stringify({ model, messages: [{ role: 'user', content: 'Hello there' }], ...extra }),
   }).then(async (res) => ({ status: res.status, retryAfter: res.headers.get('retry-after'), code: ((await res.json()) as any).error?.code as string | undefined }));
 }
@@ -34,23 +28,17 @@ function call(model = 'chat', extra: Record<string, unknown> = {}) {
 
 beforeAll(async () => {
   fake = await startFakeOpenAi();
-  local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: '2' });
-  const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
-  org = credentials.organization_id;
-  key = credentials.secret_key;
-  adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default',
+  adminOk(p.dataDir, 'route', 'set', '--org', p.org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default',
     '--max-tokens', '100', '--price-in-per-mtok', '1', '--price-out-per-mtok', '1');
 }, 60_000);
 
 afterAll(async () => {
-  if (local) await crashLocalProcess(local);
   await fake?.close();
-  rmSync(dataDir, { recursive: true, force: true });
 });
 
 describe('limits across two workers', () => {
   it('--rpm 5: exactly 5 answers in the minute, the rest 429 rate_limited with Retry-After', async () => {
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--rpm', '5');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--rpm', '5');
     await settle();
     await awayFromMinuteEnd(10);
     const answers = await Promise.all(Array.from({ length: 12 }, () => call()));
@@ -63,7 +51,7 @@ describe('limits across two workers', () => {
     }
     // Sequential calls later in the same minute: still refused.
     expect((await call()).code).toBe('rate_limited');
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--rpm', 'none');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--rpm', 'none');
     await settle();
   });
 
@@ -71,7 +59,7 @@ describe('limits across two workers', () => {
     // Worst case per call: 18 input tokens (11 bytes of text, framing) + 100 output tokens at $1 per
     // million = $0.000118; the upstream reports 18 tokens ($0.000018). A budget of $0.0005 covers four
     // worst cases at once.
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', '0.0005');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--budget-usd', '0.0005');
     await settle();
     fake.behavior = { status: 200, chunks: ['ok'], chunkDelayMs: 0, stallMs: 400 };
     const answers = await Promise.all(Array.from({ length: 30 }, () => call()));
@@ -82,23 +70,23 @@ describe('limits across two workers', () => {
     expect(ok).toBeLessThanOrEqual(4);
     expect(refused.length).toBe(30 - ok);
     for (const r of refused) expect(r.code).toBe('budget_exhausted');
-    const state = adminOk(dataDir, 'org', 'limits', '--org', org);
+    const state = adminOk(p.dataDir, 'org', 'limits', '--org', p.org);
     expect(state.budget.spent_usd).toBeCloseTo(ok * 0.000018, 9);
     expect(state.budget.spent_usd).toBeLessThanOrEqual(0.0005);
     expect(state.budget.held_usd).toBe(0);
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', 'none');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--budget-usd', 'none');
     await settle();
   });
 
   it('--concurrency 2: calls past two in flight are 429 concurrency_limited; --tpm refuses a call over the tokens with quota_exceeded', async () => {
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--concurrency', '2');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--concurrency', '2');
     await settle();
     fake.behavior = { status: 200, chunks: ['ok'], chunkDelayMs: 0, stallMs: 400 };
     const answers = await Promise.all(Array.from({ length: 6 }, () => call()));
     fake.behavior.stallMs = 0;
     expect(answers.filter((a) => a.status === 200)).toHaveLength(2);
     expect(answers.filter((a) => a.code === 'concurrency_limited')).toHaveLength(4);
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--concurrency', 'none', '--tpm', '150');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--concurrency', 'none', '--tpm', '150');
     await settle();
     await awayFromMinuteEnd(10);
     // Each call in flight reserves its input estimate plus the route's 100-token ceiling: one fits in
@@ -109,6 +97,6 @@ describe('limits across two workers', () => {
     expect(both.map((a) => a.status).sort()).toEqual([200, 429]);
     expect(both.find((a) => a.status === 429)!.code).toBe('quota_exceeded');
     expect((await call()).status).toBe(200);
-    adminOk(dataDir, 'org', 'limits', '--org', org, '--tpm', 'none');
+    adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--tpm', 'none');
   });
 });

@@ -10,11 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
-import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation as post, type Answer } from '../helpers/ai-calls.js';
 
@@ -36,29 +33,20 @@ const upstreamCallsFor = (id: string) =>
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * For the tests of a describe block: `npm start` with `workers` processes (its banner saying `banner`) on a
- * fresh data dir, with a chat and an embeddings route to the fake; the AI API's URL and the secret key.
+ * For the tests of a describe block: `npm start` with `workers` processes (its banner saying `banner`),
+ * with a chat and an embeddings route to the fake; the AI API's URL and the secret key.
  */
 function usePlatform(workers: number, banner: string) {
+  const used = useLocalProcess('ai-replay-', { LOCAL_WORKERS: String(workers) });
   const platform = { ai: '', key: '' };
-  let dataDir: string | undefined;
-  let local: LocalProcess | undefined;
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'ai-replay-'));
-    local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: String(workers) });
-    expect(local.output()).toContain(banner);
-    const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
-    const org = credentials.organization_id;
-    adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
-    adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'embed', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
+    expect(used.local.output()).toContain(banner);
+    adminOk(used.dataDir, 'route', 'set', '--org', used.org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
+    adminOk(used.dataDir, 'route', 'set', '--org', used.org, '--id', 'embed', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
     // Each worker caches the routes MODEL_ROUTES_CACHE_MS (1 s).
     await sleep(1200);
-    Object.assign(platform, { ai: local.urls.ai, key: credentials.secret_key as string });
+    Object.assign(platform, { ai: used.local.urls.ai, key: used.key });
   }, 40_000);
-  afterAll(async () => {
-    if (local) await crashLocalProcess(local);
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
   return platform;
 }
 

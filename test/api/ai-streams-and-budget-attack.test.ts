@@ -14,11 +14,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
-import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation as post, type Answer } from '../helpers/ai-calls.js';
 
@@ -74,8 +71,8 @@ async function startMeter() {
   meterUrl = `http://127.0.0.1:${(meter.address() as AddressInfo).port}`;
 }
 
+const p = useLocalProcess('ai-attack3-', { LOCAL_WORKERS: '2' });
 let fake: FakeOpenAi;
-let local: LocalProcess;
 let dataDir: string;
 let org = '';
 let key = '';
@@ -84,13 +81,9 @@ let ai = '';
 beforeAll(async () => {
   fake = await startFakeOpenAi();
   await startMeter();
-  dataDir = mkdtempSync(join(tmpdir(), 'ai-attack3-'));
-  local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: '2' });
-  expect(local.output()).toContain('2 worker processes');
-  const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
-  org = credentials.organization_id;
-  key = credentials.secret_key;
-  ai = local.urls.ai;
+  expect(p.local.output()).toContain('2 worker processes');
+  ({ dataDir, org, key } = p);
+  ai = p.local.urls.ai;
   const chat = ['--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible'];
   adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'chat', ...chat, '--base-url', fake.baseUrl, '--default');
   adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'metered', ...chat, '--base-url', `${meterUrl}/v1`, '--max-tokens', '100', '--price-in-per-mtok', '1', '--price-out-per-mtok', '1');
@@ -101,10 +94,8 @@ beforeAll(async () => {
 }, 40_000);
 
 afterAll(async () => {
-  if (local) await crashLocalProcess(local);
   await fake?.close();
   await new Promise<void>((resolve) => (meter ? meter.close(() => resolve()) : resolve()));
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 
 const chatBody = (id: string, extra: object = {}) => ({ messages: [{ role: 'user', content: id }], ...extra });

@@ -4,7 +4,10 @@
  * made of all its processes at once.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { Api } from '../../lambdas/shared/api.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -71,4 +74,34 @@ export function crashLocalProcess(p: LocalProcess): Promise<void> {
       resolve();
     }
   });
+}
+
+/** A started `npm start` for a test file, with the tenant it bootstrapped. */
+export interface UsedLocalProcess {
+  dataDir: string;
+  local: LocalProcess;
+  /** The bootstrapped organization and its secret key (credentials.json). */
+  org: string;
+  key: string;
+}
+
+/**
+ * For the tests of a file (or describe block): `startLocalProcess(env)` on a fresh data dir before them,
+ * a crash of all its processes and the dir removed after. The returned object is filled in before the
+ * block's own beforeAll hooks run (hooks run in the order they are registered), so they can use it.
+ */
+export function useLocalProcess(prefix: string, env: Record<string, string> = {}): UsedLocalProcess {
+  const used = {} as UsedLocalProcess;
+  beforeAll(async () => {
+    used.dataDir = mkdtempSync(join(tmpdir(), prefix));
+    used.local = await startLocalProcess({ DATA_DIR: used.dataDir, LOG_LEVEL: 'warn', ...env });
+    const credentials = JSON.parse(readFileSync(join(used.dataDir, 'credentials.json'), 'utf8'));
+    used.org = credentials.organization_id;
+    used.key = credentials.secret_key;
+  }, 60_000);
+  afterAll(async () => {
+    if (used.local) await crashLocalProcess(used.local);
+    if (used.dataDir) rmSync(used.dataDir, { recursive: true, force: true });
+  });
+  return used;
 }
