@@ -12,6 +12,7 @@ import { admitCall, type Admission, type CallEstimate } from './limits.js';
 import { costOf, recordUsage, type CallUsage } from './usage.js';
 import { fetchFailure, routeUnavailable } from './upstream-errors.js';
 import type { ChatBody, ChatChunk, ChatCompletion, EmbeddingList, EmbeddingsBody, UpstreamCall } from './types.js';
+import { log } from '../shared/log.js';
 
 export interface CallScope {
   engine: Engine;
@@ -20,8 +21,11 @@ export interface CallScope {
   signal?: AbortSignal;
 }
 
-/** The upstream call's frame: its key, its deadline, and which of the two signals ended it. */
-async function upstreamCall(scope: CallScope, route: ModelRoute): Promise<{ call: UpstreamCall; timedOut: () => boolean; timeoutMs: number; done: () => void }> {
+/**
+ * The upstream call's frame: its key, its deadline, and which of the two signals ended it.
+ * `onTimeout` runs when the deadline passes, whatever the call is doing then.
+ */
+async function upstreamCall(scope: CallScope, route: ModelRoute, onTimeout?: () => void): Promise<{ call: UpstreamCall; timedOut: () => boolean; timeoutMs: number; done: () => void }> {
   const timeoutMs = route.timeout_ms ?? DEFAULT_TIMEOUT_MS;
   // One controller for both ends, not AbortSignal.any(): that one registers weak references and
   // finalizers for every call, work the garbage collector then does on the request's path.
@@ -30,6 +34,7 @@ async function upstreamCall(scope: CallScope, route: ModelRoute): Promise<{ call
   const timer = setTimeout(() => {
     timedOut = true;
     upstream.abort(new Error('timeout'));
+    onTimeout?.();
   }, timeoutMs);
   const client = scope.signal;
   const clientLeft = () => upstream.abort(client?.reason);
@@ -104,16 +109,21 @@ export function genericRun(scope: CallScope, route: ModelRoute, input: Record<st
 /**
  * A streamed chat: admitted before the first chunk; yields each upstream chunk as it arrives; the
  * usage chunk (asked of the upstream always) is passed on only when the client asked for it; the
- * limits settle and the usage is recorded when the stream ends, however it ends.
+ * limits settle and the usage is recorded once, when the stream ends however it ends, or at the
+ * route's timeout if that comes first: a client that stops reading holds the stream (and its
+ * generator) open past it, and its budget hold must not outlive the call (docs/decisions/ai-limits.md).
  */
 export async function chatStream(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate, includeUsage: boolean): Promise<AsyncGenerator<ChatChunk>> {
   const admission = await admitCall(scope.engine, scope.principal, route, estimate);
   const started = performance.now();
+  let usage: CallUsage = { inputTokens: 0, outputTokens: 0 };
+  let settled: Promise<void> | undefined;
+  const settleOnce = (status: number) => (settled ??= settle(scope, route, admission, usage, status, started));
   let frame: Awaited<ReturnType<typeof upstreamCall>>;
   try {
-    frame = await upstreamCall(scope, route);
+    frame = await upstreamCall(scope, route, () => void settleOnce(504).catch((error) => log.warn('AI stream not settled at its timeout', { error: String(error) })));
   } catch (error) {
-    await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, 503, started);
+    await settleOnce(503);
     throw error;
   }
   const upstream = providerOf(route).chatStream(frame.call, body)[Symbol.asyncIterator]();
@@ -124,12 +134,11 @@ export async function chatStream(scope: CallScope, route: ModelRoute, body: Chat
   } catch (error) {
     frame.done();
     const failure = fetchFailure(error, frame.timedOut(), frame.timeoutMs);
-    await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, failure.status, started);
+    await settleOnce(failure.status);
     throw failure;
   }
   const f = frame;
   return (async function* () {
-    let usage: CallUsage = { inputTokens: 0, outputTokens: 0 };
     let status = 200;
     try {
       for (let step = first; !step.done; step = await upstream.next()) {
@@ -150,7 +159,7 @@ export async function chatStream(scope: CallScope, route: ModelRoute, body: Chat
       f.done();
       await upstream.return?.(undefined).catch(() => undefined);
       if (scope.signal?.aborted && status === 200) status = 499;
-      await settle(scope, route, admission, usage, status, started);
+      await settleOnce(status);
     }
   })();
 }

@@ -329,4 +329,53 @@ describe('organization budget', () => {
     expect(one.status, one.text).toBe(200);
     expect(budgetOf().held_usd).toBe(0);
   }, 15_000);
+
+  // Found by this pass: a streamed call settled only when its events were read to the end. A client
+  // that stopped reading held the stream open past the route's timeout, and with it the budget hold,
+  // which lapses at timeout + 30 s: a late settle could then spend what other calls had been let
+  // through for. The call now settles at the route's timeout whatever the client does.
+  it("a client that stops reading a stream: the call settles at the route's timeout, while the client still is not reading", async () => {
+    adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'slow-reader', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--max-tokens', '100', '--timeout-ms', '2000', '--price-in-per-mtok', '1', '--price-out-per-mtok', '1');
+    adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', '100');
+    await sleep(1300);
+    // 600 chunks of 32 KB: far more than the sockets buffer, so the gateway's stream waits on the client.
+    fake.behavior = { status: 200, chunks: Array.from({ length: 600 }, (_, i) => String(i).padEnd(32_768, 'x')), chunkDelayMs: 0, stallMs: 0 };
+    const id = `op-slow-reader-${Date.now()}`;
+    const payload = JSON.stringify({ model: 'slow-reader', messages: [{ role: 'user', content: id }], stream: true });
+    let req: http.ClientRequest | undefined;
+    try {
+      const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+        req = http.request(`${ai}/v1/chat/completions`, {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-operation-id': id },
+        });
+        req.on('response', (r) => {
+          if (r.statusCode !== 200) return reject(new Error(`status ${r.statusCode}`));
+          // The first bytes, then the client stops reading.
+          r.once('data', () => {
+            r.pause();
+            resolve(r);
+          });
+        });
+        req.on('error', reject);
+        req.end(payload);
+      });
+      const readingStopped = Date.now();
+      expect(budgetOf().held_usd).toBeGreaterThan(0);
+      let held = Infinity;
+      while (Date.now() - readingStopped < 8000) {
+        held = budgetOf().held_usd;
+        if (held === 0) break;
+        await sleep(200);
+      }
+      expect(held).toBe(0);
+      expect(res.isPaused()).toBe(true);
+      expect(res.complete).toBe(false);
+    } finally {
+      req?.destroy();
+      fake.behavior = { status: 200, chunks: ['Hel', 'lo', '!'], chunkDelayMs: 0, stallMs: 0 };
+      adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', 'none');
+    }
+  }, 30_000);
 });
