@@ -146,7 +146,8 @@ export function outputCeiling(route: ModelRoute, request: { max_tokens?: number 
 
 /**
  * What goes upstream: the request as sent, with the end-user fields replaced, the token ceiling
- * applied (as `max_tokens`; `max_completion_tokens` too when the client used it), and usage always
+ * applied (in each of `max_tokens` and `max_completion_tokens` the client sent; `max_tokens` when it
+ * sent neither), and usage always
  * asked for on a stream (the platform records it; the client gets the usage chunk only if it asked).
  */
 export async function upstreamChatBody(engine: Engine, organizationId: string, route: ModelRoute, request: ChatRequest): Promise<ChatBody> {
@@ -158,8 +159,9 @@ export async function upstreamChatBody(engine: Engine, organizationId: string, r
   }
   const ceiling = outputCeiling(route, request);
   if (ceiling !== undefined) {
+    // Each field the client sent carries the ceiling (an upstream may honour either); none sent: max_tokens.
     if (request.max_completion_tokens != null) body.max_completion_tokens = ceiling;
-    else body.max_tokens = ceiling;
+    if (request.max_tokens != null || request.max_completion_tokens == null) body.max_tokens = ceiling;
   }
   if (request.stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
   return body;

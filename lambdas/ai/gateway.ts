@@ -101,8 +101,8 @@ export function embeddings(scope: CallScope, route: ModelRoute, body: Embeddings
   });
 }
 
-/** A generic run (`/v1/run` on an `http` route): one call of 0 tokens, inside the same limits, timeout and usage record. */
-export function genericRun(scope: CallScope, route: ModelRoute, input: Record<string, unknown>): Promise<object> {
+/** A generic run (`/v1/run` on an `http` route), `input` as JSON text: one call of 0 tokens, inside the same limits, timeout and usage record. */
+export function genericRun(scope: CallScope, route: ModelRoute, input: string): Promise<object> {
   return admitted(scope, route, { inputTokens: 0, inputTokensBound: 0, maxOutputTokens: 0 }, async (call) => ({ value: await httpRun(call, input), usage: { inputTokens: 0, outputTokens: 0 } }));
 }
 

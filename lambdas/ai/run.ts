@@ -10,6 +10,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { parseBody } from '../shared/validate.js';
+import { memberText } from '../shared/json-member.js';
 import { resolveRoute, MAX_INPUT_CHARS } from './chat.js';
 import { genericRun } from './gateway.js';
 import { DEFAULT_TIMEOUT_MS, ModelRoutes, type ModelRoute } from './model-routes.js';
@@ -37,9 +38,10 @@ export interface PreparedRun {
  * Checks a run request and returns its call, not yet made. In order: the body's shape (invalid_body,
  * unsupported_field), the route (model_not_allowed), on a decision route the key's `decision`
  * capability (403 capability_not_enabled), then `input` (invalid_input, input_too_large,
- * invalid_decision_input) and `escalate` (invalid_escalate).
+ * invalid_decision_input) and `escalate` (invalid_escalate). `bodyText`, the body as sent, is where a
+ * generic run's `input` is taken from: it goes upstream as sent, not as parsed and serialized again.
  */
-export async function prepareRun(engine: Engine, principal: Principal, rawBody: unknown): Promise<PreparedRun> {
+export async function prepareRun(engine: Engine, principal: Principal, rawBody: unknown, bodyText: string): Promise<PreparedRun> {
   if (!isPlainObject(rawBody)) throw new PlatformError('invalid_body', 'The body must be a JSON object.');
   const body = parseBody(runBodySchema, rawBody, { unknownField: 'unsupported_field' });
   const routes = await new ModelRoutes(engine.kv, () => engine.clock.now()).list(principal.organizationId);
@@ -51,10 +53,11 @@ export async function prepareRun(engine: Engine, principal: Principal, rawBody: 
   if (!decision && Object.hasOwn(rawBody, 'escalate')) throw new PlatformError('unsupported_field', `Unknown field "escalate": the route "${route.id}" is not a decision route.`, 'escalate');
   const input = body.input;
   if (!isPlainObject(input)) throw new PlatformError('invalid_input', 'input is required and must be a JSON object.', 'input');
-  const size = JSON.stringify(input).length;
+  const inputText = memberText(bodyText, 'input') ?? JSON.stringify(input);
+  const size = inputText.length;
   if (size > MAX_INPUT_CHARS) throw new PlatformError('input_too_large', `input is ${size} characters of JSON; at most ${MAX_INPUT_CHARS}.`, 'input');
   const scope = { engine, principal };
-  if (!decision) return { holdRoute: route, work: () => genericRun(scope, route, input) };
+  if (!decision) return { holdRoute: route, work: () => genericRun(scope, route, inputText) };
 
   const questions = parseDecisionInput(input);
   const escalation = parseEscalate(body.escalate, route.tiers ?? []);

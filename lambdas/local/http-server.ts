@@ -17,6 +17,8 @@ import type { Transport } from '../http/types.js';
 import type { StreamGrant } from '../events/stream.js';
 import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
+import { API_POLICIES } from '../http/chain.js';
+import { operationIdFor } from '../http/middleware/operation-id.js';
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -60,7 +62,10 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
         const read = await readBody(req, GATEWAY_MAX_BODY_BYTES);
         if (read === undefined) {
           const err = new PlatformError(tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
-          return send(res, 413, { 'content-type': 'application/json', connection: 'close' }, JSON.stringify(errorBody(err)));
+          const headers: Record<string, string> = { 'content-type': 'application/json', connection: 'close' };
+          // Every AI answer echoes the operation id, this refusal too (API Gateway's own, on AWS, cannot).
+          if (API_POLICIES[api].operationIds) headers['x-operation-id'] = operationIdFor(headerOf(req, 'x-operation-id'));
+          return send(res, 413, headers, JSON.stringify(errorBody(err)));
         }
         body = read;
       }
@@ -296,6 +301,12 @@ function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, p
       timeEpoch: now,
     },
   };
+}
+
+/** A request header as one string (node:http gives an array for a few repeated ones). */
+function headerOf(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v.join(',') : v;
 }
 
 function hasAny(map: Record<string, string>): boolean {

@@ -13,7 +13,8 @@ export function parseBody<T extends z.ZodType>(schema: T, value: unknown, option
   if (value === undefined) throw new PlatformError(options.invalid ?? 'invalid_body', 'A JSON body is required.');
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  const issue = result.error.issues[0];
+  // An unknown field is named before any other fault (zod lists it after the fields' own issues).
+  const issue = result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0];
   if (issue.code === 'unrecognized_keys') {
     const name = issue.keys[0];
     const path = [...issue.path, name].join('.');

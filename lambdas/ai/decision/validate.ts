@@ -77,6 +77,13 @@ export function parseDecisionInput(input: Record<string, unknown>): DecisionInpu
   if (questions && typeof questions === 'object' && Object.hasOwn(questions, '__proto__')) {
     throw new PlatformError('invalid_decision_input', 'A question id may not be "__proto__".', 'input.questions.__proto__');
   }
+  // The same for a choice's labels: an option would be dropped, and the model asked about one fewer.
+  for (const [id, question] of Object.entries(questions && typeof questions === 'object' ? questions : {})) {
+    const criteria = (question as { criteria?: unknown } | null)?.criteria;
+    if (criteria && typeof criteria === 'object' && Object.hasOwn(criteria, '__proto__')) {
+      throw new PlatformError('invalid_decision_input', 'A choice label may not be "__proto__".', `input.questions.${id}.criteria.__proto__`);
+    }
+  }
   const { input: parsed } = parseBody(z.object({ input: decisionInputSchema }), { input }, { unknownField: 'invalid_decision_input', invalid: 'invalid_decision_input' });
   return parsed as DecisionInput;
 }

@@ -11,7 +11,11 @@ const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  * up here. The chain's first step picks it, so even a 401 carries one.
  */
 export function pickOperationId(req: HttpRequest): string {
-  const sent = req.headers['x-operation-id'];
+  return operationIdFor(req.headers['x-operation-id']);
+}
+
+/** The id an answer echoes for the header sent: itself when well-formed, else a fresh one. */
+export function operationIdFor(sent: string | undefined): string {
   return sent && OPERATION_ID_PATTERN.test(sent) ? sent : `op_${randomUUID().replaceAll('-', '')}`;
 }
 

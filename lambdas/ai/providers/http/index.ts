@@ -1,6 +1,6 @@
 /**
  * Provider `http`: a generic run route (spec 4.5, docs/ai/run.md). The run's `input` is POSTed as
- * JSON, unchanged, to the route's `base_url` (the whole URL, no path added), with the route's API key
+ * JSON, unchanged (the text the client sent, run.ts), to the route's `base_url` (the whole URL, no path added), with the route's API key
  * as a Bearer token when it names one; the upstream's JSON object (or array) is the answer. The
  * gateway frame (gateway.ts) gives the call its key, its deadline and its limits.
  */
@@ -8,10 +8,10 @@ import type { UpstreamCall } from '../../types.js';
 import { upstreamError } from '../../upstream-errors.js';
 import { discard, post, readText } from '../upstream-http.js';
 
-export async function httpRun(call: UpstreamCall, input: Record<string, unknown>): Promise<object> {
+export async function httpRun(call: UpstreamCall, input: string): Promise<object> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
-  const res = await post(call.route.base_url!, headers, JSON.stringify(input), call.signal);
+  const res = await post(call.route.base_url!, headers, input, call.signal);
   if (res.status < 200 || res.status > 299) {
     discard(res.body);
     throw upstreamError(`status ${res.status}`);
