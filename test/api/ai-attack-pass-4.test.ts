@@ -23,7 +23,7 @@ import type { AddressInfo } from 'node:net';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
-import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
+import { postBytes, postWithOperation, type Answer } from '../helpers/ai-calls.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let n = 0;
@@ -78,35 +78,9 @@ let ai = '';
 let workspace = '';
 
 /** A POST with any body bytes and headers (node:http, a connection of its own). */
-function raw(path: string, body: string | Buffer, headers: Record<string, string> = {}, key = p.key): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      `${ai}${path}`,
-      {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': opId(), 'content-length': String(Buffer.byteLength(body)), ...headers },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          let parsed: any;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
-          }
-          resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+const raw = (path: string, body: string | Buffer, headers: Record<string, string> = {}, key = p.key): Promise<Answer> =>
+  postBytes(`${ai}${path}`, body, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': opId(), ...headers });
+
 /**
  * A POST on a plain socket, the head first: a server that answers from the declared length alone
  * (before the body) is read before the body would be written into a closed connection.

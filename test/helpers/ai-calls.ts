@@ -14,32 +14,28 @@ export interface Answer {
  * node:cluster hands to the next worker).
  */
 export function postWithOperation(baseUrl: string, key: string, path: string, operationId: string, body: object, agent: http.Agent | false = false): Promise<Answer> {
-  const payload = JSON.stringify(body);
+  return postBytes(`${baseUrl}${path}`, JSON.stringify(body), { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': operationId }, agent);
+}
+
+/** One POST of any body bytes (malformed JSON too) with these headers, and its content-length. */
+export function postBytes(url: string, body: string | Buffer, headers: Record<string, string>, agent: http.Agent | false = false): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(
-      `${baseUrl}${path}`,
-      {
-        method: 'POST',
-        agent,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), 'x-operation-id': operationId },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (d) => (text += d));
-        res.on('end', () => {
-          let parsed: any;
-          try {
-            parsed = JSON.parse(text);
-          } catch {
-            parsed = undefined;
-          }
-          resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-        });
-        res.on('error', reject);
-      },
-    );
+    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => (text += d));
+      res.on('end', () => {
+        let parsed: any;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          parsed = undefined;
+        }
+        resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
+      });
+      res.on('error', reject);
+    });
     req.on('error', reject);
-    req.end(payload);
+    req.end(body);
   });
 }
