@@ -11,7 +11,7 @@ import { ENV } from '../lambdas/shared/settings.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
@@ -28,6 +28,9 @@ export function lambdaEntry(module: string, what: string): string {
   if (!existsSync(entry)) throw new Error(`${what}: handler module ${entry} does not exist`);
   return entry;
 }
+
+/** Defined as "lambda" in every function's bundle: the engine is then the AWS one (lambdas/engine/index.ts). */
+export const BUNDLE_DEFINE = 'process.env.PLATFORM_BUNDLE';
 
 /** The runtime and esbuild settings of every function; each adds its entry, timeout, role, environment. */
 export function bundledFunctionProps(entry: string): NodejsFunctionProps & { entry: string } {
@@ -49,12 +52,26 @@ export function bundledFunctionProps(entry: string): NodejsFunctionProps & { ent
       target: 'node22',
       minify: true,
       sourceMap: true,
-      // Only the embedded engine needs these, and it is loaded by dynamic import only when ENGINE is not
-      // aws. Everything else, the AWS SDK included, is bundled: the versions pinned in package.json run.
+      // The embedded engine's branch of lambdas/engine/index.ts becomes dead code, and esbuild leaves it
+      // out with the native better-sqlite3 and ws it imports (docs/decisions/lambda-bundles.md).
+      define: { [BUNDLE_DEFINE]: JSON.stringify('lambda') },
+      // Never imported by what a bundle reaches; external, so that a slip shows as an import the
+      // load test (test/infra/lambda-bundles.test.ts) refuses instead of a native module inlined.
+      // Everything else, the AWS SDK included, is bundled: the versions pinned in package.json run.
       externalModules: ['better-sqlite3', 'ws'],
       forceDockerBundling: false,
     },
   };
+}
+
+/** Construct metadata naming a function's entry module (relative to the project), for tests that build each function alone. */
+export const ENTRY_METADATA = 'platform:entry';
+
+/** `scope/Function`: a function of the stack with the shared settings, remembering its entry. */
+export function platformFunction(scope: Construct, props: NodejsFunctionProps & { entry: string }): NodejsFunction {
+  const fn = new NodejsFunction(scope, 'Function', props);
+  fn.node.addMetadata(ENTRY_METADATA, relative(PROJECT_ROOT, props.entry));
+  return fn;
 }
 
 /**
@@ -95,7 +112,7 @@ export interface ConsumerFunctionProps {
 /** A queue consumer or scheduled function (`scope/Function`), with its own role and log group. */
 export function consumerFunction(scope: Construct, props: ConsumerFunctionProps): { fn: NodejsFunction; role: Role } {
   const { role, logGroup } = functionRoleAndLogs(scope);
-  const fn = new NodejsFunction(scope, 'Function', {
+  const fn = platformFunction(scope, {
     ...bundledFunctionProps(lambdaEntry(props.module, props.description)),
     functionName: `${Stack.of(scope).stackName}-${props.name}`,
     description: props.description,

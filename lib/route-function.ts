@@ -12,7 +12,7 @@ import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import { acknowledgeGrantWildcards } from './nag.js';
-import { bundledFunctionProps, functionRoleAndLogs, lambdaEntry } from './function-defaults.js';
+import { bundledFunctionProps, functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
 export const ROUTE_TAG = 'platform:route';
@@ -76,7 +76,7 @@ export class RouteFunction extends Construct {
     const environment = grantEnvironment(route.id, grants, targets);
 
     const { role, logGroup } = functionRoleAndLogs(this);
-    this.fn = new NodejsFunction(this, 'Function', {
+    this.fn = platformFunction(this, {
       ...bundledFunctionProps(entry),
       functionName,
       description,

@@ -1,7 +1,14 @@
 /**
  * The process's engine, chosen by configuration (ENGINE=aws in Lambda, embedded by default).
- * Adapters are imported lazily so a Lambda bundle never loads SQLite and the local server never
- * loads what it does not use.
+ * Adapters are imported lazily so the local server never loads what it does not use.
+ *
+ * A Lambda bundle must not even mention the embedded adapter: esbuild inlines a dynamic import into
+ * the single-file bundle and hoists the adapter's import of the native `better-sqlite3` to a static
+ * import, which Node resolves before any code runs, so every function would fail at init. The stack's
+ * bundling defines `process.env.PLATFORM_BUNDLE` as "lambda" (lib/function-defaults.ts): the
+ * condition below is then the constant `true`, the embedded branch is dead code, and esbuild leaves it
+ * and all it imports out (docs/decisions/lambda-bundles.md). Unbundled, the variable is unset and the
+ * choice is made at run time.
  */
 import type { Engine } from './ports.js';
 import { settings, type Settings } from '../shared/settings.js';
@@ -19,10 +26,12 @@ export function useEngine(engine: Engine): void {
 }
 
 export async function createEngine(config: Settings = settings()): Promise<Engine> {
-  if (config.engine === 'aws') {
+  // An if/else, not an early return: esbuild drops a constant-false branch with its imports.
+  if (process.env.PLATFORM_BUNDLE === 'lambda' || config.engine === 'aws') {
     const { createAwsEngine } = await import('./aws/index.js');
     return createAwsEngine(config);
+  } else {
+    const { createEmbeddedEngine } = await import('./embedded/index.js');
+    return createEmbeddedEngine({ dataDir: config.dataDir });
   }
-  const { createEmbeddedEngine } = await import('./embedded/index.js');
-  return createEmbeddedEngine({ dataDir: config.dataDir });
 }

@@ -8,6 +8,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SLOW_FIRST = [
   'test/infra/synth.test.ts',
+  'test/infra/lambda-bundles.test.ts',
   'test/model/records.model.aws.test.ts',
   'test/cli/admin.test.ts',
   'test/api/ai-limits.test.ts',
