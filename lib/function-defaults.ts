@@ -29,11 +29,35 @@ export function lambdaEntry(module: string, what: string): string {
   return entry;
 }
 
-/** Defined as "lambda" in every function's bundle: the engine is then the AWS one (lambdas/engine/index.ts). */
-export const BUNDLE_DEFINE = 'process.env.PLATFORM_BUNDLE';
+/** Defined as "lambda" in every function's bundle: the engine is then the AWS one (lambdas/engine/bundle-defines.ts). */
+export const BUNDLE_DEFINE = 'globalThis.PLATFORM_BUNDLE';
+
+/**
+ * The AWS engine's ports a function may be built without (lambdas/engine/aws/index.ts), each with the
+ * setting that tells the function has it: a function whose environment lacks the setting (its grants
+ * give none) gets `globalThis.PLATFORM_PORT_<PORT>` defined as "absent" (lambdas/engine/bundle-defines.ts),
+ * and its bundle leaves that port's client out. Upstream keys have no setting: only functions holding `upstream-keys:read` get them.
+ */
+export const OPTIONAL_PORTS = {
+  BLOBS: ENV.bucketName,
+  QUEUE: ENV.queueUrls,
+  CONNECTIONS: ENV.connectionsEndpoint,
+  SECRET: ENV.serverSecretArn,
+  UPSTREAM_KEYS: undefined,
+} as const;
+
+/** The bundle settings that follow from a function's environment (and whether it reads upstream keys). */
+export function bundleDefines(environment: Record<string, string>, opts: { upstreamKeys?: boolean } = {}): Record<string, string> {
+  const defines: Record<string, string> = { [BUNDLE_DEFINE]: JSON.stringify('lambda') };
+  for (const [port, setting] of Object.entries(OPTIONAL_PORTS)) {
+    const has = setting === undefined ? opts.upstreamKeys === true : setting in environment;
+    if (!has) defines[`globalThis.PLATFORM_PORT_${port}`] = JSON.stringify('absent');
+  }
+  return defines;
+}
 
 /** The runtime and esbuild settings of every function; each adds its entry, timeout, role, environment. */
-export function bundledFunctionProps(entry: string): NodejsFunctionProps & { entry: string } {
+export function bundledFunctionProps(entry: string, define: Record<string, string> = bundleDefines({})): NodejsFunctionProps & { entry: string } {
   return {
     entry,
     handler: 'handler',
@@ -53,8 +77,9 @@ export function bundledFunctionProps(entry: string): NodejsFunctionProps & { ent
       minify: true,
       sourceMap: true,
       // The embedded engine's branch of lambdas/engine/index.ts becomes dead code, and esbuild leaves it
-      // out with the native better-sqlite3 and ws it imports (docs/decisions/lambda-bundles.md).
-      define: { [BUNDLE_DEFINE]: JSON.stringify('lambda') },
+      // out with the native better-sqlite3 and ws it imports; so are the ports the function lacks
+      // (bundleDefines; docs/decisions/lambda-bundles.md).
+      define,
       // Never imported by what a bundle reaches; external, so that a slip shows as an import the
       // load test (test/infra/lambda-bundles.test.ts) refuses instead of a native module inlined.
       // Everything else, the AWS SDK included, is bundled: the versions pinned in package.json run.
@@ -67,10 +92,25 @@ export function bundledFunctionProps(entry: string): NodejsFunctionProps & { ent
 /** Construct metadata naming a function's entry module (relative to the project), for tests that build each function alone. */
 export const ENTRY_METADATA = 'platform:entry';
 
-/** `scope/Function`: a function of the stack with the shared settings, remembering its entry. */
-export function platformFunction(scope: Construct, props: NodejsFunctionProps & { entry: string }): NodejsFunction {
-  const fn = new NodejsFunction(scope, 'Function', props);
-  fn.node.addMetadata(ENTRY_METADATA, relative(PROJECT_ROOT, props.entry));
+/** What ENTRY_METADATA holds: the entry module (relative to the project) and the bundle's defines. */
+export interface EntryMetadata {
+  entry: string;
+  define: Record<string, string>;
+}
+
+/**
+ * `scope/Function`: a function of the stack, bundled with the shared settings and the defines its
+ * environment calls for (bundleDefines), remembering both for tests that build it alone.
+ */
+export function platformFunction(
+  scope: Construct,
+  entry: string,
+  props: Omit<NodejsFunctionProps, 'entry'> & { environment: Record<string, string> },
+  opts: { upstreamKeys?: boolean } = {},
+): NodejsFunction {
+  const define = bundleDefines(props.environment, opts);
+  const fn = new NodejsFunction(scope, 'Function', { ...bundledFunctionProps(entry, define), ...props });
+  fn.node.addMetadata(ENTRY_METADATA, { entry: relative(PROJECT_ROOT, entry), define } satisfies EntryMetadata);
   return fn;
 }
 
@@ -112,8 +152,7 @@ export interface ConsumerFunctionProps {
 /** A queue consumer or scheduled function (`scope/Function`), with its own role and log group. */
 export function consumerFunction(scope: Construct, props: ConsumerFunctionProps): { fn: NodejsFunction; role: Role } {
   const { role, logGroup } = functionRoleAndLogs(scope);
-  const fn = platformFunction(scope, {
-    ...bundledFunctionProps(lambdaEntry(props.module, props.description)),
+  const fn = platformFunction(scope, lambdaEntry(props.module, props.description), {
     functionName: `${Stack.of(scope).stackName}-${props.name}`,
     description: props.description,
     timeout: Duration.seconds(props.timeoutSeconds),

@@ -1,7 +1,7 @@
 import { ArnFormat, Duration, Stack, Tags } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
-import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { ENV } from '../lambdas/shared/settings.js';
@@ -12,7 +12,7 @@ import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import { acknowledgeGrantWildcards } from './nag.js';
-import { bundledFunctionProps, functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
+import { functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
 export const ROUTE_TAG = 'platform:route';
@@ -76,16 +76,20 @@ export class RouteFunction extends Construct {
     const environment = grantEnvironment(route.id, grants, targets);
 
     const { role, logGroup } = functionRoleAndLogs(this);
-    this.fn = platformFunction(this, {
-      ...bundledFunctionProps(entry),
-      functionName,
-      description,
-      // HTTP APIs give up after 30 s; running longer would only burn money.
-      timeout: variant?.timeout ?? Duration.seconds(29),
-      role,
-      logGroup,
-      environment,
-    });
+    this.fn = platformFunction(
+      this,
+      entry,
+      {
+        functionName,
+        description,
+        // HTTP APIs give up after 30 s; running longer would only burn money.
+        timeout: variant?.timeout ?? Duration.seconds(29),
+        role,
+        logGroup,
+        environment,
+      },
+      { upstreamKeys: grants.has('upstream-keys:read') },
+    );
     Tags.of(this.fn).add(variant?.tag ?? ROUTE_TAG, route.id);
 
     grantAccess(route.id, grants, targets, role);

@@ -3,12 +3,12 @@
  * them (docs/ai/chat.md), and what leaves for the upstream. The call itself runs in gateway.ts.
  */
 import { createHmac } from 'node:crypto';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { derivedKey } from '../shared/server-keys.js';
-import { parseBody } from '../shared/validate.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import { checkRouteAllowed } from './key-routes.js';
 import type { ModelRoute } from './model-routes.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS } from './estimate.js';
@@ -22,62 +22,66 @@ export const MAX_INPUT_CHARS = 2_000_000;
 /** The fields replaced by a value derived from the organization before leaving (spec 4.3). */
 export const DERIVED_FIELDS = ['user', 'safety_identifier', 'prompt_cache_key'] as const;
 
-const textPart = z.object({ type: z.literal('text'), text: z.string() }).passthrough();
-const imagePart = z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string().min(1), detail: z.string().optional() }).passthrough() }).passthrough();
-const contentPart = z.discriminatedUnion('type', [textPart, imagePart]);
-const content = z.union([z.string(), z.array(contentPart)]);
+/** The request's schemas, built at their first use (onFirstUse). */
+const chatSchemas = onFirstUse(() => {
+  const textPart = z.object({ type: z.literal('text'), text: z.string() }).passthrough();
+  const imagePart = z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string().min(1), detail: z.string().optional() }).passthrough() }).passthrough();
+  const contentPart = z.discriminatedUnion('type', [textPart, imagePart]);
+  const content = z.union([z.string(), z.array(contentPart)]);
 
-/** A message: OpenAI's roles with their content shapes (assistant content may be null beside tool calls). */
-export const messageSchema = z.discriminatedUnion('role', [
-  z.object({ role: z.literal('system'), content, name: z.string().optional() }).strict(),
-  z.object({ role: z.literal('user'), content, name: z.string().optional() }).strict(),
-  z
-    .object({ role: z.literal('assistant'), content: content.nullable().optional(), name: z.string().optional(), tool_calls: z.array(z.record(z.string(), z.unknown())).optional(), refusal: z.string().nullable().optional() })
-    .strict(),
-  z.object({ role: z.literal('tool'), content, tool_call_id: z.string().min(1) }).strict(),
-]);
+  /** A message: OpenAI's roles with their content shapes (assistant content may be null beside tool calls). */
+  const messageSchema = z.discriminatedUnion('role', [
+    z.object({ role: z.literal('system'), content, name: z.string().optional() }).strict(),
+    z.object({ role: z.literal('user'), content, name: z.string().optional() }).strict(),
+    z
+      .object({ role: z.literal('assistant'), content: content.nullable().optional(), name: z.string().optional(), tool_calls: z.array(z.record(z.string(), z.unknown())).optional(), refusal: z.string().nullable().optional() })
+      .strict(),
+    z.object({ role: z.literal('tool'), content, tool_call_id: z.string().min(1) }).strict(),
+  ]);
 
-const integer = z.number().int();
-/** Every field of spec 4.3's table; anything else is 400 unsupported_field. */
-export const chatRequestSchema = z
-  .object({
-    messages: z.array(z.unknown()).min(1),
-    model: z.string().min(1).optional(),
-    stream: z.boolean().optional(),
-    stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullable().optional(),
-    max_tokens: integer.min(1).nullable().optional(),
-    max_completion_tokens: integer.min(1).nullable().optional(),
-    temperature: z.number().min(0).max(2).nullable().optional(),
-    top_p: z.number().min(0).max(1).nullable().optional(),
-    presence_penalty: z.number().min(-2).max(2).nullable().optional(),
-    frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
-    stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
-    logit_bias: z.record(z.string(), z.number()).nullable().optional(),
-    logprobs: z.boolean().nullable().optional(),
-    top_logprobs: integer.min(0).max(20).nullable().optional(),
-    tools: z.array(z.record(z.string(), z.unknown())).optional(),
-    tool_choice: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
-    parallel_tool_calls: z.boolean().optional(),
-    response_format: z.object({ type: z.string() }).passthrough().optional(),
-    seed: integer.nullable().optional(),
-    reasoning_effort: z.string().nullable().optional(),
-    verbosity: z.string().nullable().optional(),
-    user: z.string().optional(),
-    safety_identifier: z.string().optional(),
-    prompt_cache_key: z.string().optional(),
-    prediction: z.record(z.string(), z.unknown()).nullable().optional(),
-    // Grantable (checked against the organization's grants before anything else about them).
-    n: integer.min(1).max(128).nullable().optional(),
-    service_tier: z.string().nullable().optional(),
-    store: z.boolean().nullable().optional(),
-    metadata: z.record(z.string(), z.string()).nullable().optional(),
-    modalities: z.array(z.string()).nullable().optional(),
-    audio: z.record(z.string(), z.unknown()).nullable().optional(),
-    web_search_options: z.record(z.string(), z.unknown()).optional(),
-  })
-  .strict();
+  const integer = z.number().int();
+  /** Every field of spec 4.3's table; anything else is 400 unsupported_field. */
+  const chatRequestSchema = z
+    .object({
+      messages: z.array(z.unknown()).min(1),
+      model: z.string().min(1).optional(),
+      stream: z.boolean().optional(),
+      stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullable().optional(),
+      max_tokens: integer.min(1).nullable().optional(),
+      max_completion_tokens: integer.min(1).nullable().optional(),
+      temperature: z.number().min(0).max(2).nullable().optional(),
+      top_p: z.number().min(0).max(1).nullable().optional(),
+      presence_penalty: z.number().min(-2).max(2).nullable().optional(),
+      frequency_penalty: z.number().min(-2).max(2).nullable().optional(),
+      stop: z.union([z.string(), z.array(z.string()).max(4)]).nullable().optional(),
+      logit_bias: z.record(z.string(), z.number()).nullable().optional(),
+      logprobs: z.boolean().nullable().optional(),
+      top_logprobs: integer.min(0).max(20).nullable().optional(),
+      tools: z.array(z.record(z.string(), z.unknown())).optional(),
+      tool_choice: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
+      parallel_tool_calls: z.boolean().optional(),
+      response_format: z.object({ type: z.string() }).passthrough().optional(),
+      seed: integer.nullable().optional(),
+      reasoning_effort: z.string().nullable().optional(),
+      verbosity: z.string().nullable().optional(),
+      user: z.string().optional(),
+      safety_identifier: z.string().optional(),
+      prompt_cache_key: z.string().optional(),
+      prediction: z.record(z.string(), z.unknown()).nullable().optional(),
+      // Grantable (checked against the organization's grants before anything else about them).
+      n: integer.min(1).max(128).nullable().optional(),
+      service_tier: z.string().nullable().optional(),
+      store: z.boolean().nullable().optional(),
+      metadata: z.record(z.string(), z.string()).nullable().optional(),
+      modalities: z.array(z.string()).nullable().optional(),
+      audio: z.record(z.string(), z.unknown()).nullable().optional(),
+      web_search_options: z.record(z.string(), z.unknown()).optional(),
+    })
+    .strict();
+  return { messageSchema, chatRequestSchema };
+});
 
-export type ChatRequest = z.infer<typeof chatRequestSchema>;
+export type ChatRequest = z.infer<ReturnType<typeof chatSchemas>['chatRequestSchema']>;
 
 /** 403 field_not_allowed for a grantable field the organization was not granted (before any other check of it). */
 export function checkGrantedFields(body: unknown, granted: AiSettings['granted_fields']): void {
@@ -92,11 +96,11 @@ export function checkGrantedFields(body: unknown, granted: AiSettings['granted_f
 /** Parses the body: 400 unsupported_field for an unknown field, invalid_body for a wrong type, invalid_messages for bad messages. */
 export function parseChatRequest(body: unknown, granted: AiSettings['granted_fields']): ChatRequest {
   checkGrantedFields(body, granted);
-  const request = parseBody(chatRequestSchema, body, { unknownField: 'unsupported_field' });
+  const request = parseBody(chatSchemas().chatRequestSchema, body, { unknownField: 'unsupported_field' });
   let images = 0;
   let chars = 0;
   request.messages.forEach((message, i) => {
-    const parsed = messageSchema.safeParse(message);
+    const parsed = chatSchemas().messageSchema.safeParse(message);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       throw new PlatformError('invalid_messages', `messages[${i}]${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`, `messages.${i}`);

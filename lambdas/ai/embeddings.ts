@@ -3,29 +3,31 @@
  * for floats; `encoding_format: "base64"` is then answered as OpenAI does (each vector as little-endian
  * float32 bytes, base64), whatever the upstream supports.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PlatformError } from '../shared/errors.js';
-import { parseBody } from '../shared/validate.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import type { EmbeddingList } from './types.js';
 
 /** Inputs per call, and characters per input (OpenAI's 2,048 inputs; about 8k tokens each). */
 export const MAX_EMBEDDING_INPUTS = 2048;
 export const MAX_EMBEDDING_INPUT_CHARS = 32_000;
 
-export const embeddingsRequestSchema = z
-  .object({
-    input: z.union([z.string(), z.array(z.string())]),
-    model: z.string().min(1).optional(),
-    encoding_format: z.enum(['float', 'base64']).optional(),
-    dimensions: z.number().int().min(1).max(65_536).optional(),
-    user: z.string().optional(),
-  })
-  .strict();
+const embeddingsRequestSchema = onFirstUse(() =>
+  z
+    .object({
+      input: z.union([z.string(), z.array(z.string())]),
+      model: z.string().min(1).optional(),
+      encoding_format: z.enum(['float', 'base64']).optional(),
+      dimensions: z.number().int().min(1).max(65_536).optional(),
+      user: z.string().optional(),
+    })
+    .strict(),
+);
 
-export type EmbeddingsRequest = z.infer<typeof embeddingsRequestSchema>;
+export type EmbeddingsRequest = z.infer<ReturnType<typeof embeddingsRequestSchema>>;
 
 export function parseEmbeddingsRequest(body: unknown): EmbeddingsRequest & { inputs: string[] } {
-  const request = parseBody(embeddingsRequestSchema, body, { unknownField: 'unsupported_field' });
+  const request = parseBody(embeddingsRequestSchema(), body, { unknownField: 'unsupported_field' });
   const inputs = typeof request.input === 'string' ? [request.input] : request.input;
   if (!inputs.length || inputs.some((s) => s.length === 0)) throw new PlatformError('invalid_body', 'input is a non-empty string or a non-empty array of non-empty strings.', 'input');
   if (inputs.length > MAX_EMBEDDING_INPUTS) throw new PlatformError('input_too_large', `At most ${MAX_EMBEDDING_INPUTS} inputs a call.`, 'input');

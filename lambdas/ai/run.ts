@@ -5,11 +5,11 @@
  * (decision/). This module checks the body and prepares the call; the handler runs it once per
  * operation id.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
-import { parseBody } from '../shared/validate.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import { memberText } from '../shared/json-member.js';
 import { resolveRoute, MAX_INPUT_CHARS } from './chat.js';
 import { genericRun } from './gateway.js';
@@ -18,13 +18,15 @@ import { decisionTimeoutMs, runDecision } from './decision/run.js';
 import { parseDecisionInput, parseEscalate } from './decision/validate.js';
 
 /** The body of either variant; `escalate` only on decision routes. Any other field: 400 unsupported_field. */
-const runBodySchema = z
-  .object({
-    model: z.string().min(1).optional(),
-    input: z.unknown().optional(),
-    escalate: z.unknown().optional(),
-  })
-  .strict();
+const runBodySchema = onFirstUse(() =>
+  z
+    .object({
+      model: z.string().min(1).optional(),
+      input: z.unknown().optional(),
+      escalate: z.unknown().optional(),
+    })
+    .strict(),
+);
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
@@ -43,7 +45,7 @@ export interface PreparedRun {
  */
 export async function prepareRun(engine: Engine, principal: Principal, rawBody: unknown, bodyText: string): Promise<PreparedRun> {
   if (!isPlainObject(rawBody)) throw new PlatformError('invalid_body', 'The body must be a JSON object.');
-  const body = parseBody(runBodySchema, rawBody, { unknownField: 'unsupported_field' });
+  const body = parseBody(runBodySchema(), rawBody, { unknownField: 'unsupported_field' });
   const routes = await new ModelRoutes(engine.kv, () => engine.clock.now()).list(principal.organizationId);
   const route = await resolveRoute(engine, principal, routes, body.model, '/v1/run');
   const decision = route.provider === 'decision';

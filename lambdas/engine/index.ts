@@ -4,11 +4,11 @@
  *
  * A Lambda bundle must not even mention the embedded adapter: esbuild inlines a dynamic import into
  * the single-file bundle and hoists the adapter's import of the native `better-sqlite3` to a static
- * import, which Node resolves before any code runs, so every function would fail at init. The stack's
- * bundling defines `process.env.PLATFORM_BUNDLE` as "lambda" (lib/function-defaults.ts): the
+ * import, which Node resolves before any code runs, so every function would fail at init. A Lambda
+ * bundle is built with `globalThis.PLATFORM_BUNDLE` defined as "lambda" (bundle-defines.ts): the
  * condition below is then the constant `true`, the embedded branch is dead code, and esbuild leaves it
- * and all it imports out (docs/decisions/lambda-bundles.md). Unbundled, the variable is unset and the
- * choice is made at run time.
+ * and all it imports out (docs/decisions/lambda-bundles.md). Unbundled, it is undefined and the choice
+ * is made at run time.
  */
 import type { Engine } from './ports.js';
 import { settings, type Settings } from '../shared/settings.js';
@@ -27,7 +27,7 @@ export function useEngine(engine: Engine): void {
 
 export async function createEngine(config: Settings = settings()): Promise<Engine> {
   // An if/else, not an early return: esbuild drops a constant-false branch with its imports.
-  if (process.env.PLATFORM_BUNDLE === 'lambda' || config.engine === 'aws') {
+  if (globalThis.PLATFORM_BUNDLE === 'lambda' || config.engine === 'aws') {
     const { createAwsEngine } = await import('./aws/index.js');
     return createAwsEngine(config);
   } else {

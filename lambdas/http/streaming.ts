@@ -44,8 +44,12 @@ export interface StreamingOptions {
 
 declare const awslambda: AwsLambdaRuntime | undefined;
 
-/** The runtime's global, when this runs in Lambda. */
-const globalRuntime = (): AwsLambdaRuntime | undefined => (typeof awslambda === 'undefined' ? undefined : awslambda);
+/**
+ * The runtime's global, when this runs in Lambda. The AWS SDK's invoke store sets an empty
+ * `globalThis.awslambda` of its own anywhere, so its presence alone says nothing.
+ */
+const globalRuntime = (): AwsLambdaRuntime | undefined =>
+  typeof awslambda !== 'undefined' && typeof awslambda?.streamifyResponse === 'function' ? awslambda : undefined;
 
 /** A streaming Lambda handler running `fn` (a route's function from httpHandler) in `piped` mode. */
 export function streaming(fn: RouteFunction, options: StreamingOptions = {}): StreamingHandler {

@@ -1,42 +1,94 @@
 /**
  * Every environment setting, read in this one module: its variable, its default, what it does, and a
- * zod check. A bad value stops the start with a message naming the variable, instead of silently
+ * check. A bad value stops the start with a message naming the variable, instead of silently
  * turning a feature off (`Number('abc')` is NaN, and a NaN cache lifetime caches nothing).
  * The local server validates at start (bin/local.ts); a Lambda function at its cold start
  * (http/handler.ts). Tests override values with useSettings().
  */
 import { availableParallelism } from 'node:os';
-import { z } from 'zod';
 
-const wholeNumber = (min: number, max: number) =>
-  z
-    .string()
-    .regex(/^\d{1,15}$/, 'must be a whole number')
-    .transform(Number)
-    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`));
+/**
+ * A setting's check: the value from its text, or a SettingCheckError saying what is wrong. Plain
+ * functions, not a schema library: every function reads its settings at its cold start, and a Lambda
+ * function that validates no body then loads no validation library at all (docs/decisions/lambda-bundles.md).
+ */
+type Check<T> = (text: string) => T;
 
-const jsonOf = <T extends z.ZodType>(schema: T) =>
-  z.string().transform((text, ctx) => {
+class SettingCheckError extends Error {}
+const refuse = (message: string): never => {
+  throw new SettingCheckError(message);
+};
+
+const wholeNumber =
+  (min: number, max: number): Check<number> =>
+  (text) => {
+    if (!/^\d{1,15}$/.test(text)) refuse('must be a whole number');
+    const n = Number(text);
+    if (n < min) refuse(`must be at least ${min}`);
+    if (n > max) refuse(`must be at most ${max}`);
+    return n;
+  };
+
+const oneOf =
+  <const T extends string>(values: readonly T[]): Check<T> =>
+  (text) =>
+    (values as readonly string[]).includes(text) ? (text as T) : refuse(`expected one of ${values.map((v) => JSON.stringify(v)).join('|')}`);
+
+const nonEmpty: Check<string> = (text) => text;
+
+const isUrl = (text: string) => {
+  try {
+    return Boolean(new URL(text));
+  } catch {
+    return false;
+  }
+};
+const url: Check<string> = (text) => (isUrl(text) ? text : refuse('must be a URL'));
+
+const matching =
+  (pattern: RegExp, message: string): Check<string> =>
+  (text) =>
+    pattern.test(text) ? text : refuse(message);
+
+const jsonOf =
+  <T>(check: (value: unknown) => T): Check<T> =>
+  (text) => {
+    let value: unknown;
     try {
-      return JSON.parse(text) as unknown;
+      value = JSON.parse(text);
     } catch {
-      ctx.addIssue({ code: 'custom', message: 'must be JSON' });
-      return z.NEVER;
+      return refuse('must be JSON');
     }
-  }).pipe(schema);
+    return check(value);
+  };
+
+/** `{name: url, ...}` */
+const urlsByName = (value: unknown): Record<string, string> => {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return refuse('expected an object of name to URL');
+  for (const [name, u] of Object.entries(value)) if (typeof u !== 'string' || !isUrl(u)) refuse(`${name}: must be a URL`);
+  return value as Record<string, string>;
+};
+
+/** `["a", ...]`: at least one non-empty string. */
+const nonEmptyStrings = (value: unknown): string[] => {
+  if (!Array.isArray(value)) return refuse(`expected array, received ${value === null ? 'null' : typeof value}`);
+  if (value.length < 1) refuse('expected array to have >=1 items');
+  if (!value.every((v) => typeof v === 'string' && v.length > 0)) refuse('expected non-empty strings');
+  return value as string[];
+};
 
 interface Definition<T> {
   env: string;
   doc: string;
-  schema: z.ZodType<T, string>;
+  check: Check<T>;
   /** The value when the variable is unset or empty; undefined: none (the setting is optional). */
   fallback: () => T | undefined;
 }
 
-const define = <T>(env: string, schema: z.ZodType<T, string>, fallback: T | (() => T) | undefined, doc: string): Definition<T> => ({
+const define = <T>(env: string, check: Check<T>, fallback: T | (() => T) | undefined, doc: string): Definition<T> => ({
   env,
   doc,
-  schema,
+  check,
   fallback: typeof fallback === 'function' ? (fallback as () => T) : () => fallback,
 });
 
@@ -74,16 +126,16 @@ export interface Settings {
 }
 
 export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Settings[K]>> } = {
-  engine: define('ENGINE', z.enum(['embedded', 'aws']), 'embedded', '`embedded` (SQLite, files; the default) or `aws` (set by the stack on every function).'),
-  dataDir: define('DATA_DIR', z.string().min(1), '.platform', 'embedded: the directory of the SQLite database, blobs and keys.'),
-  tableName: define('TABLE_NAME', z.string().min(1), undefined, 'aws: the DynamoDB table.'),
-  bucketName: define('BUCKET_NAME', z.string().min(1), undefined, 'aws: the S3 bucket of blobs.'),
-  queueUrls: define('QUEUE_URLS', jsonOf(z.record(z.string(), z.string().url())), undefined, 'aws: JSON object, queue name (engine/queues.ts) -> SQS queue URL.'),
-  connectionsEndpoint: define('CONNECTIONS_ENDPOINT', z.string().url(), undefined, 'aws: https endpoint of the WebSocket API stage (API Gateway Management API).'),
-  connectionsTable: define('CONNECTIONS_TABLE', z.string().min(1), undefined, 'aws: the DynamoDB table of open WebSocket connections (what each serves).'),
-  signingKeyIds: define('SIGNING_KEY_IDS', jsonOf(z.array(z.string().min(1)).min(1)), undefined, 'aws: JSON array of the KMS keys that sign and verify tokens, current first.'),
-  serverSecretArn: define('SERVER_SECRET_ARN', z.string().regex(/^arn:aws[a-z-]*:secretsmanager:/, 'must be a Secrets Manager secret ARN'), undefined, 'aws: the Secrets Manager secret that cursor keys derive from (routes that give out cursors).'),
-  logLevel: define('LOG_LEVEL', z.enum(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'Least level logged; `silent` logs nothing.'),
+  engine: define('ENGINE', oneOf(['embedded', 'aws']), 'embedded', '`embedded` (SQLite, files; the default) or `aws` (set by the stack on every function).'),
+  dataDir: define('DATA_DIR', nonEmpty, '.platform', 'embedded: the directory of the SQLite database, blobs and keys.'),
+  tableName: define('TABLE_NAME', nonEmpty, undefined, 'aws: the DynamoDB table.'),
+  bucketName: define('BUCKET_NAME', nonEmpty, undefined, 'aws: the S3 bucket of blobs.'),
+  queueUrls: define('QUEUE_URLS', jsonOf(urlsByName), undefined, 'aws: JSON object, queue name (engine/queues.ts) -> SQS queue URL.'),
+  connectionsEndpoint: define('CONNECTIONS_ENDPOINT', url, undefined, 'aws: https endpoint of the WebSocket API stage (API Gateway Management API).'),
+  connectionsTable: define('CONNECTIONS_TABLE', nonEmpty, undefined, 'aws: the DynamoDB table of open WebSocket connections (what each serves).'),
+  signingKeyIds: define('SIGNING_KEY_IDS', jsonOf(nonEmptyStrings), undefined, 'aws: JSON array of the KMS keys that sign and verify tokens, current first.'),
+  serverSecretArn: define('SERVER_SECRET_ARN', matching(/^arn:aws[a-z-]*:secretsmanager:/, 'must be a Secrets Manager secret ARN'), undefined, 'aws: the Secrets Manager secret that cursor keys derive from (routes that give out cursors).'),
+  logLevel: define('LOG_LEVEL', oneOf(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'Least level logged; `silent` logs nothing.'),
   credentialCacheMs: define(
     'CREDENTIAL_CACHE_MS',
     wholeNumber(0, 60_000),
@@ -95,7 +147,7 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   // Optional (unset means off) rather than a `false` default: only someone who sets it gets it.
   eventsAllowLoopbackWebhooks: define(
     'EVENTS_ALLOW_LOOPBACK_WEBHOOKS',
-    z.enum(['0', '1']).transform((v) => v === '1'),
+    (text) => oneOf(['0', '1'])(text) === '1',
     undefined,
     'Local development only: `1` lets webhook URLs `http(s)://127.0.0.1:<port>`, `[::1]` and `localhost` through (any port); unset or `0` (off) refuses them as every other private destination (docs/events/webhook-destinations.md). Never set it on a deployed stack.',
   ),
@@ -129,9 +181,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       if (fallback !== undefined) out[key] = fallback;
       continue;
     }
-    const parsed = d.schema.safeParse(raw);
-    if (parsed.success) out[key] = parsed.data;
-    else problems.push(`${d.env}=${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}: ${parsed.error.issues[0]?.message ?? 'invalid'} (${d.doc})`);
+    try {
+      out[key] = d.check(raw);
+    } catch (error) {
+      if (!(error instanceof SettingCheckError)) throw error;
+      problems.push(`${d.env}=${JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}…` : raw)}: ${error.message} (${d.doc})`);
+    }
   }
   if (problems.length) throw new SettingsError(`Invalid settings:\n  ${problems.join('\n  ')}`);
   return out as unknown as Settings;

@@ -1,5 +1,5 @@
 /** Parses a request body with a zod schema, answering the spec's 400 codes instead of zod's errors. */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PlatformError, type ErrorCode } from './errors.js';
 
 export interface ValidateOptions {
@@ -22,4 +22,14 @@ export function parseBody<T extends z.ZodType>(schema: T, value: unknown, option
   }
   const path = issue.path.join('.') || null;
   throw new PlatformError(options.invalid ?? 'invalid_body', path ? `${path}: ${issue.message}` : issue.message, path);
+}
+
+/**
+ * A value (a schema, or a group of them) built at its first use instead of at import. Building zod
+ * schemas costs time, and a Lambda function's import is part of its cold start: a function then builds
+ * only the schemas its own requests use (docs/decisions/lambda-bundles.md).
+ */
+export function onFirstUse<T>(build: () => T): () => T {
+  let built: T | undefined;
+  return () => (built ??= build());
 }

@@ -9,11 +9,11 @@
 import { execFile } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { Template } from 'aws-cdk-lib/assertions';
-import { bundledFunctionProps, CONSUMER_TAG, ENTRY_METADATA, PROJECT_ROOT } from '../../lib/function-defaults.js';
+import { bundledFunctionProps, CONSUMER_TAG, ENTRY_METADATA, PROJECT_ROOT, type EntryMetadata } from '../../lib/function-defaults.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import { synthStack } from '../infra/helpers.js';
@@ -29,6 +29,8 @@ export interface StackFunction {
   functionName: string;
   /** Entry module, relative to the project (`lambdas/...ts`). */
   entry: string;
+  /** The esbuild defines of its bundle (bundleDefines in lib/function-defaults.ts). */
+  define: Record<string, string>;
   /** The template's environment, references replaced by placeholders (placeholderOf). */
   environment: Record<string, string>;
 }
@@ -43,8 +45,9 @@ export function stackFunctions(): { functions: StackFunction[]; tables: { logica
   const resources = template.toJSON().Resources as Record<string, { Type: string; Properties: Record<string, any> }>;
   const functions: StackFunction[] = [];
   for (const construct of stack.node.findAll()) {
-    const entry = construct.node.metadata.find((m) => m.type === ENTRY_METADATA)?.data as string | undefined;
-    if (!entry) continue;
+    const metadata = construct.node.metadata.find((m) => m.type === ENTRY_METADATA)?.data as EntryMetadata | undefined;
+    if (!metadata) continue;
+    const { entry, define } = metadata;
     const logicalId = stack.getLogicalId(construct.node.defaultChild as CfnFunction);
     const props = resources[logicalId].Properties;
     const tags = new Map<string, string>((props.Tags ?? []).map((t: { Key: string; Value: string }) => [t.Key, t.Value]));
@@ -56,7 +59,7 @@ export function stackFunctions(): { functions: StackFunction[]; tables: { logica
     if (!name) throw new Error(`function ${logicalId} (${entry}) carries none of the stack's tags`);
     const variables = (props.Environment?.Variables ?? {}) as Record<string, unknown>;
     const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, placeholderOf(v, resources)]));
-    functions.push({ name, kind, logicalId, functionName: placeholderOf(props.FunctionName, resources), entry, environment });
+    functions.push({ name, kind, logicalId, functionName: placeholderOf(props.FunctionName, resources), entry, define, environment });
   }
   const tables = Object.entries(resources)
     .filter(([, r]) => r.Type === 'AWS::DynamoDB::Table')
@@ -101,9 +104,9 @@ export function placeholderOf(value: unknown, resources: Record<string, { Type: 
   throw new Error(`no placeholder for ${JSON.stringify(value)}`);
 }
 
-/** The esbuild options CDK's NodejsFunction derives from the stack's bundling settings. */
-export function stackBuildOptions(): BuildOptions {
-  const { bundling } = bundledFunctionProps(join(PROJECT_ROOT, 'lambdas/engine/index.ts'));
+/** The esbuild options CDK's NodejsFunction derives from the stack's bundling settings (and a function's defines). */
+export function stackBuildOptions(define?: Record<string, string>): BuildOptions {
+  const { bundling } = bundledFunctionProps(join(PROJECT_ROOT, 'lambdas/engine/index.ts'), define);
   return {
     bundle: true,
     platform: 'node',
@@ -128,28 +131,50 @@ export interface Bundle {
   externalImports: string[];
 }
 
+/** What to bundle: an entry (absolute, or relative to the project) with a function's defines. */
+export interface BundleTarget {
+  key: string;
+  entry: string;
+  define?: Record<string, string>;
+}
+
 /**
- * Bundles `entries` (relative to the project) into `outdir`, one whole bundle each, with the stack's
- * settings; `extra` adds named entries from elsewhere (a baseline). Returns entry (or extra name) -> bundle.
+ * Bundles each target into `outdir`, one whole bundle each, with the stack's settings: one esbuild run
+ * per set of defines. Returns key -> bundle.
  */
-export async function buildBundles(entries: string[], outdir: string, extra: Record<string, string> = {}): Promise<Map<string, Bundle>> {
-  const named = new Map<string, string>([...entries.map((e) => [e.replace(/\.ts$/, ''), e] as const), ...Object.keys(extra).map((n) => [n, n] as const)]);
-  const points = Object.fromEntries([...entries.map((entry) => [entry.replace(/\.ts$/, ''), join(PROJECT_ROOT, entry)]), ...Object.entries(extra)]);
-  const result = await build({ ...stackBuildOptions(), entryPoints: points, outdir, outExtension: { '.js': '.mjs' }, metafile: true, absWorkingDir: PROJECT_ROOT });
-  if (result.errors.length) throw new Error(result.errors.map((e) => e.text).join('\n'));
-  const bundles = new Map<string, Bundle>();
-  for (const [out, meta] of Object.entries(result.metafile!.outputs)) {
-    if (!out.endsWith('.mjs')) continue;
-    const name = relative(outdir, join(PROJECT_ROOT, out)).replace(/\.mjs$/, '');
-    const key = named.get(name);
-    if (!key) throw new Error(`esbuild wrote ${out}, which no entry names`);
-    bundles.set(key, {
-      file: join(PROJECT_ROOT, out),
-      bytes: meta.bytes,
-      inputs: Object.keys(meta.inputs),
-      externalImports: [...new Set(meta.imports.filter((i) => i.external).map((i) => i.path))],
-    });
+export async function buildBundles(targets: BundleTarget[], outdir: string): Promise<Map<string, Bundle>> {
+  const groups = new Map<string, BundleTarget[]>();
+  for (const t of targets) {
+    const id = JSON.stringify(t.define ?? null);
+    groups.set(id, [...(groups.get(id) ?? []), t]);
   }
+  const bundles = new Map<string, Bundle>();
+  await Promise.all(
+    [...groups.values()].map(async (group, g) => {
+      const dir = join(outdir, `defines-${g}`);
+      const byName = new Map(group.map((t, i) => [`entry-${i}`, t]));
+      const result = await build({
+        ...stackBuildOptions(group[0].define),
+        entryPoints: Object.fromEntries([...byName].map(([name, t]) => [name, resolve(PROJECT_ROOT, t.entry)])),
+        outdir: dir,
+        outExtension: { '.js': '.mjs' },
+        metafile: true,
+        absWorkingDir: PROJECT_ROOT,
+      });
+      if (result.errors.length) throw new Error(result.errors.map((e) => e.text).join('\n'));
+      for (const [out, meta] of Object.entries(result.metafile!.outputs)) {
+        if (!out.endsWith('.mjs')) continue;
+        const target = byName.get(relative(dir, join(PROJECT_ROOT, out)).replace(/\.mjs$/, ''));
+        if (!target) throw new Error(`esbuild wrote ${out}, which no entry names`);
+        bundles.set(target.key, {
+          file: join(PROJECT_ROOT, out),
+          bytes: meta.bytes,
+          inputs: Object.keys(meta.inputs),
+          externalImports: [...new Set(meta.imports.filter((i) => i.external).map((i) => i.path))],
+        });
+      }
+    }),
+  );
   return bundles;
 }
 

@@ -21,6 +21,7 @@ import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 const { functions, tables } = stackFunctions();
 const UNKNOWN_KEY = `aik_${'ab'.repeat(32)}`;
 const BUILTINS = new Set(builtinModules);
+const keyOf = (f: StackFunction) => `${f.kind}:${f.name}`;
 
 let outdir: string;
 let bundles: Map<string, Bundle>;
@@ -29,7 +30,7 @@ let aws: Awaited<ReturnType<typeof startAwsStandIn>>;
 
 beforeAll(async () => {
   outdir = mkdtempSync(join(tmpdir(), 'lambda-bundles-'));
-  bundles = await buildBundles([...new Set(functions.map((f) => f.entry))], outdir);
+  bundles = await buildBundles(functions.map((f) => ({ key: keyOf(f), entry: f.entry, define: f.define })), outdir);
   const [main, ...others] = tables;
   // The template's tables under their placeholder names (their logical ids): the platform table with
   // its indexes (as the AWS adapter's tests make it), the others with their own keys.
@@ -229,7 +230,7 @@ describe('the Lambda bundles, as Lambda loads them', () => {
 
   it('no bundle holds the embedded engine, the local runtime, better-sqlite3 or ws, or imports anything but Node built-ins', () => {
     for (const f of functions) {
-      const bundle = bundles.get(f.entry)!;
+      const bundle = bundles.get(keyOf(f))!;
       // What esbuild left as an import (static, dynamic or require) that Node must resolve at run time.
       expect(bundle.inputs.filter((i) => /lambdas\/(engine\/embedded|local)\/|node_modules\/(better-sqlite3|ws|bindings)\//.test(i)), f.name).toEqual([]);
       expect(bundle.externalImports.filter((name) => !name.startsWith('node:') && !BUILTINS.has(name)), f.name).toEqual([]);
@@ -243,7 +244,7 @@ describe('the Lambda bundles, as Lambda loads them', () => {
       for (let f = queue.shift(); f; f = queue.shift()) {
         const accessKeyId = `AKIA${f.logicalId}`;
         const c = caseOf(f);
-        const outcome = await runAlone(bundles.get(f.entry)!.file, {
+        const outcome = await runAlone(bundles.get(keyOf(f))!.file, {
           environment: { ...f.environment, AWS_ACCESS_KEY_ID: accessKeyId },
           events: c.events,
           streaming: f.kind === 'stream',

@@ -68,7 +68,7 @@ describe('npm run synth, offline', () => {
       // The native and local-only modules stay out entirely (test/infra/lambda-bundles.test.ts checks every function).
       expect(bundle).not.toContain('better-sqlite3');
       // The load test's bundles are CDK's: the same esbuild settings give the same code.
-      const [ours] = (await buildBundles([relative(PROJECT_ROOT, entry)], join(outdir, 'ours'))).values();
+      const [ours] = (await buildBundles([{ key: 'chat', entry }], join(outdir, 'ours'))).values();
       const code = (text: string) => text.replace(/\/\/# sourceMappingURL=.*\s*$/, '');
       expect(code(readFileSync(ours.file, 'utf8'))).toBe(code(bundle));
       // And it loads alone, as Lambda loads it, and answers as the route does.

@@ -2,9 +2,9 @@
  * A decision run's rules (spec 4.5, docs/ai/run.md), as zod schemas: the `input` (state, questions,
  * images; anything wrong in it is 400 invalid_decision_input) and `escalate` (400 invalid_escalate).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { PlatformError } from '../../shared/errors.js';
-import { parseBody } from '../../shared/validate.js';
+import { onFirstUse, parseBody } from '../../shared/validate.js';
 
 /** Spec 8: at most 64 questions and 16 images a run. */
 export const MAX_QUESTIONS = 64;
@@ -16,56 +16,76 @@ export const QUESTION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 /** min_confidence when escalate does not set it. */
 export const DEFAULT_MIN_CONFIDENCE = 0.7;
 
-const text = z.string().trim().min(1);
+/** The schemas, built at their first use (onFirstUse): only the run route's decision calls need them. */
+const decisionSchemas = onFirstUse(() => {
+  const text = z.string().trim().min(1);
 
-const noulQuestion = z
-  .object({
-    type: z.literal('noul'),
-    instructions: text,
-    /** What "yes" (true) and "no" (false) mean here; optional. */
-    criteria: z.object({ true: text.optional(), false: text.optional() }).strict().optional(),
-  })
-  .strict();
+  const noulQuestion = z
+    .object({
+      type: z.literal('noul'),
+      instructions: text,
+      /** What "yes" (true) and "no" (false) mean here; optional. */
+      criteria: z.object({ true: text.optional(), false: text.optional() }).strict().optional(),
+    })
+    .strict();
 
-const choiceQuestion = z
-  .object({
-    type: z.literal('choice'),
-    instructions: text,
-    /** label -> what it means; the answer's `choice` is one of the labels. */
-    criteria: z
-      .record(z.string().min(1).max(128), text)
-      .refine((c) => Object.keys(c).length >= 2 && Object.keys(c).length <= MAX_OPTIONS, `a choice has 2 to ${MAX_OPTIONS} options`),
-  })
-  .strict();
+  const choiceQuestion = z
+    .object({
+      type: z.literal('choice'),
+      instructions: text,
+      /** label -> what it means; the answer's `choice` is one of the labels. */
+      criteria: z
+        .record(z.string().min(1).max(128), text)
+        .refine((c) => Object.keys(c).length >= 2 && Object.keys(c).length <= MAX_OPTIONS, `a choice has 2 to ${MAX_OPTIONS} options`),
+    })
+    .strict();
 
-const scoreQuestion = z
-  .object({
-    type: z.literal('score'),
-    instructions: text,
-    /** The levels, lowest first; the answer's indexes ("0", "1", ...) point into it. */
-    criteria: z.array(text).min(2).max(MAX_OPTIONS),
-  })
-  .strict();
+  const scoreQuestion = z
+    .object({
+      type: z.literal('score'),
+      instructions: text,
+      /** The levels, lowest first; the answer's indexes ("0", "1", ...) point into it. */
+      criteria: z.array(text).min(2).max(MAX_OPTIONS),
+    })
+    .strict();
 
-export const questionSchema = z.discriminatedUnion('type', [noulQuestion, choiceQuestion, scoreQuestion]);
-export type Question = z.infer<typeof questionSchema>;
+  const questionSchema = z.discriminatedUnion('type', [noulQuestion, choiceQuestion, scoreQuestion]);
 
-/** An image: an http(s) URL or a base64 `data:image/...` URL. */
-const image = z
-  .string()
-  .refine((u) => /^https?:\/\/\S+$/i.test(u) || /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+$/i.test(u), 'an image is an http(s) URL or a data:image/...;base64 URL');
+  /** An image: an http(s) URL or a base64 `data:image/...` URL. */
+  const image = z
+    .string()
+    .refine((u) => /^https?:\/\/\S+$/i.test(u) || /^data:image\/[a-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]+$/i.test(u), 'an image is an http(s) URL or a data:image/...;base64 URL');
 
-export const decisionInputSchema = z
-  .object({
-    state: z.unknown().refine((v) => v !== undefined && v !== null, 'state is required and may be any JSON but null'),
-    questions: z
-      .record(z.string().regex(QUESTION_ID_PATTERN, 'question ids are 1 to 64 letters, digits, "_" or "-"'), questionSchema)
-      .refine((q) => Object.keys(q).length >= 1 && Object.keys(q).length <= MAX_QUESTIONS, `1 to ${MAX_QUESTIONS} questions`),
-    images: z.array(image).max(MAX_IMAGES).optional(),
-  })
-  .strict();
+  const decisionInputSchema = z
+    .object({
+      state: z.unknown().refine((v) => v !== undefined && v !== null, 'state is required and may be any JSON but null'),
+      questions: z
+        .record(z.string().regex(QUESTION_ID_PATTERN, 'question ids are 1 to 64 letters, digits, "_" or "-"'), questionSchema)
+        .refine((q) => Object.keys(q).length >= 1 && Object.keys(q).length <= MAX_QUESTIONS, `1 to ${MAX_QUESTIONS} questions`),
+      images: z.array(image).max(MAX_IMAGES).optional(),
+    })
+    .strict();
 
-export type DecisionInput = z.infer<typeof decisionInputSchema> & { questions: Record<string, Question> };
+  const escalateSchema = z.union([
+    z.boolean(),
+    z
+      .object({
+        min_confidence: z.number().min(0).max(1).optional(),
+        max_tier: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
+      })
+      .strict(),
+  ]);
+
+  return {
+    question: questionSchema,
+    input: z.object({ input: decisionInputSchema }),
+    escalate: z.object({ escalate: escalateSchema }),
+  };
+});
+
+export type Question = z.infer<ReturnType<typeof decisionSchemas>['question']>;
+
+export type DecisionInput = z.infer<ReturnType<typeof decisionSchemas>['input']>['input'] & { questions: Record<string, Question> };
 
 /** Parses a decision `input` (already known to be a plain object): any fault is 400 invalid_decision_input. */
 export function parseDecisionInput(input: Record<string, unknown>): DecisionInput {
@@ -84,7 +104,7 @@ export function parseDecisionInput(input: Record<string, unknown>): DecisionInpu
       throw new PlatformError('invalid_decision_input', 'A choice label may not be "__proto__".', `input.questions.${id}.criteria.__proto__`);
     }
   }
-  const { input: parsed } = parseBody(z.object({ input: decisionInputSchema }), { input }, { unknownField: 'invalid_decision_input', invalid: 'invalid_decision_input' });
+  const { input: parsed } = parseBody(decisionSchemas().input, { input }, { unknownField: 'invalid_decision_input', invalid: 'invalid_decision_input' });
   return parsed as DecisionInput;
 }
 
@@ -94,15 +114,6 @@ export interface Escalation {
   maxTier: number;
 }
 
-const escalateSchema = z.union([
-  z.boolean(),
-  z
-    .object({
-      min_confidence: z.number().min(0).max(1).optional(),
-      max_tier: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
-    })
-    .strict(),
-]);
 
 /**
  * `escalate` as sent (absent or false: only the first tier is asked): true or an object of
@@ -111,7 +122,7 @@ const escalateSchema = z.union([
  */
 export function parseEscalate(value: unknown, tiers: readonly string[]): Escalation | null {
   if (value === undefined || value === false) return null;
-  const parsed = parseBody(z.object({ escalate: escalateSchema }), { escalate: value }, { unknownField: 'invalid_escalate', invalid: 'invalid_escalate' }).escalate;
+  const parsed = parseBody(decisionSchemas().escalate, { escalate: value }, { unknownField: 'invalid_escalate', invalid: 'invalid_escalate' }).escalate;
   if (parsed === false) return null;
   const options = parsed === true ? {} : parsed;
   let maxTier = tiers.length - 1;

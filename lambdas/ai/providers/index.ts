@@ -2,12 +2,25 @@
 import { PlatformError } from '../../shared/errors.js';
 import type { ModelRoute, Provider } from '../model-routes.js';
 import type { ModelProvider } from '../types.js';
-import { bedrock } from './bedrock/index.js';
 import { openAiCompatible } from './openai-compatible/index.js';
+
+/**
+ * A provider loaded at its first call: its module (Bedrock's SDK client, its event-stream codec) is
+ * evaluated only by a function that calls such a route, not at every AI function's cold start.
+ */
+function loadedOnUse(load: () => Promise<ModelProvider>): ModelProvider {
+  return {
+    chat: async (call, body) => (await load()).chat(call, body),
+    async *chatStream(call, body) {
+      yield* (await load()).chatStream(call, body);
+    },
+    embed: async (call, body) => (await load()).embed(call, body),
+  };
+}
 
 const PROVIDERS: Partial<Record<Provider, ModelProvider>> = {
   'openai-compatible': openAiCompatible,
-  bedrock,
+  bedrock: loadedOnUse(() => import('./bedrock/index.js').then((m) => m.bedrock)),
 };
 
 export function providerOf(route: ModelRoute): ModelProvider {

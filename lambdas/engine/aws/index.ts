@@ -1,21 +1,12 @@
 /** The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS and Secrets Manager, configured from the environment the stack sets. */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { S3Client } from '@aws-sdk/client-s3';
-import { SQSClient } from '@aws-sdk/client-sqs';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
-import { KMSClient } from '@aws-sdk/client-kms';
-import { SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { Engine } from '../ports.js';
 import { systemClock } from '../clock.js';
 import { ENV, type Settings } from '../../shared/settings.js';
 import { DynamoKeyValueStore } from './kv.js';
-import { S3BlobStore } from './blobs.js';
-import { SqsQueue } from './queue.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
-import { KmsSigner } from './signer.js';
-import { SecretsManagerSecret } from './secret.js';
-import { SecretsManagerUpstreamKeys } from './upstream-keys.js';
 
 export function createAwsEngine(config: Settings): Engine {
   const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
@@ -36,26 +27,76 @@ export function createAwsEngine(config: Settings): Engine {
       },
     });
   };
+  // A port whose every method is async, with its adapter and SDK client imported at its first call:
+  // a module's evaluation is part of every cold start, and most calls of most functions never touch
+  // S3, SQS, KMS or Secrets Manager (DynamoDB resolves every credential, so it stays in).
+  const onFirstCall = <T extends object>(load: () => Promise<T>): T => {
+    let loading: Promise<T> | undefined;
+    return new Proxy({} as T, {
+      get: (_t, prop) =>
+        // Not a thenable: an `await` of the port itself must not call load.
+        prop === 'then'
+          ? undefined
+          : (...args: unknown[]) => (loading ??= load()).then((port) => (port as Record<PropertyKey, (...a: unknown[]) => unknown>)[prop](...args)),
+    });
+  };
+  // A Lambda bundle leaves out the ports its function has no grant for: PLATFORM_PORT_<PORT> is
+  // "absent" in that function's bundle (../bundle-defines.ts), each condition below is then a constant,
+  // and esbuild drops the client it no longer reaches. Bytes are what a function's import costs (S3's
+  // client alone is 160 KiB minified; docs/decisions/lambda-bundles.md).
+  const absent = (port: string) => (): never => {
+    throw new Error(`this function was built without the ${port} port (its grants do not include it)`);
+  };
   return {
     name: 'aws',
     kv: lazy(() => new DynamoKeyValueStore(new DynamoDBClient({}), need('tableName'), systemClock)),
-    blobs: lazy(() => new S3BlobStore(new S3Client({}), need('bucketName'))),
-    queue: lazy(() => new SqsQueue(new SQSClient({}), need('queueUrls'))),
+    blobs:
+      globalThis.PLATFORM_PORT_BLOBS === 'absent'
+        ? lazy(absent('blobs'))
+        : onFirstCall(async () => {
+            const [{ S3Client }, { S3BlobStore }] = await Promise.all([import('@aws-sdk/client-s3'), import('./blobs.js')]);
+            return new S3BlobStore(new S3Client({}), need('bucketName'));
+          }),
+    queue:
+      globalThis.PLATFORM_PORT_QUEUE === 'absent'
+        ? lazy(absent('queue'))
+        : onFirstCall(async () => {
+            const [{ SQSClient }, { SqsQueue }] = await Promise.all([import('@aws-sdk/client-sqs'), import('./queue.js')]);
+            return new SqsQueue(new SQSClient({}), need('queueUrls'));
+          }),
     connections: lazy(
-      () =>
-        new ApiGatewayConnectionGateway(
-          new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }),
-          // Functions that only post frames (the HTTP stream route) have no connection table.
-          config.connectionsTable === undefined
-            ? undefined
-            : { documents: DynamoDBDocumentClient.from(new DynamoDBClient({})), tableName: config.connectionsTable, clock: systemClock },
-        ),
+      globalThis.PLATFORM_PORT_CONNECTIONS === 'absent'
+        ? absent('connections')
+        : () =>
+            new ApiGatewayConnectionGateway(
+              new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }),
+              // Functions that only post frames (the HTTP stream route) have no connection table.
+              config.connectionsTable === undefined
+                ? undefined
+                : { documents: DynamoDBDocumentClient.from(new DynamoDBClient({})), tableName: config.connectionsTable, clock: systemClock },
+            ),
       // publish() asks on every call whether to wake streams; most functions have no connections endpoint.
       { holdsSockets: false },
     ),
-    signer: lazy(() => new KmsSigner(new KMSClient({}), need('signingKeyIds'))),
-    secret: lazy(() => new SecretsManagerSecret(new SecretsManagerClient({}), need('serverSecretArn'))),
-    upstreamKeys: lazy(() => new SecretsManagerUpstreamKeys(new SecretsManagerClient({}))),
+    // Every function verifies tokens, but only calls with a token (not a key) need the public keys.
+    signer: onFirstCall(async () => {
+      const [{ KMSClient }, { KmsSigner }] = await Promise.all([import('@aws-sdk/client-kms'), import('./signer.js')]);
+      return new KmsSigner(new KMSClient({}), need('signingKeyIds'));
+    }),
+    secret:
+      globalThis.PLATFORM_PORT_SECRET === 'absent'
+        ? lazy(absent('secret'))
+        : onFirstCall(async () => {
+            const [{ SecretsManagerClient }, { SecretsManagerSecret }] = await Promise.all([import('@aws-sdk/client-secrets-manager'), import('./secret.js')]);
+            return new SecretsManagerSecret(new SecretsManagerClient({}), need('serverSecretArn'));
+          }),
+    upstreamKeys:
+      globalThis.PLATFORM_PORT_UPSTREAM_KEYS === 'absent'
+        ? lazy(absent('upstreamKeys'))
+        : onFirstCall(async () => {
+            const [{ SecretsManagerClient }, { SecretsManagerUpstreamKeys }] = await Promise.all([import('@aws-sdk/client-secrets-manager'), import('./upstream-keys.js')]);
+            return new SecretsManagerUpstreamKeys(new SecretsManagerClient({}));
+          }),
     clock: systemClock,
     async close() {},
   };

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { httpHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
 import { parseBody } from '../../../shared/validate.js';

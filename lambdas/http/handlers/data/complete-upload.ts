@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { httpHandler } from '../../handler.js';
 import { parseBody } from '../../../shared/validate.js';
 import { BlobService, MAX_PARTS } from '../../../data/blobs.js';
