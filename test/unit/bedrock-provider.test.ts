@@ -46,8 +46,11 @@ const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value
 const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 1, 2, 3]);
 
 describe('bedrock provider', () => {
-  it('is the registered provider of bedrock routes', () => {
-    expect(providerOf(route())).toBe(bedrock);
+  it('is the registered provider of bedrock routes, loaded at its first call', async () => {
+    mock.on(ConverseCommand).resolves({ output: { message: { role: 'assistant', content: [{ text: 'via the registry' }] } }, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, totalTokens: 2 }, metrics: { latencyMs: 1 } });
+    const answer = await providerOf(route()).chat(callOf(), { messages: [{ role: 'user', content: 'hi' }] });
+    expect(answer.choices[0].message.content).toBe('via the registry');
+    expect(mock.commandCalls(ConverseCommand)).toHaveLength(1);
   });
 
   describe('chat', () => {
