@@ -62,17 +62,24 @@ function fromLogprobs(lp: NonNullable<ReturnType<typeof tokensOf>>, content: str
 function fromStated(codes: string[], written: string, stated: unknown): number[] {
   const n = codes.length;
   const c = Math.min(1, Math.max(1 / n, typeof stated === 'number' && Number.isFinite(stated) ? stated : 0.5));
-  return codes.map((code) => (code === written ? c : (1 - c) / (n - 1)));
+  // At c = 1/n, (1 - c) / (n - 1) can round above c (n = 3: 0.33333333333333337): never above the written answer.
+  const rest = Math.min(c, (1 - c) / (n - 1));
+  return codes.map((code) => (code === written ? c : rest));
+}
+
+/** The index of the most probable code as the answer shows it (4 decimals); the written one wins every tie. */
+function mostProbable(p: number[], written: number): number {
+  let best = written;
+  p.forEach((x, k) => {
+    if (round(x) > round(p[best])) best = k;
+  });
+  return best;
 }
 
 function shape(question: Question, written: string, p: number[]): Answer {
   const codes = codesOf(question);
   if (question.type === 'noul') return { type: 'noul', noul: round(p[0]), confidence: round(Math.max(p[0], p[1])) };
-  // The most probable code; on a tie, the one written.
-  let best = codes.indexOf(written);
-  p.forEach((x, k) => {
-    if (x > p[best]) best = k;
-  });
+  const best = mostProbable(p, codes.indexOf(written));
   if (question.type === 'choice') {
     const labels = Object.keys(question.criteria);
     return { type: 'choice', choice: labels[best], confidence: round(p[best]), probabilities: Object.fromEntries(labels.map((l, k) => [l, round(p[k])])) };

