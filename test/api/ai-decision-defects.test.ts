@@ -117,3 +117,13 @@ describe('item 4: a choice names the option the model wrote', () => {
     expect(wrong.map(([id, a]) => `${id}: ${a.choice}`)).toEqual([]);
   });
 });
+
+describe('item 5: logprobs without alternatives', () => {
+  it('an answer token with top_logprobs [] gets the stated confidence, not 1', async () => {
+    script = { urgent: { answer: 'yes', stated: 0.6 }, team: { answer: '1', stated: 0.7 } };
+    const r = await run({ model: 'judge-lp', input: { state: 'a ticket', questions: { urgent: { type: 'noul', instructions: 'Urgent?' }, team: choiceOf(3) } } });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.result.answers.urgent).toEqual({ type: 'noul', noul: 0.6, confidence: 0.6 });
+    expect(r.body.result.answers.team).toEqual({ type: 'choice', choice: 'opt1', confidence: 0.7, probabilities: { opt0: 0.15, opt1: 0.7, opt2: 0.15 } });
+  });
+});

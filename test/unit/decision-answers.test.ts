@@ -41,3 +41,22 @@ describe('decision answers: the written option wins every tie (issue 19 item 4)'
     expect(a.c).toEqual({ type: 'choice', choice: 'opt2', confidence: 0.7, probabilities: { opt0: 0.1, opt1: 0.1, opt2: 0.7, opt3: 0.1 } });
   });
 });
+
+describe('decision answers: logprobs without another code (issue 19 item 5)', () => {
+  /** Logprobs spelling out `content`, the answer token `"1` with these alternatives. */
+  const withLogprobs = (top: { token: string; logprob: number }[]) => {
+    const tokens = ['{"c":{"answer":', '"1', '","confidence":0.6}}'];
+    return reply({ c: { answer: '1', confidence: 0.6 } }, { content: tokens.map((token) => ({ token, logprob: Math.log(0.9), top_logprobs: token === '"1' ? top : [] })) });
+  };
+
+  it('top_logprobs [] or only the written code: the stated confidence', () => {
+    for (const top of [[], [{ token: '"1', logprob: Math.log(0.9) }, { token: '1', logprob: Math.log(0.05) }, { token: ' hello', logprob: Math.log(0.01) }]]) {
+      expect(readAnswers(withLogprobs(top), { c: choice(3) }).c, JSON.stringify(top)).toMatchObject({ choice: 'opt1', confidence: 0.6, probabilities: { opt0: 0.2, opt1: 0.6, opt2: 0.2 } });
+    }
+  });
+
+  it('another code among the alternatives: the logprobs', () => {
+    const a = readAnswers(withLogprobs([{ token: '"1', logprob: Math.log(0.75) }, { token: '"0', logprob: Math.log(0.25) }]), { c: choice(3) });
+    expect(a.c).toMatchObject({ choice: 'opt1', confidence: 0.75, probabilities: { opt0: 0.25, opt1: 0.75, opt2: 0 } });
+  });
+});

@@ -1,8 +1,9 @@
 /**
  * A tier's reply read back into answers (docs/ai/run.md). Each question's probabilities come from the
  * logprobs of its answer token when the route returned them (the alternatives among the top
- * logprobs that are codes of the question, renormalized), else from the model's stated confidence
- * (the written answer gets it, at least 1/n; the other codes share the rest evenly).
+ * logprobs that are codes of the question, renormalized; another code must be among them), else from
+ * the model's stated confidence (the written answer gets it, at least 1/n; the other codes share the
+ * rest evenly).
  */
 import type { ChatCompletion } from '../types.js';
 import { upstreamError } from '../upstream-errors.js';
@@ -39,7 +40,10 @@ function tokensOf(completion: ChatCompletion, content: string): { tokens: TokenL
   return tokens.map((t) => t.token).join('') === content ? { tokens, starts } : null;
 }
 
-/** Probabilities of a question's codes from the token that wrote its answer, or null when they cannot be read. */
+/**
+ * Probabilities of a question's codes from the token that wrote its answer, or null when they cannot
+ * be read: no such token, or no other code among its alternatives.
+ */
 function fromLogprobs(lp: NonNullable<ReturnType<typeof tokensOf>>, content: string, id: string, codes: string[], written: string): number[] | null {
   const match = new RegExp(`"${id}"\\s*:\\s*\\{[^{}]*?"answer"\\s*:\\s*"`).exec(content);
   if (!match) return null;
@@ -50,10 +54,14 @@ function fromLogprobs(lp: NonNullable<ReturnType<typeof tokensOf>>, content: str
   const alternatives = new Map<string, number>([[token.token, token.logprob]]);
   for (const alt of token.top_logprobs ?? []) if (alt && typeof alt.token === 'string' && typeof alt.logprob === 'number') alternatives.set(alt.token, alt.logprob);
   const mass = codes.map(() => 0);
+  let others = false;
   for (const [text, logprob] of alternatives) {
     const k = codes.indexOf(asCode(text));
     if (k >= 0) mass[k] += Math.exp(logprob);
+    if (k >= 0 && codes[k] !== written) others = true;
   }
+  // No other code among the alternatives (top_logprobs [] say): renormalized, the written one would be 1.
+  if (!others) return null;
   const total = mass.reduce((a, b) => a + b, 0);
   return total > 0 ? mass.map((m) => m / total) : null;
 }
