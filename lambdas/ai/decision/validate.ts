@@ -13,6 +13,11 @@ export const MAX_IMAGES = 16;
 export const MAX_OPTIONS = 64;
 /** A question id: also a property name of the JSON schema the tier answers in. */
 export const QUESTION_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+/**
+ * Line breaks and other control characters (U+0000-U+001F, U+007F, U+2028, U+2029): a choice label or
+ * a question id is written into a line of the prompt (prompt.ts), where one could forge a line.
+ */
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f\u2028\u2029]/;
 /** min_confidence when escalate does not set it. */
 export const DEFAULT_MIN_CONFIDENCE = 0.7;
 
@@ -104,8 +109,29 @@ export function parseDecisionInput(input: Record<string, unknown>): DecisionInpu
       throw new PlatformError('invalid_decision_input', 'A choice label may not be "__proto__".', `input.questions.${id}.criteria.__proto__`);
     }
   }
+  refuseControlCharacters(questions);
   const { input: parsed } = parseBody(decisionSchemas().input, { input }, { unknownField: 'invalid_decision_input', invalid: 'invalid_decision_input' });
   return parsed as DecisionInput;
+}
+
+/** A text in an error message as JSON, U+2028 and U+2029 escaped too (JSON.stringify leaves them). */
+const shown = (text: string) => JSON.stringify(text).replace(/[\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+
+/**
+ * Question ids and choice labels with a control character are refused by name (JSON-escaped): zod
+ * would say only "Invalid key in record", with the raw character in `param`.
+ */
+function refuseControlCharacters(questions: unknown): void {
+  if (!questions || typeof questions !== 'object' || Array.isArray(questions)) return;
+  for (const [id, question] of Object.entries(questions)) {
+    if (CONTROL_CHARACTER.test(id)) throw new PlatformError('invalid_decision_input', `The question id ${shown(id)} has a control character; ids are 1 to 64 letters, digits, "_" or "-".`, 'input.questions');
+    const { type, criteria } = (question ?? {}) as { type?: unknown; criteria?: unknown };
+    if (type !== 'choice' || !criteria || typeof criteria !== 'object' || Array.isArray(criteria)) continue;
+    const label = Object.keys(criteria).find((l) => CONTROL_CHARACTER.test(l));
+    if (label !== undefined) {
+      throw new PlatformError('invalid_decision_input', `The choice label ${shown(label)} has a control character (line breaks, U+0000-U+001F, U+007F, U+2028, U+2029 are refused).`, `input.questions.${id}.criteria`);
+    }
+  }
 }
 
 export interface Escalation {
