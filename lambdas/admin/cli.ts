@@ -155,10 +155,11 @@ export const COMMANDS: Record<string, Command> = {
   },
   'route set': {
     usage:
-      '--org ID --id ROUTE --endpoint PATH --provider openai-compatible|bedrock|http|decision [--base-url URL] [--model UPSTREAM_MODEL] [--default] [--max-tokens N] [--no-tools] [--timeout-ms N] [--tiers a,b] [--price-in-per-mtok X] [--price-out-per-mtok X] [--api-key-env NAME]',
+      '--org ID --id ROUTE --endpoint PATH --provider openai-compatible|bedrock|http|decision [--base-url URL] [--model UPSTREAM_MODEL] [--default] [--max-tokens N] [--no-tools] [--timeout-ms N] [--tiers a,b] [--price-in-per-mtok X] [--price-out-per-mtok X] [--api-key-env NAME] [--max-answer-bytes N] [--max-event-bytes N]',
     options: {
       org: s, id: s, endpoint: s, provider: s, 'base-url': s, model: s, default: b,
       'max-tokens': s, 'no-tools': b, 'timeout-ms': s, tiers: s, 'price-in-per-mtok': s, 'price-out-per-mtok': s, 'api-key-env': s,
+      'max-answer-bytes': s, 'max-event-bytes': s,
     },
     required: ['org', 'id', 'endpoint', 'provider'],
     run: async (e, o) => {
@@ -177,6 +178,8 @@ export const COMMANDS: Record<string, Command> = {
         price_in_per_mtok: numberOption(o, 'price-in-per-mtok'),
         price_out_per_mtok: numberOption(o, 'price-out-per-mtok'),
         api_key_env: str(o, 'api-key-env'),
+        max_answer_bytes: numberOption(o, 'max-answer-bytes'),
+        max_event_bytes: numberOption(o, 'max-event-bytes'),
       });
     },
   },

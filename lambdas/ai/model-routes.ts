@@ -42,7 +42,20 @@ export interface ModelRoute {
    * secret (AWS), read once per instance (providers/credentials.ts). Never the key itself.
    */
   api_key_env: string | null;
+  /**
+   * openai-compatible and http routes: the most bytes of a JSON answer read (default MAX_ANSWER_BYTES,
+   * 32 MiB), and of one line or event of a streamed answer (default MAX_EVENT_BYTES, 1 MiB); past
+   * them the call is 502 upstream_error (providers/upstream-http.ts). Optional: routes stored before.
+   */
+  max_answer_bytes?: number | null;
+  max_event_bytes?: number | null;
 }
+
+/**
+ * The highest answer cap a route may set: 256 MiB, half of the longest string V8 makes (a bigger
+ * answer could not be turned into text at all).
+ */
+export const MAX_CAP_BYTES = 256 * 1024 * 1024;
 
 /** Upstream timeout when a route sets none. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
@@ -56,6 +69,8 @@ export const ROUTE_DEFAULTS = {
   price_in_per_mtok: null,
   price_out_per_mtok: null,
   api_key_env: null,
+  max_answer_bytes: null,
+  max_event_bytes: null,
 } as const satisfies Partial<ModelRoute>;
 
 /** A stored route with the fields added since it was written filled with their defaults. */
@@ -81,6 +96,8 @@ export interface RouteInput {
   price_in_per_mtok?: number;
   price_out_per_mtok?: number;
   api_key_env?: string;
+  max_answer_bytes?: number;
+  max_event_bytes?: number;
 }
 
 /** Which endpoints each provider serves. */
@@ -142,6 +159,10 @@ export class ModelRoutes {
     for (const [name, value] of [['max_tokens', input.max_tokens], ['timeout_ms', input.timeout_ms]] as const) {
       if (value !== undefined && !(Number.isInteger(value) && value >= 1 && value <= 10_000_000)) throw new ModelRouteError(`${name} must be a whole number from 1`);
     }
+    for (const [name, value] of [['max_answer_bytes', input.max_answer_bytes], ['max_event_bytes', input.max_event_bytes]] as const) {
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1024 && value <= MAX_CAP_BYTES)) throw new ModelRouteError(`${name} must be a whole number of bytes from 1024 to ${MAX_CAP_BYTES}`);
+      if (value !== undefined && provider !== 'http' && provider !== 'openai-compatible') throw new ModelRouteError(`${name} is for openai-compatible and http routes only`);
+    }
     for (const [name, value] of [['price_in_per_mtok', input.price_in_per_mtok], ['price_out_per_mtok', input.price_out_per_mtok]] as const) {
       if (value !== undefined && !(Number.isFinite(value) && value >= 0 && value <= 1_000_000)) throw new ModelRouteError(`${name} must be a number of USD from 0`);
     }
@@ -171,6 +192,8 @@ export class ModelRoutes {
       price_in_per_mtok: input.price_in_per_mtok ?? null,
       price_out_per_mtok: input.price_out_per_mtok ?? null,
       api_key_env: input.api_key_env ?? null,
+      max_answer_bytes: input.max_answer_bytes ?? null,
+      max_event_bytes: input.max_event_bytes ?? null,
     };
     const writes: KvWrite[] = [{ put: { ...key(organizationId, route.id), ...route } }];
     if (route.default) {

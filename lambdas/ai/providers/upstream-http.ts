@@ -6,7 +6,9 @@
  */
 import http from 'node:http';
 import https from 'node:https';
+import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import { upstreamError } from '../upstream-errors.js';
 
 const agents = {
   'http:': new http.Agent({ keepAlive: true, maxSockets: 256, scheduling: 'lifo' }),
@@ -63,22 +65,70 @@ export function post(url: string, headers: Record<string, string>, body: string,
   });
 }
 
-/** The whole body as text (an aborted or broken body rejects). Events, not an async iterator: cheaper per call. */
-export function readText(body: Readable): Promise<string> {
+/**
+ * Caps on what an upstream may send (issue 19 item 2), when the route sets none: a JSON answer is read
+ * whole before it is parsed, so its size is capped (`route set --max-answer-bytes`); a stream is passed
+ * on as it arrives, but each of its lines (and each event's data) is held until its end, so a line is
+ * capped (`route set --max-event-bytes`). Past either, the read stops (the connection is destroyed) and
+ * the call answers 502 upstream_error.
+ */
+export const MAX_ANSWER_BYTES = 32 * 1024 * 1024;
+export const MAX_EVENT_BYTES = 1024 * 1024;
+
+/**
+ * The whole body as text, at most `maxBytes` of it. Every failure of the body is a 502 upstream_error
+ * (a declared or actual length past the cap, a body cut off or reset, text that cannot be decoded),
+ * except when `signal` ended the call (the route's timeout, the client leaving): then the abort's own
+ * error, which the gateway maps (gateway.ts, upstream-errors.ts). Events, not an async iterator:
+ * cheaper per call. Never throws from a listener: a throw there would take the whole process down.
+ */
+export function readText(body: Readable, maxBytes: number, signal: AbortSignal): Promise<string> {
   return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (error: unknown, detail: string) => {
+      if (settled) return;
+      settled = true;
+      if (!body.destroyed) body.destroy();
+      reject(signal.aborted ? error : upstreamError(detail));
+    };
+    const tooLarge = () => fail(undefined, `the answer is over ${maxBytes} bytes`);
+    const declared = Number((body as IncomingMessage).headers?.['content-length']);
+    if (declared > maxBytes) return tooLarge();
     const chunks: Buffer[] = [];
-    body.on('data', (chunk: Buffer | string) => chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk));
-    body.on('end', () => resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks).toString('utf8')));
-    body.on('error', reject);
+    let size = 0;
+    body.on('data', (chunk: Buffer | string) => {
+      if (settled) return;
+      const bytes = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+      size += bytes.length;
+      if (size > maxBytes) return tooLarge();
+      chunks.push(bytes);
+    });
+    body.on('end', () => {
+      if (settled) return;
+      settled = true;
+      try {
+        resolve(chunks.length === 1 ? chunks[0].toString('utf8') : Buffer.concat(chunks, size).toString('utf8'));
+      } catch {
+        reject(upstreamError('the answer cannot be read as text'));
+      }
+    });
+    body.on('error', (error) => fail(error, 'the answer was cut off'));
     // An aborted response ends without 'end': 'close' before it is a failure.
     body.on('close', () => {
-      if (!body.readableEnded) reject(new Error('the answer was cut off'));
+      if (!body.readableEnded) fail(signal.reason ?? new Error('aborted'), 'the answer was cut off');
     });
   });
 }
 
-/** Reads and drops an error answer's body, so the connection can be reused. */
+/** Past this much, an error answer's body is not read to its end: the connection is closed instead. */
+const DISCARD_BYTES = 64 * 1024;
+
+/** Reads and drops an error answer's body, so the connection can be reused (one that goes on and on is closed). */
 export function discard(body: Readable): void {
-  body.resume();
+  let size = 0;
+  body.on('data', (chunk: Buffer | string) => {
+    size += chunk.length;
+    if (size > DISCARD_BYTES) body.destroy();
+  });
   body.on('error', () => undefined);
 }

@@ -6,7 +6,7 @@
  */
 import type { UpstreamCall } from '../../types.js';
 import { upstreamError } from '../../upstream-errors.js';
-import { discard, post, readText } from '../upstream-http.js';
+import { discard, MAX_ANSWER_BYTES, post, readText } from '../upstream-http.js';
 
 export async function httpRun(call: UpstreamCall, input: string): Promise<object> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
@@ -16,7 +16,7 @@ export async function httpRun(call: UpstreamCall, input: string): Promise<object
     discard(res.body);
     throw upstreamError(`status ${res.status}`);
   }
-  const text = await readText(res.body);
+  const text = await readText(res.body, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
   let answer: unknown;
   try {
     answer = JSON.parse(text);

@@ -7,7 +7,7 @@
 import type { ChatBody, ChatChunk, ChatCompletion, EmbeddingList, EmbeddingsBody, ModelProvider, UpstreamCall } from '../../types.js';
 import { upstreamError } from '../../upstream-errors.js';
 import { readServerSentEvents } from './sse.js';
-import { discard, post, readText, type UpstreamResponse } from '../upstream-http.js';
+import { discard, MAX_ANSWER_BYTES, MAX_EVENT_BYTES, post, readText, type UpstreamResponse } from '../upstream-http.js';
 
 const url = (call: UpstreamCall, path: string) => `${call.route.base_url!.replace(/\/+$/, '')}${path}`;
 
@@ -23,8 +23,8 @@ async function send(call: UpstreamCall, path: string, body: Record<string, unkno
   return res;
 }
 
-async function json<T>(res: UpstreamResponse): Promise<T> {
-  const text = await readText(res.body);
+async function json<T>(call: UpstreamCall, res: UpstreamResponse): Promise<T> {
+  const text = await readText(res.body, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
   try {
     return JSON.parse(text) as T;
   } catch {
@@ -34,14 +34,14 @@ async function json<T>(res: UpstreamResponse): Promise<T> {
 
 export const openAiCompatible: ModelProvider = {
   async chat(call, body) {
-    const answer = await json<ChatCompletion>(await send(call, '/chat/completions', { ...body, stream: false }));
+    const answer = await json<ChatCompletion>(call, await send(call, '/chat/completions', { ...body, stream: false }));
     if (!answer || !Array.isArray(answer.choices)) throw upstreamError('the answer has no choices');
     return { ...answer, model: call.route.id };
   },
 
   async *chatStream(call, body: ChatBody) {
     const res = await send(call, '/chat/completions', { ...body, stream: true });
-    for await (const data of readServerSentEvents(res.body)) {
+    for await (const data of readServerSentEvents(res.body, call.route.max_event_bytes ?? MAX_EVENT_BYTES, call.signal)) {
       if (data === '[DONE]') return;
       let chunk: ChatChunk;
       try {
@@ -55,8 +55,9 @@ export const openAiCompatible: ModelProvider = {
   },
 
   async embed(call, body: EmbeddingsBody) {
-    const answer = await json<EmbeddingList>(await send(call, '/embeddings', body));
+    const answer = await json<EmbeddingList>(call, await send(call, '/embeddings', body));
     if (!answer || !Array.isArray(answer.data)) throw upstreamError('the answer has no data');
+    if (!answer.data.every((d) => d !== null && typeof d === 'object')) throw upstreamError('the answer has a vector that is not an object');
     return { ...answer, model: call.route.id };
   },
 };
