@@ -324,3 +324,19 @@ describe('issue 19 item 2: oversized and malformed upstream answers', () => {
     expect(ms).toBeLessThan(4000);
   }, 60_000);
 });
+
+describe('issue 19 item 10: stream chunks that are not objects', () => {
+  it('data: null, 42 or "str" as the first chunk is 502 upstream_error', async () => {
+    for (const s of ['null', '42', '"str"']) {
+      const a = await stream(s);
+      expect([s, a.status, code(a)], a.text.slice(0, 300)).toEqual([s, 502, 'upstream_error']);
+    }
+  });
+
+  it('after the first chunk, it ends the stream with the error event, without [DONE]', async () => {
+    for (const s of ['null-late', '42-late', '"str"-late']) {
+      const a = await stream(s);
+      expect([s, endsWithUpstreamError(a)], a.text.slice(0, 300)).toEqual([s, true]);
+    }
+  });
+});

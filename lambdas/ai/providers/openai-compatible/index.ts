@@ -49,7 +49,9 @@ export const openAiCompatible: ModelProvider = {
       } catch {
         throw upstreamError('a stream chunk is not JSON');
       }
-      if (chunk && typeof chunk === 'object' && 'error' in chunk) throw upstreamError('the stream reported an error');
+      // `data: null`, `data: 42`, `data: "text"`, `data: [...]`: no chunk at all (issue 19 item 10).
+      if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) throw upstreamError('a stream chunk is not a JSON object');
+      if ('error' in chunk) throw upstreamError('the stream reported an error');
       yield { ...chunk, model: call.route.id };
     }
   },
