@@ -98,7 +98,6 @@ export function parseChatRequest(body: unknown, granted: AiSettings['granted_fie
   checkGrantedFields(body, granted);
   const request = parseBody(chatSchemas().chatRequestSchema, body, { unknownField: 'unsupported_field' });
   let images = 0;
-  let chars = 0;
   request.messages.forEach((message, i) => {
     const parsed = chatSchemas().messageSchema.safeParse(message);
     if (!parsed.success) {
@@ -106,12 +105,36 @@ export function parseChatRequest(body: unknown, granted: AiSettings['granted_fie
       throw new PlatformError('invalid_messages', `messages[${i}]${issue.path.length ? `.${issue.path.join('.')}` : ''}: ${issue.message}`, `messages.${i}`);
     }
     const c = parsed.data.content;
-    if (typeof c === 'string') chars += c.length;
-    else if (Array.isArray(c)) for (const part of c) part.type === 'image_url' ? images++ : (chars += (part as { text: string }).text.length);
+    if (Array.isArray(c)) for (const part of c) if (part.type === 'image_url') images++;
   });
   if (images > MAX_CHAT_IMAGES) throw new PlatformError('invalid_messages', `A request holds at most ${MAX_CHAT_IMAGES} images; this one has ${images}.`, 'messages');
-  if (chars > MAX_INPUT_CHARS) throw new PlatformError('input_too_large', `The messages hold ${chars} characters of text; at most ${MAX_INPUT_CHARS}.`, 'messages');
+  const chars = promptChars([request.messages, request.tools, request.tool_choice, request.response_format, request.prediction]);
+  if (chars > MAX_INPUT_CHARS) throw new PlatformError('input_too_large', `The request holds ${chars} characters of text for the model; at most ${MAX_INPUT_CHARS}.`, 'messages');
   return request;
+}
+
+/**
+ * Characters of every text the model receives: each string and object key anywhere in `values` (message
+ * contents and names, tool-call arguments, tool definitions, the response format...), except an
+ * image's URL (images are counted apart). A walk with its own stack: any depth of nesting JSON.parse
+ * took is walked without recursion.
+ */
+export function promptChars(values: unknown[]): number {
+  let chars = 0;
+  const stack: unknown[] = [...values];
+  while (stack.length) {
+    const value = stack.pop();
+    if (typeof value === 'string') chars += value.length;
+    else if (Array.isArray(value)) for (const item of value) stack.push(item);
+    else if (value !== null && typeof value === 'object') {
+      if ((value as { type?: unknown }).type === 'image_url') continue;
+      for (const [key, member] of Object.entries(value)) {
+        chars += key.length;
+        stack.push(member);
+      }
+    }
+  }
+  return chars;
 }
 
 /**
@@ -167,6 +190,8 @@ export async function upstreamChatBody(engine: Engine, organizationId: string, r
     if (request.max_completion_tokens != null) body.max_completion_tokens = ceiling;
     if (request.max_tokens != null || request.max_completion_tokens == null) body.max_tokens = ceiling;
   }
+  // OpenAI refuses stream_options without stream: true, so a non-streamed call sends none.
   if (request.stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
+  else delete body.stream_options;
   return body;
 }

@@ -55,12 +55,36 @@ async function upstreamCall(scope: CallScope, route: ModelRoute, onTimeout?: () 
   return { call: { route, apiKey, signal: upstream.signal }, timedOut: () => timedOut, timeoutMs, done };
 }
 
-const usageOfCompletion = (c: { usage?: { prompt_tokens?: number; completion_tokens?: number } | null }): CallUsage => ({
-  inputTokens: Math.max(0, Number(c.usage?.prompt_tokens ?? 0) || 0),
-  outputTokens: Math.max(0, Number(c.usage?.completion_tokens ?? 0) || 0),
+/** The upstream's own count, when its answer carries one. */
+const reportedUsage = (c: { usage?: { prompt_tokens?: number; completion_tokens?: number } | null }): CallUsage | undefined =>
+  c.usage && typeof c.usage === 'object'
+    ? { inputTokens: Math.max(0, Number(c.usage.prompt_tokens ?? 0) || 0), outputTokens: Math.max(0, Number(c.usage.completion_tokens ?? 0) || 0) }
+    : undefined;
+
+/** UTF-8 bytes of every string in `value`: a bound on the tokens of generated text (a token is at least a byte). */
+function textBytes(value: unknown): number {
+  let bytes = 0;
+  const stack = [value];
+  while (stack.length) {
+    const v = stack.pop();
+    if (typeof v === 'string') bytes += Buffer.byteLength(v, 'utf8');
+    else if (v !== null && typeof v === 'object') for (const member of Object.values(v)) stack.push(member);
+  }
+  return bytes;
+}
+
+/**
+ * What a call is charged when its upstream did not say what it used (docs/decisions/ai-limits.md): an
+ * answer that came whole, its input's worst case and its output's bytes (at most the ceiling); a call
+ * cut short (the client left, the route timed out, the upstream broke off), the worst case it held,
+ * since the upstream bills what it generated, which the gateway never saw.
+ */
+const unreported = (estimate: CallEstimate, outputBytes: number | 'cut short'): CallUsage => ({
+  inputTokens: estimate.inputTokensBound,
+  outputTokens: outputBytes === 'cut short' ? estimate.maxOutputTokens : Math.min(estimate.maxOutputTokens, outputBytes),
 });
 
-/** Runs `work` inside the limits and the timeout; settles and records the usage it reports. */
+/** Runs `work` inside the limits and the timeout; settles and records the usage it reports (a failed call: see `unreported`). */
 async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEstimate, work: (call: UpstreamCall) => Promise<{ value: T; usage: CallUsage }>): Promise<T> {
   const admission = await admitCall(scope.engine, scope.principal, route, estimate);
   const started = performance.now();
@@ -71,7 +95,9 @@ async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEs
     done = await work(frame.call);
   } catch (error) {
     const failure = frame ? fetchFailure(error, frame.timedOut(), frame.timeoutMs) : error;
-    await settle(scope, route, admission, { inputTokens: 0, outputTokens: 0 }, failure instanceof Error && 'status' in failure ? Number(failure.status) : 500, started);
+    // A call that timed out may have been generating (and billed) all along; one the upstream refused was not.
+    const usage = frame?.timedOut() ? unreported(estimate, 'cut short') : { inputTokens: 0, outputTokens: 0 };
+    await settle(scope, route, admission, usage, failure instanceof Error && 'status' in failure ? Number(failure.status) : 500, started);
     throw failure;
   } finally {
     frame?.done();
@@ -90,7 +116,7 @@ async function settle(scope: CallScope, route: ModelRoute, admission: Admission,
 export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate): Promise<ChatCompletion> {
   return admitted(scope, route, estimate, async (call) => {
     const completion = await providerOf(route).chat(call, body);
-    return { value: completion, usage: usageOfCompletion(completion) };
+    return { value: completion, usage: reportedUsage(completion) ?? unreported(estimate, textBytes(completion.choices?.map((c) => c?.message))) };
   });
 }
 
@@ -116,14 +142,19 @@ export function genericRun(scope: CallScope, route: ModelRoute, input: string): 
 export async function chatStream(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate, includeUsage: boolean): Promise<AsyncGenerator<ChatChunk>> {
   const admission = await admitCall(scope.engine, scope.principal, route, estimate);
   const started = performance.now();
-  let usage: CallUsage = { inputTokens: 0, outputTokens: 0 };
+  // The upstream's count, once its usage chunk came; else the bytes of text passed on so far.
+  let usage: CallUsage | undefined;
+  let outputBytes = 0;
+  let whole = false;
   let settled: Promise<void> | undefined;
-  const settleOnce = (status: number) => (settled ??= settle(scope, route, admission, usage, status, started));
+  const settleOnce = (status: number) => (settled ??= settle(scope, route, admission, usage ?? unreported(estimate, whole ? outputBytes : 'cut short'), status, started));
+  // A client gone is a 499 whatever the abort did to the upstream read (docs/decisions/ai-usage.md).
+  const statusOf = (failure: { status: number }) => (scope.signal?.aborted ? 499 : failure.status);
   let frame: Awaited<ReturnType<typeof upstreamCall>>;
   try {
     frame = await upstreamCall(scope, route, () => void settleOnce(504).catch((error) => log.warn('AI stream not settled at its timeout', { error: String(error) })));
   } catch (error) {
-    await settleOnce(503);
+    await settleOnce(error instanceof Error && 'status' in error ? Number(error.status) : 503);
     throw error;
   }
   const upstream = providerOf(route).chatStream(frame.call, body)[Symbol.asyncIterator]();
@@ -134,7 +165,7 @@ export async function chatStream(scope: CallScope, route: ModelRoute, body: Chat
   } catch (error) {
     frame.done();
     const failure = fetchFailure(error, frame.timedOut(), frame.timeoutMs);
-    await settleOnce(failure.status);
+    await settleOnce(statusOf(failure));
     throw failure;
   }
   const f = frame;
@@ -143,7 +174,8 @@ export async function chatStream(scope: CallScope, route: ModelRoute, body: Chat
     try {
       for (let step = first; !step.done; step = await upstream.next()) {
         const chunk = step.value;
-        if (chunk.usage) usage = usageOfCompletion(chunk);
+        usage = reportedUsage(chunk) ?? usage;
+        outputBytes += textBytes(chunk.choices?.map((c) => c?.delta));
         // The usage-only chunk (no choices) goes to clients that asked for it; others see no usage field.
         if (!includeUsage) {
           if (!chunk.choices?.length && chunk.usage) continue;
@@ -151,13 +183,15 @@ export async function chatStream(scope: CallScope, route: ModelRoute, body: Chat
         }
         yield chunk;
       }
+      whole = true;
     } catch (error) {
       const failure = fetchFailure(error, f.timedOut(), f.timeoutMs);
-      status = failure.status;
+      status = statusOf(failure);
       throw failure;
     } finally {
       f.done();
       await upstream.return?.(undefined).catch(() => undefined);
+      // The reader stopped pulling (the client left between chunks): no error reached the loop.
       if (scope.signal?.aborted && status === 200) status = 499;
       await settleOnce(status);
     }

@@ -54,7 +54,7 @@ export async function routesFor(engine: Engine, principal: Principal, all: reado
 }
 
 /** Throws 403 route_forbidden when `principal` (a secret key with its own list) may not call `route` (chat.ts resolveRoute asks, for every endpoint). */
-export async function checkRouteAllowed(engine: Engine, principal: Principal, route: ModelRoute): Promise<void> {
+export async function checkRouteAllowed(engine: Engine, principal: Principal, route: Pick<ModelRoute, 'id'>): Promise<void> {
   const allowed = await allowedRoutes(engine, principal);
   if (allowed !== null && !allowed.includes(route.id)) {
     throw new PlatformError('route_forbidden', `This key may not call the route "${route.id}". GET /v1/models lists the routes it may call.`, 'model');

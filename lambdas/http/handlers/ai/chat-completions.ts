@@ -1,16 +1,16 @@
 import { Readable } from 'node:stream';
 import { httpHandler } from '../../handler.js';
-import { ModelRoutes, DEFAULT_TIMEOUT_MS } from '../../../ai/model-routes.js';
+import { ModelRoutes } from '../../../ai/model-routes.js';
 import { AiOrgSettings } from '../../../ai/org-settings.js';
 import { outputCeiling, parseChatRequest, resolveRoute, upstreamChatBody } from '../../../ai/chat.js';
 import { chatCompletion, chatStream } from '../../../ai/gateway.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChat } from '../../../ai/estimate.js';
-import { beginOperation } from '../../../ai/operations.js';
+import { beginOperation, operationContext } from '../../../ai/operations.js';
 import type { ChatChunk } from '../../../ai/types.js';
 import { errorBody } from '../../error-response.js';
 import { PlatformError } from '../../../shared/errors.js';
 import { log } from '../../../shared/log.js';
-import { onceForOperation, replayed } from './answers.js';
+import { holdSeconds, onceForOperation, replayed } from './answers.js';
 
 /**
  * POST /v1/chat/completions (spec 4.3; docs/ai/chat.md). A streamed answer is server-sent events in
@@ -28,10 +28,11 @@ export const handler = httpHandler('ai.chat.completions', async (req, { engine, 
   // Each of the `n` choices may reach the ceiling.
   const estimate = estimateChat(request.messages, (outputCeiling(route, request) ?? DEFAULT_MAX_OUTPUT_TOKENS) * (request.n ?? 1), [request.tools, request.response_format]);
   const scope = { engine, principal };
-  if (!request.stream) return onceForOperation(engine, org, operationId!, route, () => chatCompletion(scope, route, body, estimate));
+  if (!request.stream) return onceForOperation(engine, principal, operationId!, route, () => chatCompletion(scope, route, body, estimate));
 
   // Streamed: the id is held while the stream runs (a second call is 409), then let go: nothing is kept.
-  const op = await beginOperation(engine, org, operationId!, (route.timeout_ms ?? DEFAULT_TIMEOUT_MS) / 1000 + 30);
+  // An id whose non-streamed answer is kept replays that answer, as JSON (docs/ai/chat.md).
+  const op = await beginOperation(engine, principal, operationId!, holdSeconds(route), operationContext(principal, route));
   if (op.kind === 'replay') return replayed(op.answer);
   const client = new AbortController();
   // A client that leaves while the upstream has not sent its first chunk aborts it too (the answer,

@@ -15,7 +15,7 @@ export const handler = httpHandler('ai.embeddings', async (req, { engine, princi
   const body: EmbeddingsBody = { input: request.inputs, encoding_format: 'float' };
   if (request.dimensions !== undefined) body.dimensions = request.dimensions;
   if (request.user !== undefined) body.user = await derivedUserValue(engine, org, request.user);
-  return onceForOperation(engine, org, operationId!, route, async () =>
+  return onceForOperation(engine, principal, operationId!, route, async () =>
     shapeEmbeddings(await embeddings({ engine, principal }, route, body, estimateEmbeddings(request.inputs)), request.inputs.length, request.encoding_format ?? 'float'),
   );
 });
