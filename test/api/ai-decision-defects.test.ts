@@ -157,3 +157,33 @@ describe('item 13: control characters in choice labels and question ids', () => 
     expect(ok.body.result.answers.team.choice).toBe('Café "quoted" ünïcode \u0080\u00a0 label');
   });
 });
+
+describe('item 7: images a bedrock tier cannot take', () => {
+  const question = { urgent: { type: 'noul', instructions: 'Urgent?' } };
+  const svg = `data:image/svg+xml;base64,${Buffer.from('<svg/>').toString('base64')}`;
+
+  it('an https image or an svg on a bedrock tier: 400 invalid_decision_input (input.images.N), no tier asked', async () => {
+    const before = calls();
+    for (const [images, param] of [[['https://example.com/cat.png'], 'input.images.0'], [['data:image/png;base64,iVBORw0KGgo=', svg], 'input.images.1']] as const) {
+      const r = await run({ model: 'judge-bed', input: { state: 's', questions: question, images } });
+      expect([r.status, code(r), r.body?.error?.param], r.text).toEqual([400, 'invalid_decision_input', param]);
+    }
+    expect(calls()).toBe(before);
+  });
+
+  it('a bedrock tier that escalation may reach is checked before the first tier is called; one it may not reach is not', async () => {
+    const images = ['https://example.com/cat.png'];
+    // Doubtful on the first tier: escalation would go on to the bedrock one.
+    script = { urgent: { answer: 'yes', stated: 0.5 } };
+    const before = calls();
+    const r = await run({ model: 'judge-then-bed', input: { state: 's', questions: question, images }, escalate: true });
+    expect([r.status, code(r), r.body?.error?.param], r.text).toEqual([400, 'invalid_decision_input', 'input.images.0']);
+    expect(calls()).toBe(before);
+    script = {};
+    for (const escalate of [undefined, { max_tier: 0 }]) {
+      const ok = await run({ model: 'judge-then-bed', input: { state: 's', questions: question, images }, ...(escalate ? { escalate } : {}) });
+      expect([ok.status, ok.body?.engine?.tier], ok.text).toEqual([200, 'stated']);
+    }
+    expect(seen.stated.at(-1).messages[1].content[1]).toEqual({ type: 'image_url', image_url: { url: images[0] } });
+  });
+});

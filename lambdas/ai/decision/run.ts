@@ -8,6 +8,8 @@ import { performance } from 'node:perf_hooks';
 import { chatCompletion, type CallScope } from '../gateway.js';
 import { estimateChat } from '../estimate.js';
 import type { ModelRoute } from '../model-routes.js';
+import { PlatformError } from '../../shared/errors.js';
+import { bedrockImageProblem } from '../providers/bedrock/images.js';
 import { routeUnavailable } from '../upstream-errors.js';
 import { readAnswers, type Answer } from './answers.js';
 import { decisionChatBody, outputTokensFor } from './prompt.js';
@@ -27,11 +29,27 @@ export function tierRoute(routes: readonly ModelRoute[], id: string): ModelRoute
   return route;
 }
 
+/**
+ * An image that a tier the run may ask cannot take is a fault of the input (400
+ * invalid_decision_input), found before the first tier is called: a bedrock tier takes base64 PNG,
+ * JPEG, GIF or WebP only, and would refuse the others with chat's invalid_messages, maybe after an
+ * earlier tier was called (and paid for).
+ */
+function refuseImagesTiersCannotTake(input: DecisionInput, tiers: readonly ModelRoute[]): void {
+  if (!input.images?.length || !tiers.some((t) => t.provider === 'bedrock')) return;
+  input.images.forEach((url, k) => {
+    const problem = bedrockImageProblem(url);
+    if (problem) throw new PlatformError('invalid_decision_input', `input.images[${k}]: this route's tiers include Bedrock: ${problem}`, `input.images.${k}`);
+  });
+}
+
 export async function runDecision(scope: CallScope, route: ModelRoute, routes: readonly ModelRoute[], input: DecisionInput, escalation: Escalation | null): Promise<DecisionResult> {
   const started = performance.now();
   const tiers = route.tiers ?? [];
   if (!tiers.length) throw routeUnavailable('it has no tiers');
   const lastTier = escalation ? escalation.maxTier : 0;
+  // Every tier that may be asked; one gone is left to the loop (503 route_unavailable when reached).
+  refuseImagesTiersCannotTake(input, tiers.slice(0, lastTier + 1).flatMap((id) => routes.filter((r) => r.id === id && r.endpoint === '/v1/chat/completions')));
   const answers: Record<string, Answer> = {};
   const usage = { input_tokens: 0, output_tokens: 0 };
   let open: Record<string, Question> = input.questions;

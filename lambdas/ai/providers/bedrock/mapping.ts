@@ -10,7 +10,6 @@ import type {
   ConverseCommandInput,
   ConverseCommandOutput,
   ConverseStreamOutput,
-  ImageFormat,
   InferenceConfiguration,
   Message,
   StopReason,
@@ -22,6 +21,7 @@ import { estimateEmbeddings } from '../../estimate.js';
 import type { ModelRoute } from '../../model-routes.js';
 import type { ChatBody, ChatChunk, ChatCompletion, Usage } from '../../types.js';
 import { routeUnavailable, upstreamError } from '../../upstream-errors.js';
+import { bedrockImageProblem, DATA_URL, IMAGE_FORMATS } from './images.js';
 
 // ---------------------------------------------------------------------------------------------------
 // Chat: the request
@@ -41,16 +41,11 @@ interface OpenAiMessage {
 const invalid = (i: number, what: string) => new PlatformError('invalid_messages', `messages[${i}]: ${what}`, `messages.${i}`);
 const unsupported = (field: string, what: string) => new PlatformError('unsupported_field_for_route', `Bedrock routes ${what}.`, field);
 
-/** The image formats Converse takes, by the media type of a data: URL. */
-const IMAGE_FORMATS: Record<string, ImageFormat> = { 'image/png': 'png', 'image/jpeg': 'jpeg', 'image/jpg': 'jpeg', 'image/gif': 'gif', 'image/webp': 'webp' };
-const DATA_URL = /^data:([^;,]+);base64,(.*)$/s;
-
 function imageBlock(url: string, i: number): ContentBlock {
-  const m = DATA_URL.exec(url);
-  if (!m) throw invalid(i, 'a Bedrock route takes images as base64 data: URLs (data:image/png;base64,...), not links.');
-  const format = IMAGE_FORMATS[m[1].toLowerCase()];
-  if (!format) throw invalid(i, `image type ${m[1]} is not one of ${Object.keys(IMAGE_FORMATS).join(', ')}.`);
-  return { image: { format, source: { bytes: new Uint8Array(Buffer.from(m[2], 'base64')) } } };
+  const problem = bedrockImageProblem(url);
+  if (problem) throw invalid(i, problem);
+  const m = DATA_URL.exec(url)!;
+  return { image: { format: IMAGE_FORMATS[m[1].toLowerCase()], source: { bytes: new Uint8Array(Buffer.from(m[2], 'base64')) } } };
 }
 
 /** A message's text and image parts as Converse content blocks (empty texts left out: Converse refuses them). */
