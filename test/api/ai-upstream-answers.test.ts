@@ -192,6 +192,8 @@ async function startUpstream() {
       res.end();
     });
   });
+  // Longer than the test: the gateway's keep-alive agent never reuses a connection this end just closed.
+  upstream.keepAliveTimeout = 120_000;
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 }
@@ -338,5 +340,12 @@ describe('issue 19 item 10: stream chunks that are not objects', () => {
       const a = await stream(s);
       expect([s, endsWithUpstreamError(a)], a.text.slice(0, 300)).toEqual([s, true]);
     }
+  });
+});
+
+describe('issue 19 item 12: a generic run whose upstream redirects', () => {
+  it('is 503 route_unavailable, as docs/ai/run.md says (the redirect is not followed)', async () => {
+    const a = await run('redirect');
+    expect([a.status, code(a)]).toEqual([503, 'route_unavailable']);
   });
 });

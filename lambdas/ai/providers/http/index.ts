@@ -5,13 +5,18 @@
  * gateway frame (gateway.ts) gives the call its key, its deadline and its limits.
  */
 import type { UpstreamCall } from '../../types.js';
-import { upstreamError } from '../../upstream-errors.js';
+import { routeUnavailable, upstreamError } from '../../upstream-errors.js';
 import { discard, MAX_ANSWER_BYTES, post, readText } from '../upstream-http.js';
 
 export async function httpRun(call: UpstreamCall, input: string): Promise<object> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
   if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
   const res = await post(call.route.base_url!, headers, input, call.signal);
+  // Redirects are not followed: the route's URL is not where the upstream is (docs/ai/run.md).
+  if (res.status >= 300 && res.status <= 399) {
+    discard(res.body);
+    throw routeUnavailable(`it redirects (status ${res.status})`);
+  }
   if (res.status < 200 || res.status > 299) {
     discard(res.body);
     throw upstreamError(`status ${res.status}`);
