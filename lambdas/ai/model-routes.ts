@@ -150,6 +150,8 @@ export class ModelRoutes {
         throw new ModelRouteError('base_url must be an absolute http(s) URL');
       }
       if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ModelRouteError('base_url must be an absolute http(s) URL');
+      // A route stores no secret (docs/decisions/ai-upstream-secrets.md): `route list` would show it.
+      if (url.username || url.password) throw new ModelRouteError('base_url must not carry credentials (user:password@); name the upstream key with --api-key-env');
     }
     const provider = input.provider as Provider;
     if (!PROVIDER_ENDPOINTS[provider].includes(input.endpoint as Endpoint)) {

@@ -187,3 +187,29 @@ describe('item 7: images a bedrock tier cannot take', () => {
     expect(seen.stated.at(-1).messages[1].content[1]).toEqual({ type: 'image_url', image_url: { url: images[0] } });
   });
 });
+
+describe('item 6: credentials in a route base URL', () => {
+  const chatRoute = (id: string, baseUrl: string) => admin(p.dataDir, 'route', 'set', '--org', p.org, '--id', id, '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', baseUrl, '--model', 'm');
+
+  it('route set refuses user:password@ (exit 1, a clear error that does not repeat the secret); route list and the AI API never see it', async () => {
+    const urls = [`http://user:hunter2-secret@127.0.0.1:9/v1`, `https://:hunter2-secret@example.com/v1`, `https://hunter2-secret@example.com/v1`, `https://hunter2-secret:@example.com/v1`];
+    urls.forEach((url, k) => {
+      const r = chatRoute(`leaky-${k}`, url);
+      expect([r.status, r.stdout], url).toEqual([1, '']);
+      expect(JSON.parse(r.stderr).error, url).toMatch(/base_url.*credentials.*--api-key-env/);
+      expect(r.stderr, url).not.toContain('hunter2');
+    });
+    const list = adminOk(p.dataDir, 'route', 'list', '--org', p.org);
+    expect(JSON.stringify(list)).not.toContain('hunter2');
+    expect(list.data.map((r: { id: string }) => r.id).filter((id: string) => id.startsWith('leaky'))).toEqual([]);
+    await sleep(1200); // MODEL_ROUTES_CACHE_MS
+    const chat = await postWithOperation(p.local.urls.ai, p.key, '/v1/chat/completions', opId(), { model: 'leaky-0', messages: [{ role: 'user', content: 'hi' }] });
+    expect([chat.status, code(chat)]).toEqual([400, 'model_not_allowed']);
+  });
+
+  it('a base URL without credentials is still taken (an @ in its path or query too)', () => {
+    const r = chatRoute('plain', `${upstreamUrl}/stated/v1?who=a@b`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.json.base_url).toBe(`${upstreamUrl}/stated/v1?who=a@b`);
+  });
+});
