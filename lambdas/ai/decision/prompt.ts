@@ -37,16 +37,23 @@ const SYSTEM = [
   'Reply with JSON that follows the given schema, nothing else.',
 ].join(' ');
 
+/**
+ * A caller's text on one line of the prompt: line breaks and other control characters become spaces,
+ * so an instruction, a meaning or a level cannot start a line of its own and pass for an option.
+ * (Labels and question ids with them are refused outright: validate.ts.)
+ */
+const oneLine = (text: string) => text.replace(/[\u0000-\u001f\u007f\u2028\u2029]+/g, ' ');
+
 function describe(id: string, q: Question): string {
-  const lines = [`Question "${id}" (${q.type === 'noul' ? 'yes or no' : q.type === 'choice' ? 'pick one option' : 'pick one level'}): ${q.instructions}`];
+  const lines = [`Question "${id}" (${q.type === 'noul' ? 'yes or no' : q.type === 'choice' ? 'pick one option' : 'pick one level'}): ${oneLine(q.instructions)}`];
   if (q.type === 'noul') {
-    lines.push(`  "yes": ${q.criteria?.true ?? 'the statement holds'}`);
-    lines.push(`  "no": ${q.criteria?.false ?? 'it does not'}`);
+    lines.push(`  "yes": ${oneLine(q.criteria?.true ?? 'the statement holds')}`);
+    lines.push(`  "no": ${oneLine(q.criteria?.false ?? 'it does not')}`);
   } else if (q.type === 'choice') {
-    Object.entries(q.criteria).forEach(([label, meaning], i) => lines.push(`  "${i}": ${label}: ${meaning}`));
+    Object.entries(q.criteria).forEach(([label, meaning], i) => lines.push(`  "${i}": ${label}: ${oneLine(meaning)}`));
   } else {
     lines.push('  Levels, lowest first:');
-    q.criteria.forEach((level, i) => lines.push(`  "${i}": ${level}`));
+    q.criteria.forEach((level, i) => lines.push(`  "${i}": ${oneLine(level)}`));
   }
   return lines.join('\n');
 }
