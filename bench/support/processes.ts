@@ -65,16 +65,23 @@ export interface ServerProcess {
 /**
  * Starts `tsx <script>` in its own process group and waits until its output matches `ready`. With
  * `nodeArgs` (flags NODE_OPTIONS refuses, such as --cpu-prof) it runs `node <nodeArgs> --import tsx <script>`.
+ * With `plain` (a built JavaScript file, e.g. a package's server) it runs `node <nodeArgs> <script>`
+ * without tsx; `args` go after the script either way.
  */
 export async function startServer(
   name: string,
   script: string,
   env: Record<string, string>,
   ready: RegExp,
-  options: { nodeArgs?: string[]; timeoutMs?: number } = {},
+  options: { nodeArgs?: string[]; timeoutMs?: number; plain?: boolean; args?: string[] } = {},
 ): Promise<ServerProcess> {
   const timeoutMs = options.timeoutMs ?? 60_000;
-  const [command, args] = options.nodeArgs ? [process.execPath, [...options.nodeArgs, '--import', 'tsx', script]] : [TSX, [script]];
+  const scriptArgs = options.args ?? [];
+  const [command, args] = options.plain
+    ? [process.execPath, [...(options.nodeArgs ?? []), script, ...scriptArgs]]
+    : options.nodeArgs
+      ? [process.execPath, [...options.nodeArgs, '--import', 'tsx', script, ...scriptArgs]]
+      : [TSX, [script, ...scriptArgs]];
   const child = spawn(command, args, {
     cwd: ROOT,
     env: { ...process.env, ...env },
@@ -181,5 +188,16 @@ export function clockTicks(): number {
     return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
   } catch {
     return 100;
+  }
+}
+
+/** The process group of `pid` (this process by default), from /proc; undefined without /proc. */
+export function processGroupOf(pid: number | 'self' = 'self'): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after "(comm)": state ppid pgrp ...
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return undefined;
   }
 }
