@@ -55,11 +55,19 @@ async function upstreamCall(scope: CallScope, route: ModelRoute, onTimeout?: () 
   return { call: { route, apiKey, signal: upstream.signal }, timedOut: () => timedOut, timeoutMs, done };
 }
 
-/** The upstream's own count, when its answer carries one. */
-const reportedUsage = (c: { usage?: { prompt_tokens?: number; completion_tokens?: number } | null }): CallUsage | undefined =>
-  c.usage && typeof c.usage === 'object'
-    ? { inputTokens: Math.max(0, Number(c.usage.prompt_tokens ?? 0) || 0), outputTokens: Math.max(0, Number(c.usage.completion_tokens ?? 0) || 0) }
-    : undefined;
+/** A token count as an upstream may write it: a whole number from 0 (JSON's 1e400 is Infinity, and an Infinity cost is no cost). */
+const tokenCount = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/**
+ * The upstream's own count, when its answer carries a valid one; `{}`, strings, negative or
+ * non-finite counts are no report (the call is then charged as `unreported`).
+ */
+const reportedUsage = (c: { usage?: unknown }, output: 'with output' | 'input only' = 'with output'): CallUsage | undefined => {
+  const u = c.usage as { prompt_tokens?: unknown; completion_tokens?: unknown } | null | undefined;
+  if (!u || typeof u !== 'object' || !tokenCount(u.prompt_tokens)) return undefined;
+  if (output === 'input only') return { inputTokens: u.prompt_tokens, outputTokens: 0 };
+  return tokenCount(u.completion_tokens) ? { inputTokens: u.prompt_tokens, outputTokens: u.completion_tokens } : undefined;
+};
 
 /** UTF-8 bytes of every string in `value`: a bound on the tokens of generated text (a token is at least a byte). */
 function textBytes(value: unknown): number {
@@ -123,7 +131,7 @@ export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBo
 export function embeddings(scope: CallScope, route: ModelRoute, body: EmbeddingsBody, estimate: CallEstimate): Promise<EmbeddingList> {
   return admitted(scope, route, estimate, async (call) => {
     const list = await providerOf(route).embed(call, body);
-    return { value: list, usage: { inputTokens: Math.max(0, Number(list.usage?.prompt_tokens ?? 0) || 0), outputTokens: 0 } };
+    return { value: list, usage: reportedUsage(list, 'input only') ?? unreported(estimate, 0) };
   });
 }
 
@@ -142,12 +150,15 @@ export function genericRun(scope: CallScope, route: ModelRoute, input: string): 
 export async function chatStream(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate, includeUsage: boolean): Promise<AsyncGenerator<ChatChunk>> {
   const admission = await admitCall(scope.engine, scope.principal, route, estimate);
   const started = performance.now();
-  // The upstream's count, once its usage chunk came; else the bytes of text passed on so far.
-  let usage: CallUsage | undefined;
+  // The upstream's count: the final one (its usage chunk, without choices), or the last running count
+  // of a stream that came whole; else the bytes of text passed on so far.
+  let finalUsage: CallUsage | undefined;
+  let runningUsage: CallUsage | undefined;
   let outputBytes = 0;
   let whole = false;
   let settled: Promise<void> | undefined;
-  const settleOnce = (status: number) => (settled ??= settle(scope, route, admission, usage ?? unreported(estimate, whole ? outputBytes : 'cut short'), status, started));
+  const charged = () => finalUsage ?? (whole ? (runningUsage ?? unreported(estimate, outputBytes)) : unreported(estimate, 'cut short'));
+  const settleOnce = (status: number) => (settled ??= settle(scope, route, admission, charged(), status, started));
   // A client gone is a 499 whatever the abort did to the upstream read (docs/decisions/ai-usage.md).
   const statusOf = (failure: { status: number }) => (scope.signal?.aborted ? 499 : failure.status);
   let frame: Awaited<ReturnType<typeof upstreamCall>>;
@@ -174,7 +185,10 @@ export async function chatStream(scope: CallScope, route: ModelRoute, body: Chat
     try {
       for (let step = first; !step.done; step = await upstream.next()) {
         const chunk = step.value;
-        usage = reportedUsage(chunk) ?? usage;
+        const reported = reportedUsage(chunk);
+        // A running count (vLLM's continuous usage) rides on chunks with choices; OpenAI's final one has none.
+        if (reported && !chunk.choices?.length) finalUsage = reported;
+        else if (reported) runningUsage = reported;
         outputBytes += textBytes(chunk.choices?.map((c) => c?.delta));
         // The usage-only chunk (no choices) goes to clients that asked for it; others see no usage field.
         if (!includeUsage) {

@@ -15,5 +15,7 @@ export function fetchFailure(error: unknown, timedOut: boolean, timeoutMs: numbe
   if (error instanceof PlatformError) return error;
   if (timedOut) return upstreamTimeout(timeoutMs);
   const cause = (error as { cause?: { code?: string } })?.cause?.code ?? (error as { code?: string })?.code ?? (error as Error)?.name ?? 'network error';
+  // Node's HTTP parser refused what came back (not HTTP, headers past its limit): reached, but no answer.
+  if (String(cause).startsWith('HPE_')) return upstreamError('the answer is not HTTP');
   return routeUnavailable(String(cause));
 }

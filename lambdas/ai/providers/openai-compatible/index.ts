@@ -52,8 +52,11 @@ export const openAiCompatible: ModelProvider = {
       // `data: null`, `data: 42`, `data: "text"`, `data: [...]`: no chunk at all (issue 19 item 10).
       if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) throw upstreamError('a stream chunk is not a JSON object');
       if ('error' in chunk) throw upstreamError('the stream reported an error');
+      if (chunk.choices !== undefined && !Array.isArray(chunk.choices)) throw upstreamError('a stream chunk has choices that are not a list');
       yield { ...chunk, model: call.route.id };
     }
+    // The body ended without `data: [DONE]`: an answer cut off, not a whole one (OpenAI always sends it).
+    throw upstreamError('the stream ended without [DONE]');
   },
 
   async embed(call, body: EmbeddingsBody) {
