@@ -18,6 +18,7 @@ import type { ConnectionRecord, Engine, QueueConsumer } from '../engine/ports.js
 import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { ack, pull } from './inbox.js';
+import { CREDENTIAL_CLOSE_CODES, openStreamCredential, sealStreamCredential, streamCredentialRefusal } from './stream-credential.js';
 import { CONNECTION_TTL_SECONDS, MAX_UNACKED_FRAMES, openStreamSlots, parseClientFrame, releaseStreamSlot, type StreamGrant, type StreamSlot } from './stream.js';
 
 export const STREAMS_QUEUE = 'streams';
@@ -36,6 +37,8 @@ interface StreamConnection {
   lease_seconds: number;
   subscription_slot: string;
   workspace_slot: string;
+  /** The handshake's credential, sealed (stream-credential.ts): checked again before frames go out. */
+  credential?: string;
 }
 
 const slotOf = (connectionId: string, c: StreamConnection): StreamSlot => ({
@@ -48,9 +51,16 @@ const slotOf = (connectionId: string, c: StreamConnection): StreamSlot => ({
 
 function asStreamConnection(record: ConnectionRecord | undefined): StreamConnection | undefined {
   if (!record) return undefined;
-  const { workspace_id, subscription_id, lease_seconds, subscription_slot, workspace_slot } = record;
+  const { workspace_id, subscription_id, lease_seconds, subscription_slot, workspace_slot, credential } = record;
   if (typeof workspace_id !== 'string' || typeof subscription_id !== 'string' || typeof lease_seconds !== 'number') return undefined;
-  return { workspace_id, subscription_id, lease_seconds, subscription_slot: String(subscription_slot), workspace_slot: String(workspace_slot) };
+  return {
+    workspace_id,
+    subscription_id,
+    lease_seconds,
+    subscription_slot: String(subscription_slot),
+    workspace_slot: String(workspace_slot),
+    credential: typeof credential === 'string' ? credential : undefined,
+  };
 }
 
 /** Queues a wake of each subscription's streams (nothing where sockets are held in process). */
@@ -71,6 +81,7 @@ export async function openRemoteStream(engine: Engine, grant: StreamGrant): Prom
     lease_seconds: grant.leaseSeconds,
     subscription_slot: grant.slot.subscriptionSlot,
     workspace_slot: grant.slot.workspaceSlot,
+    credential: await sealStreamCredential(engine.secret, grant.slot.connectionId, grant.credential),
   };
   await engine.connections.remember(grant.slot.connectionId, { ...record }, CONNECTION_TTL_SECONDS);
   await wakeStreams(engine, [grant.subscriptionId], CONNECT_WAKE_DELAY_SECONDS);
@@ -100,6 +111,7 @@ export async function receiveRemoteFrame(engine: Engine, connectionId: string, t
     await closeRemoteStream(engine, connectionId);
     return engine.connections.disconnect(connectionId);
   }
+  if (!(await credentialHolds(engine, connectionId, connection))) return;
   await ack(engine, connection.workspace_id, connection.subscription_id, ids);
   await sendFrames(engine, connectionId, connection);
 }
@@ -109,8 +121,28 @@ export async function deliverToStreams(engine: Engine, subscriptionId: string): 
   for (const connectionId of await openStreamSlots(engine, subscriptionId)) {
     const connection = asStreamConnection(await engine.connections.recall(connectionId));
     if (!connection) continue;
+    if (!(await credentialHolds(engine, connectionId, connection))) continue;
     await sendFrames(engine, connectionId, connection);
   }
+}
+
+/**
+ * The connection's credential checked again (as a call's, through the credential cache): when it no
+ * longer holds (a key or its organization disabled, a token expired, an origin no longer listed) the
+ * connection is deleted, and gets no further frame. API Gateway cannot send our close code 4401/4403:
+ * the client sees the socket close (docs/events/stream.md "Credential changes"). A connection
+ * remembered without a credential (opened before it was kept) is treated as revoked.
+ */
+async function credentialHolds(engine: Engine, connectionId: string, connection: StreamConnection): Promise<boolean> {
+  const credential = await openStreamCredential(engine.secret, connectionId, connection.credential);
+  const refusal = credential
+    ? await streamCredentialRefusal(engine, credential, connection.workspace_id)
+    : { code: CREDENTIAL_CLOSE_CODES.revoked, reason: 'invalid_credentials: no credential kept for this connection' };
+  if (!refusal) return true;
+  log.info('stream credential no longer holds; closing', { connection: connectionId, code: refusal.code, reason: refusal.reason });
+  await closeRemoteStream(engine, connectionId);
+  await engine.connections.disconnect(connectionId);
+  return false;
 }
 
 /**

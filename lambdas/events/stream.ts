@@ -17,6 +17,7 @@ import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { ack, LEASE_SECONDS, parseAck, pull } from './inbox.js';
 import { onInboxWritten } from './inbox-signal.js';
+import { streamCredentialRefusal, type StreamCredential } from './stream-credential.js';
 
 /** The subprotocol a client must offer (spec 4.21); the server answers with it. */
 export const STREAM_SUBPROTOCOL = 'service.v1';
@@ -214,6 +215,8 @@ export interface StreamGrant {
   /** The subprotocol to answer with. */
   protocol: string;
   slot: StreamSlot;
+  /** The handshake's credential, checked again while the stream is open (stream-credential.ts). */
+  credential: StreamCredential;
 }
 
 /** How a session ends its socket; the runtime closes it with the code. */
@@ -229,6 +232,8 @@ export type CloseSocket = (code: number, reason: string) => void;
 export class StreamSession {
   /** Frames sent and not acknowledged: event id to the end of its lease (engine clock, ms). */
   private readonly unacked = new Map<string, number>();
+  /** The lease_id each unacknowledged frame was sent under: a client's ack by event id acks that lease only. */
+  private readonly leases = new Map<string, string>();
   private closed = false;
   private pumping = false;
   private again = false;
@@ -274,8 +279,17 @@ export class StreamSession {
     try {
       do {
         this.again = false;
+        // The credential again (cached for CREDENTIAL_CACHE_MS): a revoked one gets no further frame.
+        const refusal = await streamCredentialRefusal(this.engine, this.grant.credential, this.grant.workspaceId);
+        if (this.closed) return;
+        if (refusal) return this.fail(refusal.code, refusal.reason);
         const now = this.engine.clock.now();
-        for (const [id, until] of this.unacked) if (until <= now) this.unacked.delete(id);
+        for (const [id, until] of this.unacked) {
+          if (until <= now) {
+            this.unacked.delete(id);
+            this.leases.delete(id);
+          }
+        }
         const room = Math.min(MAX_UNACKED_FRAMES - this.unacked.size, 100);
         if (room <= 0) break;
         const messages = await pull(this.engine, this.grant.subscriptionId, room, this.grant.leaseSeconds);
@@ -283,6 +297,7 @@ export class StreamSession {
           if (this.closed) return;
           // Counted before it is sent: an ack may come back before post() resolves.
           this.unacked.set(message.event_id, now + this.grant.leaseSeconds * 1000);
+          this.leases.set(message.event_id, message.lease_id);
           if (!(await this.engine.connections.post(this.connectionId, JSON.stringify(message)))) {
             // The socket is gone; the message comes back after its lease.
             this.closed = true;
@@ -317,12 +332,15 @@ export class StreamSession {
       return this.fail(CLOSE_CODES.policyViolation, `${error.code}: ${error.message}`);
     }
     try {
-      await ack(this.engine, this.grant.workspaceId, this.grant.subscriptionId, ids);
+      await ack(this.engine, this.grant.workspaceId, this.grant.subscriptionId, ids.map((id) => this.leases.get(id) ?? id));
     } catch (error) {
       log.error('stream ack failed', { subscription: this.grant.subscriptionId, error: String(error) });
       return this.fail(CLOSE_CODES.internalError, 'ack failed; unacknowledged frames come again');
     }
-    for (const id of ids) this.unacked.delete(id);
+    for (const id of ids.map((x) => x.split('.')[0])) {
+      this.unacked.delete(id);
+      this.leases.delete(id);
+    }
     this.wake();
   }
 

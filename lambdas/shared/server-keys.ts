@@ -7,6 +7,8 @@
  * - `platform cursor key v1`: list cursors (`shared/cursors.ts`, docs/decisions/cursors.md);
  * - `webhook signing secrets v1`: sealed webhook signing secrets (`events/secret-box.ts`,
  *   docs/decisions/webhook-secrets.md).
+ * - `stream credentials v1`: a stream's credential in the AWS connection table
+ *   (`events/stream-credential.ts`, docs/events/stream.md "Credential changes").
  *
  * A key is derived once per (secret, purpose) and cached for the life of the `ServerSecret` object
  * (a WeakMap, so an engine that is dropped takes its keys with it); a failed load is not cached,

@@ -16,6 +16,8 @@ export const handler = workspaceHandler('events.subscriptions.stream', async (re
   const s = await new Subscriptions(engine).get(workspace.id, req.params.subscription_id);
   if (s.delivery.mode === 'webhook') throw new PlatformError('wrong_delivery_mode', 'A webhook subscription is delivered to its URL; streams work on pull and websocket subscriptions.');
   const slot = await claimStreamSlot(engine, workspace.id, s.subscription_id, upgrade.connectionId);
-  upgrade.accept({ workspaceId: workspace.id, subscriptionId: s.subscription_id, leaseSeconds, protocol: STREAM_SUBPROTOCOL, slot });
+  // The chain resolved this credential: the stream checks it again while open (lambdas/events/stream-credential.ts).
+  const credential = { authorization: req.headers.authorization!, origin: req.headers.origin };
+  upgrade.accept({ workspaceId: workspace.id, subscriptionId: s.subscription_id, leaseSeconds, protocol: STREAM_SUBPROTOCOL, slot, credential });
   return { status: 101 };
 });
