@@ -4,12 +4,20 @@
  */
 import type { Principal } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
+import { nestsDeeperThan } from '../shared/json-depth.js';
 
 export const MAX_EVENTS_PER_PUBLISH = 100;
 export const TIERS = ['basic', 'reliable', 'advanced'] as const;
 export type Tier = (typeof TIERS)[number];
 /** Spec 4.21: data of at most 16 KiB (basic, reliable) or 32 KiB (advanced), as JSON bytes. */
 export const MAX_DATA_BYTES: Record<Tier, number> = { basic: 16 * 1024, reliable: 16 * 1024, advanced: 32 * 1024 };
+/**
+ * Deepest nesting of an event's data (the data itself level 1, each `[` or `{` one more); deeper is the
+ * event's `invalid_event`. Above the Data API's 64 so that a platform event wrapping a record of the
+ * deepest kind ({database, collection, record: {...}}) fits. Checked without recursion, before
+ * the data is printed (JSON.stringify recurses).
+ */
+export const MAX_DATA_DEPTH = 128;
 const MAX_TYPE_BYTES = 128;
 /** Dotted lowercase words: `order.paid`, `record.created`, `order.item_added`. */
 const TYPE_PATTERN = /^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*$/;
@@ -76,6 +84,7 @@ export function checkEvent(raw: unknown): EventInput | RejectionCode {
   const tier = (e.tier ?? 'basic') as Tier;
   if (e.idempotency_key !== undefined && (typeof e.idempotency_key !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(e.idempotency_key))) return 'invalid_idempotency_key';
   if (!Object.hasOwn(e, 'data') || e.data === undefined) return 'data_required';
+  if (nestsDeeperThan(e.data, MAX_DATA_DEPTH)) return 'invalid_event';
   const dataJson = JSON.stringify(e.data);
   if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES[tier]) return 'payload_too_large';
   return { type: e.type, dataJson, idempotencyKey: e.idempotency_key as string | undefined, tier };

@@ -49,7 +49,7 @@ const credentialed = (route: RouteDef) => acceptedCredentials(route) !== 'none';
 export const WORKSPACE_PARAM = 'workspace_id';
 /** Whether a route's path names a workspace: the chain then checks it and hands it to the handler. */
 export const scopedToWorkspace = (route: RouteDef): boolean => route.path.includes(`{${WORKSPACE_PARAM}}`);
-const bodyLimit = (route: RouteDef) => ({ maxBytes: route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, tooLargeCode: tooLargeCode(route.api) });
+const bodyLimit = (route: RouteDef) => ({ maxBytes: route.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES, tooLargeCode: tooLargeCode(route.api), maxDepth: route.maxJsonDepth });
 
 /**
  * In order. activity() comes first so that its after/onError run last and see the final answer;

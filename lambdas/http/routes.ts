@@ -45,6 +45,8 @@ export interface RouteDef {
   grants: Grant[];
   /** Largest accepted request body in bytes (API Gateway's own ceiling is 10 MiB). */
   maxBodyBytes?: number;
+  /** Deepest JSON body nesting (default MAX_JSON_DEPTH, 64); Events publish: Infinity, each event's depth is checked on its own. */
+  maxJsonDepth?: number;
   /**
    * `none`: no credential is read (CORS preflight, the OAuth token exchange). Otherwise the
    * credentials the route accepts; the default is the API's (see ACCEPTED_BY_DEFAULT).
@@ -82,7 +84,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
-  { id: 'events.events.publish', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/events', handler: 'http/handlers/events/publish', permission: 'events:event.publish', grants: ['table:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024 },
+  { id: 'events.events.publish', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/events', handler: 'http/handlers/events/publish', permission: 'events:event.publish', grants: ['table:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024, maxJsonDepth: Infinity },
   { id: 'events.subscriptions.list', api: 'events', method: 'GET', path: '/v1/workspaces/{workspace_id}/subscriptions', handler: 'http/handlers/events/list-subscriptions', permission: 'events:subscription.read', grants: ['table:read'] },
   { id: 'events.subscriptions.create', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/subscriptions', handler: 'http/handlers/events/create-subscription', permission: 'events:subscription.write', grants: ['table:write', 'secret:read'] },
   { id: 'events.subscriptions.delete', api: 'events', method: 'DELETE', path: '/v1/workspaces/{workspace_id}/subscriptions/{subscription_id}', handler: 'http/handlers/events/delete-subscription', permission: 'events:subscription.write', grants: ['table:write'] },

