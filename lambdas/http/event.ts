@@ -13,17 +13,21 @@ export const isReadable = (value: unknown): value is Readable => value instanceo
 
 const NO_BODY = Buffer.alloc(0);
 
-/** Copies a map of an event, leaving out undefined values (names lower-cased for headers). */
-function defined(map: Record<string, string | undefined> | undefined, lower: boolean): Record<string, string> {
-  const out: Record<string, string> = {};
-  if (map) for (const k in map) if (map[k] !== undefined) out[lower ? k.toLowerCase() : k] = map[k];
+/**
+ * Copies a map of an event, leaving out undefined values (names lower-cased for headers). `bare`: into
+ * an object without a prototype (the query: a name such as `__proto__` stays an own name, as Lambda's
+ * JSON.parse of the event gives it, never inherited or swallowed).
+ */
+function defined(map: Record<string, string | undefined> | undefined, lower: boolean, bare = false): Record<string, string> {
+  const out: Record<string, string> = bare ? Object.create(null) : {};
+  if (map) for (const k of Object.keys(map)) if (map[k] !== undefined) out[lower ? k.toLowerCase() : k] = map[k];
   return out;
 }
 
 /** `bodyStream`: the request body, unread, from a piping runtime on a `body: 'stream'` route. */
 export function toHttpRequest(event: APIGatewayProxyEventV2, bodyStream?: Readable): HttpRequest {
   const headers = defined(event.headers, true);
-  const query = defined(event.queryStringParameters, false);
+  const query = defined(event.queryStringParameters, false, true);
   const params = defined(event.pathParameters, false);
   const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : NO_BODY;
   return new EventRequest(event.requestContext.http.method, event.rawPath, params, query, headers, body, bodyStream);

@@ -253,6 +253,16 @@ function parseTarget(target: string): Target {
   return q < 0 ? { pathname: target, search: '' } : { pathname: target.slice(0, q), search: target.slice(q) };
 }
 
+/**
+ * The query string as API Gateway's queryStringParameters (repeated names joined with commas), in an
+ * object without a prototype: `__proto__` or `constructor` is a name like any other, never inherited.
+ */
+export function queryParameters(search: string): Record<string, string> {
+  const query = Object.create(null) as Record<string, string>;
+  for (const [k, v] of new URLSearchParams(search)) query[k] = Object.hasOwn(query, k) ? `${query[k]},${v}` : v;
+  return query;
+}
+
 /** The last millisecond's ISO text: many events share it under load. */
 const isoOf = { ms: -1, text: '' };
 
@@ -264,11 +274,7 @@ function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, p
     if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   }
   if (extra) Object.assign(headers, extra);
-  let query: Record<string, string> | undefined;
-  if (url.search) {
-    query = {};
-    for (const [k, v] of new URLSearchParams(url.search)) query[k] = k in query ? `${query[k]},${v}` : v;
-  }
+  const query = url.search ? queryParameters(url.search) : undefined;
   const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
   const now = Date.now();
   if (now !== isoOf.ms) isoOf.text = new Date((isoOf.ms = now)).toISOString();

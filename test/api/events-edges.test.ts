@@ -52,3 +52,17 @@ describe('defect 5: an event nesting deep is rejected on its own', () => {
     expect(r.accepted).toHaveLength(1);
   });
 });
+
+describe('defect 6: __proto__ and other Object.prototype names are unknown query parameters', () => {
+  it('answers 400 invalid_query on /stats and /dead', async () => {
+    for (const q of ['__proto__=1', 'constructor=1', 'toString=1', 'hasOwnProperty=x']) {
+      const stats = await call('GET', `/stats?${q}`);
+      expectError(stats, 400, 'invalid_query', `stats?${q}`);
+      expect(stats.body.error.param).toBe(q.split('=')[0]);
+      expectError(await call('GET', `/dead?${q}`), 400, 'invalid_query', `dead?${q}`);
+      expectError(await call('GET', `/dead?limit=5&${q}`), 400, 'invalid_query', `dead?limit=5&${q}`);
+    }
+    await ok(call('GET', '/stats'));
+    await ok(call('GET', '/dead?limit=5'));
+  });
+});
