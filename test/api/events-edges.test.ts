@@ -7,6 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import WebSocket from 'ws';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { callApi, expectError, ok } from '../helpers/data-api.js';
 import { bearer } from '../helpers/platform.js';
@@ -64,5 +65,46 @@ describe('defect 6: __proto__ and other Object.prototype names are unknown query
     }
     await ok(call('GET', '/stats'));
     await ok(call('GET', '/dead?limit=5'));
+  });
+});
+
+describe('decision: rotate-secret takes no fields', () => {
+  it('refuses an unknown field with 400 unknown_field; no body or {} rotates', async () => {
+    const sub = (await ok(call('POST', '/subscriptions', { types: ['edge.*'], delivery: { mode: 'webhook', url: 'https://93.184.215.14/hooks' } }), 201)).subscription_id;
+    const refused = await call('POST', `/subscriptions/${sub}/rotate-secret`, { previous_valid_hours: 1 });
+    expectError(refused, 400, 'unknown_field');
+    expect(refused.body.error.param).toBe('previous_valid_hours');
+    expectError(await call('POST', `/subscriptions/${sub}/rotate-secret`, '[]'), 400, 'invalid_body');
+    const a = await ok(call('POST', `/subscriptions/${sub}/rotate-secret`));
+    const b = await ok(call('POST', `/subscriptions/${sub}/rotate-secret`, {}));
+    expect(a.signing_secret).toMatch(/^whsec_/);
+    expect(b.signing_secret).not.toBe(a.signing_secret);
+  });
+});
+
+describe('decision: a server credential is never taken from a bearer. subprotocol', () => {
+  /** Opens the stream; resolves with 101 (and closes it) or the refusal's status and code. */
+  const open = (sub: string, protocols: string[], headers: Record<string, string> = {}): Promise<{ status: number; code?: string }> =>
+    new Promise((resolve, reject) => {
+      const url = `${p.local.urls.events.replace(/^http/, 'ws')}/v1/workspaces/${workspace()}/subscriptions/${sub}/stream`;
+      const ws = new WebSocket(url, protocols, { headers });
+      ws.once('open', () => {
+        ws.close();
+        resolve({ status: 101 });
+      });
+      ws.once('unexpected-response', (_req, res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode!, code: text ? JSON.parse(text).error?.code : undefined }));
+      });
+      ws.once('error', reject);
+    });
+
+  it('refuses a secret key sent as bearer.<key> without Origin (403 secret_key_in_browser); the Authorization header opens', async () => {
+    const sub = (await ok(call('POST', '/subscriptions', { types: ['edge.ws'], delivery: { mode: 'websocket' } }), 201)).subscription_id;
+    expect(await open(sub, ['service.v1', `bearer.${p.key}`])).toEqual({ status: 403, code: 'secret_key_in_browser' });
+    expect(await open(sub, ['service.v1', `bearer.${p.key}`], bearer(p.key))).toEqual({ status: 403, code: 'secret_key_in_browser' });
+    expect(await open(sub, ['service.v1'], bearer(p.key))).toEqual({ status: 101 });
   });
 });
