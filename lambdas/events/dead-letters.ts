@@ -4,13 +4,17 @@
  * the subscriptions whose delivery died (several failing subscriptions update the same letter). A
  * replay queues the same event_id again to those of them that still exist, the subscriptions that
  * never received it, and counts `replay_count`; a replay that dies again adds to the same letter.
+ * Per subscription the letter keeps `dead_<sub>` (deaths), `queued_<sub>` (the deaths a replay was
+ * queued for: pending while it equals `dead_<sub>`) and `delivered_<sub>` (a replay completed: never
+ * queued again). A replay claims its subscriptions with one conditional write, so concurrent replays
+ * (on any worker) queue one delivery each.
  */
 import type { Engine } from '../engine/ports.js';
-import { ConditionFailedError } from '../engine/errors.js';
+import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
 import { eventKey } from './keys.js';
 import { Subscriptions } from './subscriptions.js';
-import { queueDelivery } from './outbox.js';
+import { outboxKey, queueDelivery } from './outbox.js';
 
 export const DEAD_LETTER_RETENTION_SECONDS = 30 * 24 * 3600;
 export const DEAD_LIST_LIMIT = { min: 1, max: 100, default: 20 };
@@ -26,8 +30,17 @@ export async function recordDeadLetter(engine: Engine, workspaceId: string, even
     set: { attempts: failure.attempts, last_error: failure.last_error, dead_at: new Date(now).toISOString(), expires_at: Math.floor(now / 1000) + DEAD_LETTER_RETENTION_SECONDS },
     // A flag per subscription (a map keyed by the generated sub_ id, never a user's text): concurrent
     // deaths of two subscriptions both land, as two adds.
-    add: { replay_count: 0, [`dead_${subscriptionId}`]: 1 },
+    add: { replay_count: 0, [`dead_${subscriptionId}`]: 1, [`queued_${subscriptionId}`]: 0 },
   });
+}
+
+/** A replay's delivery completed: the letter keeps the subscription, marked so no replay queues it again. */
+export async function markReplayDelivered(engine: Engine, workspaceId: string, eventId: string, subscriptionId: string): Promise<void> {
+  try {
+    await engine.kv.update({ key: deadLetterKey(workspaceId, eventId), add: { [`delivered_${subscriptionId}`]: 1 }, condition: { ifExists: true } });
+  } catch (error) {
+    if (!(error instanceof ConditionFailedError)) throw error; // the letter's retention ended: nothing to mark
+  }
 }
 
 export interface DeadLetter {
@@ -49,18 +62,53 @@ export async function listDeadLetters(engine: Engine, workspaceId: string, limit
   });
 }
 
-/** Queues the event again to the matching webhook subscriptions that never received it. */
-export async function replayDeadLetter(engine: Engine, workspaceId: string, eventId: string): Promise<void> {
+/**
+ * Queues the event again to the matching webhook subscriptions that never received it and have no replay
+ * pending; answers their ids (none: nothing queued, `replay_count` unchanged). The claim and an outbox
+ * entry per subscription commit in one transaction, so a crash before the queue send is swept later.
+ */
+export async function replayDeadLetter(engine: Engine, workspaceId: string, eventId: string): Promise<string[]> {
   if (!EVENT_ID_PATTERN.test(eventId)) throw deadLetterNotFound(eventId);
-  const [letter, event] = await Promise.all([engine.kv.get(deadLetterKey(workspaceId, eventId)), engine.kv.get(eventKey(workspaceId, eventId))]);
-  if (!letter || !event) throw deadLetterNotFound(eventId);
-  try {
-    await engine.kv.update({ key: deadLetterKey(workspaceId, eventId), add: { replay_count: 1 }, condition: { ifExists: true } });
-  } catch (error) {
-    if (error instanceof ConditionFailedError) throw deadLetterNotFound(eventId);
-    throw error;
+  const key = deadLetterKey(workspaceId, eventId);
+  const [first, event] = await Promise.all([engine.kv.get(key), engine.kv.get(eventKey(workspaceId, eventId))]);
+  if (!first || !event) throw deadLetterNotFound(eventId);
+  const webhooks = (await new Subscriptions(engine).list(workspaceId)).filter((s) => s.delivery.mode === 'webhook');
+  let letter: typeof first | undefined = first;
+  for (let round = 0; round < 10; round++) {
+    if (!letter) throw deadLetterNotFound(eventId);
+    const current = letter;
+    const due = webhooks.filter((s) => {
+      const id = s.subscription_id;
+      return current[`dead_${id}`] !== undefined && !Number(current[`delivered_${id}`] ?? 0) && Number(current[`queued_${id}`] ?? 0) < Number(current[`dead_${id}`]);
+    });
+    if (!due.length) return [];
+    const unmarked = due.filter((s) => current[`queued_${s.subscription_id}`] === undefined);
+    if (unmarked.length) {
+      // A letter recorded before `queued_` existed: the attribute first, so the claim can test it.
+      await engine.kv.update({ key, add: Object.fromEntries(unmarked.map((s) => [`queued_${s.subscription_id}`, 0])), condition: { ifExists: true } }).catch((error) => {
+        if (!(error instanceof ConditionFailedError)) throw error;
+      });
+      letter = await engine.kv.get(key);
+      continue;
+    }
+    const claim = Object.fromEntries(due.flatMap((s) => [[`dead_${s.subscription_id}`, current[`dead_${s.subscription_id}`]!], [`queued_${s.subscription_id}`, current[`queued_${s.subscription_id}`]!]]));
+    try {
+      await engine.kv.transact([
+        { update: key, set: Object.fromEntries(due.map((s) => [`queued_${s.subscription_id}`, current[`dead_${s.subscription_id}`]])), add: { replay_count: 1 }, condition: { ifEquals: claim } },
+        ...due.map((s) => ({ put: { ...outboxKey(workspaceId, eventId, s.subscription_id), replay: true } })),
+      ]);
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledError)) throw error;
+      letter = await engine.kv.get(key); // another replay (or a death) came first: look again
+      continue;
+    }
+    await Promise.all(
+      due.map(async (s) => {
+        await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: s.subscription_id, event_id: eventId, attempt: 1, replay: true });
+        await engine.kv.delete(outboxKey(workspaceId, eventId, s.subscription_id));
+      }),
+    );
+    return due.map((s) => s.subscription_id);
   }
-  const died = new Set(Object.keys(letter).filter((k) => k.startsWith('dead_sub_')).map((k) => k.slice('dead_'.length)));
-  const subscriptions = (await new Subscriptions(engine).list(workspaceId)).filter((s) => died.has(s.subscription_id) && s.delivery.mode === 'webhook');
-  await Promise.all(subscriptions.map((s) => queueDelivery(engine, { workspace_id: workspaceId, subscription_id: s.subscription_id, event_id: eventId, attempt: 1, replay: true })));
+  throw new PlatformError('service_unavailable', 'The dead letter kept changing; try the replay again.');
 }

@@ -4,7 +4,8 @@
  * minutes, 5 attempts in all, and then the event becomes a dead letter of the workspace (kept 30 days).
  * The URL is checked again at every attempt (webhook-sender.ts). The dead letter names the
  * subscriptions whose delivery died, so a replay goes to those only (a completed delivery writes
- * nothing but its count: most deliveries succeed, and each write contends with publishers).
+ * nothing but its count: most deliveries succeed, and each write contends with publishers; a completed
+ * replay also marks its subscription delivered on the letter, so no later replay queues it again).
  */
 import type { Engine, QueueConsumer } from '../engine/ports.js';
 import { eventKey } from './keys.js';
@@ -13,7 +14,7 @@ import { signatureHeader } from './signing.js';
 import { postWebhook, type DeliveryOutcome } from './webhook-sender.js';
 import { queueDelivery, type DeliveryMessage } from './outbox.js';
 import { count } from './stats.js';
-import { recordDeadLetter } from './dead-letters.js';
+import { markReplayDelivered, recordDeadLetter } from './dead-letters.js';
 
 export const MAX_ATTEMPTS = 5;
 const FIRST_RETRY_SECONDS = 10;
@@ -74,6 +75,7 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
   }
 
   if (outcome.ok) {
+    if (m.replay) await markReplayDelivered(engine, m.workspace_id, m.event_id, m.subscription_id);
     await count(engine, m.workspace_id, { completed: 1, depth: m.replay ? 0 : -1 });
     return 'completed';
   }

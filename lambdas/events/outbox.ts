@@ -66,7 +66,8 @@ export async function sweepOutbox(engine: Engine): Promise<number> {
       if (ulidTimeMs(eventId) > cutoff) break; // in key order: the rest are younger
       // Queued, then removed: a crash in between queues it again later, never loses it (two sweepers at
       // once may queue it twice, which at-least-once delivery allows).
-      await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: subscriptionId, event_id: eventId, attempt: 1 });
+      // A dead letter's replay (dead-letters.ts) commits its entries with `replay: true`.
+      await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: subscriptionId, event_id: eventId, attempt: 1, ...(item.replay === true ? { replay: true } : {}) });
       await engine.kv.delete({ pk: item.pk, sk: item.sk });
       swept++;
     }
