@@ -61,6 +61,10 @@ export class StreamDelivery extends Construct {
     this.deliveryFunction = fn;
     fn.addEventSource(sqsSource(queue, STREAM_CONSUMER));
     grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:UpdateItem'], STREAM_INBOX_KEYS);
+    // A pull reads the inbox's waiting and leased indexes (gsi1, gsi2: keys inbox#w#<sub>, inbox#l#<sub>).
+    role.addToPrincipalPolicy(
+      new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${props.table.tableArn}/index/*`], conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': STREAM_INBOX_KEYS } } }),
+    );
     grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], STREAM_SLOT_KEYS);
     // Reads a connection's record; forgets one found gone.
     props.connections.table.grant(role, 'dynamodb:GetItem', 'dynamodb:DeleteItem');

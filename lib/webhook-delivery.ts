@@ -16,8 +16,11 @@ import type { ServerSecret } from './server-secret.js';
  * functions, so a renamed prefix fails a test instead of a delivery in AWS.
  */
 export const DELIVERY_READ_KEYS = ['evsub#*', 'evt#*'];
-/** Dead letters (evdead: one per event, naming the subscriptions that died) and the workspace counters (evstat). */
-export const DELIVERY_WRITE_KEYS = ['evdead#*', 'evstat#*'];
+/**
+ * Dead letters (evdead: one per event, naming the subscriptions that died), the workspace counters
+ * (evstat) and the markers of outcomes counted (evdone: a duplicate attempt counts nothing).
+ */
+export const DELIVERY_WRITE_KEYS = ['evdead#*', 'evdone#*', 'evstat#*'];
 /** Outbox entries (evout#<shard>). */
 export const OUTBOX_KEYS = ['evout#*'];
 /** The Data API's platform-event outbox items (dchg#<shard>, lambdas/data/change-outbox.ts). */

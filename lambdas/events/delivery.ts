@@ -8,12 +8,13 @@
  * replay also marks its subscription delivered on the letter, so no later replay queues it again).
  */
 import type { Engine, QueueConsumer } from '../engine/ports.js';
+import { PlatformError } from '../shared/errors.js';
 import { eventKey } from './keys.js';
 import { Subscriptions, type StoredSubscription } from './subscriptions.js';
 import { signatureHeader } from './signing.js';
 import { postWebhook, type DeliveryOutcome } from './webhook-sender.js';
 import { queueDelivery, type DeliveryMessage } from './outbox.js';
-import { count } from './stats.js';
+import { count, countOnce, type Counter } from './stats.js';
 import { markReplayDelivered, recordDeadLetter } from './dead-letters.js';
 
 export const MAX_ATTEMPTS = 5;
@@ -38,15 +39,24 @@ export function deliveryMessageOf(body: string): DeliveryMessage | undefined {
 
 /** One attempt. Throws only for the engine's own failures (the queue then delivers the message again). */
 export async function attemptDelivery(engine: Engine, m: DeliveryMessage, options: { timeoutMs?: number } = {}): Promise<AttemptResult> {
+  // An outcome is counted once per delivery (a marker in the counters' transaction): an attempt the
+  // queue or the outbox sweep delivers twice counts nothing the second time. Replays count as before.
+  const counted = (marker: string, add: Partial<Record<Counter, number>>) =>
+    m.replay ? count(engine, m.workspace_id, add) : countOnce(engine, m.workspace_id, m.event_id, `${m.event_id}#${m.subscription_id}#${marker}`, add);
   const subscriptions = new Subscriptions(engine);
   let subscription: StoredSubscription;
   try {
     subscription = await subscriptions.get(m.workspace_id, m.subscription_id);
-  } catch {
+  } catch (error) {
+    if (!(error instanceof PlatformError)) throw error;
+    await counted('done', { depth: m.replay ? 0 : -1 });
     return 'dropped'; // deleted meanwhile: nobody to deliver to
   }
   const event = await engine.kv.get(eventKey(m.workspace_id, m.event_id));
-  if (!event || subscription.delivery.mode !== 'webhook' || !subscription.delivery.url) return 'dropped';
+  if (!event || subscription.delivery.mode !== 'webhook' || !subscription.delivery.url) {
+    await counted('done', { depth: m.replay ? 0 : -1 });
+    return 'dropped';
+  }
   const body = String(event.envelope);
 
   let outcome: DeliveryOutcome | { ok: false; error: 'secret_missing' };
@@ -76,16 +86,16 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
 
   if (outcome.ok) {
     if (m.replay) await markReplayDelivered(engine, m.workspace_id, m.event_id, m.subscription_id);
-    await count(engine, m.workspace_id, { completed: 1, depth: m.replay ? 0 : -1 });
+    await counted('done', { completed: 1, depth: m.replay ? 0 : -1 });
     return 'completed';
   }
   if (m.attempt < MAX_ATTEMPTS && outcome.error !== 'secret_missing') {
     await queueDelivery(engine, { ...m, attempt: m.attempt + 1 }, retryDelaySeconds(m.attempt));
-    await count(engine, m.workspace_id, { failed_attempts: 1, retries: 1 });
+    await counted(`a${m.attempt}`, { failed_attempts: 1, retries: 1 });
     return 'retrying';
   }
   await recordDeadLetter(engine, m.workspace_id, m.event_id, m.subscription_id, { attempts: m.attempt, last_error: outcome.error });
-  await count(engine, m.workspace_id, { failed_attempts: 1, dlq_inflow: 1, depth: m.replay ? 0 : -1 });
+  await counted('done', { failed_attempts: 1, dlq_inflow: 1, depth: m.replay ? 0 : -1 });
   return 'dead';
 }
 

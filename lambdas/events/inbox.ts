@@ -2,22 +2,32 @@
  * Pull and ack (spec 4.21, 3): a pull or stream subscription's messages wait in its inbox, oldest
  * first. A pull leases up to `max` visible messages for `lease_seconds` (each lease is a conditional
  * update on the lease it saw, so two pullers never lease one message), counting `delivery_count`; an
- * unacknowledged message is visible again once its lease ends. An ack deletes the message.
+ * unacknowledged message is visible again once its lease ends. Waiting and leased messages are kept
+ * apart by two indexes (keys.ts): a pull reads the leases that ended and the waiting messages, never
+ * the leases still held, so its cost does not grow with what is leased. An ack deletes a message only
+ * under a lease that holds now (and, given its `lease_id`, only that lease), in one transaction with
+ * the counters it moves.
  */
 import type { Engine, KvItem } from '../engine/ports.js';
-import { ConditionFailedError } from '../engine/errors.js';
+import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
-import { inboxKey, inboxPartition } from './keys.js';
-import { count } from './stats.js';
+import { inboxKey, inboxPartition, leasedIndex, leaseEnd, waitingIndex } from './keys.js';
+import { countWrite } from './stats.js';
 
 export const PULL_MAX = { min: 1, max: 100, default: 10 };
 export const LEASE_SECONDS = { min: 5, max: 300, default: 30 };
 export const MAX_ACK_IDS = 100;
-/** Most inbox entries one pull looks at (leased ones are passed over). */
-const MAX_SCANNED = 1000;
-const EVENT_ID_PATTERN = /^evt_[0-9a-z]{26}$/;
+/** Index pages one pull reads at most (entries another puller took meanwhile are skipped). */
+const MAX_PAGES = 10;
+/** An ack names an event id, or a message's `lease_id` (`<event_id>.<delivery_count>`): that lease only. */
+const ACK_ID_PATTERN = /^evt_[0-9a-z]{26}(?:\.[1-9][0-9]{0,8})?$/;
 
-export type PullMessage = Record<string, unknown> & { event_id: string; delivery_count: number };
+export type PullMessage = Record<string, unknown> & { event_id: string; delivery_count: number; lease_id: string };
+export type NotAckedReason = 'not_found' | 'not_leased' | 'lease_expired' | 'stale_lease';
+export interface AckAnswer {
+  acked: number;
+  not_acked: { id: string; reason: NotAckedReason }[];
+}
 
 const invalidLimit = (message: string, param: string) => new PlatformError('invalid_limit', message, param);
 
@@ -44,33 +54,51 @@ export function parseAck(body: unknown): string[] {
   const unknown = Object.keys(rest)[0];
   if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}".`, unknown);
   if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_ACK_IDS) throw new PlatformError('invalid_body', `ids is an array of 1 to ${MAX_ACK_IDS} event ids.`, 'ids');
-  if (ids.some((id) => typeof id !== 'string' || !EVENT_ID_PATTERN.test(id))) throw new PlatformError('invalid_id', 'An event id is "evt_" and 26 characters.', 'ids');
+  if (ids.some((id) => typeof id !== 'string' || !ACK_ID_PATTERN.test(id))) throw new PlatformError('invalid_id', 'An id is an event id ("evt_" and 26 characters) or a message\'s lease_id.', 'ids');
   return [...new Set(ids as string[])];
 }
 
-/** Leases up to `max` visible messages, oldest first. */
+/** Leases up to `max` visible messages, oldest first: ended leases and waiting messages, never held ones. */
 export async function pull(engine: Engine, subscriptionId: string, max: number, leaseSeconds: number): Promise<PullMessage[]> {
   const out: PullMessage[] = [];
-  let scanned = 0;
-  let cursor: string | undefined;
-  do {
-    const now = engine.clock.now();
-    const page = await engine.kv.query({ pk: inboxPartition(subscriptionId), limit: Math.min(100, max * 2), cursor });
-    for (const item of page.items) {
-      if (out.length >= max) break;
-      scanned++;
+  const now = engine.clock.now();
+  const until = now + leaseSeconds * 1000;
+  const limit = Math.min(100, max * 2);
+  const ended = { index: 'gsi2' as const, pk: leasedIndex(subscriptionId, 0, '').gsi2pk, sk: { lt: leaseEnd(now + 1) }, limit };
+  const waiting = { index: 'gsi1' as const, pk: waitingIndex(subscriptionId, '').gsi1pk, limit };
+  let endedPage = await engine.kv.query(ended);
+  let waitingPage = await engine.kv.query(waiting);
+  for (let pages = 0; pages < MAX_PAGES; pages++) {
+    // Oldest first across both: an event id sorts by publish time.
+    const candidates = [...endedPage.items, ...waitingPage.items].sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
+    for (const item of candidates) {
+      if (out.length >= max) return out;
       if (typeof item.visible_at === 'number' && item.visible_at > now) continue;
-      const leased = await lease(engine, item, now + leaseSeconds * 1000);
-      if (leased) out.push({ ...(JSON.parse(String(leased.envelope)) as Record<string, unknown>), delivery_count: Number(leased.delivery_count) } as PullMessage);
+      const leased = await lease(engine, subscriptionId, item, until);
+      if (leased) {
+        const delivery_count = Number(leased.delivery_count);
+        out.push({ ...(JSON.parse(String(leased.envelope)) as Record<string, unknown>), delivery_count, lease_id: `${leased.sk}.${delivery_count}` } as PullMessage);
+      }
     }
-    cursor = page.cursor;
-  } while (cursor && out.length < max && scanned < MAX_SCANNED);
+    if (out.length >= max || (!endedPage.cursor && !waitingPage.cursor)) break;
+    [endedPage, waitingPage] = await Promise.all([
+      endedPage.cursor ? engine.kv.query({ ...ended, cursor: endedPage.cursor }) : { items: [] },
+      waitingPage.cursor ? engine.kv.query({ ...waiting, cursor: waitingPage.cursor }) : { items: [] },
+    ]);
+  }
   return out;
 }
 
-async function lease(engine: Engine, item: KvItem, until: number): Promise<KvItem | undefined> {
+/** Leases a message: out of the waiting index, into the leased one by its lease's end. */
+async function lease(engine: Engine, subscriptionId: string, item: KvItem, until: number): Promise<KvItem | undefined> {
   try {
-    return await engine.kv.update({ key: { pk: item.pk, sk: item.sk }, set: { visible_at: until }, add: { delivery_count: 1 }, condition: { ifEquals: { visible_at: item.visible_at ?? 0 } } });
+    return await engine.kv.update({
+      key: { pk: item.pk, sk: item.sk },
+      set: { visible_at: until, ...leasedIndex(subscriptionId, until, item.sk) },
+      add: { delivery_count: 1 },
+      remove: ['gsi1pk', 'gsi1sk'],
+      condition: { ifEquals: { visible_at: item.visible_at ?? 0 } },
+    });
   } catch (error) {
     // Another puller leased it, or it was acked, meanwhile.
     if (error instanceof ConditionFailedError) return undefined;
@@ -78,20 +106,61 @@ async function lease(engine: Engine, item: KvItem, until: number): Promise<KvIte
   }
 }
 
-/** Deletes the named messages of this subscription; ids of other subscriptions, or acked already, count 0. */
-export async function ack(engine: Engine, workspaceId: string, subscriptionId: string, ids: string[]): Promise<number> {
-  const results = await Promise.all(
-    ids.map(async (id) => {
-      try {
-        await engine.kv.delete(inboxKey(subscriptionId, id), { ifExists: true });
-        return 1;
-      } catch (error) {
-        if (error instanceof ConditionFailedError) return 0;
-        throw error;
-      }
-    }),
-  );
-  const acked = results.reduce<number>((a, b) => a + b, 0);
-  await count(engine, workspaceId, { completed: acked, depth: -acked });
-  return acked;
+/**
+ * Acknowledges the named messages of this subscription: each is deleted only while a lease on it holds
+ * (given a `lease_id`, only that lease), with the counters in the same transaction. Every id not
+ * acknowledged is in `not_acked` with why: `not_found` (not in this inbox: another subscription's,
+ * acked already, or never), `not_leased` (waiting, never leased), `lease_expired` (its lease ended),
+ * `stale_lease` (leased again since that lease_id).
+ */
+export async function ack(engine: Engine, workspaceId: string, subscriptionId: string, ids: string[]): Promise<AckAnswer> {
+  const results = await Promise.all(ids.map(async (id) => ({ id, reason: await ackOne(engine, workspaceId, subscriptionId, id) })));
+  return { acked: results.filter((r) => r.reason === undefined).length, not_acked: results.filter((r): r is AckAnswer['not_acked'][number] => r.reason !== undefined) };
+}
+
+async function ackOne(engine: Engine, workspaceId: string, subscriptionId: string, id: string): Promise<NotAckedReason | undefined> {
+  const [eventId, count] = id.split('.');
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const item = await engine.kv.get(inboxKey(subscriptionId, eventId));
+    if (!item) return 'not_found';
+    const deliveries = Number(item.delivery_count ?? 0);
+    if (!deliveries) return 'not_leased';
+    if (count !== undefined && Number(count) !== deliveries) return 'stale_lease';
+    if (!(typeof item.visible_at === 'number' && item.visible_at > engine.clock.now())) return 'lease_expired';
+    try {
+      await engine.kv.transact([
+        { delete: inboxKey(subscriptionId, eventId), condition: { ifEquals: { delivery_count: item.delivery_count!, visible_at: item.visible_at } } },
+        countWrite(workspaceId, eventId, { completed: 1, depth: -1 })!,
+      ]);
+      return undefined;
+    } catch (error) {
+      // Leased again or acked meanwhile: look again.
+      if (!(error instanceof TransactionCanceledError && error.failed.includes(0))) throw error;
+    }
+  }
+  return 'stale_lease';
+}
+
+/**
+ * Removes every message of a subscription's inbox (it was deleted), each with its depth, a
+ * conditional delete so that an ack or another removal at once counts it once.
+ */
+export async function removeInbox(engine: Engine, workspaceId: string, subscriptionId: string, eventIds?: string[]): Promise<void> {
+  const removeOne = async (eventId: string) => {
+    try {
+      await engine.kv.transact([{ delete: inboxKey(subscriptionId, eventId), condition: { ifExists: true } }, countWrite(workspaceId, eventId, { depth: -1 })!]);
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledError && error.failed.includes(0))) throw error;
+    }
+  };
+  if (eventIds) {
+    await Promise.all(eventIds.map(removeOne));
+    return;
+  }
+  let cursor: string | undefined;
+  do {
+    const page = await engine.kv.query({ pk: inboxPartition(subscriptionId), limit: 100, cursor });
+    for (let i = 0; i < page.items.length; i += 16) await Promise.all(page.items.slice(i, i + 16).map((item) => removeOne(item.sk)));
+    cursor = page.cursor;
+  } while (cursor);
 }

@@ -10,11 +10,12 @@ import { LIMITS } from '../engine/limits.js';
 import type { Principal } from '../auth/principal.js';
 import { monotonicUlid } from '../shared/ids.js';
 import { checkEvent, envelopeJson, eventsOf, sourceOf, tenantOf, type EventInput, type RejectionCode } from './envelope.js';
-import { eventKey, idempotencyKeyItem, inboxKey } from './keys.js';
+import { eventKey, idempotencyKeyItem, inboxKey, waitingIndex } from './keys.js';
 import { inboxWritten } from './inbox-signal.js';
 import { wakeStreams } from './stream-remote.js';
 import { Subscriptions, subscriptionMatches } from './subscriptions.js';
-import { count } from './stats.js';
+import { countWrite } from './stats.js';
+import { removeInbox } from './inbox.js';
 import { outboxKey, queueDeliveries } from './outbox.js';
 
 /** Spec 6: a publish with the same idempotency_key within 168 hours is a duplicate. */
@@ -53,9 +54,10 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
   // Ids first, in order: an inbox read in key order then lists a publish's events in the order sent.
   const ids = inputs.map(() => `evt_${monotonicUlid(now)}`);
   const accepted: PublishAnswer['accepted'] = new Array(inputs.length);
-  let deliveries = 0;
   const webhooks: { eventId: string; subscriptionId: string }[] = [];
   const inboxes = new Set<string>();
+  /** The inbox messages written, by subscription (removed again if it was deleted meanwhile). */
+  const written = new Map<string, string[]>();
 
   const expires = Math.floor(now / 1000);
   /** One event's writes: its idempotency key (when it has one), itself, its inbox messages and outbox entries. */
@@ -73,7 +75,7 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
     writes.push({ put: { ...eventKey(workspaceId, event_id), type: input.type, tier: input.tier, envelope, expires_at: expires + EVENT_RETENTION_SECONDS } });
     for (const s of matching) {
       if (s.delivery.mode === 'webhook') writes.push({ put: { ...outboxKey(workspaceId, event_id, s.subscription_id), expires_at: expires + EVENT_RETENTION_SECONDS } });
-      else writes.push({ put: { ...inboxKey(s.subscription_id, event_id), envelope, visible_at: 0, delivery_count: 0, expires_at: expires + EVENT_RETENTION_SECONDS } });
+      else writes.push({ put: { ...inboxKey(s.subscription_id, event_id), ...waitingIndex(s.subscription_id, event_id), envelope, visible_at: 0, delivery_count: 0, expires_at: expires + EVENT_RETENTION_SECONDS } });
     }
     // What the event's items weigh at most (the envelope in each of them, plus keys and attributes).
     const bytes = writes.length * (Buffer.byteLength(envelope) + WRITE_OVERHEAD_BYTES);
@@ -83,12 +85,12 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
 
   const accept = (p: Planned) => {
     accepted[p.i] = { event_id: p.event_id, duplicate: false };
-    deliveries += p.matching.length;
     for (const s of p.matching) {
       if (s.delivery.mode === 'webhook') webhooks.push({ eventId: p.event_id, subscriptionId: s.subscription_id });
       else {
         inboxWritten(s.subscription_id);
         inboxes.add(s.subscription_id);
+        written.set(s.subscription_id, [...(written.get(s.subscription_id) ?? []), p.event_id]);
       }
     }
   };
@@ -96,7 +98,8 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
   /** A keyed event alone: its key's condition decides for it only (a duplicate answers the original id). */
   const commitKeyed = async (p: Planned) => {
     try {
-      await engine.kv.transact(p.writes);
+      // The counters move in the event's own transaction: a crash never leaves them off.
+      await engine.kv.transact([...p.writes, countWrite(workspaceId, p.event_id, { published: 1, depth: p.matching.length })!]);
     } catch (error) {
       if (error instanceof TransactionCanceledError && error.failed.includes(0)) {
         const original = await engine.kv.get(idempotencyKeyItem(workspaceId, inputs[p.i].idempotencyKey!));
@@ -112,7 +115,8 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
 
   /** Events without a key hold no condition: they share transactions, all or nothing (fewer, larger commits). */
   const commitShared = async (batch: Planned[]) => {
-    await engine.kv.transact(batch.flatMap((p) => p.writes));
+    const depth = batch.reduce((n, p) => n + p.matching.length, 0);
+    await engine.kv.transact([...batch.flatMap((p) => p.writes), countWrite(workspaceId, batch[0].event_id, { published: batch.length, depth })!]);
     batch.forEach(accept);
   };
 
@@ -126,7 +130,7 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
       batches.push([p]);
       continue;
     }
-    if (shared.length && (items + p.writes.length > LIMITS.transactionItems || bytes + p.bytes > SHARED_TRANSACTION_BYTES)) {
+    if (shared.length && (items + p.writes.length > LIMITS.transactionItems - 1 || bytes + p.bytes > SHARED_TRANSACTION_BYTES)) {
       batches.push(shared);
       [shared, items, bytes] = [[], 0, 0];
     }
@@ -145,11 +149,22 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
       }
     }),
   );
-  // The events and outbox entries are committed: counting, queueing and waking go at once (one group commit).
+  // The events, outbox entries and counts are committed: queueing and waking go at once (one group commit).
   await Promise.all([
-    count(engine, workspaceId, { published: accepted.filter((a) => !a.duplicate).length, depth: deliveries }),
+    removeDeleted(engine, workspaceId, written),
     queueDeliveries(engine, workspaceId, webhooks),
     wakeStreams(engine, inboxes),
   ]);
   return { accepted, rejected };
+}
+
+/**
+ * A subscription deleted between this publish's list and its commit would keep the messages written to
+ * it (and their depth): they are removed here, as the delete removes those it finds (inbox.ts
+ * removeInbox, each counted once).
+ */
+async function removeDeleted(engine: Engine, workspaceId: string, written: Map<string, string[]>): Promise<void> {
+  if (!written.size) return;
+  const live = new Set((await new Subscriptions(engine).list(workspaceId)).map((s) => s.subscription_id));
+  await Promise.all([...written].map(([id, events]) => (live.has(id) ? undefined : removeInbox(engine, workspaceId, id, events))));
 }

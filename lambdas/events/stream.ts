@@ -232,6 +232,8 @@ export type CloseSocket = (code: number, reason: string) => void;
 export class StreamSession {
   /** Frames sent and not acknowledged: event id to the end of its lease (engine clock, ms). */
   private readonly unacked = new Map<string, number>();
+  /** The lease_id each unacknowledged frame was sent under: a client's ack by event id acks that lease only. */
+  private readonly leases = new Map<string, string>();
   private closed = false;
   private pumping = false;
   private again = false;
@@ -282,7 +284,12 @@ export class StreamSession {
         if (this.closed) return;
         if (refusal) return this.fail(refusal.code, refusal.reason);
         const now = this.engine.clock.now();
-        for (const [id, until] of this.unacked) if (until <= now) this.unacked.delete(id);
+        for (const [id, until] of this.unacked) {
+          if (until <= now) {
+            this.unacked.delete(id);
+            this.leases.delete(id);
+          }
+        }
         const room = Math.min(MAX_UNACKED_FRAMES - this.unacked.size, 100);
         if (room <= 0) break;
         const messages = await pull(this.engine, this.grant.subscriptionId, room, this.grant.leaseSeconds);
@@ -290,6 +297,7 @@ export class StreamSession {
           if (this.closed) return;
           // Counted before it is sent: an ack may come back before post() resolves.
           this.unacked.set(message.event_id, now + this.grant.leaseSeconds * 1000);
+          this.leases.set(message.event_id, message.lease_id);
           if (!(await this.engine.connections.post(this.connectionId, JSON.stringify(message)))) {
             // The socket is gone; the message comes back after its lease.
             this.closed = true;
@@ -324,12 +332,15 @@ export class StreamSession {
       return this.fail(CLOSE_CODES.policyViolation, `${error.code}: ${error.message}`);
     }
     try {
-      await ack(this.engine, this.grant.workspaceId, this.grant.subscriptionId, ids);
+      await ack(this.engine, this.grant.workspaceId, this.grant.subscriptionId, ids.map((id) => this.leases.get(id) ?? id));
     } catch (error) {
       log.error('stream ack failed', { subscription: this.grant.subscriptionId, error: String(error) });
       return this.fail(CLOSE_CODES.internalError, 'ack failed; unacknowledged frames come again');
     }
-    for (const id of ids) this.unacked.delete(id);
+    for (const id of ids.map((x) => x.split('.')[0])) {
+      this.unacked.delete(id);
+      this.leases.delete(id);
+    }
     this.wake();
   }
 

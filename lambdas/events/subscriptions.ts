@@ -14,6 +14,7 @@ import { subscriptionKey, subscriptionSlotKey, subscriptionsPartition } from './
 import { checkWebhookUrl, resolveDestination } from './webhook-url.js';
 import { liveSecrets, newSigningSecret, rotate, type StoredSecret } from './signing.js';
 import { openSigningSecret, sealSigningSecret } from './secret-box.js';
+import { removeInbox } from './inbox.js';
 
 export const MAX_SUBSCRIPTIONS = 50;
 export const MAX_PATTERNS = 20;
@@ -147,6 +148,9 @@ export class Subscriptions {
       if (error instanceof TransactionCanceledError) throw subscriptionNotFound(id);
       throw error;
     }
+    // Its waiting messages go with it, each taking its depth along (a publish that listed it before
+    // the delete removes what it wrote after: publish.ts removeDeleted).
+    if (s.delivery.mode !== 'webhook') await removeInbox(this.engine, workspaceId, id);
   }
 
   /**

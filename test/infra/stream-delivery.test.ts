@@ -11,7 +11,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { CachePolicy, OriginRequestPolicy } from 'aws-cdk-lib/aws-cloudfront';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONNECTION_TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
-import { inboxPartition } from '../../lambdas/events/keys.js';
+import { inboxPartition, leasedIndex, waitingIndex } from '../../lambdas/events/keys.js';
 import { subscriptionSlots, workspaceSlots } from '../../lambdas/events/stream.js';
 import { Router } from '../../lambdas/http/router.js';
 import { ROUTES, SOCKET_ROUTES, STREAM_PATH_HEADER } from '../../lambdas/http/routes.js';
@@ -95,7 +95,11 @@ describe('stream consumer', () => {
   it('leases inbox messages and lists or frees stream slots, by partition key only, on the very keys the domain uses', () => {
     const s = statements();
     const onTable = s.filter((x) => x.resources.includes(logicalId(stack.storage.table)));
-    expect(actionsOf(onTable).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actionsOf(onTable).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    // A pull queries the inbox's waiting and leased indexes: Query only, on the table's indexes, inbox keys only.
+    const onIndexes = onTable.filter((x) => x.resources.includes('/index/*'));
+    expect(onIndexes.map((x) => [x.actions, x.condition!['ForAllValues:StringLike']['dynamodb:LeadingKeys']])).toEqual([[['dynamodb:Query'], STREAM_INBOX_KEYS]]);
+    expect([waitingIndex('sub_01J', 'evt_1').gsi1pk, leasedIndex('sub_01J', 1, 'evt_1').gsi2pk].every((pk) => STREAM_INBOX_KEYS.some((p) => like(p).test(pk)))).toBe(true);
     expect(leadingKeys(s, 'dynamodb:UpdateItem')).toEqual(STREAM_INBOX_KEYS);
     expect(leadingKeys(s, 'dynamodb:DeleteItem')).toEqual(STREAM_SLOT_KEYS);
     expect(leadingKeys(s, 'dynamodb:Query').sort()).toEqual([...STREAM_INBOX_KEYS, ...STREAM_SLOT_KEYS].sort());

@@ -14,7 +14,7 @@ import { deadLetterKey } from '../../lambdas/events/dead-letters.js';
 import { eventKey, idempotencyKeyItem, inboxKey, subscriptionKey, subscriptionsPartition } from '../../lambdas/events/keys.js';
 import { OUTBOX_SHARDS, outboxKey, sweepOutbox } from '../../lambdas/events/outbox.js';
 import { sealSigningSecret } from '../../lambdas/events/secret-box.js';
-import { statsKey } from '../../lambdas/events/stats.js';
+import { countedKey, statsKey } from '../../lambdas/events/stats.js';
 import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
@@ -144,7 +144,7 @@ describe('delivery function', () => {
     expect([...actions].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     for (const { action, pk } of touched) expect(covered(leadingKeysFor(statements, action), pk), `${action} ${pk}`).toBe(true);
     // The completed path writes the counters only, the item the failed attempts wrote too.
-    for (const pk of [statsKey(WS).pk, deadLetterKey(WS, EVT).pk]) expect(covered(DELIVERY_WRITE_KEYS, pk), pk).toBe(true);
+    for (const pk of [statsKey(WS).pk, deadLetterKey(WS, EVT).pk, countedKey(WS, 'x').pk]) expect(covered(DELIVERY_WRITE_KEYS, pk), pk).toBe(true);
     for (const pk of [subscriptionKey(WS, SUB).pk, eventKey(WS, EVT).pk]) expect(covered(DELIVERY_READ_KEYS, pk), pk).toBe(true);
   });
 });
@@ -348,6 +348,10 @@ async function recordingEngine() {
     update: async (u: { key: { pk: string } }) => (record('update', u.key.pk), {}),
     delete: async (key: { pk: string }) => void record('delete', key.pk),
     query: async (q: { pk: string }) => (record('query', q.pk), { items: q.pk === outbox.pk ? [outbox] : [] }),
+    // TransactWriteItems is authorized per item by its action (an update as UpdateItem).
+    transact: async (writes: Record<string, { pk: string }>[]) => {
+      for (const w of writes) for (const op of ['put', 'update', 'delete'] as const) if (w[op]) record(op, op === 'put' ? w.put.pk : w[op].pk);
+    },
   };
   const unexpected = (what: string) => () => {
     throw new Error(`the consumer used ${what}: grant it in lib/webhook-delivery.ts and test it here`);
