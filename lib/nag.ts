@@ -139,6 +139,15 @@ export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Gr
   }
 }
 
+/** The webhook delivery function's PutEvents on any event bus (lib/webhook-delivery.ts). */
+export function acknowledgeEventBusGrant(role: IConstruct, arn: string): void {
+  ack(
+    role,
+    `AwsSolutions-IAM5[Resource::${flat(role, arn)}]`,
+    "eventbridge subscriptions deliver to buses each organization registers at run time (admin CLI `org eventbridge-allow`); the delivery checks that allow-list in the table before every PutEvents, so the wildcard is bounded by it. PutEvents only, nothing else of EventBridge; a bus of another account also has to allow this role in its resource policy.",
+  );
+}
+
 /** PostToConnection/DeleteConnection patterns: the connection id is known only at run time. */
 export function acknowledgeConnectionArns(fn: IConstruct, arns: readonly string[]): void {
   for (const arn of arns) {

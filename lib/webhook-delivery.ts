@@ -4,18 +4,21 @@ import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Rule } from 'aws-cdk-lib/aws-events';
 import { Construct } from 'constructs';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
 import { consumerFunction, grantItems, schedule, sqsSource } from './function-defaults.js';
 import type { Queues } from './queues.js';
 import type { ServerSecret } from './server-secret.js';
+import { acknowledgeEventBusGrant } from './nag.js';
 
 /**
  * Partition key prefixes of the Events items each consumer touches (lambdas/events/keys.ts and the
  * modules it names); test/infra/webhook-delivery.test.ts checks them against the domain's key
  * functions, so a renamed prefix fails a test instead of a delivery in AWS.
  */
-export const DELIVERY_READ_KEYS = ['evsub#*', 'evt#*'];
+/** ... and the organizations' event-bus allow-lists (evbus#<org>, lambdas/events/eventbridge.ts), checked at every eventbridge delivery. */
+export const DELIVERY_READ_KEYS = ['evsub#*', 'evt#*', 'evbus#*'];
 /**
  * Dead letters (evdead: one per event, naming the subscriptions that died), the workspace counters
  * (evstat) and the markers of outcomes counted (evdone: a duplicate attempt counts nothing).
@@ -48,6 +51,9 @@ export const PLATFORM_EVENTS_SWEEP_KEYS: Readonly<Record<string, readonly string
   /** A change outbox item once published; a webhook outbox entry once its delivery is queued. */
   'dynamodb:DeleteItem': [...CHANGE_OUTBOX_KEYS, ...OUTBOX_KEYS],
 };
+
+/** Every event bus, any region and account: what the delivery function may PutEvents on (the allow-list narrows it). */
+export const eventBusArns = (scope: Construct) => Stack.of(scope).formatArn({ service: 'events', region: '*', account: '*', resource: 'event-bus', resourceName: '*' });
 
 /**
  * Sizing of the delivery function. One attempt waits at most 10 s for its receiver and every message
@@ -124,6 +130,11 @@ export class WebhookDelivery extends Construct {
     grantItems(delivery.role, props.table, ['dynamodb:UpdateItem'], DELIVERY_WRITE_KEYS);
     queue.grantSendMessages(delivery.role);
     props.secret.grantRead(delivery.role);
+    // eventbridge subscriptions (docs/events/eventbridge.md): PutEvents on any bus, because the buses are
+    // registered at run time per organization (`org eventbridge-allow`); the allow-list in the table is
+    // the check, at creation and at every delivery. A cross-account bus also needs its resource policy.
+    delivery.role.addToPrincipalPolicy(new PolicyStatement({ actions: ['events:PutEvents'], resources: [eventBusArns(this)] }));
+    acknowledgeEventBusGrant(delivery.role, eventBusArns(this));
 
     // Outbox sweep: reads and removes outbox entries, queues their deliveries. A failed run is not
     // retried: the next one, a minute later, sweeps the same entries.

@@ -13,6 +13,7 @@ import { AiKeyRoutes, AiKeyRoutesError } from '../ai/key-routes.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
 import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
+import { EventBusAllowListError, allowEventBus, listEventBuses, revokeEventBus } from '../events/eventbridge.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -92,6 +93,25 @@ export const COMMANDS: Record<string, Command> = {
     options: { org: s, field: s },
     required: ['org', 'field'],
     run: async (e, o) => aiSettings(e).revokeField(await existingOrg(e, o), str(o, 'field')),
+  },
+  // The event buses the organization's eventbridge subscriptions may deliver to (docs/events/eventbridge.md).
+  'org eventbridge-allow': {
+    usage: '--org ID --arn EVENT_BUS_ARN',
+    options: { org: s, arn: s },
+    required: ['org', 'arn'],
+    run: async (e, o) => allowEventBus(e, await existingOrg(e, o), str(o, 'arn')),
+  },
+  'org eventbridge-revoke': {
+    usage: '--org ID --arn EVENT_BUS_ARN',
+    options: { org: s, arn: s },
+    required: ['org', 'arn'],
+    run: async (e, o) => revokeEventBus(e, await existingOrg(e, o), str(o, 'arn')),
+  },
+  'org eventbridge-list': {
+    usage: '--org ID',
+    options: { org: s },
+    required: ['org'],
+    run: async (e, o) => ({ data: await listEventBuses(e, await existingOrg(e, o)) }),
   },
   'org limits': {
     usage: `--org ID ${LIMITS_USAGE}`,
@@ -236,4 +256,4 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
 
 /** Errors a user can act on; anything else is a bug and keeps its stack on stderr. */
 export const isUserError = (e: unknown) =>
-  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError;
+  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError;

@@ -6,7 +6,7 @@
  * the queue's visibility timeout.
  */
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import { getEngine } from '../engine/index.js';
+import { eventBusSender, getEngine } from '../engine/index.js';
 import { sqsConsumerHandler } from '../engine/aws/queue.js';
 import { webhookConsumer } from '../events/delivery.js';
 
@@ -19,6 +19,6 @@ type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 let consume: Promise<SqsHandler> | undefined;
 
 export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
-  consume ??= getEngine().then((engine) => sqsConsumerHandler(webhookConsumer(engine)));
+  consume ??= getEngine().then((engine) => sqsConsumerHandler(webhookConsumer(engine, { eventBus: eventBusSender() })));
   return (await consume)(event);
 }

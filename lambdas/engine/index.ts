@@ -11,6 +11,7 @@
  * is made at run time.
  */
 import type { Engine } from './ports.js';
+import type { EventBusSender } from './event-bus.js';
 import { settings, type Settings } from '../shared/settings.js';
 
 let current: Promise<Engine> | undefined;
@@ -34,4 +35,16 @@ export async function createEngine(config: Settings = settings()): Promise<Engin
     const { createEmbeddedEngine } = await import('./embedded/index.js');
     return createEmbeddedEngine({ dataDir: config.dataDir });
   }
+}
+
+/**
+ * The event-bus port (EventBridge's PutEvents, engine/event-bus.ts), on AWS and locally alike: locally
+ * it puts on the EventBridge-compatible endpoint AWS_ENDPOINT_URL names. Its SDK client and adapter
+ * load at the first delivery to a bus, so no other function's cold start pays for them.
+ */
+export function eventBusSender(): EventBusSender {
+  let loading: Promise<EventBusSender> | undefined;
+  return {
+    putEvents: async (region, entries) => (await (loading ??= import('./aws/event-bus.js').then((m) => new m.AwsEventBusSender()))).putEvents(region, entries),
+  };
 }

@@ -13,7 +13,7 @@ import type { Engine } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
 import { eventKey } from './keys.js';
-import { Subscriptions } from './subscriptions.js';
+import { Subscriptions, queuedDelivery } from './subscriptions.js';
 import { outboxKey, queueDelivery } from './outbox.js';
 
 export const DEAD_LETTER_RETENTION_SECONDS = 30 * 24 * 3600;
@@ -72,7 +72,7 @@ export async function replayDeadLetter(engine: Engine, workspaceId: string, even
   const key = deadLetterKey(workspaceId, eventId);
   const [first, event] = await Promise.all([engine.kv.get(key), engine.kv.get(eventKey(workspaceId, eventId))]);
   if (!first || !event) throw deadLetterNotFound(eventId);
-  const webhooks = (await new Subscriptions(engine).list(workspaceId)).filter((s) => s.delivery.mode === 'webhook');
+  const webhooks = (await new Subscriptions(engine).list(workspaceId)).filter(queuedDelivery);
   let letter: typeof first | undefined = first;
   for (let round = 0; round < 10; round++) {
     if (!letter) throw deadLetterNotFound(eventId);

@@ -14,6 +14,8 @@ import { Subscriptions, type StoredSubscription } from './subscriptions.js';
 import { signatureHeader } from './signing.js';
 import { postWebhook, type DeliveryOutcome } from './webhook-sender.js';
 import { queueDelivery, type DeliveryMessage } from './outbox.js';
+import type { EventBusSender } from '../engine/event-bus.js';
+import { PutEventsBatch, putOnBus, type BusOutcome, type BusSlot } from './eventbridge.js';
 import { count, countOnce, type Counter } from './stats.js';
 import { markReplayDelivered, recordDeadLetter } from './dead-letters.js';
 
@@ -37,8 +39,16 @@ export function deliveryMessageOf(body: string): DeliveryMessage | undefined {
   return undefined;
 }
 
+export interface DeliveryOptions {
+  timeoutMs?: number;
+  /** The event-bus port: eventbridge subscriptions are put on their bus through it (eventbridge.ts). */
+  eventBus?: EventBusSender;
+  /** This attempt's place in its consumer batch's PutEvents calls. */
+  busSlot?: BusSlot;
+}
+
 /** One attempt. Throws only for the engine's own failures (the queue then delivers the message again). */
-export async function attemptDelivery(engine: Engine, m: DeliveryMessage, options: { timeoutMs?: number } = {}): Promise<AttemptResult> {
+export async function attemptDelivery(engine: Engine, m: DeliveryMessage, options: DeliveryOptions = {}): Promise<AttemptResult> {
   // An outcome is counted once per delivery (a marker in the counters' transaction): an attempt the
   // queue or the outbox sweep delivers twice counts nothing the second time. Replays count as before.
   const counted = (marker: string, add: Partial<Record<Counter, number>>) =>
@@ -53,25 +63,28 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
     return 'dropped'; // deleted meanwhile: nobody to deliver to
   }
   const event = await engine.kv.get(eventKey(m.workspace_id, m.event_id));
-  if (!event || subscription.delivery.mode !== 'webhook' || !subscription.delivery.url) {
+  const bus = subscription.delivery.mode === 'eventbridge';
+  if (!bus) options.busSlot?.leave();
+  if (!event || (!bus && (subscription.delivery.mode !== 'webhook' || !subscription.delivery.url))) {
     await counted('done', { depth: m.replay ? 0 : -1 });
     return 'dropped';
   }
   const body = String(event.envelope);
 
-  let outcome: DeliveryOutcome | { ok: false; error: 'secret_missing' };
+  let outcome: DeliveryOutcome | BusOutcome | { ok: false; error: 'secret_missing' };
   let secrets: string[] = [];
   try {
-    secrets = await subscriptions.signingSecrets(subscription);
+    secrets = bus ? [] : await subscriptions.signingSecrets(subscription);
   } catch {
     secrets = [];
   }
-  if (!secrets.length) outcome = { ok: false, error: 'secret_missing' };
+  if (bus) outcome = await putOnBus(engine, subscription, event, options);
+  else if (!secrets.length) outcome = { ok: false, error: 'secret_missing' };
   else {
     // Signed at each attempt with the time it is sent, so a retry is never stale to the receiver.
     const timestamp = Math.floor(engine.clock.now() / 1000);
     outcome = await postWebhook({
-      url: subscription.delivery.url,
+      url: subscription.delivery.url!,
       body,
       timeoutMs: options.timeoutMs,
       headers: {
@@ -104,17 +117,21 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
  * at once, none waits on another's receiver; a message whose attempt failed on the engine is reported
  * failed and comes back after its visibility timeout.
  */
-export function webhookConsumer(engine: Engine, options: { timeoutMs?: number } = {}): QueueConsumer {
+export function webhookConsumer(engine: Engine, options: { timeoutMs?: number; eventBus?: EventBusSender } = {}): QueueConsumer {
   return async (messages) => {
     const failed: string[] = [];
+    // The batch's eventbridge deliveries share PutEvents calls (10 entries, 256 KB each).
+    const batch = options.eventBus && new PutEventsBatch(options.eventBus);
     await Promise.all(
       messages.map(async (message) => {
+        const busSlot = batch?.slot();
         const m = deliveryMessageOf(message.body);
-        if (!m) return;
         try {
-          await attemptDelivery(engine, m, options);
+          if (m) await attemptDelivery(engine, m, { ...options, busSlot });
         } catch {
           failed.push(message.id);
+        } finally {
+          busSlot?.leave();
         }
       }),
     );

@@ -13,7 +13,7 @@ import { checkEvent, envelopeJson, eventsOf, sourceOf, tenantOf, type EventInput
 import { eventKey, idempotencyKeyItem, inboxKey, waitingIndex } from './keys.js';
 import { inboxWritten } from './inbox-signal.js';
 import { wakeStreams } from './stream-remote.js';
-import { Subscriptions, subscriptionMatches } from './subscriptions.js';
+import { Subscriptions, queuedDelivery, subscriptionMatches } from './subscriptions.js';
 import { countWrite } from './stats.js';
 import { removeInbox } from './inbox.js';
 import { outboxKey, queueDeliveries } from './outbox.js';
@@ -74,7 +74,7 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
     }
     writes.push({ put: { ...eventKey(workspaceId, event_id), type: input.type, tier: input.tier, envelope, expires_at: expires + EVENT_RETENTION_SECONDS } });
     for (const s of matching) {
-      if (s.delivery.mode === 'webhook') writes.push({ put: { ...outboxKey(workspaceId, event_id, s.subscription_id), expires_at: expires + EVENT_RETENTION_SECONDS } });
+      if (queuedDelivery(s)) writes.push({ put: { ...outboxKey(workspaceId, event_id, s.subscription_id), expires_at: expires + EVENT_RETENTION_SECONDS } });
       else writes.push({ put: { ...inboxKey(s.subscription_id, event_id), ...waitingIndex(s.subscription_id, event_id), envelope, visible_at: 0, delivery_count: 0, expires_at: expires + EVENT_RETENTION_SECONDS } });
     }
     // What the event's items weigh at most (the envelope in each of them, plus keys and attributes).
@@ -86,7 +86,7 @@ export async function publish(engine: Engine, principal: Principal, workspaceId:
   const accept = (p: Planned) => {
     accepted[p.i] = { event_id: p.event_id, duplicate: false };
     for (const s of p.matching) {
-      if (s.delivery.mode === 'webhook') webhooks.push({ eventId: p.event_id, subscriptionId: s.subscription_id });
+      if (queuedDelivery(s)) webhooks.push({ eventId: p.event_id, subscriptionId: s.subscription_id });
       else {
         inboxWritten(s.subscription_id);
         inboxes.add(s.subscription_id);

@@ -15,10 +15,13 @@ import { checkWebhookUrl, resolveDestination } from './webhook-url.js';
 import { liveSecrets, newSigningSecret, rotate, type StoredSecret } from './signing.js';
 import { openSigningSecret, sealSigningSecret } from './secret-box.js';
 import { removeInbox } from './inbox.js';
+import { Tenants } from '../auth/tenants.js';
+import { checkBusDestination, parseBusDelivery } from './eventbridge.js';
 
 export const MAX_SUBSCRIPTIONS = 50;
 export const MAX_PATTERNS = 20;
-export const DELIVERY_MODES = ['webhook', 'pull', 'websocket'] as const;
+/** The spec's three modes, and `eventbridge`, an extension (docs/events/eventbridge.md). */
+export const DELIVERY_MODES = ['webhook', 'pull', 'websocket', 'eventbridge'] as const;
 export type DeliveryMode = (typeof DELIVERY_MODES)[number];
 const SUBSCRIPTION_ID_PATTERN = /^sub_[0-9a-z]{26}$/;
 /** A type, `*`, or a type prefix ending in `.*` (matching deeper types too). */
@@ -31,13 +34,15 @@ const MAX_ATTEMPTS = 20;
 export interface Subscription {
   subscription_id: string;
   types: string[];
-  delivery: { mode: DeliveryMode; url?: string; secret_ref?: 'managed' };
+  delivery: { mode: DeliveryMode; url?: string; secret_ref?: 'managed'; event_bus_arn?: string; detail_type?: string };
   created_at: string;
 }
 
 /** A subscription as stored: the answer's fields plus the workspace and the sealed secrets. */
 export interface StoredSubscription extends Subscription {
   workspace_id: string;
+  /** An eventbridge subscription's organization: whose allow-list each delivery checks. */
+  organization_id?: string;
   /** Which of the workspace's MAX_SUBSCRIPTIONS slots it holds. */
   slot?: number;
   secrets?: StoredSecret[];
@@ -62,13 +67,21 @@ export function patternMatches(pattern: string, type: string): boolean {
 
 export const subscriptionMatches = (s: Subscription, type: string) => s.types.some((p) => patternMatches(p, type));
 
+/** Delivered through the `webhooks` queue (outbox, retry ladder, dead letters): webhook and eventbridge subscriptions; the others have an inbox. */
+export const queuedDelivery = (s: Subscription) => s.delivery.mode === 'webhook' || s.delivery.mode === 'eventbridge';
+
 /** The answer's view: never a secret, `secret_ref: "managed"` for webhooks. */
 export function subscriptionView(s: StoredSubscription): Subscription {
-  const delivery = s.delivery.mode === 'webhook' ? { mode: s.delivery.mode, url: s.delivery.url, secret_ref: 'managed' as const } : { mode: s.delivery.mode };
+  const delivery =
+    s.delivery.mode === 'webhook'
+      ? { mode: s.delivery.mode, url: s.delivery.url, secret_ref: 'managed' as const }
+      : s.delivery.mode === 'eventbridge'
+        ? { mode: s.delivery.mode, event_bus_arn: s.delivery.event_bus_arn, ...(s.delivery.detail_type === undefined ? {} : { detail_type: s.delivery.detail_type }) }
+        : { mode: s.delivery.mode };
   return { subscription_id: s.subscription_id, types: [...s.types], delivery, created_at: s.created_at };
 }
 
-function parseBody(body: unknown): { types: string[]; mode: DeliveryMode; url?: string } {
+function parseBody(body: unknown): { types: string[]; mode: DeliveryMode; url?: string; bus?: { event_bus_arn: string; detail_type?: string } } {
   if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body is {"types": [...], "delivery": {...}}.');
   const { types, delivery, ...rest } = body as Record<string, unknown>;
   const unknown = Object.keys(rest)[0];
@@ -79,9 +92,15 @@ function parseBody(body: unknown): { types: string[]; mode: DeliveryMode; url?: 
       throw invalidSubscription('A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".');
     }
   }
-  if (!delivery || typeof delivery !== 'object' || Array.isArray(delivery)) throw invalidDelivery('delivery is {"mode": "webhook" | "pull" | "websocket", "url"?}.');
+  if (!delivery || typeof delivery !== 'object' || Array.isArray(delivery)) throw invalidDelivery('delivery is {"mode": "webhook" | "pull" | "websocket" | "eventbridge", "url"?, "event_bus_arn"?, "detail_type"?}.');
   const { mode, url, ...extra } = delivery as Record<string, unknown>;
-  if (!(DELIVERY_MODES as readonly unknown[]).includes(mode)) throw invalidDelivery('delivery.mode is webhook, pull or websocket.');
+  if (!(DELIVERY_MODES as readonly unknown[]).includes(mode)) throw invalidDelivery('delivery.mode is webhook, pull, websocket or eventbridge.');
+  if (mode === 'eventbridge') {
+    const { event_bus_arn, detail_type, ...others } = extra;
+    if (url !== undefined) throw invalidDelivery('An eventbridge subscription takes no url.');
+    if (Object.keys(others).length) throw invalidDelivery(`Unknown delivery field "${Object.keys(others)[0]}".`);
+    return { types: [...new Set(types as string[])], mode, bus: parseBusDelivery({ event_bus_arn, detail_type }) };
+  }
   if (Object.keys(extra).length) throw invalidDelivery(`Unknown delivery field "${Object.keys(extra)[0]}".`);
   if (mode === 'webhook') {
     if (typeof url !== 'string') throw invalidDelivery('A webhook subscription needs delivery.url.');
@@ -104,11 +123,13 @@ export class Subscriptions {
 
   /** Creates one; `signing_secret` is in the answer of a webhook subscription, and only there. */
   async create(workspaceId: string, body: unknown): Promise<Subscription & { signing_secret?: string }> {
-    const { types, mode, url: sent } = parseBody(body);
+    const { types, mode, url: sent, bus } = parseBody(body);
     const url = sent === undefined ? undefined : await checkDestination(sent);
+    const organizationId = bus ? await this.busOrganization(workspaceId, bus.event_bus_arn) : undefined;
     const id = newId('sub', this.now());
     const created_at = new Date(this.now()).toISOString();
-    const stored: StoredSubscription = { subscription_id: id, workspace_id: workspaceId, types, delivery: url ? { mode, url } : { mode }, created_at };
+    const stored: StoredSubscription = { subscription_id: id, workspace_id: workspaceId, types, delivery: url ? { mode, url } : bus ? { mode, ...bus } : { mode }, created_at };
+    if (organizationId) stored.organization_id = organizationId;
     let secret: string | undefined;
     if (mode === 'webhook') {
       secret = newSigningSecret();
@@ -116,6 +137,14 @@ export class Subscriptions {
     }
     await this.claimSlot(workspaceId, stored);
     return secret ? { ...subscriptionView(stored), signing_secret: secret } : subscriptionView(stored);
+  }
+
+  /** The workspace's organization, once its allow-list holds the bus (eventbridge.ts). */
+  private async busOrganization(workspaceId: string, arn: string): Promise<string> {
+    const workspace = await new Tenants(this.kv, () => this.now()).getWorkspace(workspaceId);
+    if (!workspace) throw new PlatformError('not_found', `No workspace "${workspaceId}".`);
+    await checkBusDestination(this.engine, workspace.organization_id, arn, settings().awsEndpointUrl !== undefined);
+    return workspace.organization_id;
   }
 
   async list(workspaceId: string): Promise<StoredSubscription[]> {

@@ -11,6 +11,7 @@
 import type { Engine, QueueMessage } from '../engine/ports.js';
 import { QUEUES } from '../engine/queues.js';
 import { webhookConsumer } from '../events/delivery.js';
+import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
 import { log } from '../shared/log.js';
@@ -23,7 +24,7 @@ const SWEEP_EVERY_MS = 5_000;
 
 export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const onError = (error: unknown) => log.error('queue consumer failed', { error: String(error) });
-  const consumer = webhookConsumer(engine);
+  const consumer = webhookConsumer(engine, { eventBus: eventBusSender() });
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
 

@@ -118,6 +118,7 @@ export interface Settings {
   modelRoutesCacheMs: number;
   eventsRateLimitPerMinute: number;
   eventsAllowLoopbackWebhooks?: boolean;
+  awsEndpointUrl?: string;
   dataRateLimitPerMinute: number;
   localWorkers: number;
   aiPort: number;
@@ -150,6 +151,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     (text) => oneOf(['0', '1'])(text) === '1',
     undefined,
     'Local development only: `1` lets webhook URLs `http(s)://127.0.0.1:<port>`, `[::1]` and `localhost` through (any port); unset or `0` (off) refuses them as every other private destination (docs/events/webhook-destinations.md). Never set it on a deployed stack.',
+  ),
+  awsEndpointUrl: define(
+    'AWS_ENDPOINT_URL',
+    url,
+    undefined,
+    'An EventBridge-compatible endpoint for subscriptions delivering to an event bus (docs/events/eventbridge.md); the local server refuses such subscriptions without it. The AWS SDK reads it too. Unset on a deployed stack.',
   ),
   dataRateLimitPerMinute: define('DATA_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 0, 'Data API calls a minute per credential; 0 (the default, as PocketBase) is no limit.'),
   localWorkers: define(

@@ -8,5 +8,6 @@ export const handler = workspaceHandler('events.subscriptions.ack', async (req, 
   const ids = parseAck(req.json);
   const s = await new Subscriptions(engine).get(workspace.id, req.params.subscription_id);
   if (s.delivery.mode === 'webhook') throw new PlatformError('wrong_delivery_mode', 'A webhook subscription is acknowledged by its receiver\'s 2xx.');
+  if (s.delivery.mode === 'eventbridge') throw new PlatformError('wrong_delivery_mode', 'An eventbridge subscription is acknowledged by its bus (PutEvents).');
   return { status: 200, body: await ack(engine, workspace.id, s.subscription_id, ids) };
 });

@@ -8,5 +8,6 @@ export const handler = workspaceHandler('events.subscriptions.pull', async (req,
   const { max, leaseSeconds } = parsePull(req.json);
   const s = await new Subscriptions(engine).get(workspace.id, req.params.subscription_id);
   if (s.delivery.mode === 'webhook') throw new PlatformError('wrong_delivery_mode', 'A webhook subscription is delivered to its URL; pull works on pull and websocket subscriptions.');
+  if (s.delivery.mode === 'eventbridge') throw new PlatformError('wrong_delivery_mode', 'An eventbridge subscription is delivered to its event bus; pull works on pull and websocket subscriptions.');
   return { status: 200, body: { messages: await pull(engine, s.subscription_id, max, leaseSeconds) } };
 });
