@@ -17,6 +17,10 @@ import { bundledFunctionProps, CONSUMER_TAG, ENTRY_METADATA, PROJECT_ROOT, type 
 import { ROUTE_TAG } from '../../lib/route-function.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import { synthStack } from '../infra/helpers.js';
+import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { unmarshall } from '@aws-sdk/util-dynamodb';
+import type { DynaliteTable } from './dynalite.js';
+import { emulateTransactions } from './dynalite-transactions.js';
 
 export type FunctionKind = 'route' | 'stream' | 'consumer';
 
@@ -258,9 +262,34 @@ export interface AwsCall {
  * The AWS endpoint the bundles are pointed at (AWS_ENDPOINT_URL): DynamoDB's calls go on to a real
  * dynalite, every other call is recorded and refused (the test says which functions may make them).
  * The SDKs stay inside the bundles, as they ship, so they are stood in for on the wire, not mocked.
+ * dynalite has no TransactWriteItems: those run through the project's emulation of it
+ * (dynalite-transactions.ts), from the request as DynamoDB receives it.
  */
-export async function startAwsStandIn(dynamoEndpoint: string): Promise<{ endpoint: string; calls: AwsCall[]; close(): Promise<void> }> {
+export async function startAwsStandIn(dynamo: DynaliteTable): Promise<{ endpoint: string; calls: AwsCall[]; close(): Promise<void> }> {
+  const dynamoEndpoint = dynamo.endpoint;
   const { createServer, request } = await import('node:http');
+  const emulation = await emulateTransactions(dynamo);
+  const documents = DynamoDBDocumentClient.from(dynamo.client);
+  /** A TransactWriteItems request as DynamoDB gets it, run by the emulation; the answer as DynamoDB gives it. */
+  const transact = async (body: Buffer): Promise<{ status: number; answer: object }> => {
+    const input = JSON.parse(body.toString('utf8')) as { TransactItems: Record<string, Record<string, any>>[] };
+    const TransactItems = input.TransactItems.map((action) =>
+      Object.fromEntries(
+        Object.entries(action).map(([kind, a]) => {
+          const out: Record<string, unknown> = { ...a };
+          for (const field of ['Item', 'Key', 'ExpressionAttributeValues']) if (a[field]) out[field] = unmarshall(a[field]);
+          return [kind, out];
+        }),
+      ),
+    );
+    try {
+      await documents.send(new TransactWriteCommand({ TransactItems } as never));
+      return { status: 200, answer: {} };
+    } catch (error) {
+      const e = error as { name: string; message: string; CancellationReasons?: unknown };
+      return { status: 400, answer: { __type: `com.amazonaws.dynamodb.v20120810#${e.name}`, message: e.message, CancellationReasons: e.CancellationReasons } };
+    }
+  };
   const calls: AwsCall[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -269,6 +298,13 @@ export async function startAwsStandIn(dynamoEndpoint: string): Promise<{ endpoin
       const accessKeyId = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ?? 'unsigned';
       const target = req.headers['x-amz-target'] as string | undefined;
       calls.push({ accessKeyId, operation: target ?? `${req.method} ${req.url}` });
+      if (target === 'DynamoDB_20120810.TransactWriteItems') {
+        void transact(Buffer.concat(chunks)).then(({ status, answer }) => {
+          res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0' });
+          res.end(JSON.stringify(answer));
+        });
+        return;
+      }
       if (target?.startsWith('DynamoDB_')) {
         const forward = request(`${dynamoEndpoint}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
           res.writeHead(answer.statusCode ?? 500, answer.headers);
@@ -287,6 +323,10 @@ export async function startAwsStandIn(dynamoEndpoint: string): Promise<{ endpoin
   return {
     endpoint: `http://127.0.0.1:${port}`,
     calls,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => server.close(() => resolve())).then(() => {
+        emulation.restore();
+        documents.destroy();
+      }),
   };
 }

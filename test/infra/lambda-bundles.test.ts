@@ -36,7 +36,7 @@ beforeAll(async () => {
   // its indexes (as the AWS adapter's tests make it), the others with their own keys.
   dynalite = await startDynalite(tables.find((t) => t.partitionKey === TABLE_SCHEMA.partitionKey)?.logicalId ?? main.logicalId);
   for (const t of others.filter((t) => t.logicalId !== dynalite.tableName)) await createPlainTable(dynalite.client, t);
-  aws = await startAwsStandIn(dynalite.endpoint);
+  aws = await startAwsStandIn(dynalite);
 }, 120_000);
 
 afterAll(async () => {
