@@ -102,12 +102,7 @@ export function acknowledgeApiDistribution(distribution: IConstruct, reasons: Di
 export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: GrantTargets): void {
   const iam5 = (finding: string, reason: string) => ack(fn, `AwsSolutions-IAM5[${finding}]`, reason);
 
-  if (grants.has('table:read') || grants.has('table:write')) {
-    iam5(
-      `Resource::${flat(fn, t.table.tableArn)}/index/*`,
-      "Queries on the platform table's GSIs (gsi1, gsi2) need the index ARNs; the wildcard covers only this one table's indexes.",
-    );
-  }
+  if (grants.has('table:read') || grants.has('table:write')) acknowledgeTableIndexes(fn, t.table.tableArn);
 
   if (grants.has('blobs:read') || grants.has('blobs:write')) {
     const bucket = flat(fn, t.bucket.bucketArn);
@@ -137,6 +132,15 @@ export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Gr
       "Bedrock model routes may name an inference profile (cross-region inference) at run time; invoke only, on this account's profiles in the stack's region.",
     );
   }
+}
+
+/** Queries on the platform table's indexes: a role whose policy names `<table>/index/*`. */
+export function acknowledgeTableIndexes(scope: IConstruct, tableArn: string): void {
+  ack(
+    scope,
+    `AwsSolutions-IAM5[Resource::${flat(scope, tableArn)}/index/*]`,
+    "Queries on the platform table's GSIs (gsi1, gsi2) need the index ARNs; the wildcard covers only this one table's indexes.",
+  );
 }
 
 /** The webhook delivery function's PutEvents on any event bus (lib/webhook-delivery.ts). */

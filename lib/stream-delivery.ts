@@ -8,7 +8,7 @@ import { ENV } from '../lambdas/shared/settings.js';
 import { consumerFunction, grantItems, sqsSource } from './function-defaults.js';
 import type { Queues } from './queues.js';
 import type { ConnectionsTarget } from './route-function.js';
-import { acknowledgeConnectionArns } from './nag.js';
+import { acknowledgeConnectionArns, acknowledgeTableIndexes } from './nag.js';
 
 /**
  * Partition key prefixes the stream consumer touches (lambdas/events/stream.ts and inbox.ts);
@@ -65,6 +65,7 @@ export class StreamDelivery extends Construct {
     role.addToPrincipalPolicy(
       new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${props.table.tableArn}/index/*`], conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': STREAM_INBOX_KEYS } } }),
     );
+    acknowledgeTableIndexes(role, props.table.tableArn);
     grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], STREAM_SLOT_KEYS);
     // Reads a connection's record; forgets one found gone.
     props.connections.table.grant(role, 'dynamodb:GetItem', 'dynamodb:DeleteItem');
