@@ -23,6 +23,15 @@ const MAX_PAGES = 10;
 const ACK_ID_PATTERN = /^evt_[0-9a-z]{26}(?:\.[1-9][0-9]{0,8})?$/;
 
 export type PullMessage = Record<string, unknown> & { event_id: string; delivery_count: number; lease_id: string };
+
+/**
+ * A pulled message as a stream frame: the envelope and its delivery_count, as before leases had ids.
+ * The stream session remembers each frame's lease itself, and a client acks a frame by its event id.
+ */
+export function frameOf(message: PullMessage): Record<string, unknown> {
+  const { lease_id: _lease, ...frame } = message;
+  return frame;
+}
 export type NotAckedReason = 'not_found' | 'not_leased' | 'lease_expired' | 'stale_lease';
 export interface AckAnswer {
   acked: number;

@@ -17,7 +17,7 @@
 import type { ConnectionRecord, Engine, QueueConsumer } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
-import { ack, pull } from './inbox.js';
+import { ack, frameOf, pull } from './inbox.js';
 import { CREDENTIAL_CLOSE_CODES, openStreamCredential, sealStreamCredential, streamCredentialRefusal } from './stream-credential.js';
 import { CONNECTION_TTL_SECONDS, MAX_UNACKED_FRAMES, openStreamSlots, parseClientFrame, releaseStreamSlot, type StreamGrant, type StreamSlot } from './stream.js';
 
@@ -155,7 +155,7 @@ async function sendFrames(engine: Engine, connectionId: string, connection: Stre
   if (!messages.length) return;
   await wakeStreams(engine, [connection.subscription_id], connection.lease_seconds + 1);
   for (const message of messages) {
-    if (!(await engine.connections.post(connectionId, JSON.stringify(message)))) {
+    if (!(await engine.connections.post(connectionId, JSON.stringify(frameOf(message))))) {
       await closeRemoteStream(engine, connectionId);
       return;
     }

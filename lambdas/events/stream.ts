@@ -15,7 +15,7 @@ import type { Engine } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
-import { ack, LEASE_SECONDS, parseAck, pull } from './inbox.js';
+import { ack, frameOf, LEASE_SECONDS, parseAck, pull } from './inbox.js';
 import { onInboxWritten } from './inbox-signal.js';
 import { streamCredentialRefusal, type StreamCredential } from './stream-credential.js';
 
@@ -298,7 +298,7 @@ export class StreamSession {
           // Counted before it is sent: an ack may come back before post() resolves.
           this.unacked.set(message.event_id, now + this.grant.leaseSeconds * 1000);
           this.leases.set(message.event_id, message.lease_id);
-          if (!(await this.engine.connections.post(this.connectionId, JSON.stringify(message)))) {
+          if (!(await this.engine.connections.post(this.connectionId, JSON.stringify(frameOf(message))))) {
             // The socket is gone; the message comes back after its lease.
             this.closed = true;
             return;
