@@ -17,6 +17,17 @@ import { countWrite } from './stats.js';
 export const PULL_MAX = { min: 1, max: 100, default: 10 };
 export const LEASE_SECONDS = { min: 5, max: 300, default: 30 };
 export const MAX_ACK_IDS = 100;
+
+/**
+ * Only pull and websocket subscriptions have an inbox to pull, acknowledge or stream; a webhook or an
+ * eventbridge subscription is delivered by the platform: 409 wrong_delivery_mode.
+ */
+export function requireInbox(subscription: { delivery: { mode: string } }, what: 'pulled' | 'acknowledged' | 'streamed'): void {
+  const mode = subscription.delivery.mode;
+  if (mode === 'pull' || mode === 'websocket') return;
+  const delivered = mode === 'webhook' ? 'to its URL' : mode === 'eventbridge' ? 'to its event bus' : 'by the platform';
+  throw new PlatformError('wrong_delivery_mode', `A ${mode} subscription is delivered ${delivered}; only pull and websocket subscriptions are ${what}.`);
+}
 /** Index pages one pull reads at most (entries another puller took meanwhile are skipped). */
 const MAX_PAGES = 10;
 /** An ack names an event id, or a message's `lease_id` (`<event_id>.<delivery_count>`): that lease only. */

@@ -22,6 +22,26 @@ async function call(p: UsedLocalProcess, method: string, path: string, body?: un
   });
   return { status: res.status, body: (await res.json().catch(() => undefined)) as any };
 }
+/** A WebSocket handshake on the subscription's stream: the status and code it is refused with. */
+async function streamRefusal(p: UsedLocalProcess, subscriptionId: string): Promise<{ status?: number; code?: string }> {
+  const { default: WebSocket } = await import('ws');
+  const workspace = JSON.parse((await import('node:fs')).readFileSync(`${p.dataDir}/credentials.json`, 'utf8')).workspace_id;
+  const url = `${p.local.urls.events.replace(/^http/, 'ws')}/v1/workspaces/${workspace}/subscriptions/${subscriptionId}/stream`;
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, ['service.v1'], { headers: { authorization: `Bearer ${p.key}` } });
+    socket.on('open', () => {
+      socket.close();
+      reject(new Error('the stream opened'));
+    });
+    socket.on('unexpected-response', (_req, res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d));
+      res.on('end', () => resolve({ status: res.statusCode, code: JSON.parse(text || '{}').error?.code }));
+    });
+    socket.on('error', () => undefined);
+  });
+}
+
 const subscribe = (p: UsedLocalProcess, delivery: Record<string, unknown>) => call(p, 'POST', '/subscriptions', { types: ['order.*'], delivery: { mode: 'eventbridge', ...delivery } });
 
 describe('without an EventBridge endpoint', () => {
@@ -97,6 +117,8 @@ describe('with an EventBridge endpoint', () => {
     const id = created.body.subscription_id;
     expect((await call(local, 'POST', `/subscriptions/${id}/pull`, {})).body.error.code).toBe('wrong_delivery_mode');
     expect((await call(local, 'POST', `/subscriptions/${id}/rotate-secret`)).body.error.code).toBe('wrong_delivery_mode');
+    expect((await call(local, 'POST', `/subscriptions/${id}/ack`, { ids: ['evt_01jd0000000000000000000000'] })).body.error.code).toBe('wrong_delivery_mode');
+    expect(await streamRefusal(local, id)).toEqual({ status: 409, code: 'wrong_delivery_mode' });
     await call(local, 'DELETE', `/subscriptions/${plain.body.subscription_id}`);
   });
 

@@ -3,6 +3,7 @@ import { PlatformError } from '../../../shared/errors.js';
 import { Subscriptions } from '../../../events/subscriptions.js';
 import { isServerCredential } from '../../../auth/principal.js';
 import { claimStreamSlot, parseStreamQuery, parseSubprotocols, requireStreamProtocol, STREAM_SUBPROTOCOL } from '../../../events/stream.js';
+import { requireInbox } from '../../../events/inbox.js';
 
 /**
  * GET .../subscriptions/{subscription_id}/stream (docs/events/stream.md). The chain has checked the
@@ -20,7 +21,7 @@ export const handler = workspaceHandler('events.subscriptions.stream', async (re
   requireStreamProtocol(req.headers['sec-websocket-protocol']);
   const { leaseSeconds } = parseStreamQuery(req.query);
   const s = await new Subscriptions(engine).get(workspace.id, req.params.subscription_id);
-  if (s.delivery.mode === 'webhook') throw new PlatformError('wrong_delivery_mode', 'A webhook subscription is delivered to its URL; streams work on pull and websocket subscriptions.');
+  requireInbox(s, 'streamed');
   const slot = await claimStreamSlot(engine, workspace.id, s.subscription_id, upgrade.connectionId);
   // The chain resolved this credential: the stream checks it again while open (lambdas/events/stream-credential.ts).
   const credential = { authorization: req.headers.authorization!, origin: req.headers.origin };
