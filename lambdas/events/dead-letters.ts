@@ -91,11 +91,13 @@ export async function replayDeadLetter(engine: Engine, workspaceId: string, even
       letter = await engine.kv.get(key);
       continue;
     }
+    // A replay's generation for a subscription: its deaths so far, new with every replay (a replay needs a new death).
+    const generation = (id: string) => Number(current[`dead_${id}`]);
     const claim = Object.fromEntries(due.flatMap((s) => [[`dead_${s.subscription_id}`, current[`dead_${s.subscription_id}`]!], [`queued_${s.subscription_id}`, current[`queued_${s.subscription_id}`]!]]));
     try {
       await engine.kv.transact([
         { update: key, set: Object.fromEntries(due.map((s) => [`queued_${s.subscription_id}`, current[`dead_${s.subscription_id}`]])), add: { replay_count: 1 }, condition: { ifEquals: claim } },
-        ...due.map((s) => ({ put: { ...outboxKey(workspaceId, eventId, s.subscription_id), replay: true } })),
+        ...due.map((s) => ({ put: { ...outboxKey(workspaceId, eventId, s.subscription_id), replay: generation(s.subscription_id) } })),
       ]);
     } catch (error) {
       if (!(error instanceof TransactionCanceledError)) throw error;
@@ -104,7 +106,7 @@ export async function replayDeadLetter(engine: Engine, workspaceId: string, even
     }
     await Promise.all(
       due.map(async (s) => {
-        await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: s.subscription_id, event_id: eventId, attempt: 1, replay: true });
+        await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: s.subscription_id, event_id: eventId, attempt: 1, replay: generation(s.subscription_id) });
         await engine.kv.delete(outboxKey(workspaceId, eventId, s.subscription_id));
       }),
     );

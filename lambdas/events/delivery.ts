@@ -50,9 +50,12 @@ export interface DeliveryOptions {
 /** One attempt. Throws only for the engine's own failures (the queue then delivers the message again). */
 export async function attemptDelivery(engine: Engine, m: DeliveryMessage, options: DeliveryOptions = {}): Promise<AttemptResult> {
   // An outcome is counted once per delivery (a marker in the counters' transaction): an attempt the
-  // queue or the outbox sweep delivers twice counts nothing the second time. Replays count as before.
+  // queue or the outbox sweep delivers twice counts nothing the second time; a replay's outcomes are
+  // marked by its generation (replays queued before generations existed count as before).
   const counted = (marker: string, add: Partial<Record<Counter, number>>) =>
-    m.replay ? count(engine, m.workspace_id, add) : countOnce(engine, m.workspace_id, m.event_id, `${m.event_id}#${m.subscription_id}#${marker}`, add);
+    m.replay === true
+      ? count(engine, m.workspace_id, add)
+      : countOnce(engine, m.workspace_id, m.event_id, `${m.event_id}#${m.subscription_id}#${m.replay ? `r${m.replay}#` : ''}${marker}`, add);
   const subscriptions = new Subscriptions(engine);
   let subscription: StoredSubscription;
   try {

@@ -26,8 +26,12 @@ export interface DeliveryMessage {
   subscription_id: string;
   event_id: string;
   attempt: number;
-  /** Set on a replay of a dead letter: the delivery counts as a replay, not as new traffic. */
-  replay?: boolean;
+  /**
+   * Set on a replay of a dead letter: the delivery counts as a replay, not as new traffic. The number
+   * is the replay's generation for this subscription (its deaths when it was queued), so each replay's
+   * outcome is counted once (`true`: queued before generations existed).
+   */
+  replay?: boolean | number;
 }
 
 const queuedListeners = new Set<() => void>();
@@ -67,7 +71,7 @@ export async function sweepOutbox(engine: Engine): Promise<number> {
       // Queued, then removed: a crash in between queues it again later, never loses it (two sweepers at
       // once may queue it twice, which at-least-once delivery allows).
       // A dead letter's replay (dead-letters.ts) commits its entries with `replay: true`.
-      await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: subscriptionId, event_id: eventId, attempt: 1, ...(item.replay === true ? { replay: true } : {}) });
+      await queueDelivery(engine, { workspace_id: workspaceId, subscription_id: subscriptionId, event_id: eventId, attempt: 1, ...(item.replay === true || typeof item.replay === 'number' ? { replay: item.replay } : {}) });
       await engine.kv.delete({ pk: item.pk, sk: item.sk });
       swept++;
     }

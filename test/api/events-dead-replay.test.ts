@@ -123,7 +123,7 @@ it('sequential replays: the first queues both subscriptions, later ones queue no
   expect(later).toEqual(Array(6).fill({ event_id: eventId, replayed: false, queued: [] }));
 }, 180_000);
 
-it('seven concurrent replays over two workers queue each subscription once', async () => {
+it('seven concurrent replays over two workers queue each subscription once, and a duplicate of a replay delivery counts once', async () => {
   const eventId = await deadLetterForBoth('concurrent');
   const before = await stats();
   failing.clear();
@@ -138,6 +138,17 @@ it('seven concurrent replays over two workers queue each subscription once', asy
   expect((await stats()).completed - before.completed).toBe(2);
   expect(answers.flatMap((a) => a.body.queued).sort()).toEqual([subA, subB].sort());
   for (const a of answers) expect(a.body.replayed).toBe(a.body.queued.length > 0);
+
+  // The queue hands a replay's delivery over twice (SQS is at least once): delivered again, counted once.
+  const side = createEmbeddedEngine({ dataDir: local.dataDir });
+  try {
+    await queueDelivery(side, { workspace_id: workspace, subscription_id: subA, event_id: eventId, attempt: 1, replay: 1 });
+  } finally {
+    await side.close();
+  }
+  await waitFor('the duplicate delivered', () => delivered('/a', eventId) === 2);
+  await sleep(1000);
+  expect((await stats()).completed - before.completed).toBe(2);
 
   // Delivered to both: a later replay still answers 202, queueing nothing.
   expect((await call('POST', `/dead/${eventId}/replay`)).body).toEqual({ event_id: eventId, replayed: false, queued: [] });
