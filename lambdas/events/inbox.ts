@@ -78,8 +78,12 @@ export function parseAck(body: unknown): string[] {
   return [...new Set(ids as string[])];
 }
 
-/** Leases up to `max` visible messages, oldest first: ended leases and waiting messages, never held ones. */
-export async function pull(engine: Engine, subscriptionId: string, max: number, leaseSeconds: number): Promise<PullMessage[]> {
+/**
+ * Leases up to `max` visible messages, oldest first: ended leases and waiting messages, never held ones.
+ * `holder`: who leases them (a stream's connection), recorded on each lease so that its acks by event id
+ * acknowledge only its own leases (a client acks a frame by its event id; it never sees the lease_id).
+ */
+export async function pull(engine: Engine, subscriptionId: string, max: number, leaseSeconds: number, holder?: string): Promise<PullMessage[]> {
   const out: PullMessage[] = [];
   const now = engine.clock.now();
   const until = now + leaseSeconds * 1000;
@@ -94,7 +98,7 @@ export async function pull(engine: Engine, subscriptionId: string, max: number, 
     for (const item of candidates) {
       if (out.length >= max) return out;
       if (typeof item.visible_at === 'number' && item.visible_at > now) continue;
-      const leased = await lease(engine, subscriptionId, item, until);
+      const leased = await lease(engine, subscriptionId, item, until, holder);
       if (leased) {
         const delivery_count = Number(leased.delivery_count);
         out.push({ ...(JSON.parse(String(leased.envelope)) as Record<string, unknown>), delivery_count, lease_id: `${leased.sk}.${delivery_count}` } as PullMessage);
@@ -110,13 +114,13 @@ export async function pull(engine: Engine, subscriptionId: string, max: number, 
 }
 
 /** Leases a message: out of the waiting index, into the leased one by its lease's end. */
-async function lease(engine: Engine, subscriptionId: string, item: KvItem, until: number): Promise<KvItem | undefined> {
+async function lease(engine: Engine, subscriptionId: string, item: KvItem, until: number, holder?: string): Promise<KvItem | undefined> {
   try {
     return await engine.kv.update({
       key: { pk: item.pk, sk: item.sk },
-      set: { visible_at: until, ...leasedIndex(subscriptionId, until, item.sk) },
+      set: { visible_at: until, ...leasedIndex(subscriptionId, until, item.sk), ...(holder === undefined ? {} : { lease_holder: holder }) },
       add: { delivery_count: 1 },
-      remove: ['gsi1pk', 'gsi1sk'],
+      remove: ['gsi1pk', 'gsi1sk', ...(holder === undefined ? ['lease_holder'] : [])],
       condition: { ifEquals: { visible_at: item.visible_at ?? 0 } },
     });
   } catch (error) {
@@ -128,17 +132,18 @@ async function lease(engine: Engine, subscriptionId: string, item: KvItem, until
 
 /**
  * Acknowledges the named messages of this subscription: each is deleted only while a lease on it holds
- * (given a `lease_id`, only that lease), with the counters in the same transaction. Every id not
+ * (given a `lease_id`, only that lease; given a `holder`, only a lease it holds), with the counters in
+ * the same transaction. Every id not
  * acknowledged is in `not_acked` with why: `not_found` (not in this inbox: another subscription's,
  * acked already, or never), `not_leased` (waiting, never leased), `lease_expired` (its lease ended),
  * `stale_lease` (leased again since that lease_id).
  */
-export async function ack(engine: Engine, workspaceId: string, subscriptionId: string, ids: string[]): Promise<AckAnswer> {
-  const results = await Promise.all(ids.map(async (id) => ({ id, reason: await ackOne(engine, workspaceId, subscriptionId, id) })));
+export async function ack(engine: Engine, workspaceId: string, subscriptionId: string, ids: string[], holder?: string): Promise<AckAnswer> {
+  const results = await Promise.all(ids.map(async (id) => ({ id, reason: await ackOne(engine, workspaceId, subscriptionId, id, holder) })));
   return { acked: results.filter((r) => r.reason === undefined).length, not_acked: results.filter((r): r is AckAnswer['not_acked'][number] => r.reason !== undefined) };
 }
 
-async function ackOne(engine: Engine, workspaceId: string, subscriptionId: string, id: string): Promise<NotAckedReason | undefined> {
+async function ackOne(engine: Engine, workspaceId: string, subscriptionId: string, id: string, holder?: string): Promise<NotAckedReason | undefined> {
   const [eventId, count] = id.split('.');
   for (let attempt = 0; attempt < 5; attempt++) {
     const item = await engine.kv.get(inboxKey(subscriptionId, eventId));
@@ -146,6 +151,8 @@ async function ackOne(engine: Engine, workspaceId: string, subscriptionId: strin
     const deliveries = Number(item.delivery_count ?? 0);
     if (!deliveries) return 'not_leased';
     if (count !== undefined && Number(count) !== deliveries) return 'stale_lease';
+    // A holder acks only its own lease: another consumer has leased the message since.
+    if (holder !== undefined && item.lease_holder !== holder) return 'stale_lease';
     if (!(typeof item.visible_at === 'number' && item.visible_at > engine.clock.now())) return 'lease_expired';
     try {
       await engine.kv.transact([

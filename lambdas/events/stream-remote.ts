@@ -112,7 +112,8 @@ export async function receiveRemoteFrame(engine: Engine, connectionId: string, t
     return engine.connections.disconnect(connectionId);
   }
   if (!(await credentialHolds(engine, connectionId, connection))) return;
-  await ack(engine, connection.workspace_id, connection.subscription_id, ids);
+  // Its own leases only: an ack after its lease ended must not take a message another consumer leased since.
+  await ack(engine, connection.workspace_id, connection.subscription_id, ids, connectionId);
   await sendFrames(engine, connectionId, connection);
 }
 
@@ -151,7 +152,7 @@ async function credentialHolds(engine: Engine, connectionId: string, connection:
  * (its slots freed); what it had leased returns after the lease.
  */
 async function sendFrames(engine: Engine, connectionId: string, connection: StreamConnection): Promise<void> {
-  const messages = await pull(engine, connection.subscription_id, MAX_UNACKED_FRAMES, connection.lease_seconds);
+  const messages = await pull(engine, connection.subscription_id, MAX_UNACKED_FRAMES, connection.lease_seconds, connectionId);
   if (!messages.length) return;
   await wakeStreams(engine, [connection.subscription_id], connection.lease_seconds + 1);
   for (const message of messages) {

@@ -223,3 +223,23 @@ describe('a stream whose credential is revoked, in AWS', () => {
     expect(await engine.connections.recall('c-org')).toBeUndefined();
   });
 });
+
+describe('acks of a stream in AWS (issue 20, defect 4)', () => {
+  it("a connection's late ack does not remove a message another consumer leased after its lease ended; the holder's ack does", async () => {
+    const sub = await subscribe();
+    expect((await connect('c-late', sub, {}, { lease_seconds: '5' })).statusCode).toBe(200);
+    takeWakes();
+    const [id] = await publish(1);
+    await consume(takeWakes());
+    expect(takeFrames().get('c-late')!.map((f) => f.event_id)).toEqual([id]);
+    // The stream's lease ends; a puller on the same subscription leases the message.
+    clock.advance(6000);
+    const pulled = (await ok(call('POST', `/subscriptions/${sub}/pull`, { max: 10, lease_seconds: 300 }), 200)).messages;
+    expect(pulled.map((m: { event_id: string }) => m.event_id)).toEqual([id]);
+    // The stream's client acks its frame late: nothing of the puller's lease is removed.
+    expect(await frame('c-late', JSON.stringify({ ack: [id] }))).toEqual({ statusCode: 200 });
+    const acked = await ok(call('POST', `/subscriptions/${sub}/ack`, { ids: [pulled[0].lease_id] }), 200);
+    expect(acked).toEqual({ acked: 1, not_acked: [] });
+    await disconnect('c-late');
+  });
+});
