@@ -4,7 +4,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
-import { nestsDeeperThan } from '../shared/json-depth.js';
+import { holdsNonFiniteNumber, nestsDeeperThan } from '../shared/json-depth.js';
 
 export const MAX_EVENTS_PER_PUBLISH = 100;
 export const TIERS = ['basic', 'reliable', 'advanced'] as const;
@@ -85,6 +85,8 @@ export function checkEvent(raw: unknown): EventInput | RejectionCode {
   if (e.idempotency_key !== undefined && (typeof e.idempotency_key !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(e.idempotency_key))) return 'invalid_idempotency_key';
   if (!Object.hasOwn(e, 'data') || e.data === undefined) return 'data_required';
   if (nestsDeeperThan(e.data, MAX_DATA_DEPTH)) return 'invalid_event';
+  // 1e400 parses as Infinity and would be delivered as null: refused rather than changed.
+  if (holdsNonFiniteNumber(e.data)) return 'invalid_event';
   const dataJson = JSON.stringify(e.data);
   if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES[tier]) return 'payload_too_large';
   return { type: e.type, dataJson, idempotencyKey: e.idempotency_key as string | undefined, tier };
