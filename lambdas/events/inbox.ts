@@ -87,30 +87,51 @@ export async function pull(engine: Engine, subscriptionId: string, max: number, 
   const out: PullMessage[] = [];
   const now = engine.clock.now();
   const until = now + leaseSeconds * 1000;
-  const limit = Math.min(100, max * 2);
-  const ended = { index: 'gsi2' as const, pk: leasedIndex(subscriptionId, 0, '').gsi2pk, sk: { lt: leaseEnd(now + 1) }, limit };
-  const waiting = { index: 'gsi1' as const, pk: waitingIndex(subscriptionId, '').gsi1pk, limit };
-  let endedPage = await engine.kv.query(ended);
-  let waitingPage = await engine.kv.query(waiting);
+  await returnEndedLeases(engine, subscriptionId, now);
+  // Oldest first: the waiting index is in event id order, and an event id sorts by publish time.
+  const waiting = { index: 'gsi1' as const, pk: waitingIndex(subscriptionId, '').gsi1pk, limit: Math.min(100, max * 2) };
+  let page = await engine.kv.query(waiting);
   for (let pages = 0; pages < MAX_PAGES; pages++) {
-    // Oldest first across both: an event id sorts by publish time.
-    const candidates = [...endedPage.items, ...waitingPage.items].sort((a, b) => (a.sk < b.sk ? -1 : a.sk > b.sk ? 1 : 0));
-    for (const item of candidates) {
+    for (const item of page.items) {
       if (out.length >= max) return out;
-      if (typeof item.visible_at === 'number' && item.visible_at > now) continue;
       const leased = await lease(engine, subscriptionId, item, until, holder);
       if (leased) {
         const delivery_count = Number(leased.delivery_count);
         out.push({ ...(JSON.parse(String(leased.envelope)) as Record<string, unknown>), delivery_count, lease_id: `${leased.sk}.${delivery_count}` } as PullMessage);
       }
     }
-    if (out.length >= max || (!endedPage.cursor && !waitingPage.cursor)) break;
-    [endedPage, waitingPage] = await Promise.all([
-      endedPage.cursor ? engine.kv.query({ ...ended, cursor: endedPage.cursor }) : { items: [] },
-      waitingPage.cursor ? engine.kv.query({ ...waiting, cursor: waitingPage.cursor }) : { items: [] },
-    ]);
+    if (out.length >= max || !page.cursor) break;
+    page = await engine.kv.query({ ...waiting, cursor: page.cursor });
   }
   return out;
+}
+
+/**
+ * Spec 3: a lease that ends without an ack returns the message to the inbox. Each pull first moves every
+ * lease ended by now back into the waiting index (each lease end is moved once, by whichever pull sees
+ * it first), so what it then takes is the oldest waiting, whichever lease ended first; leases still
+ * held are never read.
+ */
+async function returnEndedLeases(engine: Engine, subscriptionId: string, now: number): Promise<void> {
+  const ended = { index: 'gsi2' as const, pk: leasedIndex(subscriptionId, 0, '').gsi2pk, sk: { lt: leaseEnd(now + 1) }, limit: 100 };
+  for (let page = await engine.kv.query(ended); ; page = await engine.kv.query({ ...ended, cursor: page.cursor })) {
+    await Promise.all(
+      page.items.map(async (item) => {
+        try {
+          await engine.kv.update({
+            key: { pk: item.pk, sk: item.sk },
+            set: waitingIndex(subscriptionId, String(item.sk)),
+            remove: ['gsi2pk', 'gsi2sk'],
+            condition: { ifEquals: { visible_at: item.visible_at ?? 0 } },
+          });
+        } catch (error) {
+          // Leased again, acked or moved by another pull meanwhile.
+          if (!(error instanceof ConditionFailedError)) throw error;
+        }
+      }),
+    );
+    if (!page.cursor) return;
+  }
 }
 
 /** Leases a message: out of the waiting index, into the leased one by its lease's end. */
