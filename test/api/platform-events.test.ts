@@ -60,6 +60,7 @@ const envelope = (type: string, idempotencyKey: RegExp | string, eventData: unkn
   idempotency_key: typeof idempotencyKey === 'string' ? idempotencyKey : expect.stringMatching(idempotencyKey),
   data: eventData,
   delivery_count: 1,
+  lease_id: expect.stringMatching(/^evt_[0-9a-z]{26}\.1$/),
 });
 
 async function outboxItems() {

@@ -167,7 +167,7 @@ describe('eventbridge deliveries', () => {
     eb.on(PutEventsCommand).callsFake(ok);
     await replayDeadLetter(engine, ws, (dead.event as { event_id: string }).event_id);
     const replayed = await due();
-    expect(replayed.map((m) => JSON.parse(m.body))).toMatchObject([{ subscription_id: sub, attempt: 1, replay: true }]);
+    expect(replayed.map((m) => JSON.parse(m.body))).toMatchObject([{ subscription_id: sub, attempt: 1, replay: 1 }]);
     await consumer()(replayed);
     expect(calls()).toHaveLength(1);
     expect(calls()[0][0].EventBusName).toBe(BUS);
