@@ -168,6 +168,11 @@ export class Subscriptions {
   async delete(workspaceId: string, id: string): Promise<void> {
     checkSubscriptionId(id);
     const s = await this.get(workspaceId, id);
+    const inbox = s.delivery.mode === 'pull' || s.delivery.mode === 'websocket';
+    // Its messages go first, each with its depth: a crash part way leaves the subscription with fewer
+    // messages and the counters exact, and the caller's retried DELETE finishes the job. (Deleting the
+    // subscription first left the rest of its inbox counted for good, with nothing left to delete it.)
+    if (inbox) await removeInbox(this.engine, workspaceId, id);
     try {
       await this.kv.transact([
         { delete: subscriptionKey(workspaceId, id), condition: { ifExists: true } },
@@ -177,9 +182,9 @@ export class Subscriptions {
       if (error instanceof TransactionCanceledError) throw subscriptionNotFound(id);
       throw error;
     }
-    // Its waiting messages go with it, each taking its depth along (a publish that listed it before
-    // the delete removes what it wrote after: publish.ts removeDeleted).
-    if (s.delivery.mode !== 'webhook') await removeInbox(this.engine, workspaceId, id);
+    // What a publish wrote meanwhile: that publish removes it too once it sees the subscription gone
+    // (publish.ts removeDeleted); removing it here as well keeps a crash of that publisher harmless.
+    if (inbox) await removeInbox(this.engine, workspaceId, id);
   }
 
   /**
