@@ -25,7 +25,8 @@ import { bootstrap } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PublishableKeys } from '../../lambdas/auth/publishable-keys.js';
-import { STREAM_LIMITS } from '../../lambdas/events/stream.js';
+import { openStreamSlots, STREAM_LIMITS } from '../../lambdas/events/stream.js';
+import { settings } from '../../lambdas/shared/settings.js';
 import { CONNECT_WAKE_DELAY_SECONDS } from '../../lambdas/events/stream-remote.js';
 import { handler as socket, type SocketEvent } from '../../lambdas/http/handlers/events/stream-socket.js';
 import { handler as streamsConsumer } from '../../lambdas/consumers/streams.js';
@@ -324,4 +325,106 @@ it('a publish into a pull subscription with no stream open queues a wake that fi
   expect(api.commandCalls(PostToConnectionCommand)).toHaveLength(0);
   // The message still waits for a pull.
   expect((await ok(call('POST', `/subscriptions/${sub}/pull`, {}))).messages).toHaveLength(1);
+});
+
+// ---------- a revoked credential (docs/events/stream.md "Credential changes") and acks of a stream's own leases ----------
+// API Gateway holds the socket, so the check runs when the streams consumer is about to post frames and
+// when a client frame comes in; a connection whose credential no longer holds is deleted
+// (DeleteConnection) and gets no frame. The engine's manual clock ends the credential cache.
+
+/** Past every credential cache entry made so far (the cache runs on the engine's clock). */
+const pastCredentialCache = () => clock.advance(settings().credentialCacheMs + 1);
+const deleted = () => api.commandCalls(DeleteConnectionCommand).map((c) => c.args[0].input.ConnectionId);
+
+describe('a stream whose credential is revoked, in AWS', () => {
+  it('the streams consumer deletes the connection of a disabled secret key and posts it no frame', async () => {
+    const tenants = new Tenants(engine.kv, () => clock.now());
+    const streamKey = await tenants.createSecretKey(creds.organization_id, undefined);
+    const sub = await subscribe();
+    // Leases longer than the clock moves here: nothing comes again on its own.
+    expect((await connect('c-key', sub, { Authorization: `Bearer ${streamKey.key}` }, { lease_seconds: '300' })).statusCode).toBe(200);
+    // A second socket on the bootstrap key, still valid: it keeps its frames.
+    expect((await connect('c-ok', sub, {}, { lease_seconds: '300' })).statusCode).toBe(200);
+    takeWakes();
+    const [first] = await publish(1);
+    await consume(takeWakes());
+    const before = takeFrames();
+    expect([...before.values()].flat().map((f) => f.event_id)).toEqual([first]);
+
+    await tenants.setSecretKeyDisabled(streamKey.id, true);
+    pastCredentialCache();
+    const ids = await publish(3);
+    for (let i = 0; i < 2; i++) await consume([{ subscription_id: sub }]);
+    expect(deleted()).toEqual(['c-key']);
+    const frames = takeFrames();
+    expect(frames.get('c-key')).toBeUndefined();
+    expect(frames.get('c-ok')!.map((f) => f.event_id)).toEqual(ids);
+    expect(await engine.connections.recall('c-key')).toBeUndefined();
+    expect(await openStreamSlots(engine, sub)).toEqual(['c-ok']);
+    await disconnect('c-ok');
+  });
+
+  it('a client frame on the connection of a disabled publishable key deletes it without acknowledging', async () => {
+    const tenants = new Tenants(engine.kv, () => clock.now());
+    const app = await tenants.createApplication(creds.workspace_id, 'revoked browser app', []);
+    const keys = new PublishableKeys(engine.kv, () => clock.now());
+    const pk = await keys.create(app.id, ['https://app.example.com']);
+    const sub = await subscribe();
+    const answer = await connect('c-pk', sub, { Authorization: undefined as unknown as string, 'Sec-WebSocket-Protocol': `service.v1, bearer.${pk.key}`, Origin: 'https://app.example.com' });
+    expect(answer.statusCode).toBe(200);
+    // The credential waits in the connection table sealed, never in the clear.
+    expect(JSON.stringify(await engine.connections.recall('c-pk'))).not.toContain(pk.key);
+    takeWakes();
+    const [id] = await publish(1);
+    await consume(takeWakes());
+    expect(takeFrames().get('c-pk')!.map((f) => f.event_id)).toEqual([id]);
+
+    await keys.disable(pk.id);
+    pastCredentialCache();
+    expect(await frame('c-pk', JSON.stringify({ ack: [id] }))).toEqual({ statusCode: 200 });
+    expect(deleted()).toEqual(['c-pk']);
+    expect(takeFrames().size).toBe(0);
+    expect(await engine.connections.recall('c-pk')).toBeUndefined();
+    // Not acknowledged: its lease has ended (the clock moved 30 s), a pull gets it again.
+    const pulled = await ok(call('POST', `/subscriptions/${sub}/pull`, { max: 10 }));
+    expect(pulled.messages.map((m: { event_id: string; delivery_count: number }) => [m.event_id, m.delivery_count])).toEqual([[id, 2]]);
+  });
+
+  it('the consumer deletes the connections of a disabled organization', async () => {
+    const tenants = new Tenants(engine.kv, () => clock.now());
+    const org = await tenants.createOrganization('revoked org');
+    const ws = await tenants.createWorkspace(org.id, 'w');
+    const orgKey = await tenants.createSecretKey(org.id, undefined);
+    const sub = (await ok(callApi(events, bearer(orgKey.key), 'POST', `/v1/workspaces/${ws.id}/subscriptions`, { types: ['ro.paid'], delivery: { mode: 'websocket' } }), 201)).subscription_id;
+    const path = `/v1/workspaces/${ws.id}/subscriptions/${sub}/stream`;
+    expect((await connect('c-org', sub, { Authorization: `Bearer ${orgKey.key}`, 'x-stream-path': path })).statusCode).toBe(200);
+    await ok(callApi(events, bearer(orgKey.key), 'POST', `/v1/workspaces/${ws.id}/events`, { event: { type: 'ro.paid', data: {} } }), 202);
+
+    await tenants.setOrganizationDisabled(org.id, true);
+    pastCredentialCache();
+    await consume([{ subscription_id: sub }]);
+    expect(deleted()).toEqual(['c-org']);
+    expect(takeFrames().size).toBe(0);
+    expect(await engine.connections.recall('c-org')).toBeUndefined();
+  });
+});
+
+describe('acks of a stream in AWS (issue 20, defect 4)', () => {
+  it("a connection's late ack does not remove a message another consumer leased after its lease ended; the holder's ack does", async () => {
+    const sub = await subscribe();
+    expect((await connect('c-late', sub, {}, { lease_seconds: '5' })).statusCode).toBe(200);
+    takeWakes();
+    const [id] = await publish(1);
+    await consume(takeWakes());
+    expect(takeFrames().get('c-late')!.map((f) => f.event_id)).toEqual([id]);
+    // The stream's lease ends; a puller on the same subscription leases the message.
+    clock.advance(6000);
+    const pulled = (await ok(call('POST', `/subscriptions/${sub}/pull`, { max: 10, lease_seconds: 300 }), 200)).messages;
+    expect(pulled.map((m: { event_id: string }) => m.event_id)).toEqual([id]);
+    // The stream's client acks its frame late: nothing of the puller's lease is removed.
+    expect(await frame('c-late', JSON.stringify({ ack: [id] }))).toEqual({ statusCode: 200 });
+    const acked = await ok(call('POST', `/subscriptions/${sub}/ack`, { ids: [pulled[0].lease_id] }), 200);
+    expect(acked).toEqual({ acked: 1, not_acked: [] });
+    await disconnect('c-late');
+  });
 });
