@@ -41,7 +41,7 @@ export class PlatformStack extends Stack {
     const httpTargets = { ...targets, connections: this.socket.connections };
     this.http = new HttpApis(this, 'Http', { targets: httpTargets });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret });
-    this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections });
+    this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });
     // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
     // The AI API's URL: HTTP routes and the streamed chat under one base (docs/decisions/ai-streaming-aws.md).

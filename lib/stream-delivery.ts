@@ -9,6 +9,8 @@ import { consumerFunction, grantItems, sqsSource } from './function-defaults.js'
 import type { Queues } from './queues.js';
 import type { ConnectionsTarget } from './route-function.js';
 import { acknowledgeConnectionArns, acknowledgeTableIndexes } from './nag.js';
+import type { ServerSecret } from './server-secret.js';
+import type { SigningKey } from './signing.js';
 
 /**
  * Partition key prefixes the stream consumer touches (lambdas/events/stream.ts and inbox.ts);
@@ -31,7 +33,19 @@ export interface StreamDeliveryProps {
   readonly table: Table;
   readonly queues: Queues;
   readonly connections: ConnectionsTarget;
+  /** Opens each connection's sealed credential (lambdas/events/stream-credential.ts). */
+  readonly secret: ServerSecret;
+  /** Verifies an OAuth token a stream was opened with. */
+  readonly signing: SigningKey;
 }
+
+/**
+ * What checking an open stream's credential reads (lambdas/auth: a secret key by its hash, an OAuth
+ * client, a publishable key and the origins it lists, the organization, workspace and application),
+ * GetItem on the first and Query on `origin#` only: the same resolver the handshake ran.
+ */
+export const STREAM_CREDENTIAL_KEYS = ['key#*', 'keyid#*', 'oauthclient#*', 'pbkey#*', 'org#*', 'ws#*', 'app#*'];
+export const STREAM_ORIGIN_KEYS = ['origin#*'];
 
 /**
  * The consumer of the `streams` queue (issue 10, item 6): wakes of WebSocket streams whose sockets API
@@ -56,6 +70,8 @@ export class StreamDelivery extends Construct {
         [ENV.queueUrls]: Stack.of(this).toJsonString({ streams: queue.queueUrl }),
         [ENV.connectionsEndpoint]: props.connections.endpoint,
         [ENV.connectionsTable]: props.connections.table.tableName,
+        [ENV.serverSecretArn]: props.secret.secret.secretArn,
+        [ENV.signingKeyIds]: props.signing.keyIdsJson(),
       },
     });
     this.deliveryFunction = fn;
@@ -69,9 +85,14 @@ export class StreamDelivery extends Construct {
     grantItems(role, props.table, ['dynamodb:Query', 'dynamodb:DeleteItem'], STREAM_SLOT_KEYS);
     // Reads a connection's record; forgets one found gone.
     props.connections.table.grant(role, 'dynamodb:GetItem', 'dynamodb:DeleteItem');
-    // Posts frames only (the POST pattern of the stage); it never closes a connection.
-    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [props.connections.postArn] }));
-    acknowledgeConnectionArns(this, [props.connections.postArn]);
+    // Posts frames, and closes a connection whose credential no longer holds (docs/events/stream.md).
+    role.addToPrincipalPolicy(new PolicyStatement({ actions: ['execute-api:ManageConnections'], resources: [...props.connections.manageArns] }));
+    acknowledgeConnectionArns(this, props.connections.manageArns);
+    // Checks each connection's credential before it posts: opens it (the server secret), resolves it.
+    props.secret.grantRead(role);
+    props.signing.grantVerify(role);
+    grantItems(role, props.table, ['dynamodb:GetItem'], STREAM_CREDENTIAL_KEYS);
+    grantItems(role, props.table, ['dynamodb:Query'], STREAM_ORIGIN_KEYS);
     // The wake at the end of a lease.
     queue.grantSendMessages(role);
   }

@@ -146,5 +146,5 @@ export interface SocketRouteDef {
 export const STREAM_PATH_HEADER = 'x-stream-path';
 
 export const SOCKET_ROUTES: readonly SocketRouteDef[] = [
-  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'http/handlers/events/stream-socket', grants: ['table:read', 'table:write', 'connections:post', 'connections:table', 'queue:send'] },
+  { id: 'events.stream.socket', routeKeys: ['$connect', '$default', '$disconnect'], handler: 'http/handlers/events/stream-socket', grants: ['table:read', 'table:write', 'connections:post', 'connections:table', 'queue:send', 'secret:read'] },
 ];

@@ -5,7 +5,7 @@
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import type { RouteDef } from '../../lambdas/http/routes.js';
-import { ROUTES } from '../../lambdas/http/routes.js';
+import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
 import { actionsOf, allowedStatements, expectedEnvNames, routeFunctions, synthStack } from './helpers.js';
 
 vi.mock('../../lambdas/http/routes.js', async (importOriginal) => {
@@ -73,9 +73,10 @@ describe('every grant kind', () => {
   it('secret:read reads the server secret and nothing else of it; routes without it cannot read it', () => {
     const secretId = stack.getLogicalId(stack.secret.secret.node.defaultChild as any);
     const fns = routeFunctions(template);
-    const readers = ROUTES.filter((r) => r.grants.includes('secret:read')).map((r) => r.id);
-    // The AI routes that call upstreams hold it too (lambdas/http/routes.ts); the others are listed.
-    expect(readers.filter((id) => !id.startsWith('ai.')).sort()).toEqual(['data.activity.list', 'data.records.list', 'events.subscriptions.create', 'events.subscriptions.rotate-secret']);
+    const readers = [...ROUTES, ...SOCKET_ROUTES].filter((r) => r.grants.includes('secret:read')).map((r) => r.id);
+    // The AI routes that call upstreams hold it too (lambdas/http/routes.ts); the others are listed. The
+    // WebSocket function seals each connection's credential (lambdas/events/stream-credential.ts).
+    expect(readers.filter((id) => !id.startsWith('ai.')).sort()).toEqual(['data.activity.list', 'data.records.list', 'events.stream.socket', 'events.subscriptions.create', 'events.subscriptions.rotate-secret']);
     expect(readers).toEqual(expect.arrayContaining(['ai.chat.completions', 'ai.embeddings']));
     for (const [id, fn] of fns) {
       const statements = allowedStatements(template, fn).filter((s) => s.resources.includes(secretId));

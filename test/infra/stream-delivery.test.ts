@@ -20,7 +20,7 @@ import { EDGE_ORIGIN_IDS, STREAM_PATH_PATTERN, streamRouteFunctionCode, streamRo
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
-import { STREAM_CONSUMER, STREAM_INBOX_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
+import { STREAM_CONSUMER, STREAM_CREDENTIAL_KEYS, STREAM_INBOX_KEYS, STREAM_ORIGIN_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
 import { CONSUMER_TAG } from '../../lib/function-defaults.js';
 import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
 
@@ -85,9 +85,9 @@ describe('stream consumer', () => {
     expect(fn().props.Timeout).toBe(STREAM_CONSUMER.timeoutSeconds);
   });
 
-  it('gets only the environment its work needs: the table, the streams queue URL, the stage endpoint and the connection table', () => {
+  it('gets only the environment its work needs: the table, the streams queue URL, the stage endpoint, the connection table, and what checking a credential needs (server secret, signing keys)', () => {
     const env = fn().props.Environment.Variables as Record<string, unknown>;
-    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.tableName, ENV.queueUrls, ENV.connectionsEndpoint, ENV.connectionsTable].sort());
+    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.tableName, ENV.queueUrls, ENV.connectionsEndpoint, ENV.connectionsTable, ENV.serverSecretArn, ENV.signingKeyIds].sort());
     expect(JSON.stringify(env[ENV.queueUrls])).toContain('\\"streams\\":');
     expect(JSON.stringify(env[ENV.queueUrls])).not.toContain('webhooks');
   });
@@ -95,27 +95,31 @@ describe('stream consumer', () => {
   it('leases inbox messages and lists or frees stream slots, by partition key only, on the very keys the domain uses', () => {
     const s = statements();
     const onTable = s.filter((x) => x.resources.includes(logicalId(stack.storage.table)));
-    expect(actionsOf(onTable).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actionsOf(onTable).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:Query', 'dynamodb:UpdateItem']);
     // A pull queries the inbox's waiting and leased indexes: Query only, on the table's indexes, inbox keys only.
     const onIndexes = onTable.filter((x) => x.resources.includes('/index/*'));
     expect(onIndexes.map((x) => [x.actions, x.condition!['ForAllValues:StringLike']['dynamodb:LeadingKeys']])).toEqual([[['dynamodb:Query'], STREAM_INBOX_KEYS]]);
     expect([waitingIndex('sub_01J', 'evt_1').gsi1pk, leasedIndex('sub_01J', 1, 'evt_1').gsi2pk].every((pk) => STREAM_INBOX_KEYS.some((p) => like(p).test(pk)))).toBe(true);
     expect(leadingKeys(s, 'dynamodb:UpdateItem')).toEqual(STREAM_INBOX_KEYS);
     expect(leadingKeys(s, 'dynamodb:DeleteItem')).toEqual(STREAM_SLOT_KEYS);
-    expect(leadingKeys(s, 'dynamodb:Query').sort()).toEqual([...STREAM_INBOX_KEYS, ...STREAM_SLOT_KEYS].sort());
+    expect(leadingKeys(s, 'dynamodb:Query').sort()).toEqual([...STREAM_INBOX_KEYS, ...STREAM_SLOT_KEYS, ...STREAM_ORIGIN_KEYS].sort());
+    // Checking a connection's credential: the items the resolver reads, GetItem only.
+    expect(leadingKeys(s, 'dynamodb:GetItem').sort()).toEqual([...STREAM_CREDENTIAL_KEYS].sort());
     const covers = (patterns: string[], pk: string) => patterns.some((p) => like(p).test(pk));
     expect(covers(STREAM_INBOX_KEYS, inboxPartition('sub_01J'))).toBe(true);
     expect(covers(STREAM_SLOT_KEYS, subscriptionSlots('sub_01J'))).toBe(true);
     expect(covers(STREAM_SLOT_KEYS, workspaceSlots('ws_01J'))).toBe(true);
-    // Nothing else of the table: no event, subscription, key or counter item.
+    // Nothing else of the table to write: no event, subscription, key or counter item.
     for (const pk of ['evt#ws_1', 'evsub#ws_1', 'evkey#ws_1', 'evstat#ws_1', 'key#abc']) expect(covers([...STREAM_INBOX_KEYS, ...STREAM_SLOT_KEYS], pk), pk).toBe(false);
   });
 
-  it('posts to connections (never closes one), reads or forgets connection records, and sends only to the streams work queue', () => {
+  it('posts to connections and closes one whose credential no longer holds, reads or forgets connection records, and sends only to the streams work queue', () => {
     const s = statements();
     const manage = s.filter((x) => x.actions.includes('execute-api:ManageConnections'));
-    expect(manage.map((x) => x.resources)).toEqual([resolve(stack.socket.connections.postArn)]);
-    expect(JSON.parse(manage[0].resources)['Fn::Join'][1].filter((p: unknown) => typeof p === 'string').join('')).toContain(`/${SOCKET_STAGE}/POST/@connections/*`);
+    expect(manage.map((x) => x.resources)).toEqual([JSON.stringify(stack.socket.connections.manageArns.map((arn) => stack.resolve(arn)))]);
+    const patterns = stack.socket.connections.manageArns.map((arn) => (stack.resolve(arn)['Fn::Join'][1] as unknown[]).filter((p) => typeof p === 'string').join(''));
+    expect(patterns.some((p) => p.includes(`/${SOCKET_STAGE}/POST/@connections/*`))).toBe(true);
+    expect(patterns.some((p) => p.includes(`/${SOCKET_STAGE}/DELETE/@connections/*`))).toBe(true);
     const onConnections = s.filter((x) => x.resources === connectionTableArn());
     expect(actionsOf(onConnections).sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem']);
     // Sends (the lease-end wake) and consumes (the event source mapping) the streams work queue, nothing else.
@@ -123,7 +127,10 @@ describe('stream consumer', () => {
     const sqs = s.filter((x) => x.actions.some((a) => a.startsWith('sqs:')));
     expect(sqs.map((x) => x.resources)).toEqual([streams, streams]);
     expect(sqs.find((x) => x.actions.includes('sqs:SendMessage'))).toBeDefined();
-    expect(actionsOf(s).filter((a) => a.startsWith('kms:') || a.startsWith('secretsmanager:') || a.startsWith('s3:'))).toEqual([]);
+    // The server secret (to open sealed credentials) and the signing key's public half; nothing of S3.
+    expect(actionsOf(s).filter((a) => a.startsWith('secretsmanager:')).sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
+    expect(actionsOf(s).filter((a) => a.startsWith('kms:')).sort()).toEqual(['kms:GetPublicKey']);
+    expect(actionsOf(s).filter((a) => a.startsWith('s3:'))).toEqual([]);
   });
 });
 
