@@ -12,6 +12,7 @@
  */
 import type { Engine } from './ports.js';
 import type { EventBusSender } from './event-bus.js';
+import { onFirstCall } from './memo.js';
 import { settings, type Settings } from '../shared/settings.js';
 
 let current: Promise<Engine> | undefined;
@@ -43,8 +44,5 @@ export async function createEngine(config: Settings = settings()): Promise<Engin
  * load at the first delivery to a bus, so no other function's cold start pays for them.
  */
 export function eventBusSender(): EventBusSender {
-  let loading: Promise<EventBusSender> | undefined;
-  return {
-    putEvents: async (region, entries) => (await (loading ??= import('./aws/event-bus.js').then((m) => new m.AwsEventBusSender()))).putEvents(region, entries),
-  };
+  return onFirstCall(async () => new (await import('./aws/event-bus.js')).AwsEventBusSender());
 }

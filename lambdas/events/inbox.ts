@@ -107,14 +107,16 @@ export async function pull(engine: Engine, subscriptionId: string, max: number, 
 }
 
 /**
- * Spec 3: a lease that ends without an ack returns the message to the inbox. Each pull first moves every
- * lease ended by now back into the waiting index (each lease end is moved once, by whichever pull sees
+ * Spec 3: a lease that ends without an ack returns the message to the inbox. Each pull first moves the
+ * leases ended by now back into the waiting index (each lease end is moved once, by whichever pull sees
  * it first), so what it then takes is the oldest waiting, whichever lease ended first; leases still
- * held are never read.
+ * held are never read. At most MAX_PAGES pages a pull, so one pull's work stays bounded: past 1,000
+ * leases ended at once, the next pulls move the rest.
  */
 async function returnEndedLeases(engine: Engine, subscriptionId: string, now: number): Promise<void> {
   const ended = { index: 'gsi2' as const, pk: leasedIndex(subscriptionId, 0, '').gsi2pk, sk: { lt: leaseEnd(now + 1) }, limit: 100 };
-  for (let page = await engine.kv.query(ended); ; page = await engine.kv.query({ ...ended, cursor: page.cursor })) {
+  let page = await engine.kv.query(ended);
+  for (let pages = 1; ; pages++) {
     await Promise.all(
       page.items.map(async (item) => {
         try {
@@ -130,7 +132,8 @@ async function returnEndedLeases(engine: Engine, subscriptionId: string, now: nu
         }
       }),
     );
-    if (!page.cursor) return;
+    if (!page.cursor || pages >= MAX_PAGES) return;
+    page = await engine.kv.query({ ...ended, cursor: page.cursor });
   }
 }
 

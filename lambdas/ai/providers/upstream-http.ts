@@ -66,7 +66,7 @@ export function post(url: string, headers: Record<string, string>, body: string,
 }
 
 /**
- * Caps on what an upstream may send (issue 19 item 2), when the route sets none: a JSON answer is read
+ * Caps on what an upstream may send, when the route sets none: a JSON answer is read
  * whole before it is parsed, so its size is capped (`route set --max-answer-bytes`); a stream is passed
  * on as it arrives, but each of its lines (and each event's data) is held until its end, so a line is
  * capped (`route set --max-event-bytes`). Past either, the read stops (the connection is destroyed) and

@@ -7,6 +7,7 @@ import { systemClock } from '../clock.js';
 import { ENV, type Settings } from '../../shared/settings.js';
 import { DynamoKeyValueStore } from './kv.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
+import { onFirstCall } from '../memo.js';
 
 export function createAwsEngine(config: Settings): Engine {
   const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
@@ -27,19 +28,8 @@ export function createAwsEngine(config: Settings): Engine {
       },
     });
   };
-  // A port whose every method is async, with its adapter and SDK client imported at its first call:
-  // a module's evaluation is part of every cold start, and most calls of most functions never touch
-  // S3, SQS, KMS or Secrets Manager (DynamoDB resolves every credential, so it stays in).
-  const onFirstCall = <T extends object>(load: () => Promise<T>): T => {
-    let loading: Promise<T> | undefined;
-    return new Proxy({} as T, {
-      get: (_t, prop) =>
-        // Not a thenable: an `await` of the port itself must not call load.
-        prop === 'then'
-          ? undefined
-          : (...args: unknown[]) => (loading ??= load()).then((port) => (port as Record<PropertyKey, (...a: unknown[]) => unknown>)[prop](...args)),
-    });
-  };
+  // Ports whose client most calls never need load at their first call (onFirstCall): DynamoDB resolves
+  // every credential, so it stays in.
   // A Lambda bundle leaves out the ports its function has no grant for: PLATFORM_PORT_<PORT> is
   // "absent" in that function's bundle (../bundle-defines.ts), each condition below is then a constant,
   // and esbuild drops the client it no longer reaches. Bytes are what a function's import costs (S3's

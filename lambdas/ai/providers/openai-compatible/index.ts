@@ -49,7 +49,7 @@ export const openAiCompatible: ModelProvider = {
       } catch {
         throw upstreamError('a stream chunk is not JSON');
       }
-      // `data: null`, `data: 42`, `data: "text"`, `data: [...]`: no chunk at all (issue 19 item 10).
+      // `data: null`, `data: 42`, `data: "text"`, `data: [...]`: no chunk at all, an upstream error.
       if (chunk === null || typeof chunk !== 'object' || Array.isArray(chunk)) throw upstreamError('a stream chunk is not a JSON object');
       if ('error' in chunk) throw upstreamError('the stream reported an error');
       if (chunk.choices !== undefined && !Array.isArray(chunk.choices)) throw upstreamError('a stream chunk has choices that are not a list');
