@@ -20,6 +20,7 @@ import { bearer } from '../helpers/platform.js';
 import { closeServer, listen } from '../helpers/servers.js';
 import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { queueDelivery } from '../../lambdas/events/outbox.js';
+import { waitFor as waitUntil } from '../helpers/wait.js';
 
 const CACHE_MS = 1_000;
 const p = useLocalProcess('events-attack-', {
@@ -29,13 +30,7 @@ const p = useLocalProcess('events-attack-', {
   EVENTS_RATE_LIMIT_PER_MINUTE: '0',
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(what: string, probe: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+const waitFor = (what: string, probe: () => boolean | Promise<boolean>, ms = 20_000) => waitUntil(what, probe, ms, 50);
 
 let workspace = '';
 const call = (method: string, path: string, body?: unknown, key = p.key): Promise<Res> =>

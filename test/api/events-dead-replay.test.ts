@@ -14,6 +14,7 @@ import { useLocalProcess } from '../helpers/local-process.js';
 import { closeServer, listen } from '../helpers/servers.js';
 import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { queueDelivery } from '../../lambdas/events/outbox.js';
+import { waitFor as waitUntil } from '../helpers/wait.js';
 
 const local = useLocalProcess('events-dead-replay-', { LOCAL_WORKERS: '2', EVENTS_ALLOW_LOOPBACK_WEBHOOKS: '1', EVENTS_RATE_LIMIT_PER_MINUTE: '0' });
 
@@ -46,13 +47,7 @@ const stats = async () => (await call('GET', '/stats')).body;
 const delivered = (path: string, eventId: string) => received.filter((r) => r.path === path && r.eventId === eventId && r.status === 204).length;
 const attempted = (path: string, eventId: string) => received.filter((r) => r.path === path && r.eventId === eventId).length;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-async function waitFor(what: string, probe: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await probe())) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+const waitFor = (what: string, probe: () => boolean | Promise<boolean>, ms = 60_000) => waitUntil(what, probe, ms, 50);
 
 beforeAll(async () => {
   base = await listen(receiver);

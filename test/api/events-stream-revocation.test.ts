@@ -13,6 +13,7 @@ import { adminOk } from '../helpers/cli.js';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { callApi, ok } from '../helpers/data-api.js';
 import { bearer } from '../helpers/platform.js';
+import { waitFor as waitUntil } from '../helpers/wait.js';
 
 const CACHE_MS = 1_000;
 /** The check runs before each pull (every 150 ms) once the cache entry expired: the margin is for a loaded machine. */
@@ -22,13 +23,7 @@ const ORIGIN = 'http://app.example';
 const used = useLocalProcess('stream-revoke-', { LOCAL_WORKERS: '2', CREDENTIAL_CACHE_MS: String(CACHE_MS) });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(check: () => boolean, what: string, timeout = 10_000) {
-  const end = Date.now() + timeout;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = (check: () => boolean, what: string, timeout = 10_000) => waitUntil(what, check, timeout, 10);
 
 class Client {
   frames: any[] = [];

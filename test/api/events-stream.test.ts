@@ -15,6 +15,7 @@ import { callApi, expectError, ok } from '../helpers/data-api.js';
 import { adminOk } from '../helpers/cli.js';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
+import { waitFor as waitUntil } from '../helpers/wait.js';
 
 let p: TestPlatform;
 let key: Record<string, string>;
@@ -26,13 +27,7 @@ const subscribe = async (types: string[], mode = 'pull'): Promise<string> => (aw
 const publish = async (events: Record<string, unknown>[]): Promise<string[]> => (await ok(call('POST', '/events', { events }), 202)).accepted.map((a: any) => a.event_id);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(check: () => boolean, what: string, timeout = 5_000) {
-  const end = Date.now() + timeout;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
-}
+const until = (check: () => boolean, what: string, timeout = 5_000) => waitUntil(what, check, timeout, 10);
 
 /** An open stream: the frames it received (parsed), and how it closed. */
 class Client {
