@@ -20,6 +20,7 @@ import type { AddressInfo } from 'node:net';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
+import { closeServer } from '../helpers/servers.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let seq = 0;
@@ -355,12 +356,7 @@ beforeAll(async () => {
   route('--id', 'run-capped', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', `${upstreamUrl}/run`, '--max-answer-bytes', '1024');
 }, 60_000);
 
-afterAll(async () => {
-  if (upstream) {
-    upstream.closeAllConnections();
-    await new Promise((resolve) => upstream.close(resolve));
-  }
-});
+afterAll(() => closeServer(upstream));
 
 // ====================================================================================================
 describe('budget: what a call is charged', () => {

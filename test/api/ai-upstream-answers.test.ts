@@ -18,6 +18,7 @@ import type { AddressInfo } from 'node:net';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
+import { closeServer } from '../helpers/servers.js';
 
 const MiB = 1024 * 1024;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -253,12 +254,7 @@ beforeAll(async () => {
   await sleep(1200); // MODEL_ROUTES_CACHE_MS
 }, 60_000);
 
-afterAll(async () => {
-  if (upstream) {
-    upstream.closeAllConnections();
-    await new Promise((resolve) => upstream.close(resolve));
-  }
-});
+afterAll(() => closeServer(upstream));
 
 describe('issue 19 item 2: oversized and malformed upstream answers', () => {
   it('a flood of them on every provider path is 502 upstream_error (an error event once streamed); the workers survive and a normal call made during it completes', async () => {
