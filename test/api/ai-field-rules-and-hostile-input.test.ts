@@ -1,5 +1,5 @@
 /**
- * Attack pass 4 on the AI API, through the real `npm start` and the admin CLI: what earlier passes
+ * The AI API's field rules and hostile input, through the real `npm start` and the admin CLI: what earlier passes
  * (operation ids, streams, budget holds) did not cover:
  * - the output ceiling when a request sends both max_tokens and max_completion_tokens;
  * - the order of chat's 400 codes (docs/ai/chat.md "Chat rules, in the order they are checked");

@@ -253,7 +253,7 @@ async function startUpstream() {
 }
 
 // ---------- the platform ----------
-const p = useLocalProcess('ai-attack-pass-5-', { LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0', CREDENTIAL_CACHE_MS: '0' });
+const p = useLocalProcess('ai-hostile-upstreams-', { LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0', CREDENTIAL_CACHE_MS: '0' });
 let ai = '';
 let pidsAtStart: number[] = [];
 

@@ -1,7 +1,7 @@
 /**
  * Each middleware of the chain alone, called on a plain event (test/helpers/events.ts) over a real
  * embedded engine; then which steps chainFor() assembles, with which options, for routes of the real
- * route table. The whole chain, driven through httpHandler(), is middleware.test.ts.
+ * route table. The whole chain, driven through httpHandler(), is chain.test.ts.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
