@@ -1,27 +1,97 @@
-/** Parses a request body with a zod schema, answering the spec's 400 codes instead of zod's errors. */
+/**
+ * Parses request bodies and queries with zod schemas, answering the spec's 400 codes instead of zod's
+ * errors (docs/decisions/parsing.md). Each domain module owns its `parseX` functions and exports its
+ * schemas by name; these are the one place a zod issue becomes a code, a param and a message.
+ */
 import * as z from 'zod';
 import { PlatformError, type ErrorCode } from './errors.js';
 
 export interface ValidateOptions {
-  /** Code for a field the endpoint does not take (AI: unsupported_field; Data: unknown_field). */
+  /** Code for a field the endpoint does not take (AI: unsupported_field; Data and Events: unknown_field). */
   unknownField: ErrorCode;
   /** Code for anything else wrong (default invalid_body). */
   invalid?: ErrorCode;
+  /** Codes for faults in named top-level fields, where the spec names one (Events `max`: invalid_limit). */
+  fieldCodes?: Readonly<Record<string, ErrorCode>>;
 }
+
+export interface QueryOptions {
+  /** Code for a parameter the endpoint does not take (default invalid_query). */
+  unknownParameter?: ErrorCode;
+  /** Code for anything else wrong (default invalid_query). */
+  invalid?: ErrorCode;
+  /** Codes for faults in named parameters, where the spec names one (the stream's `lease_seconds`: invalid_limit). */
+  fieldCodes?: Readonly<Record<string, ErrorCode>>;
+  /** Said after an unknown parameter's name, e.g. "the stream takes only lease_seconds". */
+  takes?: string;
+}
+
+/** What is wrong with a value: the spec's code, the field or parameter it names (dotted), and a message. */
+export interface Fault {
+  code: ErrorCode;
+  param: string | null;
+  message: string;
+}
+
+/**
+ * A zod issue may carry its own code (`refine(check, { params: { code: 'invalid_id' } })`), for a
+ * fault the spec names more narrowly than the field does.
+ */
+const issueCode = (issue: z.core.$ZodIssue): ErrorCode | undefined =>
+  issue.code === 'custom' ? (issue.params?.code as ErrorCode | undefined) : undefined;
+
+/**
+ * The one fault a failed parse answers. An unknown field is named before any other fault: zod lists it
+ * after the fields' own issues, and a client that misspelt a field should hear that, not that the field
+ * it meant is missing.
+ */
+export function faultOf(error: z.ZodError, unknownField: ErrorCode, invalid: ErrorCode, fieldCodes?: Readonly<Record<string, ErrorCode>>, unknownWord = 'field'): Fault {
+  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0];
+  if (issue.code === 'unrecognized_keys') {
+    const param = [...issue.path, issue.keys[0]].join('.');
+    return { code: unknownField, param, message: `Unknown ${unknownWord} "${param}".` };
+  }
+  const param = issue.path.join('.') || null;
+  const top = issue.path[0];
+  const code = issueCode(issue) ?? (typeof top === 'string' ? fieldCodes?.[top] : undefined) ?? invalid;
+  return { code, param, message: param ? `${param}: ${issue.message}` : issue.message };
+}
+
+const thrown = (fault: Fault) => new PlatformError(fault.code, fault.message, fault.param);
 
 export function parseBody<T extends z.ZodType>(schema: T, value: unknown, options: ValidateOptions): z.infer<T> {
   if (value === undefined) throw new PlatformError(options.invalid ?? 'invalid_body', 'A JSON body is required.');
   const result = schema.safeParse(value);
   if (result.success) return result.data;
-  // An unknown field is named before any other fault (zod lists it after the fields' own issues).
-  const issue = result.error.issues.find((i) => i.code === 'unrecognized_keys') ?? result.error.issues[0];
-  if (issue.code === 'unrecognized_keys') {
-    const name = issue.keys[0];
-    const path = [...issue.path, name].join('.');
-    throw new PlatformError(options.unknownField, `Unknown field "${path}".`, path);
+  throw thrown(faultOf(result.error, options.unknownField, options.invalid ?? 'invalid_body', options.fieldCodes));
+}
+
+/**
+ * Parses a request's query (every value a string: a schema coerces explicitly, e.g. with
+ * `queryInteger`). An unknown parameter is named before any other fault, as in a body.
+ */
+export function parseQuery<T extends z.ZodType>(schema: T, query: Record<string, string>, options: QueryOptions = {}): z.infer<T> {
+  const result = schema.safeParse(query);
+  if (result.success) return result.data;
+  const fault = faultOf(result.error, options.unknownParameter ?? 'invalid_query', options.invalid ?? 'invalid_query', options.fieldCodes, 'query parameter');
+  if (options.takes && result.error.issues.some((i) => i.code === 'unrecognized_keys')) {
+    fault.message = `${fault.message.slice(0, -1)}; ${options.takes}.`;
   }
-  const path = issue.path.join('.') || null;
-  throw new PlatformError(options.invalid ?? 'invalid_body', path ? `${path}: ${issue.message}` : issue.message, path);
+  throw thrown(fault);
+}
+
+/**
+ * A whole-number query parameter from `min` to `max` (at most 15 digits, so no float rounding), as a
+ * number; `fallback` when it is absent. Query values are strings: the coercion is explicit here.
+ */
+export function queryInteger(range: { min: number; max: number }, fallback?: number) {
+  const message = `a whole number from ${range.min} to ${range.max}`;
+  const n = z
+    .string()
+    .regex(/^\d{1,15}$/, message)
+    .transform(Number)
+    .pipe(z.number().min(range.min, message).max(range.max, message));
+  return fallback === undefined ? n.optional() : n.optional().transform((v) => v ?? fallback);
 }
 
 /**
