@@ -18,6 +18,7 @@ import { secretKeyPointer } from '../auth/tenants.js';
 import type { Engine, KeyValueStore, KvItem, KvKey } from '../engine/ports.js';
 import { PlatformError, type ErrorCode } from '../shared/errors.js';
 import { Counters, rateWindowKey, windowExpiry } from '../shared/counters.js';
+import { HOLD_MARGIN_MS } from '../shared/hold-margin.js';
 import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { TtlCache } from '../shared/ttl-cache.js';
@@ -41,8 +42,8 @@ export interface Admission {
 }
 
 const MINUTE_MS = 60_000;
-/** Held units (a concurrency slot, a reserved cost) stay counted this long past their call's timeout: then a crashed process's hold lapses. */
-export const HOLD_MARGIN_MS = 30_000;
+/** Held units (a concurrency slot, a reserved cost) stay counted HOLD_MARGIN_MS past their call's timeout: then a crashed process's hold lapses. */
+export { HOLD_MARGIN_MS };
 /** Holds are grouped by the minute their deadline falls in: one attribute per minute, `d<minute>`. */
 const BUCKET_MS = 60_000;
 const BUCKET_ATTR = /^d(\d+)$/;
