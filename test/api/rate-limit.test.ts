@@ -11,7 +11,6 @@ import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platfor
 import { crashLocalProcess, startLocalProcess } from '../helpers/local-process.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { awayFromMinuteEnd } from '../helpers/rate-windows.js';
 
 let p: TestPlatform;
 let clock: ManualClock;
@@ -66,25 +65,25 @@ describe('rate limits', () => {
     for (let i = 0; i < 50; i++) expect((await fetch(`${p.urls.data}/v1/databases`, { headers: bearer(key) })).status).toBe(200);
   });
 
-  it('holds the Events API to 600 calls a minute per credential across worker processes (the count lives in the store)', async () => {
+  // The 600 a minute above is proven on the manual clock. Across processes the server runs on the
+  // wall clock, so the limit is small: a burst crossing a minute's end gains floor(k × e / 60 s) calls
+  // (k allowed before it, e ms after it), none while the burst's part after the minute's end takes
+  // under 60 s / 20 = 3 s, so the exact counts hold at any time without waiting for a minute's start.
+  it('holds the Events API to EVENTS_RATE_LIMIT_PER_MINUTE per credential across worker processes (the count lives in the store)', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rate-events-'));
-    const local = await startLocalProcess({ DATA_DIR: dataDir, LOCAL_WORKERS: '2' });
+    const local = await startLocalProcess({ DATA_DIR: dataDir, LOCAL_WORKERS: '2', EVENTS_RATE_LIMIT_PER_MINUTE: '20' });
     try {
       const { secret_key: key, workspace_id } = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
       const statuses: number[] = [];
-      // The limit is a sliding estimate over minute windows: a burst crossing a minute's end may take a
-      // few more (the new window's share), so it starts with 20 s of the minute left (the burst takes
-      // 2 to 5 s).
-      await awayFromMinuteEnd(20);
       // New connections: the workers take turns; 10 in flight at a time.
-      for (let i = 0; i < 70; i++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, () => call(`${local.urls.events}/v1/workspaces/${workspace_id}/stats`, key)))));
-      expect(statuses.filter((s) => s === 200)).toHaveLength(600);
-      expect(statuses.filter((s) => s === 429)).toHaveLength(100);
+      for (let i = 0; i < 3; i++) statuses.push(...(await Promise.all(Array.from({ length: 10 }, () => call(`${local.urls.events}/v1/workspaces/${workspace_id}/stats`, key)))));
+      expect(statuses.filter((s) => s === 200)).toHaveLength(20);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(10);
     } finally {
       await crashLocalProcess(local);
       rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 90_000);
+  }, 40_000);
 
   it('limits the Data API with DATA_RATE_LIMIT_PER_MINUTE, across worker processes', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'rate-'));
