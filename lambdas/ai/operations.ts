@@ -1,31 +1,23 @@
 /**
- * Idempotent AI operations (spec 4.1 and 3, issue 11 item 6) by `X-Operation-Id`, over the shared
- * idempotency records (shared/idempotency.ts, after Powertools' persistence layer; docs/decisions/
- * ai-idempotency.md): the first successful answer is kept 24 hours and replayed, whatever the new
- * body says; an error is never kept (the id may be retried at once); a call with the id while the first
- * runs is 409 operation_in_progress, and the in-progress record lapses after the route's timeout, so a
- * crashed call does not hold the id for a day. Streamed replies are never kept.
+ * The AI API's rules for idempotent operations by `X-Operation-Id` (spec 4.1 and 3), on the shared
+ * operation block (shared/operations.ts; docs/decisions/ai-idempotency.md): the first successful
+ * answer is kept 24 hours and replayed whatever the new body says, to a caller that could have made
+ * its call; the id is held for the route's timeout plus HOLD_MARGIN_MS, so a crashed call does not
+ * hold it for a day.
  */
 import type { Capability, Principal } from '../auth/principal.js';
-import type { Engine, KvValue } from '../engine/ports.js';
-import { EngineLimitError } from '../engine/errors.js';
+import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
-import { IdempotencyStore } from '../shared/idempotency.js';
-import { log } from '../shared/log.js';
+import { holdMs } from '../shared/hold-margin.js';
+import type { OperationCall, OperationRules } from '../shared/operations.js';
 import { checkRouteAllowed } from './key-routes.js';
-import type { ModelRoute } from './model-routes.js';
+import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
 
 /** Spec 8: idempotent answers are kept 24 hours. */
 export const OPERATION_TTL_SECONDS = 24 * 3600;
-/** Every body is the same request for a given id (spec 4.1: the stored answer "whatever the new body says"). */
-const ANY_BODY = 'any';
 
-export interface StoredAnswer {
-  status: number;
-  body: KvValue;
-  /** The call that made it (absent on answers kept before it was recorded). */
-  context?: OperationContext;
-}
+/** Chat, embeddings and run: ids per organization, any body (spec 4.1: the stored answer "whatever the new body says"). */
+export const AI_OPERATIONS: OperationRules = { scope: 'ai.op', ttlSeconds: OPERATION_TTL_SECONDS, requests: 'any' };
 
 /**
  * What a kept answer was an answer to, and who asked: a replay hands it only to a caller that could
@@ -74,56 +66,13 @@ async function checkReplay(engine: Engine, principal: Principal, now: OperationC
   await checkRouteAllowed(engine, principal, { id: kept.route });
 }
 
-export type Operation =
-  | { kind: 'replay'; answer: StoredAnswer }
-  | { kind: 'run'; complete(answer: StoredAnswer): Promise<void>; abandon(): Promise<void> };
-
-const stores = new WeakMap<Engine, Map<number, IdempotencyStore>>();
-
-function storeFor(engine: Engine, inProgressSeconds: number): IdempotencyStore {
-  let byLease = stores.get(engine);
-  if (!byLease) stores.set(engine, (byLease = new Map()));
-  let store = byLease.get(inProgressSeconds);
-  if (!store) {
-    store = new IdempotencyStore(engine.kv, engine.clock, { scope: 'ai.op', ttlSeconds: OPERATION_TTL_SECONDS, inProgressSeconds });
-    byLease.set(inProgressSeconds, store);
-  }
-  return store;
-}
-
-/**
- * Claims `operationId` for this call in the organization: a replay of the kept answer (to a caller
- * that could have made its call: checkReplay), 409 while another call holds it, or the right to run
- * (then `complete` with the answer, kept with `context`, or `abandon`).
- * `inProgressSeconds`: the route's timeout (plus a margin), after which a stalled holder loses the id.
- */
-export async function beginOperation(engine: Engine, principal: Principal, operationId: string, inProgressSeconds: number, context: OperationContext): Promise<Operation> {
-  const organizationId = principal.organizationId;
-  const store = storeFor(engine, Math.max(1, Math.ceil(inProgressSeconds)));
-  const begun = await store.begin(organizationId, operationId, ANY_BODY);
-  if (begun.state === 'completed') {
-    const answer = begun.answer as unknown as StoredAnswer;
-    await checkReplay(engine, principal, context, answer.context);
-    return { kind: 'replay', answer };
-  }
-  if (begun.state === 'in_progress' || begun.state === 'mismatch') {
-    throw new PlatformError('operation_in_progress', 'A call with this X-Operation-Id is still running; retry once it has answered.');
-  }
-  const { token } = begun;
+/** A call on `route`'s claim on its operation id: kept with its context, replayed only past checkReplay. */
+export function aiOperation(engine: Engine, principal: Principal, route: ModelRoute): OperationCall<OperationContext> {
+  const context = operationContext(principal, route);
   return {
-    kind: 'run',
-    async complete(answer) {
-      try {
-        await store.complete(organizationId, operationId, token, { ...answer, context } as unknown as KvValue);
-      } catch (error) {
-        // An answer too large to keep is answered, not kept: a retry runs again.
-        if (!(error instanceof EngineLimitError)) throw error;
-        log.warn('idempotent answer too large to keep', { operation: operationId });
-        await store.abandon(organizationId, operationId, token);
-      }
-    },
-    async abandon() {
-      await store.abandon(organizationId, operationId, token);
-    },
+    tenant: principal.organizationId,
+    holdSeconds: holdMs(route.timeout_ms ?? DEFAULT_TIMEOUT_MS) / 1000,
+    context,
+    checkReplay: (kept) => checkReplay(engine, principal, context, kept),
   };
 }

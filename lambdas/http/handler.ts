@@ -11,7 +11,7 @@ import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
-import { chainFor, scopedToWorkspace } from './chain.js';
+import { API_POLICIES, chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
 import { bindHooks } from './hook-bindings.js';
 import { pickOperationId } from './middleware/operation-id.js';
@@ -36,18 +36,19 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
   // The first step below goes between these two: activity outermost, respond around everything else.
   if (names[0] !== 'activity' || names[1] !== 'respond') throw new Error(`route ${route.id}: the chain must open with activity and respond`);
   const [activity, respond, ...rest] = middlewares;
+  const carriesOperationIds = API_POLICIES[route.api].operationIds;
   // The call's plain fields are the same for every request of a route with a path template.
   const templated = route.path === '$default' ? undefined : { api: route.api, method: route.method, route: route.path, country: null };
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
     .use(activity)
-    // The first step: the request, the latency clock, on the AI API the operation id every answer
+    // The first step: the request, the latency clock, on an API with operation ids the id every answer
     // echoes (picked before anything can fail, so a 401 or a 503 carries one too), then the engine.
     .before(async ({ event, context }) => {
       const req = toHttpRequest(event, context.transport?.bodyStream);
       const country = req.headers['cloudfront-viewer-country'];
       const call = templated && country === undefined ? templated : { api: route.api, method: req.method, route: templated ? route.path : req.path, country: country ?? null };
       const platform: PlatformContext['platform'] = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
-      if (route.api === 'ai') platform.operationId = pickOperationId(req);
+      if (carriesOperationIds) platform.operationId = pickOperationId(req);
       if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
       if (context.transport?.onClientGone) platform.onClientGone = context.transport.onClientGone;
       context.platform = platform;

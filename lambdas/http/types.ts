@@ -53,6 +53,10 @@ export interface RequestScope {
   workspace?: Workspace;
   /** The call as plain fields, for the activity log and the after-commit hooks. */
   call: CallInfo;
+  /**
+   * On an API with operation ids (API_POLICIES): the X-Operation-Id, or one made up where none is
+   * required. Handlers of idempotent routes get it required through `idempotentHandler()` (idempotent.ts).
+   */
   operationId?: string;
   requestId: string;
   /** The runtime's offer to upgrade this request to a WebSocket (Transport.upgrade), when it made one. */

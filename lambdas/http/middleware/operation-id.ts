@@ -4,7 +4,8 @@ import type { HttpRequest, Middleware } from '../types.js';
 
 /** Spec 4.1: 8 to 128 letters, digits, `_`, `-`. */
 export const OPERATION_ID_PATTERN = /^[A-Za-z0-9_-]{8,128}$/;
-const WRITES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+/** The methods that must carry an X-Operation-Id (spec 4.1); only their answers can be kept per id. */
+export const OPERATION_ID_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * The id every AI answer echoes in `x-operation-id`: the caller's when well formed, otherwise one made
@@ -26,7 +27,7 @@ export function operationIdRequired(): Middleware {
       const { req } = context.platform;
       const sent = req.headers['x-operation-id'];
       if (sent === undefined) {
-        if (WRITES.has(req.method)) throw new PlatformError('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT, PATCH and DELETE.');
+        if (OPERATION_ID_METHODS.has(req.method)) throw new PlatformError('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT, PATCH and DELETE.');
         return;
       }
       if (!OPERATION_ID_PATTERN.test(sent)) {

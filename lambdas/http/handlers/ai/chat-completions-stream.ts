@@ -5,7 +5,7 @@
  * all but POST are the AI API's fallback's to answer, as behind API Gateway.
  */
 import { routeById } from '../../routes.js';
-import { streaming } from '../../streaming.js';
+import { streaming } from '../../response-streaming.js';
 import { handler as chat } from './chat-completions.js';
 import { handler as fallback } from './not-found.js';
 

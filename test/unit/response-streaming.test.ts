@@ -1,5 +1,5 @@
 /**
- * The Lambda response-streaming wrapper (lambdas/http/streaming.ts) with a stand-in for the runtime's
+ * The Lambda response-streaming wrapper (lambdas/http/response-streaming.ts) with a stand-in for the runtime's
  * `awslambda`: status and headers come first, a streamed answer's chunks leave as the route yields
  * them (the first before the route's stream has ended), a whole answer is written whole, and a
  * client that leaves (the response stream destroyed) destroys the route's stream.
@@ -9,7 +9,7 @@ import { Readable, Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { RouteFunction } from '../../lambdas/http/handler.js';
-import { streaming, type AwsLambdaRuntime, type StreamMetadata, type StreamingHandlerBody } from '../../lambdas/http/streaming.js';
+import { streaming, type AwsLambdaRuntime, type StreamMetadata, type StreamingHandlerBody } from '../../lambdas/http/response-streaming.js';
 import type { RouteResult, Transport } from '../../lambdas/http/types.js';
 
 type Record_ = { kind: 'metadata'; at: number; metadata: StreamMetadata } | { kind: 'chunk'; at: number; text: string; bytes: Buffer } | { kind: 'end'; at: number };
