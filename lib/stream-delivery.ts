@@ -13,7 +13,7 @@ import type { ServerSecret } from './server-secret.js';
 import type { SigningKey } from './signing.js';
 
 /**
- * Partition key prefixes the stream consumer touches (lambdas/events/stream.ts and inbox.ts);
+ * Partition key prefixes the stream consumer touches (lambdas/events/stream-slots.ts and inbox.ts);
  * test/infra/stream-delivery.test.ts checks them against the domain's key functions.
  */
 /** Inbox messages: leased (query, conditional update). */

@@ -1,5 +1,5 @@
 /**
- * Limits of AI calls (issue 11 item 7), per organization (AiOrgSettings) and per secret key where the
+ * Limits of AI calls, per organization (AiOrgSettings) and per secret key where the
  * key has its own (`key limits` in the admin CLI): requests and tokens a minute, concurrent calls, and
  * a budget in USD. Every count is kept in the key-value store, so a limit holds across worker
  * processes and Lambda instances. See docs/decisions/ai-limits.md.
@@ -8,7 +8,7 @@
  * |---|---|---|
  * | requests a minute | `rate#<b64("ai.rpm:<scope>")>` (counters.ts) | sliding-window take of 1 |
  * | tokens a minute | `rate#<b64("ai.tpm:<scope>")>` (counters.ts) | take of input estimate + output ceiling, corrected on settle |
- * | concurrent calls | `ailim#<scope>` / `conc` | one held unit in a deadline bucket, checked against the live buckets |
+ * | concurrent calls | `ailim#<scope>` / `conc` | one held unit in a deadline bucket (a counted hold, shared/leases.ts), checked against the live buckets |
  * | budget | `ailim#<scope>` / `budget` | `spent` (micro-USD) + the worst cost held in a deadline bucket |
  *
  * `<scope>` is `org#<organization id>` or `key#<key id>`.
@@ -19,6 +19,7 @@ import type { Engine, KeyValueStore, KvItem, KvKey } from '../engine/ports.js';
 import { PlatformError, type ErrorCode } from '../shared/errors.js';
 import { Counters, rateWindowKey, windowExpiry } from '../shared/counters.js';
 import { HOLD_MARGIN_MS } from '../shared/hold-margin.js';
+import { addHold, liveHolds, releaseHold } from '../shared/leases.js';
 import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { TtlCache } from '../shared/ttl-cache.js';
@@ -44,9 +45,6 @@ export interface Admission {
 const MINUTE_MS = 60_000;
 /** Held units (a concurrency slot, a reserved cost) stay counted HOLD_MARGIN_MS past their call's timeout: then a crashed process's hold lapses. */
 export { HOLD_MARGIN_MS };
-/** Holds are grouped by the minute their deadline falls in: one attribute per minute, `d<minute>`. */
-const BUCKET_MS = 60_000;
-const BUCKET_ATTR = /^d(\d+)$/;
 export const LIMITS_KEY_PREFIX = 'ailim#';
 
 export const limitsStateKey = (scope: string, what: 'conc' | 'budget'): KvKey => ({ pk: `${LIMITS_KEY_PREFIX}${scope}`, sk: what });
@@ -112,57 +110,6 @@ export class AiKeyLimits {
     keyCache.delete(keyId);
     return { key_id: keyId, limits: next };
   }
-}
-
-// ---------- holds in deadline buckets ----------
-
-const bucketAttr = (deadlineMs: number) => `d${Math.ceil(deadlineMs / BUCKET_MS)}`;
-
-/** The sum of the live buckets of an item (those whose minute has not ended), and the names of the lapsed ones. */
-export function liveHolds(item: KvItem | undefined, now: number): { live: number; lapsed: string[] } {
-  let live = 0;
-  const lapsed: string[] = [];
-  for (const [name, value] of Object.entries(item ?? {})) {
-    const m = BUCKET_ATTR.exec(name);
-    if (!m || typeof value !== 'number') continue;
-    if (Number(m[1]) * BUCKET_MS > now) live += value;
-    else lapsed.push(name);
-  }
-  return { live, lapsed };
-}
-
-interface Hold {
-  key: KvKey;
-  attr: string;
-  amount: number;
-  lapsed: string[];
-}
-
-/**
- * Adds `amount` to the bucket of `deadline` with one atomic update, then decides on the item it
- * returns: every hold added before this one is in it, so of concurrent callers only those whose add
- * still fits are let through, and the held total never passes the limit. A refused hold is taken back.
- */
-async function hold(
-  kv: KeyValueStore,
-  key: KvKey,
-  amount: number,
-  deadline: number,
-  now: number,
-  fits: (item: KvItem, live: number) => boolean,
-): Promise<{ hold: Hold } | { refused: KvItem; live: number }> {
-  const attr = bucketAttr(deadline);
-  const item = await kv.update({ key, add: { [attr]: amount } });
-  const { live, lapsed } = liveHolds(item, now);
-  if (fits(item, live)) return { hold: { key, attr, amount, lapsed } };
-  await release(kv, { key, attr, amount, lapsed }).catch(() => undefined);
-  return { refused: item, live: live - amount };
-}
-
-/** Takes a hold back (and any other changes, e.g. the spent cost), dropping the buckets seen lapsed. */
-function release(kv: KeyValueStore, h: Hold, add: Record<string, number> = {}): Promise<KvItem> {
-  const lapsed = h.lapsed.filter((a) => a !== h.attr && !(a in add));
-  return kv.update({ key: h.key, add: { ...add, [h.attr]: -h.amount }, remove: lapsed.length ? lapsed : undefined });
 }
 
 // ---------- admission ----------
@@ -263,9 +210,9 @@ const deadlineOf = (engine: Engine, route: ModelRoute) => engine.clock.now() + (
 
 async function takeSlot(engine: Engine, scope: Scope, limit: number, route: ModelRoute): Promise<Undo> {
   const now = engine.clock.now();
-  const r = await hold(engine.kv, limitsStateKey(scope.id, 'conc'), 1, deadlineOf(engine, route), now, (_item, live) => live <= limit);
+  const r = await addHold(engine.kv, limitsStateKey(scope.id, 'conc'), 1, deadlineOf(engine, route), now, (_item, live) => live <= limit);
   if ('refused' in r) throw limited('concurrency_limited', `${scope.whose} limit of calls at once is reached.`, 1);
-  return { refund: () => release(engine.kv, r.hold), settle: () => release(engine.kv, r.hold) };
+  return { refund: () => releaseHold(engine.kv, r.hold), settle: () => releaseHold(engine.kv, r.hold) };
 }
 
 async function reserveBudget(engine: Engine, scope: Scope, budgetUsd: number, route: ModelRoute, estimate: CallEstimate): Promise<Undo> {
@@ -273,7 +220,7 @@ async function reserveBudget(engine: Engine, scope: Scope, budgetUsd: number, ro
   const worst = worstCostMicro(route, estimate);
   const now = engine.clock.now();
   const spentOf = (item: KvItem) => (typeof item.spent === 'number' ? item.spent : 0);
-  const r = await hold(engine.kv, limitsStateKey(scope.id, 'budget'), worst, deadlineOf(engine, route), now, (item, live) => {
+  const r = await addHold(engine.kv, limitsStateKey(scope.id, 'budget'), worst, deadlineOf(engine, route), now, (item, live) => {
     const spent = spentOf(item);
     return spent + live <= budget && (worst > 0 || spent < budget);
   });
@@ -282,7 +229,7 @@ async function reserveBudget(engine: Engine, scope: Scope, budgetUsd: number, ro
     const inFlight = spentOf(r.refused) + worst <= budget && spentOf(r.refused) < budget;
     throw limited('budget_exhausted', `${scope.whose} AI budget is spent.`, inFlight ? 1 : undefined);
   }
-  return { refund: () => release(engine.kv, r.hold), settle: (_usage, costMicro) => release(engine.kv, r.hold, costMicro ? { spent: costMicro } : {}) };
+  return { refund: () => releaseHold(engine.kv, r.hold), settle: (_usage, costMicro) => releaseHold(engine.kv, r.hold, costMicro ? { spent: costMicro } : {}) };
 }
 
 /** What a scope has spent of its budget, and holds for calls in flight, in USD. */

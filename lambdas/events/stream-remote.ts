@@ -19,7 +19,9 @@ import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { ack, frameOf, pull } from './inbox.js';
 import { CREDENTIAL_CLOSE_CODES, openStreamCredential, sealStreamCredential, streamCredentialRefusal } from './stream-credential.js';
-import { CONNECTION_TTL_SECONDS, MAX_UNACKED_FRAMES, openStreamSlots, parseClientFrame, releaseStreamSlot, type StreamGrant, type StreamSlot } from './stream.js';
+import { MAX_UNACKED_FRAMES, type StreamGrant } from './stream.js';
+import { parseClientFrame } from './stream-input.js';
+import { CONNECTION_TTL_SECONDS, openStreamSlots, releaseStreamSlot, type StreamSlot } from './stream-slots.js';
 
 export const STREAMS_QUEUE = 'streams';
 /** The first wake of a new socket: API Gateway refuses posts to a connection whose $connect has not returned. */

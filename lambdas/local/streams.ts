@@ -11,15 +11,10 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Engine } from '../engine/ports.js';
 import { LocalConnectionGateway } from '../engine/embedded/connections.js';
-import {
-  bearerAuthorization,
-  CLOSE_CODES,
-  MAX_CLIENT_FRAME_BYTES,
-  releaseStreamSlot,
-  STREAM_SUBPROTOCOL,
-  StreamSession,
-  type StreamGrant,
-} from '../events/stream.js';
+import { CLOSE_CODES, StreamSession, type StreamGrant } from '../events/stream.js';
+import { MAX_CLIENT_FRAME_BYTES } from '../events/stream-input.js';
+import { releaseStreamSlot } from '../events/stream-slots.js';
+import { bearerAuthorization, STREAM_SUBPROTOCOL } from '../http/websocket.js';
 import { log } from '../shared/log.js';
 import type { Upgrades } from './http-server.js';
 

@@ -25,7 +25,7 @@ import { bootstrap } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PublishableKeys } from '../../lambdas/auth/publishable-keys.js';
-import { openStreamSlots, STREAM_LIMITS } from '../../lambdas/events/stream.js';
+import { openStreamSlots, STREAM_LIMITS } from '../../lambdas/events/stream-slots.js';
 import { settings } from '../../lambdas/shared/settings.js';
 import { CONNECT_WAKE_DELAY_SECONDS } from '../../lambdas/events/stream-remote.js';
 import { handler as socket, type SocketEvent } from '../../lambdas/http/handlers/events/stream-socket.js';

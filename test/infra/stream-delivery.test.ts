@@ -12,7 +12,7 @@ import { CachePolicy, OriginRequestPolicy } from 'aws-cdk-lib/aws-cloudfront';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CONNECTION_TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { inboxPartition, leasedIndex, waitingIndex } from '../../lambdas/events/keys.js';
-import { subscriptionSlots, workspaceSlots } from '../../lambdas/events/stream.js';
+import { subscriptionSlots, workspaceSlots } from '../../lambdas/events/stream-slots.js';
 import { Router } from '../../lambdas/http/router.js';
 import { ROUTES, SOCKET_ROUTES, STREAM_PATH_HEADER } from '../../lambdas/http/routes.js';
 import { ENV } from '../../lambdas/shared/settings.js';

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { queryParameters } from '../../lambdas/local/http-server.js';
 import { toHttpRequest } from '../../lambdas/http/event.js';
-import { parseStreamQuery } from '../../lambdas/events/stream.js';
+import { parseStreamQuery } from '../../lambdas/events/stream-input.js';
 import { PlatformError } from '../../lambdas/shared/errors.js';
 import { apiEvent } from '../helpers/events.js';
 

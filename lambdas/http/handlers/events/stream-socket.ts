@@ -11,12 +11,14 @@
  */
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import { getEngine } from '../../../engine/index.js';
-import { bearerAuthorization, releaseStreamSlot, STREAM_SUBPROTOCOL, type StreamGrant } from '../../../events/stream.js';
+import type { StreamGrant } from '../../../events/stream.js';
+import { releaseStreamSlot } from '../../../events/stream-slots.js';
 import { closeRemoteStream, openRemoteStream, receiveRemoteFrame } from '../../../events/stream-remote.js';
 import { log } from '../../../shared/log.js';
 import { Router } from '../../router.js';
 import { ROUTES, STREAM_PATH_HEADER } from '../../routes.js';
 import type { RouteResult } from '../../types.js';
+import { bearerAuthorization, STREAM_SUBPROTOCOL } from '../../websocket.js';
 import { handler as streamRoute } from './stream.js';
 
 const STREAM_ROUTE_ID = 'events.subscriptions.stream';

@@ -2,7 +2,9 @@ import { workspaceHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
 import { Subscriptions } from '../../../events/subscriptions.js';
 import { isServerCredential } from '../../../auth/principal.js';
-import { claimStreamSlot, parseStreamQuery, parseSubprotocols, requireStreamProtocol, STREAM_SUBPROTOCOL } from '../../../events/stream.js';
+import { claimStreamSlot } from '../../../events/stream-slots.js';
+import { parseStreamQuery } from '../../../events/stream-input.js';
+import { parseSubprotocols, requireStreamProtocol, STREAM_SUBPROTOCOL } from '../../websocket.js';
 import { requireInbox } from '../../../events/inbox.js';
 
 /**
