@@ -11,13 +11,25 @@
  */
 import type { Engine } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
+import * as z from 'zod';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse, parseQuery, queryInteger } from '../shared/validate.js';
 import { eventKey } from './keys.js';
 import { Subscriptions, queuedDelivery } from './subscriptions.js';
 import { outboxKey, queueDelivery } from './outbox.js';
 
 export const DEAD_LETTER_RETENTION_SECONDS = 30 * 24 * 3600;
 export const DEAD_LIST_LIMIT = { min: 1, max: 100, default: 20 };
+
+/** GET .../dead's query: only `limit`. */
+export const deadListQuerySchema = onFirstUse(() =>
+  z.strictObject({ limit: queryInteger(DEAD_LIST_LIMIT, DEAD_LIST_LIMIT.default).describe('Most dead letters to list, newest first.') }),
+);
+
+/** The dead-letter list's query: anything else, or a limit out of range, is 400 invalid_query. */
+export function parseDeadListQuery(query: Record<string, string>): { limit: number } {
+  return parseQuery(deadListQuerySchema(), query, { takes: 'GET /dead takes only limit' });
+}
 const EVENT_ID_PATTERN = /^evt_[0-9a-z]{26}$/;
 
 export const deadLetterKey = (workspaceId: string, eventId: string) => ({ pk: `evdead#${workspaceId}`, sk: eventId });

@@ -3,7 +3,9 @@
  * never blocks the others) and the envelope (spec 2, "Event envelope").
  */
 import type { Principal } from '../auth/principal.js';
+import * as z from 'zod';
 import { PlatformError } from '../shared/errors.js';
+import { faultOf, onFirstUse, parseBody } from '../shared/validate.js';
 import { holdsNonFiniteNumber, nestsDeeperThan } from '../shared/json-depth.js';
 
 export const MAX_EVENTS_PER_PUBLISH = 100;
@@ -23,7 +25,6 @@ const MAX_TYPE_BYTES = 128;
 const TYPE_PATTERN = /^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*$/;
 /** Printable ASCII, 1 to 256 characters: it names an item key and travels in headers and logs. */
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,256}$/;
-const EVENT_FIELDS = new Set(['type', 'data', 'idempotency_key', 'tier']);
 
 export type RejectionCode = 'invalid_event' | 'unknown_field' | 'invalid_type' | 'invalid_idempotency_key' | 'payload_too_large' | 'data_required';
 
@@ -56,6 +57,54 @@ const invalidBody = (message: string) => new PlatformError('invalid_body', messa
 
 const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v === 'object' && !Array.isArray(v);
 
+/** The request schemas, built at their first use (onFirstUse): only publish calls need them. */
+const publishSchemas = onFirstUse(() => {
+  const events = `events is an array of 1 to ${MAX_EVENTS_PER_PUBLISH} events.`;
+  const body = z
+    .strictObject({
+      event: z.unknown().optional().describe('One event.'),
+      events: z.array(z.unknown(), { error: events }).min(1, events).max(MAX_EVENTS_PER_PUBLISH, events).optional().describe('1 to 100 events, in order.'),
+    })
+    .refine((b) => (b.event === undefined) !== (b.events === undefined), 'The body holds exactly one of "event" or "events".');
+
+  // Each field's issue maps to the event's rejection code by EVENT_FIELD_CODES; the fields are checked in
+  // this order, so the first failing one is its code (an unknown field comes before them all).
+  const data = z.unknown().superRefine((value, ctx) => {
+    if (value === undefined) ctx.addIssue({ code: 'custom', message: 'data is required.', params: { code: 'data_required' } });
+    else if (nestsDeeperThan(value, MAX_DATA_DEPTH)) ctx.addIssue({ code: 'custom', message: `data nests deeper than ${MAX_DATA_DEPTH}.`, params: { code: 'invalid_event' } });
+    // 1e400 parses as Infinity and would be delivered as null: refused rather than changed.
+    else if (holdsNonFiniteNumber(value)) ctx.addIssue({ code: 'custom', message: 'data holds a number JSON cannot carry.', params: { code: 'invalid_event' } });
+  });
+  const event = z
+    .strictObject({
+      type: z
+        .string()
+        .refine((t) => Buffer.byteLength(t) <= MAX_TYPE_BYTES && TYPE_PATTERN.test(t))
+        .describe('Dotted lowercase words, at most 128 bytes: `order.paid`.'),
+      tier: z.enum(TIERS).optional().describe('basic (default), reliable or advanced.'),
+      idempotency_key: z.string().regex(IDEMPOTENCY_KEY_PATTERN).optional().describe('Printable ASCII, 1 to 256 characters: a publish with the same key within 168 hours is a duplicate.'),
+      data: data.describe('Any JSON value: at most 16 KiB (32 KiB advanced), nesting at most 128.'),
+    })
+    .transform((e, ctx) => {
+      const tier = e.tier ?? 'basic';
+      const dataJson = JSON.stringify(e.data);
+      if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES[tier]) {
+        ctx.addIssue({ code: 'custom', message: `data is over ${MAX_DATA_BYTES[tier]} bytes.`, params: { code: 'payload_too_large' } });
+        return z.NEVER;
+      }
+      return { type: e.type, dataJson, idempotencyKey: e.idempotency_key, tier } satisfies EventInput;
+    });
+  return { body, event };
+});
+
+/** POST .../events' body: `{event}` or `{events: [...]}`. */
+export const publishBodySchema = () => publishSchemas().body;
+/** One published event: `{type, data, idempotency_key?, tier?}`. */
+export const eventSchema = () => publishSchemas().event;
+
+/** The code of an event whose field fails, unless the field's check names its own (data: data_required or invalid_event). */
+const EVENT_FIELD_CODES: Readonly<Record<string, RejectionCode>> = { type: 'invalid_type', tier: 'invalid_event', idempotency_key: 'invalid_idempotency_key', data: 'invalid_event' };
+
 /**
  * The body's events, in order: `{event}` or `{events: [1..100]}`. Anything else, and `source` anywhere
  * in the body (the service sets it from the credential), is the whole call's `400 invalid_body`.
@@ -66,30 +115,18 @@ export function eventsOf(body: unknown): unknown[] {
   if (Object.hasOwn(body, 'source') || (Array.isArray(events) && events.some((e) => isObject(e) && Object.hasOwn(e, 'source')))) {
     throw invalidBody('source is set by the service from the credential; leave it out.');
   }
-  const keys = Object.keys(body);
-  if (keys.length !== 1 || (keys[0] !== 'event' && keys[0] !== 'events')) throw invalidBody('The body holds exactly one of "event" or "events".');
-  if (!Array.isArray(events) || events.length < 1 || events.length > MAX_EVENTS_PER_PUBLISH) {
-    throw invalidBody(`events is an array of 1 to ${MAX_EVENTS_PER_PUBLISH} events.`);
-  }
-  return events;
+  const parsed = parseBody(publishBodySchema(), body, { unknownField: 'invalid_body' });
+  return parsed.events ?? [parsed.event];
 }
 
-/** One event's checks, in a fixed order; the first failing one is its rejection code. */
+/**
+ * One event's checks: the event, or its rejection code (a bad event is rejected alone, never blocking
+ * the others). Not an object: invalid_event; then an unknown field, then the fields in order.
+ */
 export function checkEvent(raw: unknown): EventInput | RejectionCode {
-  if (!isObject(raw)) return 'invalid_event';
-  const e = raw;
-  if (Object.keys(e).some((k) => !EVENT_FIELDS.has(k))) return 'unknown_field';
-  if (typeof e.type !== 'string' || Buffer.byteLength(e.type) > MAX_TYPE_BYTES || !TYPE_PATTERN.test(e.type)) return 'invalid_type';
-  if (e.tier !== undefined && !(TIERS as readonly unknown[]).includes(e.tier)) return 'invalid_event';
-  const tier = (e.tier ?? 'basic') as Tier;
-  if (e.idempotency_key !== undefined && (typeof e.idempotency_key !== 'string' || !IDEMPOTENCY_KEY_PATTERN.test(e.idempotency_key))) return 'invalid_idempotency_key';
-  if (!Object.hasOwn(e, 'data') || e.data === undefined) return 'data_required';
-  if (nestsDeeperThan(e.data, MAX_DATA_DEPTH)) return 'invalid_event';
-  // 1e400 parses as Infinity and would be delivered as null: refused rather than changed.
-  if (holdsNonFiniteNumber(e.data)) return 'invalid_event';
-  const dataJson = JSON.stringify(e.data);
-  if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES[tier]) return 'payload_too_large';
-  return { type: e.type, dataJson, idempotencyKey: e.idempotency_key as string | undefined, tier };
+  const result = eventSchema().safeParse(raw);
+  if (result.success) return result.data;
+  return faultOf<RejectionCode>(result.error, 'unknown_field', 'invalid_event', EVENT_FIELD_CODES).code;
 }
 
 /**

@@ -60,18 +60,6 @@ export const eventBusAllowed = async (engine: Engine, organizationId: string, ar
 
 const invalidDelivery = (message: string) => new PlatformError('invalid_delivery', message, 'delivery');
 
-/** The `delivery` object's eventbridge fields, checked for shape (before anything is read). */
-export function parseBusDelivery(fields: Record<string, unknown>): { event_bus_arn: string; detail_type?: string } {
-  const { event_bus_arn, detail_type } = fields;
-  if (typeof event_bus_arn !== 'string' || !busRegion(event_bus_arn)) {
-    throw invalidDelivery('An eventbridge subscription needs delivery.event_bus_arn, an event bus ARN: arn:aws:events:<region>:<account>:event-bus/<name>.');
-  }
-  if (detail_type !== undefined && (typeof detail_type !== 'string' || detail_type.length < 1 || detail_type.length > MAX_DETAIL_TYPE_CHARS || /[\x00-\x1f]/.test(detail_type))) {
-    throw invalidDelivery(`delivery.detail_type is 1 to ${MAX_DETAIL_TYPE_CHARS} printable characters (default: the event's type).`);
-  }
-  return detail_type === undefined ? { event_bus_arn } : { event_bus_arn, detail_type };
-}
-
 /**
  * Whether this deployment can deliver to `arn` for the organization: an endpoint to put on (AWS, or
  * AWS_ENDPOINT_URL locally) and the bus on the organization's allow-list.

@@ -10,7 +10,9 @@
  */
 import type { Engine, KvItem } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
+import * as z from 'zod';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import { inboxKey, inboxPartition, leasedIndex, leaseEnd, waitingIndex } from './keys.js';
 import { countWrite } from './stats.js';
 
@@ -49,32 +51,50 @@ export interface AckAnswer {
   not_acked: { id: string; reason: NotAckedReason }[];
 }
 
-const invalidLimit = (message: string, param: string) => new PlatformError('invalid_limit', message, param);
+/** The request schemas, built at their first use (onFirstUse): only pull and ack calls need them. */
+const inboxSchemas = onFirstUse(() => {
+  const whole = (range: { min: number; max: number; default: number }, name: string, description: string) =>
+    z
+      .number({ error: `${name} is a whole number from ${range.min} to ${range.max}.` })
+      .int(`${name} is a whole number from ${range.min} to ${range.max}.`)
+      .min(range.min, `${name} is a whole number from ${range.min} to ${range.max}.`)
+      .max(range.max, `${name} is a whole number from ${range.min} to ${range.max}.`)
+      .default(range.default)
+      .describe(description);
+  const pullBody = z.strictObject({
+    max: whole(PULL_MAX, 'max', 'Most messages to lease.'),
+    lease_seconds: whole(LEASE_SECONDS, 'lease_seconds', 'How long the messages stay leased before they are visible again.'),
+  });
+  const ids = `ids is an array of 1 to ${MAX_ACK_IDS} event ids.`;
+  const ackBody = z.strictObject({
+    ids: z
+      .array(z.unknown(), { error: ids })
+      .min(1, ids)
+      .max(MAX_ACK_IDS, ids)
+      // One code for any id that is not one (a number, null, a forged lease id): invalid_id, naming `ids`.
+      .refine((list) => list.every((id) => typeof id === 'string' && ACK_ID_PATTERN.test(id)), {
+        message: 'An id is an event id ("evt_" and 26 characters) or a message\'s lease_id.',
+        params: { code: 'invalid_id' },
+      })
+      .describe('Event ids, or lease_ids (`<event_id>.<delivery_count>`) to acknowledge only that lease.'),
+  });
+  return { pullBody, ackBody };
+});
 
-function whole(value: unknown, range: { min: number; max: number; default: number }, param: string): number {
-  if (value === undefined) return range.default;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < range.min || value > range.max) {
-    throw invalidLimit(`${param} is a whole number from ${range.min} to ${range.max}.`, param);
-  }
-  return value;
-}
+/** POST .../pull's body: `{max?, lease_seconds?}`; none, `{}` or `null` takes the defaults. */
+export const pullBodySchema = () => inboxSchemas().pullBody;
+/** POST .../ack's body: `{ids: [...]}`. */
+export const ackBodySchema = () => inboxSchemas().ackBody;
 
+/** A pull's body: a `max` or `lease_seconds` out of range is 400 invalid_limit. */
 export function parsePull(body: unknown): { max: number; leaseSeconds: number } {
-  const b = body === undefined || body === null ? {} : body;
-  if (typeof b !== 'object' || Array.isArray(b)) throw new PlatformError('invalid_body', 'The body is {"max"?, "lease_seconds"?}.');
-  const { max, lease_seconds, ...rest } = b as Record<string, unknown>;
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}".`, unknown);
-  return { max: whole(max, PULL_MAX, 'max'), leaseSeconds: whole(lease_seconds, LEASE_SECONDS, 'lease_seconds') };
+  const { max, lease_seconds } = parseBody(pullBodySchema(), body ?? {}, { unknownField: 'unknown_field', fieldCodes: { max: 'invalid_limit', lease_seconds: 'invalid_limit' } });
+  return { max, leaseSeconds: lease_seconds };
 }
 
+/** An ack's body: the ids, each once. */
 export function parseAck(body: unknown): string[] {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body is {"ids": [...]}.');
-  const { ids, ...rest } = body as Record<string, unknown>;
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}".`, unknown);
-  if (!Array.isArray(ids) || ids.length < 1 || ids.length > MAX_ACK_IDS) throw new PlatformError('invalid_body', `ids is an array of 1 to ${MAX_ACK_IDS} event ids.`, 'ids');
-  if (ids.some((id) => typeof id !== 'string' || !ACK_ID_PATTERN.test(id))) throw new PlatformError('invalid_id', 'An id is an event id ("evt_" and 26 characters) or a message\'s lease_id.', 'ids');
+  const { ids } = parseBody(ackBodySchema(), body ?? null, { unknownField: 'unknown_field' });
   return [...new Set(ids as string[])];
 }
 

@@ -6,7 +6,9 @@
  */
 import type { Engine, KvItem } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
+import * as z from 'zod';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import { newId } from '../shared/ids.js';
 import { settings } from '../shared/settings.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
@@ -16,7 +18,7 @@ import { liveSecrets, newSigningSecret, rotate, type StoredSecret } from './sign
 import { openSigningSecret, sealSigningSecret } from './secret-box.js';
 import { removeInbox } from './inbox.js';
 import { Tenants } from '../auth/tenants.js';
-import { checkBusDestination, parseBusDelivery } from './eventbridge.js';
+import { busRegion, checkBusDestination, MAX_DETAIL_TYPE_CHARS } from './eventbridge.js';
 
 export const MAX_SUBSCRIPTIONS = 50;
 export const MAX_PATTERNS = 20;
@@ -50,8 +52,6 @@ export interface StoredSubscription extends Subscription {
   rotations?: number;
 }
 
-const invalidSubscription = (message: string) => new PlatformError('invalid_subscription', message, 'types');
-const invalidDelivery = (message: string) => new PlatformError('invalid_delivery', message, 'delivery');
 export const subscriptionNotFound = (id: string) => new PlatformError('subscription_not_found', `No subscription "${id}" in this workspace.`);
 /** A path id that cannot be a subscription's: 400 invalid_id (a well-formed unknown one is 404). */
 function checkSubscriptionId(id: string): void {
@@ -81,33 +81,74 @@ export function subscriptionView(s: StoredSubscription): Subscription {
   return { subscription_id: s.subscription_id, types: [...s.types], delivery, created_at: s.created_at };
 }
 
-function parseBody(body: unknown): { types: string[]; mode: DeliveryMode; url?: string; bus?: { event_bus_arn: string; detail_type?: string } } {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body is {"types": [...], "delivery": {...}}.');
-  const { types, delivery, ...rest } = body as Record<string, unknown>;
-  const unknown = Object.keys(rest)[0];
-  if (unknown !== undefined) throw new PlatformError('unknown_field', `Unknown field "${unknown}".`, unknown);
-  if (!Array.isArray(types) || types.length < 1 || types.length > MAX_PATTERNS) throw invalidSubscription(`types holds 1 to ${MAX_PATTERNS} patterns.`);
-  for (const t of types) {
-    if (typeof t !== 'string' || Buffer.byteLength(t) > MAX_PATTERN_BYTES || !PATTERN.test(t)) {
-      throw invalidSubscription('A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".');
-    }
-  }
-  if (!delivery || typeof delivery !== 'object' || Array.isArray(delivery)) throw invalidDelivery('delivery is {"mode": "webhook" | "pull" | "websocket" | "eventbridge", "url"?, "event_bus_arn"?, "detail_type"?}.');
-  const { mode, url, ...extra } = delivery as Record<string, unknown>;
-  if (!(DELIVERY_MODES as readonly unknown[]).includes(mode)) throw invalidDelivery('delivery.mode is webhook, pull, websocket or eventbridge.');
-  if (mode === 'eventbridge') {
-    const { event_bus_arn, detail_type, ...others } = extra;
-    if (url !== undefined) throw invalidDelivery('An eventbridge subscription takes no url.');
-    if (Object.keys(others).length) throw invalidDelivery(`Unknown delivery field "${Object.keys(others)[0]}".`);
-    return { types: [...new Set(types as string[])], mode, bus: parseBusDelivery({ event_bus_arn, detail_type }) };
-  }
-  if (Object.keys(extra).length) throw invalidDelivery(`Unknown delivery field "${Object.keys(extra)[0]}".`);
-  if (mode === 'webhook') {
-    if (typeof url !== 'string') throw invalidDelivery('A webhook subscription needs delivery.url.');
-    return { types: [...new Set(types as string[])], mode, url };
-  }
-  if (url !== undefined) throw invalidDelivery(`A ${mode} subscription takes no url.`);
-  return { types: [...new Set(types as string[])], mode: mode as DeliveryMode };
+/** The request schemas, built at their first use (onFirstUse): only subscription calls need them. */
+const subscriptionSchemas = onFirstUse(() => {
+  const patterns = `types holds 1 to ${MAX_PATTERNS} patterns.`;
+  const pattern = z
+    .string()
+    .refine((t) => Buffer.byteLength(t) <= MAX_PATTERN_BYTES && PATTERN.test(t), 'A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".');
+  const types = z
+    .array(z.unknown(), { error: patterns })
+    .min(1, patterns)
+    .max(MAX_PATTERNS, patterns)
+    // Checked as a whole after the count, as the count came first before: one message for any bad pattern.
+    .pipe(z.array(z.string({ error: 'A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".' }).pipe(pattern)))
+    .describe('Type patterns: a type, `*`, or a prefix ending in `.*` (matching deeper types too).');
+  const noUrl = (mode: string) => z.never({ error: `A${mode === 'eventbridge' ? 'n' : ''} ${mode} subscription takes no url.` }).optional();
+  const arn = 'An eventbridge subscription needs delivery.event_bus_arn, an event bus ARN: arn:aws:events:<region>:<account>:event-bus/<name>.';
+  const detail = `delivery.detail_type is 1 to ${MAX_DETAIL_TYPE_CHARS} printable characters (default: the event's type).`;
+  const delivery = z.discriminatedUnion(
+    'mode',
+    [
+      z.strictObject({ mode: z.literal('webhook'), url: z.string({ error: 'A webhook subscription needs delivery.url.' }).describe('An https URL with a public address.') }),
+      z.strictObject({ mode: z.literal('pull'), url: noUrl('pull') }),
+      z.strictObject({ mode: z.literal('websocket'), url: noUrl('websocket') }),
+      z.strictObject({
+        mode: z.literal('eventbridge'),
+        url: noUrl('eventbridge'),
+        event_bus_arn: z.string({ error: arn }).refine((a) => busRegion(a) !== undefined, arn).describe('The event bus, on the organization\'s allow-list.'),
+        detail_type: z
+          .string({ error: detail })
+          .min(1, detail)
+          .max(MAX_DETAIL_TYPE_CHARS, detail)
+          .refine((d) => !/[\x00-\x1f]/.test(d), detail)
+          .optional()
+          .describe('The entries\' DetailType (default: the event\'s type).'),
+      }),
+    ],
+    { error: 'delivery is {"mode": "webhook" | "pull" | "websocket" | "eventbridge", "url"?, "event_bus_arn"?, "detail_type"?}; delivery.mode is webhook, pull, websocket or eventbridge.' },
+  );
+  const body = z.strictObject({ types, delivery });
+  return { body, rotate: z.strictObject({}) };
+});
+
+/** POST .../subscriptions' body: `{types, delivery}`. */
+export const subscriptionBodySchema = () => subscriptionSchemas().body;
+/** POST .../rotate-secret's body: no fields (none, `{}` or `null`). */
+export const rotateSecretBodySchema = () => subscriptionSchemas().rotate;
+
+export interface SubscriptionBody {
+  types: string[];
+  mode: DeliveryMode;
+  url?: string;
+  bus?: { event_bus_arn: string; detail_type?: string };
+}
+
+/** A subscription's body: anything wrong in `types` is 400 invalid_subscription, in `delivery` invalid_delivery. */
+export function parseSubscriptionBody(body: unknown): SubscriptionBody {
+  const { types, delivery: d } = parseBody(subscriptionBodySchema(), body ?? null, {
+    unknownField: 'unknown_field',
+    fieldCodes: { types: 'invalid_subscription', delivery: 'invalid_delivery' },
+  });
+  const unique = [...new Set(types)];
+  if (d.mode === 'eventbridge') return { types: unique, mode: d.mode, bus: d.detail_type === undefined ? { event_bus_arn: d.event_bus_arn } : { event_bus_arn: d.event_bus_arn, detail_type: d.detail_type } };
+  if (d.mode === 'webhook') return { types: unique, mode: d.mode, url: d.url };
+  return { types: unique, mode: d.mode };
+}
+
+/** A rotate-secret body takes no fields: any is 400 unknown_field, as on every other route. */
+export function parseRotateSecretBody(body: unknown): void {
+  parseBody(rotateSecretBodySchema(), body ?? {}, { unknownField: 'unknown_field' });
 }
 
 export class Subscriptions {
@@ -123,7 +164,7 @@ export class Subscriptions {
 
   /** Creates one; `signing_secret` is in the answer of a webhook subscription, and only there. */
   async create(workspaceId: string, body: unknown): Promise<Subscription & { signing_secret?: string }> {
-    const { types, mode, url: sent, bus } = parseBody(body);
+    const { types, mode, url: sent, bus } = parseSubscriptionBody(body);
     const url = sent === undefined ? undefined : await checkDestination(sent);
     const organizationId = bus ? await this.busOrganization(workspaceId, bus.event_bus_arn) : undefined;
     const id = newId('sub', this.now());

@@ -11,7 +11,7 @@ export interface ValidateOptions {
   unknownField: ErrorCode;
   /** Code for anything else wrong (default invalid_body). */
   invalid?: ErrorCode;
-  /** Codes for faults in named top-level fields, where the spec names one (Events `max`: invalid_limit). */
+  /** Codes for faults in named top-level fields, where the spec names one (Events `max`: invalid_limit); the param is then that field. */
   fieldCodes?: Readonly<Record<string, ErrorCode>>;
 }
 
@@ -27,8 +27,8 @@ export interface QueryOptions {
 }
 
 /** What is wrong with a value: the spec's code, the field or parameter it names (dotted), and a message. */
-export interface Fault {
-  code: ErrorCode;
+export interface Fault<C extends string = ErrorCode> {
+  code: C;
   param: string | null;
   message: string;
 }
@@ -37,24 +37,35 @@ export interface Fault {
  * A zod issue may carry its own code (`refine(check, { params: { code: 'invalid_id' } })`), for a
  * fault the spec names more narrowly than the field does.
  */
-const issueCode = (issue: z.core.$ZodIssue): ErrorCode | undefined =>
-  issue.code === 'custom' ? (issue.params?.code as ErrorCode | undefined) : undefined;
+const issueCode = <C extends string>(issue: z.core.$ZodIssue): C | undefined =>
+  issue.code === 'custom' ? (issue.params?.code as C | undefined) : undefined;
 
 /**
- * The one fault a failed parse answers. An unknown field is named before any other fault: zod lists it
- * after the fields' own issues, and a client that misspelt a field should hear that, not that the field
- * it meant is missing.
+ * The one fault a failed parse answers (codes: the spec's error codes, or another list of its, such as
+ * a publish's rejection codes). An unknown field is named before any other fault (zod lists it
+ * after the fields' own issues): a client that misspelt a field hears that, not that the field it meant
+ * is missing. Inside a field with a code of its own (`delivery`: invalid_delivery) an unknown key is that
+ * field's fault, named before the field's other faults, and the field is the param.
  */
-export function faultOf(error: z.ZodError, unknownField: ErrorCode, invalid: ErrorCode, fieldCodes?: Readonly<Record<string, ErrorCode>>, unknownWord = 'field'): Fault {
-  const issue = error.issues.find((i) => i.code === 'unrecognized_keys') ?? error.issues[0];
+export function faultOf<C extends string = ErrorCode>(error: z.ZodError, unknownField: C, invalid: C, fieldCodes?: Readonly<Record<string, C>>, unknownWord = 'field'): Fault<C> {
+  const codeOfField = (issue: z.core.$ZodIssue) => (typeof issue.path[0] === 'string' ? fieldCodes?.[issue.path[0]] : undefined);
+  const issues = error.issues;
+  let issue = issues.find((i) => i.code === 'unrecognized_keys' && codeOfField(i) === undefined) ?? issues[0];
+  const fieldCode = codeOfField(issue);
+  if (fieldCode !== undefined) issue = issues.find((i) => i.code === 'unrecognized_keys' && i.path[0] === issue.path[0]) ?? issue;
   if (issue.code === 'unrecognized_keys') {
-    const param = [...issue.path, issue.keys[0]].join('.');
+    const key = issue.keys[0];
+    if (fieldCode !== undefined) return { code: fieldCode, param: String(issue.path[0]), message: `Unknown ${String(issue.path[0])} field "${key}".` };
+    const param = [...issue.path, key].join('.');
     return { code: unknownField, param, message: `Unknown ${unknownWord} "${param}".` };
   }
-  const param = issue.path.join('.') || null;
-  const top = issue.path[0];
-  const code = issueCode(issue) ?? (typeof top === 'string' ? fieldCodes?.[top] : undefined) ?? invalid;
-  return { code, param, message: param ? `${param}: ${issue.message}` : issue.message };
+  const path = issue.path.join('.') || null;
+  // A schema's own message that names its field is a sentence already; zod's are prefixed with the field.
+  const message = path && !issue.message.includes(path) ? `${path}: ${issue.message}` : issue.message;
+  const own = issueCode<C>(issue);
+  // A field with a code of its own is named as a whole: the code says what is wrong in it.
+  if (own === undefined && fieldCode !== undefined) return { code: fieldCode, param: String(issue.path[0]), message };
+  return { code: own ?? invalid, param: path, message };
 }
 
 const thrown = (fault: Fault) => new PlatformError(fault.code, fault.message, fault.param);
@@ -84,6 +95,8 @@ export function parseQuery<T extends z.ZodType>(schema: T, query: Record<string,
  * A whole-number query parameter from `min` to `max` (at most 15 digits, so no float rounding), as a
  * number; `fallback` when it is absent. Query values are strings: the coercion is explicit here.
  */
+export function queryInteger(range: { min: number; max: number }): z.ZodOptional<z.ZodPipe<z.ZodPipe<z.ZodString, z.ZodTransform<number, string>>, z.ZodNumber>>;
+export function queryInteger(range: { min: number; max: number }, fallback: number): z.ZodDefault<z.ZodPipe<z.ZodPipe<z.ZodString, z.ZodTransform<number, string>>, z.ZodNumber>>;
 export function queryInteger(range: { min: number; max: number }, fallback?: number) {
   const message = `a whole number from ${range.min} to ${range.max}`;
   const n = z
@@ -91,7 +104,7 @@ export function queryInteger(range: { min: number; max: number }, fallback?: num
     .regex(/^\d{1,15}$/, message)
     .transform(Number)
     .pipe(z.number().min(range.min, message).max(range.max, message));
-  return fallback === undefined ? n.optional() : n.optional().transform((v) => v ?? fallback);
+  return fallback === undefined ? n.optional() : n.default(fallback);
 }
 
 /**
