@@ -17,7 +17,6 @@ import { useLocalProcess } from '../helpers/local-process.js';
 import { admin, adminOk } from '../helpers/cli.js';
 import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const opId = () => `op-i19-${++n}-${Date.now()}`;
 
@@ -69,7 +68,8 @@ async function startUpstream() {
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
 }
 
-const p = useLocalProcess('ai-i19-', { LOCAL_WORKERS: '2' });
+// No route cache: routes set with the CLI hold from the next call.
+const p = useLocalProcess('ai-i19-', { LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0' });
 const run = (body: object): Promise<Answer> => postWithOperation(p.local.urls.ai, p.key, '/v1/run', opId(), body);
 const code = (a: Answer) => a.body?.error?.code;
 const calls = () => Object.values(seen).reduce((sum, list) => sum + list.length, 0);
@@ -86,7 +86,6 @@ beforeAll(async () => {
   judge('judge-lp', 'lp');
   judge('judge-bed', 'bed');
   judge('judge-then-bed', 'stated,bed');
-  await sleep(1200); // MODEL_ROUTES_CACHE_MS
 }, 60_000);
 
 afterAll(async () => {
@@ -218,8 +217,7 @@ describe('item 6: credentials in a route base URL', () => {
     const list = adminOk(p.dataDir, 'route', 'list', '--org', p.org);
     expect(JSON.stringify(list)).not.toContain('hunter2');
     expect(list.data.map((r: { id: string }) => r.id).filter((id: string) => id.startsWith('leaky'))).toEqual([]);
-    await sleep(1200); // MODEL_ROUTES_CACHE_MS
-    const chat = await postWithOperation(p.local.urls.ai, p.key, '/v1/chat/completions', opId(), { model: 'leaky-0', messages: [{ role: 'user', content: 'hi' }] });
+      const chat = await postWithOperation(p.local.urls.ai, p.key, '/v1/chat/completions', opId(), { model: 'leaky-0', messages: [{ role: 'user', content: 'hi' }] });
     expect([chat.status, code(chat)]).toEqual([400, 'model_not_allowed']);
   });
 

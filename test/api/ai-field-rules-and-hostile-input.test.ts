@@ -25,7 +25,6 @@ import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postBytes, postWithOperation, type Answer } from '../helpers/ai-calls.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const opId = () => `op-attack4-${++n}-${Date.now()}`;
 
@@ -72,7 +71,8 @@ async function startOwn() {
   ownUrl = `http://127.0.0.1:${(own.address() as AddressInfo).port}`;
 }
 
-const p = useLocalProcess('ai-attack4-');
+// No route cache: routes and limits set with the CLI hold from the next call.
+const p = useLocalProcess('ai-attack4-', { MODEL_ROUTES_CACHE_MS: '0' });
 let fake: FakeOpenAi;
 let ai = '';
 let workspace = '';
@@ -138,7 +138,6 @@ beforeAll(async () => {
   adminOk(p.dataDir, 'route', 'set', '--org', p.org, '--id', 'run', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', `${ownUrl}/run`, '--default');
   adminOk(p.dataDir, 'route', 'set', '--org', p.org, '--id', 'tier', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', `${ownUrl}/tier/v1`, '--model', 'tier-model');
   adminOk(p.dataDir, 'route', 'set', '--org', p.org, '--id', 'judge', '--endpoint', '/v1/run', '--provider', 'decision', '--tiers', 'tier');
-  await sleep(1200); // MODEL_ROUTES_CACHE_MS
 }, 60_000);
 
 afterAll(async () => {
@@ -319,7 +318,6 @@ describe('tenants, keys and applications', () => {
     const other = adminOk(p.dataDir, 'org', 'create', '--name', 'Other attack4');
     const otherKey = adminOk(p.dataDir, 'key', 'create', '--org', other.id).key as string;
     adminOk(p.dataDir, 'route', 'set', '--org', other.id, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
-    await sleep(1200);
     const fields = { user: 'alice', safety_identifier: 'alice', prompt_cache_key: 'alice' };
     fake.requests.length = 0;
     expect((await post('/v1/chat/completions', chatBody(fields))).status).toBe(200);
@@ -338,7 +336,6 @@ describe('tenants, keys and applications', () => {
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--rpm', '1000');
     const limited = adminOk(p.dataDir, 'key', 'create', '--org', p.org) as { id: string; key: string };
     adminOk(p.dataDir, 'key', 'limits', '--key-id', limited.id, '--rpm', '2');
-    await sleep(1200);
     try {
       const answers = [];
       for (const path of ['/v1/chat/completions', '/v1/embeddings', '/v1/run']) {

@@ -18,6 +18,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation as post } from '../helpers/ai-calls.js';
+import { waitFor } from '../helpers/wait.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let n = 0;
@@ -113,12 +114,13 @@ describe('a stream left before its usage chunk (item 1) and its status (item 9)'
         statuses.push(await streamUntilFinished(ai, p.key, opId('leave-early'), { model: 'late-usage', messages: [{ role: 'user', content: 'x' }] }));
         await sleep(150); // the gateway notices the hang-up and settles
       }
-      await sleep(500);
+      const budgetState = () => adminOk(p.dataDir, 'org', 'limits', '--org', p.org).budget as { spent_usd: number; held_usd: number };
+      await waitFor('every hold to settle', () => budgetState().held_usd === 0, 10_000, 100);
       const answered = statuses.filter((s) => s === 200).length;
       expect(answered).toBeGreaterThanOrEqual(3);
       expect(answered).toBeLessThanOrEqual(4);
       expect(statuses.filter((s) => s === 429)).toHaveLength(12 - answered);
-      const { spent_usd, held_usd } = adminOk(p.dataDir, 'org', 'limits', '--org', p.org).budget as { spent_usd: number; held_usd: number };
+      const { spent_usd, held_usd } = budgetState();
       expect(held_usd).toBe(0);
       expect(spent_usd).toBeGreaterThan(0.1 * answered);
       expect(spent_usd).toBeLessThanOrEqual(budget);
@@ -128,12 +130,16 @@ describe('a stream left before its usage chunk (item 1) and its status (item 9)'
   }, 60_000);
 
   it('is recorded in the activity log with status 499 (client gone), not as an upstream failure', async () => {
+    const lateUsage = async () => {
+      const res = await fetch(`${data}/v1/activity?kind=ai.usage&limit=100`, { headers: { authorization: `Bearer ${p.key}` } });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as { items: { route: string; status: number }[] }).items.filter((i) => i.route === 'late-usage');
+    };
+    const before = (await lateUsage()).length;
     for (let i = 0; i < 3; i++) await streamUntilFinished(ai, p.key, opId('status'), { model: 'late-usage', messages: [{ role: 'user', content: 'y' }] });
-    await sleep(1500);
-    const res = await fetch(`${data}/v1/activity?kind=ai.usage&limit=100`, { headers: { authorization: `Bearer ${p.key}` } });
-    expect(res.status).toBe(200);
-    const items = ((await res.json()) as { items: { route: string; status: number }[] }).items.filter((i) => i.route === 'late-usage');
-    expect(items.length).toBeGreaterThanOrEqual(3);
+    // Each call is recorded once the gateway has settled it.
+    let items: { route: string; status: number }[] = [];
+    await waitFor('the three calls in the activity log', async () => (items = await lateUsage()).length >= before + 3, 10_000, 100);
     expect(items.map((i) => i.status).filter((s) => s !== 499 && s !== 429)).toEqual([]);
     expect(items.filter((i) => i.status === 499).length).toBeGreaterThanOrEqual(3);
   }, 30_000);

@@ -18,6 +18,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation as post, type Answer } from '../helpers/ai-calls.js';
+import { waitFor } from '../helpers/wait.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -71,7 +72,8 @@ async function startMeter() {
   meterUrl = `http://127.0.0.1:${(meter.address() as AddressInfo).port}`;
 }
 
-const p = useLocalProcess('ai-attack3-', { LOCAL_WORKERS: '2' });
+// No route cache: routes and limits set with the CLI hold from the next call.
+const p = useLocalProcess('ai-attack3-', { LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0' });
 let fake: FakeOpenAi;
 let dataDir: string;
 let org = '';
@@ -90,7 +92,6 @@ beforeAll(async () => {
   adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'uncapped', ...chat, '--base-url', `${meterUrl}/v1`, '--price-in-per-mtok', '1', '--price-out-per-mtok', '1');
   adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'run', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', `${meterUrl}/run`, '--default');
   adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'run-big', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', `${meterUrl}/big`);
-  await sleep(1200); // each worker caches routes MODEL_ROUTES_CACHE_MS (1 s)
 }, 40_000);
 
 afterAll(async () => {
@@ -135,7 +136,7 @@ describe('operation ids across two workers', () => {
     let letGo!: () => void;
     fake.behavior = { status: 200, chunks: ['a', 'b', 'c'], chunkDelayMs: 0, stallMs: 0, holdLast: new Promise<void>((r) => (letGo = r)) };
     const streamed = post(ai, key, '/v1/chat/completions', id, chatBody(id, { stream: true }));
-    await sleep(300);
+    await waitFor('the stream to reach the upstream', () => chatCallsFor(id) === 1, 5000);
     const during = await post(ai, key, '/v1/chat/completions', id, chatBody(id));
     letGo();
     const s = await streamed;
@@ -272,7 +273,6 @@ describe('organization budget', () => {
     const worstMicro = inputBound + 100; // 1 USD per Mtok in and out: 1 micro-USD a token
     const budgetMicro = 5 * worstMicro;
     adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', String(budgetMicro / 1e6));
-    await sleep(1300);
     let ok = 0;
     let n = 0;
     const statuses: number[] = [];
@@ -306,7 +306,6 @@ describe('organization budget', () => {
     const held = inputBound + 4096; // what the gateway holds for this call
     const budgetMicro = spentBefore + held;
     adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', String(budgetMicro / 1e6));
-    await sleep(1300);
     const a = await post(ai, key, '/v1/chat/completions', `op-uncapped-${Date.now()}`, { model: 'uncapped', messages, tools });
     expect(a.status, a.text).toBe(200);
     const sent = meterChatBodies.at(-1);
@@ -321,7 +320,6 @@ describe('organization budget', () => {
     const spentBefore = Math.round(budgetOf().spent_usd * 1e6);
     // Room for the input bound and 1.5 ceilings of 100 tokens, at 1 micro-USD a token.
     adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', String((spentBefore + inputBound + 150) / 1e6));
-    await sleep(1300);
     const two = await post(ai, key, '/v1/chat/completions', `op-n2-${Date.now()}`, { model: 'metered', messages, tools, n: 2 });
     expect(two.status, two.text).toBe(429);
     expect(two.body.error.code).toBe('budget_exhausted');
@@ -337,7 +335,6 @@ describe('organization budget', () => {
   it("a client that stops reading a stream: the call settles at the route's timeout, while the client still is not reading", async () => {
     adminOk(dataDir, 'route', 'set', '--org', org, '--id', 'slow-reader', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--max-tokens', '100', '--timeout-ms', '2000', '--price-in-per-mtok', '1', '--price-out-per-mtok', '1');
     adminOk(dataDir, 'org', 'limits', '--org', org, '--budget-usd', '100');
-    await sleep(1300);
     // 600 chunks of 32 KB: far more than the sockets buffer, so the gateway's stream waits on the client.
     fake.behavior = { status: 200, chunks: Array.from({ length: 600 }, (_, i) => String(i).padEnd(32_768, 'x')), chunkDelayMs: 0, stallMs: 0 };
     const id = `op-slow-reader-${Date.now()}`;

@@ -10,12 +10,10 @@ import { useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { awayFromMinuteEnd } from '../helpers/rate-windows.js';
 
-const p = useLocalProcess('ai-limits-', { LOCAL_WORKERS: '2' });
+// No route cache: a limit set with the CLI holds from the next call.
+const p = useLocalProcess('ai-limits-', { LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0' });
 let fake: FakeOpenAi;
 let n = 0;
-
-/** Routes and limits are cached MODEL_ROUTES_CACHE_MS (1 s) in each worker. */
-const settle = () => new Promise((r) => setTimeout(r, 1300));
 
 function call(model = 'chat', extra: Record<string, unknown> = {}) {
   return fetch(`${p.local.urls.ai}/v1/chat/completions`, {
@@ -39,7 +37,6 @@ afterAll(async () => {
 describe('limits across two workers', () => {
   it('--rpm 5: exactly 5 answers in the minute, the rest 429 rate_limited with Retry-After', async () => {
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--rpm', '5');
-    await settle();
     await awayFromMinuteEnd(10);
     const answers = await Promise.all(Array.from({ length: 12 }, () => call()));
     expect(answers.filter((a) => a.status === 200)).toHaveLength(5);
@@ -52,7 +49,6 @@ describe('limits across two workers', () => {
     // Sequential calls later in the same minute: still refused.
     expect((await call()).code).toBe('rate_limited');
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--rpm', 'none');
-    await settle();
   });
 
   it('--budget-usd: 30 concurrent priced calls never spend past the budget; the calls it cannot cover are 429 budget_exhausted', async () => {
@@ -60,7 +56,6 @@ describe('limits across two workers', () => {
     // million = $0.000118; the upstream reports 18 tokens ($0.000018). A budget of $0.0005 covers four
     // worst cases at once.
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--budget-usd', '0.0005');
-    await settle();
     fake.behavior = { status: 200, chunks: ['ok'], chunkDelayMs: 0, stallMs: 400 };
     const answers = await Promise.all(Array.from({ length: 30 }, () => call()));
     fake.behavior.stallMs = 0;
@@ -75,19 +70,16 @@ describe('limits across two workers', () => {
     expect(state.budget.spent_usd).toBeLessThanOrEqual(0.0005);
     expect(state.budget.held_usd).toBe(0);
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--budget-usd', 'none');
-    await settle();
   });
 
   it('--concurrency 2: calls past two in flight are 429 concurrency_limited; --tpm refuses a call over the tokens with quota_exceeded', async () => {
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--concurrency', '2');
-    await settle();
     fake.behavior = { status: 200, chunks: ['ok'], chunkDelayMs: 0, stallMs: 400 };
     const answers = await Promise.all(Array.from({ length: 6 }, () => call()));
     fake.behavior.stallMs = 0;
     expect(answers.filter((a) => a.status === 200)).toHaveLength(2);
     expect(answers.filter((a) => a.code === 'concurrency_limited')).toHaveLength(4);
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--concurrency', 'none', '--tpm', '150');
-    await settle();
     await awayFromMinuteEnd(10);
     // Each call in flight reserves its input estimate plus the route's 100-token ceiling: one fits in
     // 150, not two at once. (Once answered, a call's reservation is corrected to its real 18 tokens.)

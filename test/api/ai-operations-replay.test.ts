@@ -30,21 +30,18 @@ const embedBody = (id: string) => ({ input: id });
 const upstreamCallsFor = (id: string) =>
   fake.requests.filter((r) => r.body?.messages?.[0]?.content === id || r.body?.input === id || (Array.isArray(r.body?.input) && r.body.input.includes(id))).length;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /**
  * For the tests of a describe block: `npm start` with `workers` processes (its banner saying `banner`),
  * with a chat and an embeddings route to the fake; the AI API's URL and the secret key.
  */
 function usePlatform(workers: number, banner: string) {
-  const used = useLocalProcess('ai-replay-', { LOCAL_WORKERS: String(workers) });
+  // No route cache: the routes set below hold from the first call.
+  const used = useLocalProcess('ai-replay-', { LOCAL_WORKERS: String(workers), MODEL_ROUTES_CACHE_MS: '0' });
   const platform = { ai: '', key: '' };
   beforeAll(async () => {
     expect(used.local.output()).toContain(banner);
     adminOk(used.dataDir, 'route', 'set', '--org', used.org, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
     adminOk(used.dataDir, 'route', 'set', '--org', used.org, '--id', 'embed', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
-    // Each worker caches the routes MODEL_ROUTES_CACHE_MS (1 s).
-    await sleep(1200);
     Object.assign(platform, { ai: used.local.urls.ai, key: used.key });
   }, 40_000);
   return platform;

@@ -96,12 +96,11 @@ describe('LOCAL_WORKERS=2', () => {
   let local: LocalProcess;
   let key: string;
   beforeAll(async () => {
-    local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: '2' });
+    // No route cache: the route set below holds from the first call.
+    local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0' });
     const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
     key = credentials.secret_key;
     adminOk(dataDir, 'route', 'set', '--org', credentials.organization_id, '--id', 'chat', '--endpoint', '/v1/chat/completions', '--provider', 'openai-compatible', '--base-url', fake.baseUrl, '--default');
-    // Each worker caches the routes MODEL_ROUTES_CACHE_MS (1 s).
-    await new Promise((r) => setTimeout(r, 1200));
   }, 40_000);
   afterAll(async () => {
     if (local) await crashLocalProcess(local);

@@ -21,7 +21,6 @@ import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
 import { closeServer } from '../helpers/servers.js';
 
 const MiB = 1024 * 1024;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let n = 0;
 const opId = () => `op-upstream-answers-${++n}-${Date.now()}`;
 
@@ -200,7 +199,8 @@ async function startUpstream() {
 }
 
 // ---------- the platform ----------
-const p = useLocalProcess('ai-upstream-answers-', { LOCAL_WORKERS: '2' });
+// No route cache: the routes set below hold from the first call.
+const p = useLocalProcess('ai-upstream-answers-', { LOCAL_WORKERS: '2', MODEL_ROUTES_CACHE_MS: '0' });
 let ai = '';
 
 const post = (path: string, body: object) => postWithOperation(ai, p.key, path, opId(), body);
@@ -251,7 +251,6 @@ beforeAll(async () => {
   route('--id', 'chat-long-lines', '--endpoint', '/v1/chat/completions', ...oc, '--max-event-bytes', String(32 * MiB));
   route('--id', 'embed-small', '--endpoint', '/v1/embeddings', ...oc, '--max-answer-bytes', '65536');
   route('--id', 'run-small', '--endpoint', '/v1/run', '--provider', 'http', '--base-url', `${upstreamUrl}/run`, '--max-answer-bytes', '65536');
-  await sleep(1200); // MODEL_ROUTES_CACHE_MS
 }, 60_000);
 
 afterAll(() => closeServer(upstream));
