@@ -7,12 +7,15 @@ import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platfor
 import { adminOk } from '../helpers/cli.js';
 import { OPERATION_ID_PATTERN } from '../../lambdas/http/middleware/operation-id.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
+import { ManualClock } from '../../lambdas/engine/clock.js';
 
 let p: TestPlatform;
+// The credential cache's time passes when a test says so (the CLI, another process, keeps the wall clock).
+const clock = new ManualClock(Date.now());
 const ZERO_KEY = `aik_${'0'.repeat(64)}`;
 
 beforeAll(async () => {
-  p = await startTestPlatform();
+  p = await startTestPlatform({ clock });
 });
 afterAll(async () => p?.close());
 
@@ -99,12 +102,12 @@ describe('credentials (spec section 5)', () => {
       const key = adminOk(p.dataDir, 'key', 'create', '--org', p.credentials.organization_id);
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
       adminOk(p.dataDir, 'key', 'disable', '--key-id', key.id);
-      await new Promise((r) => setTimeout(r, 150));
+      clock.advance(150);
       for (const api of ['ai', 'data', 'events'] as const) {
         await expectError(await get(`${p.urls[api]}/v1/models`, bearer(key.key)), 403, 'key_disabled');
       }
       adminOk(p.dataDir, 'key', 'enable', '--key-id', key.id);
-      await new Promise((r) => setTimeout(r, 150));
+      clock.advance(150);
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
     } finally {
       useSettings();
@@ -118,7 +121,7 @@ describe('credentials (spec section 5)', () => {
       const key = adminOk(p.dataDir, 'key', 'create', '--org', org.id);
       expect((await get(`${p.urls.ai}/v1/models`, bearer(key.key))).status).toBe(200);
       adminOk(p.dataDir, 'org', 'disable', '--org', org.id);
-      await new Promise((r) => setTimeout(r, 150));
+      clock.advance(150);
       await expectError(await get(`${p.urls.ai}/v1/models`, bearer(key.key)), 403, 'organization_disabled');
     } finally {
       useSettings();

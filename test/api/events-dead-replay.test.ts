@@ -127,7 +127,7 @@ it('seven concurrent replays over two workers queue each subscription once, and 
   expect(answers.map((a) => a.status)).toEqual(Array(7).fill(202));
 
   await waitFor('both delivered', () => delivered('/a', eventId) === 1 && delivered('/b', eventId) === 1);
-  await sleep(3000);
+  await sleep(3000); // deliberate: anything queued twice would arrive meanwhile
   expect(attempted('/a', eventId)).toBe(2); // the dying attempt and one replay
   expect(attempted('/b', eventId)).toBe(2);
   expect((await stats()).completed - before.completed).toBe(2);
@@ -142,7 +142,7 @@ it('seven concurrent replays over two workers queue each subscription once, and 
     await side.close();
   }
   await waitFor('the duplicate delivered', () => delivered('/a', eventId) === 2);
-  await sleep(1000);
+  await sleep(1000); // deliberate: a second count would land meanwhile
   expect((await stats()).completed - before.completed).toBe(2);
 
   // Delivered to both: a later replay still answers 202, queueing nothing.

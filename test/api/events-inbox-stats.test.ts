@@ -5,6 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { useLocalProcess } from '../helpers/local-process.js';
+import { waitFor } from '../helpers/wait.js';
 
 const used = useLocalProcess('events-inbox-stats-', { LOCAL_WORKERS: '2', EVENTS_RATE_LIMIT_PER_MINUTE: '0' });
 
@@ -70,8 +71,9 @@ describe('acks and leases (defect 4)', () => {
     const [id] = await publish('lease.x', 1);
     const [first] = await pull(sub, { max: 1, lease_seconds: 5 });
     expect([first.event_id, first.delivery_count, first.lease_id]).toEqual([id, 1, `${id}.1`]);
-    await sleep(6_500); // the lease ends (generous margin on a loaded machine)
-    const [second] = await pull(sub, { max: 1, lease_seconds: 300 });
+    // A pull finds nothing until the lease ends, then takes the message again.
+    let second: any;
+    await waitFor('the lease to end', async () => (second = (await pull(sub, { max: 1, lease_seconds: 300 }))[0]) !== undefined, 10_000, 100);
     expect([second.event_id, second.delivery_count, second.lease_id]).toEqual([id, 2, `${id}.2`]);
     // Consumer A's late ack, by its lease: stale.
     expect(await ack(sub, [first.lease_id])).toEqual({ acked: 0, not_acked: [{ id: first.lease_id, reason: 'stale_lease' }] });
@@ -93,8 +95,11 @@ describe('acks and leases (defect 4)', () => {
       ],
     });
     const [m] = await pull(sub, { max: 1, lease_seconds: 5 });
+    const leasedBy = Date.now();
     expect(m.event_id).toBe(a);
-    await sleep(6_500);
+    // The lease ends 5 s after the server took it, by the clock this machine shares with the server.
+    // (A pull would end the wait sooner but take the message again.)
+    await sleep(leasedBy + 5_000 + 100 - Date.now());
     expect(await ack(sub, [a])).toEqual({ acked: 0, not_acked: [{ id: a, reason: 'lease_expired' }] });
     expect(await stats()).toMatchObject({ depth: before.depth, completed: before.completed });
     // Both still wait: the unacked one comes again, the never-leased one once.

@@ -80,7 +80,7 @@ describe('an open stream whose credential is revoked (LOCAL_WORKERS=2, CREDENTIA
     // Every worker's cache entry of the key is older than the disable: an event published now is not sent.
     await sleep(Math.max(0, revokedAt + CACHE_MS + 200 - Date.now()));
     const after = await publish(used.key, workspace, 'rk.a', 2);
-    await sleep(1_000);
+    await sleep(1_000); // deliberate: the event would reach the stream meanwhile, were it still served
     expect(client.ids()).toEqual([before]);
     // It waits in the inbox, never leased (delivery_count 1 on its first pull).
     const pulled = await ok(api(used.key, workspace, 'POST', `/subscriptions/${sub}/pull`, { max: 10 }), 200);
@@ -114,7 +114,7 @@ describe('an open stream whose credential is revoked (LOCAL_WORKERS=2, CREDENTIA
     const revokedAt = await expectClosedAfter(client, () => adminOk(used.dataDir, 'publishable-key', 'disable', '--key-id', publishable.id), 'key_disabled');
     await sleep(Math.max(0, revokedAt + CACHE_MS + 200 - Date.now()));
     const after = await publish(used.key, workspace, 'rp.a', 2);
-    await sleep(1_000);
+    await sleep(1_000); // deliberate: the event would reach the stream meanwhile, were it still served
     expect(client.ids()).toEqual([before]);
     const pulled = await ok(api(used.key, workspace, 'POST', `/subscriptions/${sub}/pull`, { max: 10 }), 200);
     expect(pulled.messages.map((m: any) => m.event_id)).toEqual([after]);

@@ -28,6 +28,13 @@ const publish = async (events: Record<string, unknown>[]): Promise<string[]> => 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const until = (check: () => boolean, what: string, timeout = 5_000) => waitUntil(what, check, timeout, 10);
+const completed = async (): Promise<number> => (await ok(call('GET', '/stats'))).completed;
+/** Acks `ids` on the socket and waits until the server has counted them. */
+async function acked(c: Client, ids: string[]): Promise<void> {
+  const before = await completed();
+  c.ack(ids);
+  await waitUntil(`${ids.length} acked`, async () => (await completed()) >= before + ids.length, 5_000, 10);
+}
 
 /** An open stream: the frames it received (parsed), and how it closed. */
 class Client {
@@ -155,7 +162,7 @@ describe('frames', () => {
     for (let i = 5; i < 8; i++) ids.push(...(await publish([{ type: 'order.item.added', data: { i } }])));
     await a.frame(8);
     await b.frame(8);
-    await sleep(500);
+    await sleep(500); // deliberate: no frame comes twice meanwhile
     for (const c of [a, b]) {
       expect(c.ids()).toEqual(ids);
       expect(c.frames.map((f) => f.data.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
@@ -177,7 +184,7 @@ describe('frames', () => {
   it('reaches an open stream promptly after a publish', async () => {
     const sub = await subscribe(['prompt.*']);
     const c = await opened(sub);
-    await sleep(300);
+    await sleep(300); // deliberate: the stream goes idle, so the publish has to wake it
     const started = Date.now();
     await publish([{ type: 'prompt.now', data: 1 }]);
     await c.frame(1);
@@ -190,16 +197,14 @@ describe('frames', () => {
     const c = await opened(sub);
     const [first, second] = await publish([{ type: 'lease.a', data: 1 }, { type: 'lease.b', data: 2 }]);
     await c.frame(2);
-    c.ack([first]);
-    await sleep(300);
+    await acked(c, [first]);
     expect(c.frames).toHaveLength(2);
     clock.advance(31_000);
     await c.frame(3);
     expect(c.frames[2]).toMatchObject({ event_id: second, delivery_count: 2 });
-    c.ack([second]);
-    await sleep(300);
+    await acked(c, [second]);
     clock.advance(31_000);
-    await sleep(500);
+    await sleep(500); // deliberate: nothing comes again meanwhile
     expect(c.ids()).toEqual([first, second, second]);
     // Both acked: nothing is left for a pull either.
     clock.advance(31_000);
@@ -213,7 +218,7 @@ describe('frames', () => {
     const [id] = await publish([{ type: 'short.one', data: 1 }]);
     await c.frame(1);
     clock.advance(4_000);
-    await sleep(300);
+    await sleep(300); // deliberate: nothing comes again before the lease ends
     expect(c.frames).toHaveLength(1);
     clock.advance(1_500);
     await c.frame(2);
@@ -226,7 +231,7 @@ describe('frames', () => {
     const c = await opened(sub);
     const ack = JSON.stringify({ ack: ['evt_' + '0'.repeat(26)] });
     c.ws.send(ack + ' '.repeat(49_152 - ack.length));
-    await sleep(300);
+    await sleep(300); // deliberate: no close comes meanwhile
     expect(c.closed).toBeUndefined();
     await publish([{ type: 'big.after', data: 1 }]);
     await c.frame(1);
@@ -254,12 +259,14 @@ describe('frames', () => {
     for (let i = 0; i < 5; i++) clients.push(await opened(sub));
     await refused(sub, 429, 'too_many_streams');
     await clients.pop()!.close();
-    await sleep(300);
-    clients.push(await opened(sub));
+    // The server frees the slot once it sees the close.
+    let reopened: Opened | undefined;
+    await waitUntil('a freed slot', async () => (reopened = await open(sub)).client !== undefined, 5_000, 20);
+    clients.push(reopened!.client!);
     // The sockets share the subscription: each message goes to one of them at a time.
     const ids = await publish(Array.from({ length: 10 }, (_, i) => ({ type: 'many.x', data: i })));
     await until(() => clients.reduce((n, c) => n + c.frames.length, 0) >= 10, '10 frames');
-    await sleep(300);
+    await sleep(300); // deliberate: no frame comes twice meanwhile
     expect(clients.flatMap((c) => c.ids()).sort()).toEqual([...ids].sort());
     for (const c of clients) await c.close();
   });
@@ -312,7 +319,7 @@ describe('LOCAL_WORKERS=2', () => {
       ids.push(r.body.accepted[0].event_id);
     }
     await until(() => clients.reduce((n, c) => n + c.frames.length, 0) >= 10, 'frames from both workers', 10_000);
-    await sleep(300);
+    await sleep(300); // deliberate: no frame comes twice meanwhile
     expect(clients.flatMap((c) => c.ids()).sort()).toEqual([...ids].sort());
     // The 5-socket limit holds across the two workers: three more open, the sixth is refused.
     for (let i = 0; i < 3; i++) clients.push(await opened(sub, options));
