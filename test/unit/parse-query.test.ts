@@ -2,18 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import * as z from 'zod';
 import { parseBody, parseQuery, queryInteger } from '../../lambdas/shared/validate.js';
-import { PlatformError } from '../../lambdas/shared/errors.js';
-
-const fault = (run: () => unknown) => {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(PlatformError);
-    const e = error as PlatformError;
-    return { code: e.code, param: e.param, message: e.message };
-  }
-  throw new Error('expected a PlatformError');
-};
+import { thrownFault as fault } from '../helpers/faults.js';
 
 const schema = z.strictObject({ lease_seconds: queryInteger({ min: 5, max: 300 }, 30) });
 const q = (entries: Record<string, string>) => Object.assign(Object.create(null) as Record<string, string>, entries);

@@ -1,18 +1,8 @@
 /** What a client sends a stream (lambdas/events/stream-input.ts): the spec's codes for its query and its frames. */
 import { describe, expect, it } from 'vitest';
 import { MAX_CLIENT_FRAME_BYTES, parseClientFrame, parseStreamQuery } from '../../lambdas/events/stream-input.js';
-import { PlatformError } from '../../lambdas/shared/errors.js';
+import { thrownFault as fault } from '../helpers/faults.js';
 
-const fault = (run: () => unknown) => {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(PlatformError);
-    const e = error as PlatformError;
-    return { code: e.code, param: e.param, message: e.message };
-  }
-  throw new Error('expected a PlatformError');
-};
 const q = (entries: Record<string, string>) => Object.assign(Object.create(null) as Record<string, string>, entries);
 const EVT = 'evt_00000000000000000000000000';
 
