@@ -8,6 +8,7 @@ import http from 'node:http';
 import OpenAI from 'openai';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
+import { waitFor } from '../helpers/wait.js';
 import { ModelRoutes, type RouteInput } from '../../lambdas/ai/model-routes.js';
 import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -253,8 +254,9 @@ describe('idempotency by X-Operation-Id (spec 4.1, 3)', () => {
   it('the same id while the first call runs is 409 operation_in_progress', async () => {
     const id = opId();
     fake.behavior.stallMs = 600;
+    const sent = fake.requests.length;
     const first = chat({}, { 'x-operation-id': id });
-    await new Promise((r) => setTimeout(r, 150));
+    await waitFor('the first call upstream', () => fake.requests.length > sent, 5_000, 10);
     const second = await chat({}, { 'x-operation-id': id });
     expect([second.status, code(second)]).toEqual([409, 'operation_in_progress']);
     expect((await first).status).toBe(200);

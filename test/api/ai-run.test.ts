@@ -8,6 +8,7 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
+import { waitFor } from '../helpers/wait.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 
@@ -203,8 +204,9 @@ describe('generic run (http route)', () => {
 
   it('keeps no error: the same id may be retried; a call while the first runs is 409 operation_in_progress', async () => {
     const op = newOp();
+    const seen = runSeen.length;
     const slow = post({ model: 'run-slow', input: {} }, { op });
-    await new Promise((r) => setTimeout(r, 100));
+    await waitFor('the first call upstream', () => runSeen.length > seen, 5_000, 10);
     await expectError(await post({ model: 'run-slow', input: {} }, { op }), 409, 'operation_in_progress');
     await expectError(await slow, 504, 'timeout_error');
     const retried = await post({ model: 'run-http', input: { retry: true } }, { op });

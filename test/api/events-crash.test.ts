@@ -93,7 +93,7 @@ it('delivers every accepted event at least once after a SIGKILL of every process
     }
   };
   const clients = [...Array.from({ length: 4 }, (_, c) => client(c)), writer(), writer()];
-  await new Promise((r) => setTimeout(r, 1500));
+  await new Promise((r) => setTimeout(r, 1500)); // deliberate: the load runs a while before the crash
   crashed = true;
   await crashLocalProcess(server);
   await Promise.all(clients);

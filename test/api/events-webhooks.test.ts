@@ -109,7 +109,7 @@ describe('webhook delivery', () => {
       await retriesQueued(attempt);
       // Not a moment before its delay...
       clock.advance(retryDelaySeconds(attempt) * 1000 - 1000);
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, 300)); // deliberate: no attempt comes meanwhile
       expect(at('/down')).toHaveLength(attempt);
       // ...and soon after it.
       clock.advance(1000);
@@ -130,7 +130,7 @@ describe('webhook delivery', () => {
     answers.set('/down', 200);
     expect((await call('POST', `/dead/${eventId}/replay`)).status).toBe(202);
     await waitFor('the replay', () => (at('/down').length === 6 ? true : undefined));
-    await new Promise((r) => setTimeout(r, 300));
+    await new Promise((r) => setTimeout(r, 300)); // deliberate: /up gets nothing meanwhile
     expect(at('/up')).toHaveLength(1);
     expect(at('/down')[5].headers['x-event-id']).toBe(eventId);
     expect((await ok(call('GET', '/dead'))).dead[0].replay_count).toBe(1);
