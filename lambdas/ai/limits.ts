@@ -18,7 +18,7 @@ import { secretKeyPointer } from '../auth/tenants.js';
 import type { Engine, KeyValueStore, KvItem, KvKey } from '../engine/ports.js';
 import { PlatformError, type ErrorCode } from '../shared/errors.js';
 import { Counters, rateWindowKey, windowExpiry } from '../shared/counters.js';
-import { HOLD_MARGIN_MS } from '../shared/hold-margin.js';
+import { HOLD_MARGIN_MS, holdMs } from '../shared/hold-margin.js';
 import { addHold, liveHolds, releaseHold } from '../shared/leases.js';
 import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
@@ -206,7 +206,7 @@ async function takeRate(engine: Engine, name: string, limit: number, cost: numbe
   };
 }
 
-const deadlineOf = (engine: Engine, route: ModelRoute) => engine.clock.now() + (route.timeout_ms ?? DEFAULT_TIMEOUT_MS) + HOLD_MARGIN_MS;
+const deadlineOf = (engine: Engine, route: ModelRoute) => engine.clock.now() + holdMs(route.timeout_ms ?? DEFAULT_TIMEOUT_MS);
 
 async function takeSlot(engine: Engine, scope: Scope, limit: number, route: ModelRoute): Promise<Undo> {
   const now = engine.clock.now();
