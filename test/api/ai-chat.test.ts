@@ -1,5 +1,5 @@
 /**
- * Chat completions and embeddings (spec 4.3, 4.4; issue 11 items 1 to 4 and 6) through the local
+ * Chat completions and embeddings (spec 4.3, 4.4) through the local
  * server, against a fake OpenAI-compatible upstream on loopback, with the official `openai` client
  * (base URL swapped; each POST passes its X-Operation-Id as a request option, spec 4.1) and raw HTTP.
  */

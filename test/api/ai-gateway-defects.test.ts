@@ -1,6 +1,5 @@
 /**
- * Defects of the AI gateway found by an attack pass (issue 19 items 1, 3, 8, 9 and 11), each through the
- * real `npm start` with LOCAL_WORKERS=2:
+ * What the AI gateway once got wrong, each through the real `npm start` with LOCAL_WORKERS=2:
  * - a client that reads a stream up to `finish_reason` and leaves before the upstream's usage chunk was
  *   charged nothing: twelve answers passed a budget that fits four;
  * - an operation id replayed on another endpoint, by another application, or by a key whose route list
@@ -104,7 +103,7 @@ afterAll(async () => {
 
 const code = (r: { body: any }) => r.body?.error?.code as string | undefined;
 
-describe('a stream left before its usage chunk (item 1) and its status (item 9)', () => {
+describe('a stream left before its usage chunk, and its status', () => {
   it('is charged the worst case it held: of twelve such streams only those the budget fits are answered, and spent never passes the budget', async () => {
     const budget = 0.5; // fits four worst cases, not five
     adminOk(p.dataDir, 'org', 'limits', '--org', p.org, '--budget-usd', String(budget));
@@ -145,7 +144,7 @@ describe('a stream left before its usage chunk (item 1) and its status (item 9)'
   }, 30_000);
 });
 
-describe('a replayed operation id (item 3)', () => {
+describe('a replayed operation id', () => {
   it('on another endpoint is 409 operation_id_reused, not the other answer', async () => {
     const id = opId('cross-endpoint');
     const first = await post(ai, p.key, '/v1/embeddings', id, { input: ['a', 'b'] });
@@ -193,7 +192,7 @@ describe('a replayed operation id (item 3)', () => {
 });
 
 describe('what goes upstream', () => {
-  it('a non-streamed call sends no stream_options (item 8); a streamed one asks for usage', async () => {
+  it('a non-streamed call sends no stream_options; a streamed one asks for usage', async () => {
     const whole = opId('no-stream-options');
     expect((await post(ai, p.key, '/v1/chat/completions', whole, { messages: [{ role: 'user', content: whole }], stream_options: { include_usage: true } })).status).toBe(200);
     const sent = fake.requests.find((r) => r.body?.messages?.[0]?.content === whole)!;
@@ -203,7 +202,7 @@ describe('what goes upstream', () => {
     expect(fake.requests.find((r) => r.body?.messages?.[0]?.content === streamed)!.body.stream_options).toEqual({ include_usage: true });
   });
 
-  it('3,000,000 characters of tool-call arguments are 400 input_too_large, and nothing goes upstream (item 11)', async () => {
+  it('3,000,000 characters of tool-call arguments are 400 input_too_large, and nothing goes upstream', async () => {
     const id = opId('tool-args');
     const before = fake.requests.length;
     const messages = [

@@ -1,5 +1,5 @@
 /**
- * Issue 11 acceptance: limits hold across processes. `npm start` with LOCAL_WORKERS=2, limits set with
+ * Limits hold across processes. `npm start` with LOCAL_WORKERS=2, limits set with
  * the admin CLI as an operator would, calls through the AI API to a fake upstream on loopback: an
  * organization at `--rpm 5` gets exactly 5 answers in the minute; concurrent priced calls never spend
  * past `--budget-usd`; `--concurrency` refuses the calls past it; `--tpm` refuses a call over the tokens.

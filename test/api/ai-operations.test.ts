@@ -1,5 +1,5 @@
 /**
- * Issue 11 acceptance: one X-Operation-Id sent by 50 calls at once against a slow upstream gives
+ * One X-Operation-Id sent by 50 calls at once against a slow upstream gives
  * exactly one upstream call, the others 409 operation_in_progress, and replays of the kept answer
  * afterwards; in one process and with LOCAL_WORKERS=2 (`npm start`'s workers share the record in
  * SQLite). Also: the official client sees the gateway's errors as its typed errors.

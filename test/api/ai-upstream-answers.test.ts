@@ -1,6 +1,6 @@
 /**
  * What an upstream answers, however hostile, never takes a worker down and is never passed on
- * (issue 19 items 2, 10 and 12), through the real `npm start` with two workers and the admin CLI:
+ * through the real `npm start` with two workers and the admin CLI:
  * - answers past the caps (a 40 MiB JSON answer, a 2 MiB stream line) are 502 upstream_error, the read
  *   stopped at the cap; invalid JSON, a body cut in the middle and a connection reset are 502 too (an
  *   error event once a stream has started), on every provider path: openai-compatible chat (whole and
@@ -255,7 +255,7 @@ beforeAll(async () => {
 
 afterAll(() => closeServer(upstream));
 
-describe('issue 19 item 2: oversized and malformed upstream answers', () => {
+describe('oversized and malformed upstream answers', () => {
   it('a flood of them on every provider path is 502 upstream_error (an error event once streamed); the workers survive and a normal call made during it completes', async () => {
     const before = workerPids();
     expect(before).toHaveLength(2);
@@ -322,7 +322,7 @@ describe('issue 19 item 2: oversized and malformed upstream answers', () => {
   }, 60_000);
 });
 
-describe('issue 19 item 10: stream chunks that are not objects', () => {
+describe('stream chunks that are not objects', () => {
   it('data: null, 42 or "str" as the first chunk is 502 upstream_error', async () => {
     for (const s of ['null', '42', '"str"']) {
       const a = await stream(s);
@@ -338,7 +338,7 @@ describe('issue 19 item 10: stream chunks that are not objects', () => {
   });
 });
 
-describe('issue 19 item 12: a generic run whose upstream redirects', () => {
+describe('a generic run whose upstream redirects', () => {
   it('is 503 route_unavailable, as docs/ai/run.md says (the redirect is not followed)', async () => {
     const a = await run('redirect');
     expect([a.status, code(a)]).toEqual([503, 'route_unavailable']);

@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 15 (second part): a batch's ops apply in order, and each op's unique checks see the
+ * A batch's ops apply in order, and each op's unique checks see the
  * unique values as the earlier ops of the batch left them. A value an earlier op releases (update to
  * another value, unset, delete) may be claimed by a later op; a value an earlier op claims collides
  * with a later op claiming it, and a value a later op releases is still held when an earlier op

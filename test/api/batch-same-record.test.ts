@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 15 (the part the reference already promises): two ops of a batch on one record are
+ * What the reference already promises: two ops of a batch on one record are
  * `400 invalid_body`, whatever their kinds; `[create c1, update c1]` answered 404 record_not_found.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Files under concurrency, through the local server (issue 9 items 3 and 7):
+ * Files under concurrency, through the local server:
  * - PUTs and DELETEs of one file, interleaved, never leave metadata without bytes (HEAD and GET
  *   agree, a GET answers the exact bytes), and a re-PUT always leaves the file readable;
  * - a re-PUT repairs a file whose metadata outlived its bytes;
@@ -62,7 +62,7 @@ async function filesNamed(hash: string, dir = p.dataDir): Promise<string[]> {
   return out;
 }
 
-describe('PUT and DELETE of one file, interleaved (item 3)', () => {
+describe('PUT and DELETE of one file, interleaved', () => {
   it('never leaves metadata without bytes; a re-PUT always leaves the file readable', async () => {
     const problems: string[] = [];
     const round = async (r: number) => {
@@ -139,7 +139,7 @@ describe('PUT and DELETE of one file, interleaved (item 3)', () => {
   });
 });
 
-describe('multipart complete racing complete or abort (item 7)', () => {
+describe('multipart complete racing complete or abort', () => {
   async function openUpload(data: Buffer): Promise<{ id: string; parts: { part_number: number; etag: string }[] }> {
     const hash = sha(data);
     const created = await fetch(url(hash, '/uploads'), { method: 'POST', headers: bearer(key) });

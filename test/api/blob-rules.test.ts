@@ -1,5 +1,5 @@
 /**
- * Files under collection rules (docs/data/blobs.md, "Rules"; issue 9 defect 4) through the local
+ * Files under collection rules (docs/data/blobs.md, "Rules") through the local
  * server: browser credentials (publishable keys, end-user tokens) read a file only through a record
  * they may view, delete one only when they may update every record referencing it, and upload only
  * where a collection with a blob field may let them create or update records. The reverse lookup

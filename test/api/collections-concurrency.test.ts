@@ -1,5 +1,5 @@
 /**
- * Concurrent PUTs of one collection (issue 9, item 12) through the local server. A PUT is the full
+ * Concurrent PUTs of one collection through the local server. A PUT is the full
  * desired state, so concurrent definitions resolve as "last writer wins": every PUT answers 200/201
  * (never 500), the collection ends equal to one of the definitions sent, and `schema_version` stays
  * consistent with the answers. The documented `409 version_conflict` (retry budget spent) is

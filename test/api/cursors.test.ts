@@ -1,5 +1,5 @@
 /**
- * Issue 9, defect 2: list cursors are opaque (nothing readable), tamper-proof (every altered byte is
+ * List cursors are opaque (nothing readable), tamper-proof (every altered byte is
  * refused), bound to their query and credential, for records and for the activity log. Through the
  * local server.
  */

@@ -1,5 +1,5 @@
 /**
- * Crash safety of Events (issue 10): every process of the local platform is killed with SIGKILL while
+ * Crash safety of Events: every process of the local platform is killed with SIGKILL while
  * clients publish to a webhook and a pull subscription; after a restart on the same DATA_DIR every
  * accepted event reaches both, at least once; and every Data write acknowledged before the kill has its
  * platform event. Deliveries leased by a killed worker come back when their lease ends (60 s), outbox

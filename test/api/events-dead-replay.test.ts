@@ -1,5 +1,5 @@
 /**
- * Replaying a dead letter through `npm start` with 2 workers (issue 20, defect 1): the same event_id
+ * Replaying a dead letter through `npm start` with 2 workers: the same event_id
  * goes only to the subscriptions that never received it (spec 3). A replay completed marks its
  * subscription on the letter, a replay while one is pending queues nothing more, concurrent replays on
  * both workers queue one delivery per subscription, and the answer names the subscriptions it queued.

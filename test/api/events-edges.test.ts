@@ -1,8 +1,8 @@
 /**
- * Events API edges (issue 20, defects 5 and 6, and two decisions), through `npm start` with two
- * workers: an event's data nesting is checked per event (a deep event never blocks the others, a body
- * nesting 100,000 levels is a 400, never a 500); `?__proto__=1` is an unknown query like any other;
- * rotate-secret refuses fields; a server credential never opens a stream from a `bearer.` subprotocol.
+ * Events API edges, through `npm start` with two workers: an event's data nesting is checked per
+ * event (a deep event never blocks the others, a body nesting 100,000 levels is a 400, never a 500);
+ * `?__proto__=1` is an unknown query like any other; rotate-secret refuses fields; a server
+ * credential never opens a stream from a `bearer.` subprotocol.
  */
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -22,7 +22,7 @@ const MAX_DATA_DEPTH = 128;
 /** JSON text of `levels` nested arrays around a 1 (levels 0: the 1 alone). */
 const nested = (levels: number) => '['.repeat(levels) + '1' + ']'.repeat(levels);
 
-describe('defect 5: an event nesting deep is rejected on its own', () => {
+describe('an event nesting deep is rejected on its own', () => {
   it('accepts a batch of a good event and one whose data nests 62 levels', async () => {
     const body = `{"events":[{"type":"edge.good","data":1},{"type":"edge.deep","data":${nested(62)}}]}`;
     const r = await ok(call('POST', '/events', body), 202);
@@ -54,7 +54,7 @@ describe('defect 5: an event nesting deep is rejected on its own', () => {
   });
 });
 
-describe('defect 6: __proto__ and other Object.prototype names are unknown query parameters', () => {
+describe('__proto__ and other Object.prototype names are unknown query parameters', () => {
   it('answers 400 invalid_query on /stats and /dead', async () => {
     for (const q of ['__proto__=1', 'constructor=1', 'toString=1', 'hasOwnProperty=x']) {
       const stats = await call('GET', `/stats?${q}`);

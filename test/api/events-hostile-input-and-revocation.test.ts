@@ -1,5 +1,5 @@
 /**
- * Attack pass on the changed Events API (issue 20 fixes), through `npm start` with two workers,
+ * Hostile input to the Events API and revocation of its open streams, through `npm start` with two workers,
  * CREDENTIAL_CACHE_MS=1000 and loopback webhooks: dead-letter replay (concurrent, deleted
  * subscription, crafted ids), revocation of an open stream (secret key while frames flow, slots freed,
  * reconnects, an OAuth token's stream), acks under leases (forged lease ids, other subscriptions' ids,

@@ -1,5 +1,5 @@
 /**
- * Issue 20, defects 3, 4 and 7, through `npm start` with two workers: depth leaves with a deleted
+ * Inbox counts and leases, through `npm start` with two workers: depth leaves with a deleted
  * subscription's messages; an ack holds only under the lease it names (a stale or never-leased ack
  * acknowledges nothing and says why); leased messages never hide the waiting ones from a pull.
  */
@@ -41,7 +41,7 @@ const ack = (sub: string, ids: string[]) => ok('POST', `/subscriptions/${sub}/ac
 const stats = () => ok('GET', '/stats');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe('stats (defect 3)', () => {
+describe('stats', () => {
   it('depth leaves with the messages of deleted subscriptions, and never goes below what waits', async () => {
     const before = await stats();
     const [a, b] = [await subscribe(['gone.*']), await subscribe(['gone.*'])];
@@ -65,7 +65,7 @@ describe('stats (defect 3)', () => {
   });
 });
 
-describe('acks and leases (defect 4)', () => {
+describe('acks and leases', () => {
   it("a late ack of an ended lease removes nothing when another consumer holds the message; the holder's ack does", async () => {
     const sub = await subscribe(['lease.*']);
     const [id] = await publish('lease.x', 1);
@@ -112,7 +112,7 @@ describe('acks and leases (defect 4)', () => {
   });
 });
 
-describe('leased messages never hide waiting ones (defect 7)', () => {
+describe('leased messages never hide waiting ones', () => {
   it('with 2,000 leased and 5,000 waiting, every pull answers the oldest waiting ones', async () => {
     const sub = await subscribe(['bulk.*']);
     const ids: string[] = [];

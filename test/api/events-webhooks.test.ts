@@ -1,5 +1,5 @@
 /**
- * Webhook delivery through the local server (issue 10, item 4 and 7): a real receiver on loopback
+ * Webhook delivery through the local server: a real receiver on loopback
  * (EVENTS_ALLOW_LOOPBACK_WEBHOOKS on for this file only), signatures checked by an independent HMAC
  * computation, the retry ladder and dead letters driven by the engine's manual clock, replay.
  */

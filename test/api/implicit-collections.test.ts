@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 16: a write to a missing collection creates it (free, server credentials) in the same
+ * A write to a missing collection creates it (free, server credentials) in the same
  * transaction as its records: all or none, so a create or batch that fails leaves no collection.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 5: a record over 300 KB keeps its values in the blob store, and an update or delete
+ * A record over 300 KB keeps its values in the blob store, and an update or delete
  * deletes the old body once it commits. A reader holding the old pointer must follow the new one
  * (or find the record gone), never answer 500.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 9, defect 10: a list page stops at a byte budget (LIST_PAGE_BYTES, below Lambda's 6 MB answer)
+ * A list page stops at a byte budget (LIST_PAGE_BYTES, below Lambda's 6 MB answer)
  * and returns a cursor that resumes at the first record left out, through the local server.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Malformed input through the local server (issue 9, items 13 and 17): JSON bodies nested past the
+ * Malformed input through the local server: JSON bodies nested past the
  * documented depth limit, non-finite numbers in record data, and HTTP requests Node's parser refuses
  * (duplicate Content-Length, oversized headers) — each answered with the one JSON error shape, never
  * a 500 or Node's bare default answer.

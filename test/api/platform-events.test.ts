@@ -1,5 +1,5 @@
 /**
- * Platform events (issue 10 item 10, docs/events/platform-events.md) through the local server: Data
+ * Platform events (docs/events/platform-events.md) through the local server: Data
  * API writes of an application-bound key are published into its workspace as record.* and blob.*
  * events, in order, with the documented data and idempotency keys; a refused write publishes
  * nothing; a crash between the commit and the publish is recovered by the sweeper, once; and a

@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 9: an end user's rate-limit count belongs to its organization and application. Two
+ * An end user's rate-limit count belongs to its organization and application. Two
  * applications of two organizations may both call a user "user-1"; the count was keyed by that id
  * alone, so one used up the other's calls.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 8: PATCH and DELETE without If-Match apply to whatever version is current, so
+ * PATCH and DELETE without If-Match apply to whatever version is current, so
  * concurrent writers of one record must all succeed (the reference promises a retry on the new
  * version); with If-Match a lost race is still 409 version_conflict.
  */

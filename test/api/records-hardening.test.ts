@@ -1,5 +1,5 @@
 /**
- * Data API hardening (issue 9 items 1, 6, 14) through the local server: index entries and unique
+ * Data API hardening through the local server: index entries and unique
  * guards follow encoded keys (`-0` is `0`), user keys named like Object.prototype members survive
  * schema changes, and crafted list and activity cursors are refused with 400, never 500.
  */
@@ -27,7 +27,7 @@ beforeAll(async () => {
 });
 afterAll(async () => p?.close());
 
-describe('-0 in unique guards and index entries (item 1)', () => {
+describe('-0 in unique guards and index entries', () => {
   it('answers 409 unique_violation to -0 when 0 is taken, on create and update', async () => {
     await ok(call('PUT', coll('uniq'), { fields: [{ name: 'u', type: 'integer', unique: true }, { name: 'x', type: 'number', unique: true }] }), 201);
     await ok(call('POST', recs('uniq'), '{"id":"a","u":0,"x":0}'), 201);
@@ -59,7 +59,7 @@ describe('-0 in unique guards and index entries (item 1)', () => {
   }
 });
 
-describe('user keys named like Object.prototype members (item 6)', () => {
+describe('user keys named like Object.prototype members', () => {
   const KEYS = ['constructor', 'valueOf', 'toString', 'hasOwnProperty', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString'];
   const data = Object.fromEntries(KEYS.map((k, i) => [k, `v${i}`]));
 
@@ -98,7 +98,7 @@ describe('user keys named like Object.prototype members (item 6)', () => {
   });
 });
 
-describe('crafted cursors (item 14)', () => {
+describe('crafted cursors', () => {
   beforeAll(async () => {
     await ok(call('PUT', coll('paged'), { fields: [{ name: 'n', type: 'integer', indexed: true }] }), 201);
     for (let i = 0; i < 5; i++) await ok(call('POST', recs('paged'), { id: `p${i}`, n: i }), 201);

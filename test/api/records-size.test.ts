@@ -1,5 +1,5 @@
 /**
- * Issue 9 item 11: whether a record's values stay in its item or go to the blob store is decided with
+ * Whether a record's values stay in its item or go to the blob store is decided with
  * the size the store enforces (DynamoDB's item size), not the JSON length: a 300 KB record of small
  * numbers is a 450 KB item. It was refused with a batch code on a single-record route.
  */

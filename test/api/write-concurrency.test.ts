@@ -1,8 +1,8 @@
 /**
- * Issue 9, "Tests that would have found these": every write route of the Data API under bounded
- * parallel clients, in one sweep, against `npm start` with several worker processes (each request on
- * a connection of its own, so node:cluster spreads them over the workers and SQLite writers in
- * different processes contend). For each route the sweep checks that
+ * Every write route of the Data API under bounded parallel clients, in one sweep, against
+ * `npm start` with several worker processes (each request on a connection of its own, so
+ * node:cluster spreads them over the workers and SQLite writers in different processes contend).
+ * For each route the sweep checks that
  *   (a) nothing answers a 5xx,
  *   (b) every answer is one `docs/data/reference.md` / `docs/data/blobs.md` allow for that race, and
  *   (c) nothing acknowledged is lost: the state read back afterwards is the one the acknowledged
