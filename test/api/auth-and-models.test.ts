@@ -59,6 +59,27 @@ describe('GET /v1/models', () => {
     expect(ours.data.map((r: { id: string }) => r.id)).not.toContain('secret-route');
   });
 
+  // The other tests that start a server turn this cache off (MODEL_ROUTES_CACHE_MS=0); here it holds.
+  it('keeps an organization\'s routes for MODEL_ROUTES_CACHE_MS: a route set by another process shows once that time has passed', async () => {
+    useSettings({ modelRoutesCacheMs: 1000 });
+    try {
+      const org = adminOk(p.dataDir, 'org', 'create', '--name', 'Cached routes').id as string;
+      const key = adminOk(p.dataDir, 'key', 'create', '--org', org).key as string;
+      const route = (id: string) => adminOk(p.dataDir, 'route', 'set', '--org', org, '--id', id, '--endpoint', '/v1/run', '--provider', 'http', '--base-url', 'https://runner.example/run');
+      const listed = async () => ((await (await get(`${p.urls.ai}/v1/models`, bearer(key))).json()) as any).data.map((r: { id: string }) => r.id).sort();
+      route('first');
+      expect(await listed()).toEqual(['first']);
+      route('second'); // the admin CLI: another process, so this one's cache is not told
+      expect(await listed()).toEqual(['first']);
+      clock.advance(999);
+      expect(await listed()).toEqual(['first']);
+      clock.advance(1);
+      expect(await listed()).toEqual(['first', 'second']);
+    } finally {
+      useSettings();
+    }
+  });
+
   it('echoes a valid X-Operation-Id, makes one up when none is sent, refuses a malformed one', async () => {
     const echoed = await get(`${p.urls.ai}/v1/models`, { ...bearer(p.credentials.secret_key), 'x-operation-id': 'op-12345678' });
     expect(echoed.headers.get('x-operation-id')).toBe('op-12345678');
