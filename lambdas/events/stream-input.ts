@@ -2,7 +2,7 @@
  * What a client sends a stream (spec 4.21 "Stream"; docs/events/stream.md): the handshake's query and
  * the ack frames, parsed by zod schemas through shared/validate.ts as every body and query is.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseBody, parseQuery, queryInteger } from '../shared/validate.js';
 import { LEASE_SECONDS, parseAck } from './inbox.js';
@@ -12,10 +12,10 @@ export const MAX_CLIENT_FRAME_BYTES = 49_152;
 
 const schemas = onFirstUse(() => ({
   query: z.strictObject({
-    lease_seconds: queryInteger(LEASE_SECONDS, LEASE_SECONDS.default).describe('How long each frame stays leased before it is sent again, unless acknowledged.'),
+    lease_seconds: queryInteger(LEASE_SECONDS, LEASE_SECONDS.default).check(z.describe('How long each frame stays leased before it is sent again, unless acknowledged.')),
   }),
   // The ids are an ack's (inbox.ts parseAck): the frame only names them `ack`.
-  frame: z.strictObject({ ack: z.unknown().describe('The event ids to acknowledge (1 to 100), as POST .../ack takes them.') }),
+  frame: z.strictObject({ ack: z.unknown().check(z.describe('The event ids to acknowledge (1 to 100), as POST .../ack takes them.')) }),
 }));
 
 /** GET .../stream's query: `{lease_seconds?}`. */
