@@ -14,7 +14,8 @@ import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PlatformError } from '../../lambdas/shared/errors.js';
 import type { OperationRules } from '../../lambdas/shared/operations.js';
 import { idempotentHandler, type OperationRouteHandler } from '../../lambdas/http/idempotent.js';
-import type { RouteFunction } from '../../lambdas/http/handler.js';
+import { httpHandler, type RouteFunction } from '../../lambdas/http/handler.js';
+import { API_POLICIES } from '../../lambdas/http/chain.js';
 import { apiEvent, lambdaContext, testRoute } from '../helpers/events.js';
 
 const HOLD_SECONDS = 10;
@@ -223,5 +224,19 @@ describe('a route declaring the operation block', () => {
     const handle: OperationRouteHandler = async () => ({ status: 204 });
     expect(() => idempotentHandler(testRoute({ api: 'data' }), rules, handle)).toThrow(/operation ids/);
     expect(() => idempotentHandler(testRoute({ method: 'GET' }), rules, handle)).toThrow(/operation ids/);
+  });
+
+  it('which APIs carry operation ids is API_POLICIES alone: the chain picks and echoes the id by it, whatever the API', async () => {
+    const policy = API_POLICIES.data;
+    const before = policy.operationIds;
+    try {
+      policy.operationIds = true;
+      const fn = httpHandler(testRoute({ id: 'test.data.op', api: 'data' }), async (_req, scope) => ({ status: 200, body: { id: scope.operationId ?? null } }));
+      const res = await post(fn, 'op-policy-01', {});
+      expect(res.body).toEqual({ id: 'op-policy-01' });
+      expect(res.headers['x-operation-id']).toBe('op-policy-01');
+    } finally {
+      policy.operationIds = before;
+    }
   });
 });
