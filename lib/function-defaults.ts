@@ -29,13 +29,13 @@ export function lambdaEntry(module: string, what: string): string {
   return entry;
 }
 
-/** Defined as "lambda" in every function's bundle: the engine is then the AWS one (lambdas/engine/bundle-defines.ts). */
+/** Defined as "lambda" in every function's bundle: the engine is then the AWS one (lambdas/engine/adapter-kit/bundle-defines.ts). */
 export const BUNDLE_DEFINE = 'globalThis.PLATFORM_BUNDLE';
 
 /**
  * The AWS engine's ports a function may be built without (lambdas/engine/aws/index.ts), each with the
  * setting that tells the function has it: a function whose environment lacks the setting (its grants
- * give none) gets `globalThis.PLATFORM_PORT_<PORT>` defined as "absent" (lambdas/engine/bundle-defines.ts),
+ * give none) gets `globalThis.PLATFORM_PORT_<PORT>` defined as "absent" (lambdas/engine/adapter-kit/bundle-defines.ts),
  * and its bundle leaves that port's client out. Upstream keys have no setting: only functions holding `upstream-keys:read` get them.
  */
 export const OPTIONAL_PORTS = {

@@ -3,7 +3,7 @@ import type { IConstruct } from 'constructs';
 // cdk-nag's own rendering of CloudFormation references in finding ids, so ours always match its findings.
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference.js';
 import type { Grant } from '../lambdas/http/routes.js';
-import { bedrockArns, upstreamKeyArn, type GrantTargets } from './route-function.js';
+import { bedrockArns, upstreamKeyArn } from './upstream-grants.js';
 
 /**
  * Every cdk-nag acknowledgement of the stack lives here, each with the reason it is acceptable.
@@ -98,8 +98,15 @@ export function acknowledgeApiDistribution(distribution: IConstruct, reasons: Di
   );
 }
 
+/** What a route function's wildcards point at (its GrantTargets, lib/route-function.ts). */
+export interface WildcardTargets {
+  readonly table: { readonly tableArn: string };
+  readonly bucket: { readonly bucketArn: string };
+  readonly connections?: { readonly manageArns: readonly string[] };
+}
+
 /** The wildcards CDK's grant methods put into a route function's policy, acknowledged per grant. */
-export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: GrantTargets): void {
+export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: WildcardTargets): void {
   const iam5 = (finding: string, reason: string) => ack(fn, `AwsSolutions-IAM5[${finding}]`, reason);
 
   if (grants.has('table:read') || grants.has('table:write')) acknowledgeTableIndexes(fn, t.table.tableArn);

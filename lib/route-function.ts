@@ -1,4 +1,4 @@
-import { ArnFormat, Duration, Stack, Tags } from 'aws-cdk-lib';
+import { Duration, Stack, Tags } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -12,6 +12,7 @@ import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import { acknowledgeGrantWildcards } from './nag.js';
+import { grantUpstreams } from './upstream-grants.js';
 import { functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
@@ -135,45 +136,6 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   // The gateway's three calls on the connection table, no scans or queries.
   if (grants.has('connections:table')) connections(routeId, t).table.grant(role, ...CONNECTION_TABLE_ACTIONS);
   if (grants.has('upstream-keys:read')) grantUpstreams(role);
-}
-
-/**
- * Where model routes' upstream API keys live in AWS: a route's `api_key_env` (`route set
- * --api-key-env NAME`) names a Secrets Manager secret, and functions may read only secrets named
- * `<stack name>/ai-upstream/...` (docs/decisions/ai-streaming-aws.md).
- */
-export const UPSTREAM_KEY_PREFIX = 'ai-upstream/';
-export const upstreamKeyPrefix = (scope: Construct) => `${Stack.of(scope).stackName}/${UPSTREAM_KEY_PREFIX}`;
-
-/** The secrets `upstream-keys:read` may read: the prefix's, whatever their random ARN suffix. */
-export const upstreamKeyArn = (scope: Construct) =>
-  Stack.of(scope).formatArn({ service: 'secretsmanager', resource: 'secret', resourceName: `${upstreamKeyPrefix(scope)}*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME });
-
-/** What the Bedrock provider calls: Converse/InvokeModel, ConverseStream/InvokeModelWithResponseStream. */
-export const BEDROCK_ACTIONS = ['bedrock:InvokeModel', 'bedrock:InvokeModelWithResponseStream'];
-
-/**
- * Foundation models in any region (a cross-region inference profile sends the call to another
- * region's model, authorized there on the model's ARN) and the account's inference profiles in the
- * stack's region. No provisioned throughput, custom or imported models, agents or guardrails.
- */
-export const bedrockArns = (scope: Construct) => {
-  const stack = Stack.of(scope);
-  return [
-    `arn:${stack.partition}:bedrock:*::foundation-model/*`,
-    stack.formatArn({ service: 'bedrock', resource: 'inference-profile', resourceName: '*', arnFormat: ArnFormat.SLASH_RESOURCE_NAME }),
-  ];
-};
-
-/**
- * `upstream-keys:read`: what calling a model route's upstream needs in AWS. The openai-compatible
- * provider reads its key (Secrets Manager, under the prefix only); the Bedrock provider signs with
- * the function's role (bedrock:InvokeModel*). Secrets encrypted with the account's default key
- * (aws/secretsmanager) need no KMS grant.
- */
-function grantUpstreams(role: Role): void {
-  role.addToPrincipalPolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [upstreamKeyArn(role)] }));
-  role.addToPrincipalPolicy(new PolicyStatement({ actions: BEDROCK_ACTIONS, resources: bedrockArns(role) }));
 }
 
 /** What the connection gateway does with a connection record: remember, recall, forget. */

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
-import { deepEqual } from '../engine/kv-shared.js';
+import { deepEqual } from '../shared/deep-equal.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';

@@ -5,14 +5,14 @@
  * A Lambda bundle must not even mention the embedded adapter: esbuild inlines a dynamic import into
  * the single-file bundle and hoists the adapter's import of the native `better-sqlite3` to a static
  * import, which Node resolves before any code runs, so every function would fail at init. A Lambda
- * bundle is built with `globalThis.PLATFORM_BUNDLE` defined as "lambda" (bundle-defines.ts): the
+ * bundle is built with `globalThis.PLATFORM_BUNDLE` defined as "lambda" (adapter-kit/bundle-defines.ts): the
  * condition below is then the constant `true`, the embedded branch is dead code, and esbuild leaves it
  * and all it imports out (docs/decisions/lambda-bundles.md). Unbundled, it is undefined and the choice
  * is made at run time.
  */
 import type { Engine } from './ports.js';
 import type { EventBusSender } from './event-bus.js';
-import { onFirstCall } from './memo.js';
+import { onFirstCall } from './adapter-kit/memo.js';
 import { settings, type Settings } from '../shared/settings.js';
 
 let current: Promise<Engine> | undefined;

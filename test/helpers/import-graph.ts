@@ -18,15 +18,23 @@ export function layerOf(file: string): string | undefined {
   const p = file.split('/');
   if (p[0] === 'lib' || p[0] === 'bin') return p[0];
   if (p[0] !== 'lambdas') return undefined;
+  // Settings are read by every layer and import no project file: a leaf of their own.
+  if (file === SETTINGS) return 'settings';
   // The one AI provider that speaks through an AWS SDK is a layer of its own, so `ai` stays SDK-free.
   if (p[1] === 'ai' && p[2] === 'providers' && p[3] === 'bedrock') return 'ai/providers/bedrock';
   if (p[1] === 'engine') {
-    if (p[2] === 'aws' || p[2] === 'embedded') return `engine/${p[2]}`;
-    // The selector loads both adapters; every other file of engine/ is the ports' contract.
+    // The adapters, the helpers only they share, and the selector that loads both adapters.
+    if (p[2] === 'aws' || p[2] === 'embedded' || p[2] === 'adapter-kit') return `engine/${p[2]}`;
+    // Every other file of engine/ is the ports' contract: the only part of the engine a domain module sees.
     return p[2] === 'index.ts' ? 'engine/index' : 'engine';
   }
   return p[1];
 }
+
+const SETTINGS = 'lambdas/shared/settings.ts';
+
+/** Layers every layer may import: leaves that import no project file themselves (their rule says so). */
+export const READ_BY_EVERY_LAYER = ['settings'];
 
 /** What each layer may import: layers, or single files (`lambdas/...ts`), and packages. */
 export interface LayerRule {
@@ -40,13 +48,18 @@ const PURE = ['zod'];
 const DOMAIN_PACKAGES = PURE;
 
 export const LAYER_RULES: Record<string, LayerRule> = {
-  // The bottom: errors, ids, logs, settings, hooks, and the building blocks over the KV port's types.
-  shared: { layers: [], files: ['lambdas/engine/ports.ts', 'lambdas/engine/errors.ts'], packages: PURE },
-  engine: { layers: ['shared'], packages: [] },
-  'engine/aws': { layers: ['engine', 'shared'], packages: ['@aws-sdk/', 'aws-lambda'] },
-  'engine/embedded': { layers: ['engine', 'shared'], packages: ['better-sqlite3', 'ws'] },
-  'engine/index': { layers: ['engine', 'engine/aws', 'engine/embedded', 'shared'], packages: [] },
-  // Domain modules: never http, never an adapter, never an AWS SDK.
+  // The leaf: typed settings from the environment, read by every layer (READ_BY_EVERY_LAYER).
+  settings: { layers: [], packages: [] },
+  // The floor: the ports' contract (ports, errors, limits, clock, the event-bus port, queue names, the item size rule).
+  engine: { layers: [], packages: [] },
+  // Errors, ids, logs, hooks, and the building blocks over the ports (idempotency, counters, leases, cursors).
+  shared: { layers: ['engine'], packages: PURE },
+  // What both adapters share (cursor encoding, update semantics, request checks, memos): adapters only.
+  'engine/adapter-kit': { layers: ['engine', 'shared'], packages: [] },
+  'engine/aws': { layers: ['engine', 'engine/adapter-kit', 'shared'], packages: ['@aws-sdk/', 'aws-lambda'] },
+  'engine/embedded': { layers: ['engine', 'engine/adapter-kit', 'shared'], packages: ['better-sqlite3', 'ws'] },
+  'engine/index': { layers: ['engine', 'engine/adapter-kit', 'engine/aws', 'engine/embedded', 'shared'], packages: [] },
+  // Domain modules: never http, never an adapter or its helpers, never an AWS SDK.
   auth: { layers: ['engine', 'shared'], packages: DOMAIN_PACKAGES },
   activity: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   data: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
@@ -66,7 +79,7 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
     layers: ['lib'],
-    files: ['lambdas/http/routes.ts', 'lambdas/shared/settings.ts', 'lambdas/shared/api.ts', 'lambdas/shared/counters.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts'],
+    files: ['lambdas/http/routes.ts', 'lambdas/shared/api.ts', 'lambdas/shared/counters.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts'],
     packages: ['aws-cdk-lib', 'constructs', 'cdk-nag'],
   },
   bin: { layers: ['bin', 'lib', 'local', 'admin', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-cdk-lib', 'cdk-nag'] },
@@ -116,7 +129,7 @@ export function violations(imports: Import[], rules: Record<string, LayerRule> =
     const local = imp.to.startsWith('lambdas/') || imp.to.startsWith('lib/') || imp.to.startsWith('bin/');
     if (local) {
       const target = layerOf(imp.to)!;
-      if (target === layer || rule.layers.includes(target) || rule.files?.includes(imp.to)) continue;
+      if (target === layer || rule.layers.includes(target) || READ_BY_EVERY_LAYER.includes(target) || rule.files?.includes(imp.to)) continue;
       out.push(`${imp.from}:${imp.line} (${layer}) imports ${imp.to} (${target})`);
     } else {
       if (imp.to.startsWith('node:')) continue;
@@ -125,5 +138,48 @@ export function violations(imports: Import[], rules: Record<string, LayerRule> =
       out.push(`${imp.from}:${imp.line} (${layer}) imports the package ${imp.to}`);
     }
   }
+  return out;
+}
+
+/**
+ * The file-level import cycles among project files: each strongly connected component of more than
+ * one file, its files sorted. Type-only imports count: erased at run time, they still make two files
+ * that cannot be read or changed one without the other (docs/architecture.md).
+ */
+export function cycles(imports: Import[]): string[][] {
+  const next = new Map<string, Set<string>>();
+  for (const { from, to } of imports) {
+    if (!/^(lambdas|lib|bin)\//.test(to) || to === from) continue;
+    if (!next.has(from)) next.set(from, new Set());
+    next.get(from)!.add(to);
+  }
+  // Tarjan's algorithm.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const out: string[][] = [];
+  const visit = (v: string) => {
+    index.set(v, index.size);
+    low.set(v, index.get(v)!);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of next.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component: string[] = [];
+    let w: string;
+    do {
+      w = stack.pop()!;
+      onStack.delete(w);
+      component.push(w);
+    } while (w !== v);
+    if (component.length > 1) out.push(component.sort());
+  };
+  for (const v of next.keys()) if (!index.has(v)) visit(v);
   return out;
 }

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES, routeById } from '../../lambdas/http/routes.js';
 import { AI_ORIGIN_IDS, STREAMED_ROUTE, STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
-import { BEDROCK_ACTIONS } from '../../lib/route-function.js';
+import { BEDROCK_ACTIONS } from '../../lib/upstream-grants.js';
 import { allowedStatements, expectedEnvNames, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn } from './helpers.js';
 
 let stack: PlatformStack;

@@ -1,6 +1,6 @@
-/** onFirstCall (lambdas/engine/memo.ts): a port built at its first call, once, and again after a failed load. */
+/** onFirstCall (lambdas/engine/adapter-kit/memo.ts): a port built at its first call, once, and again after a failed load. */
 import { describe, expect, it } from 'vitest';
-import { onFirstCall } from '../../lambdas/engine/memo.js';
+import { onFirstCall } from '../../lambdas/engine/adapter-kit/memo.js';
 
 interface Port {
   get(key: string): Promise<string>;

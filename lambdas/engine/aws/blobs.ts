@@ -37,7 +37,7 @@ import {
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
 import { BlobMismatchError, EngineError, EngineLimitError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { checkExpectation, checkPartList, checkPartNumber } from '../blob-checks.js';
+import { checkExpectation, checkPartList, checkPartNumber } from '../adapter-kit/blob-checks.js';
 import { isNotFound, translateAwsError } from './errors.js';
 
 const STAGING_PREFIX = '.staging/';

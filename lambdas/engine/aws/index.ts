@@ -7,7 +7,7 @@ import { systemClock } from '../clock.js';
 import { ENV, type Settings } from '../../shared/settings.js';
 import { DynamoKeyValueStore } from './kv.js';
 import { ApiGatewayConnectionGateway } from './connections.js';
-import { onFirstCall } from '../memo.js';
+import { onFirstCall } from '../adapter-kit/memo.js';
 
 export function createAwsEngine(config: Settings): Engine {
   const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
@@ -31,7 +31,7 @@ export function createAwsEngine(config: Settings): Engine {
   // Ports whose client most calls never need load at their first call (onFirstCall): DynamoDB resolves
   // every credential, so it stays in.
   // A Lambda bundle leaves out the ports its function has no grant for: PLATFORM_PORT_<PORT> is
-  // "absent" in that function's bundle (../bundle-defines.ts), each condition below is then a constant,
+  // "absent" in that function's bundle (../adapter-kit/bundle-defines.ts), each condition below is then a constant,
   // and esbuild drops the client it no longer reaches. Bytes are what a function's import costs (S3's
   // client alone is 160 KiB minified; docs/decisions/lambda-bundles.md).
   const absent = (port: string) => (): never => {

@@ -15,8 +15,9 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
 import { ConditionFailedError, EngineUnavailableError, TransactionCanceledError } from '../errors.js';
-import { assertBatchGetShape, assertItemSize, assertTransactionShape } from '../item-size.js';
-import { decodeCursor, encodeCursor, InvalidCursorError, isExpired } from '../kv-shared.js';
+import { assertBatchGetShape, assertItemSize, assertTransactionShape } from '../adapter-kit/kv-checks.js';
+import { decodeCursor, encodeCursor, isExpired } from '../adapter-kit/kv-semantics.js';
+import { InvalidCursorError } from '../../shared/cursors.js';
 import { callAws, isInvalidStartKey } from './errors.js';
 import { TABLE_SCHEMA } from './table.js';
 

@@ -13,7 +13,7 @@ import {
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Queue, QueueConsumer, QueueMessage } from '../ports.js';
-import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../queue-checks.js';
+import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../adapter-kit/queue-checks.js';
 import { callAws, isNotInFlight } from './errors.js';
 
 export class SqsQueue implements Queue {

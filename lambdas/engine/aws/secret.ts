@@ -5,7 +5,7 @@
  */
 import { GetSecretValueCommand, type SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { ServerSecret } from '../ports.js';
-import { memoUntilFailure } from '../memo.js';
+import { memoUntilFailure } from '../adapter-kit/memo.js';
 import { callAws } from './errors.js';
 
 /** The stack generates 64 characters; anything much shorter is a misconfiguration, not a secret. */

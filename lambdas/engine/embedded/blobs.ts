@@ -22,7 +22,7 @@ import { Readable } from 'node:stream';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
 import { BlobMismatchError, EngineError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { checkExpectation, checkPartList, checkPartNumber } from '../blob-checks.js';
+import { checkExpectation, checkPartList, checkPartNumber } from '../adapter-kit/blob-checks.js';
 
 /** S3 keys are at most 1024 bytes of UTF-8. */
 const MAX_KEY_BYTES = 1024;

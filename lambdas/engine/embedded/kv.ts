@@ -6,8 +6,10 @@ import type Database from 'better-sqlite3';
 import type { Clock, KeyValueStore, KvCondition, KvItem, KvKey, KvPage, KvQuery, KvUpdate, KvWrite } from '../ports.js';
 import { GroupCommit } from './group-commit.js';
 import { ConditionFailedError, TransactionCanceledError } from '../errors.js';
-import { assertBatchGetShape, assertItemSize, assertTransactionShape, writeKey } from '../item-size.js';
-import { applyUpdate, decodeCursor, deepEqual, encodeCursor, InvalidCursorError } from '../kv-shared.js';
+import { assertBatchGetShape, assertItemSize, assertTransactionShape, writeKey } from '../adapter-kit/kv-checks.js';
+import { applyUpdate, decodeCursor, encodeCursor } from '../adapter-kit/kv-semantics.js';
+import { deepEqual } from '../../shared/deep-equal.js';
+import { InvalidCursorError } from '../../shared/cursors.js';
 import { LIMITS } from '../limits.js';
 
 const SCHEMA = `

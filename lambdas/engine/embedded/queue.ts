@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { GroupCommit } from './group-commit.js';
 import type { Clock, Queue, QueueConsumer, QueueMessage } from '../ports.js';
-import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../queue-checks.js';
+import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../adapter-kit/queue-checks.js';
 import { LIMITS } from '../limits.js';
 import { QUEUES, deadLetterQueueName, type QueueDef } from '../queues.js';
 

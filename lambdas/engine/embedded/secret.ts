@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, unlink, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { ServerSecret } from '../ports.js';
-import { memoUntilFailure } from '../memo.js';
+import { memoUntilFailure } from '../adapter-kit/memo.js';
 
 const SECRET_BYTES = 32;
 

@@ -1,6 +1,6 @@
 /** Checks both queue adapters make, so a request SQS would refuse is refused locally too (and before anything is sent). */
-import { EngineLimitError } from './errors.js';
-import { LIMITS } from './limits.js';
+import { EngineLimitError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 
 const isInt = (n: number) => Number.isInteger(n);
 

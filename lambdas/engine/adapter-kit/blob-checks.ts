@@ -1,7 +1,7 @@
 /** Checks both blob adapters make, so a request S3 would refuse is refused locally too. */
-import type { BlobExpectation, StoredBlob } from './ports.js';
-import { BlobMismatchError, EngineLimitError, InvalidPartError } from './errors.js';
-import { LIMITS } from './limits.js';
+import type { BlobExpectation, StoredBlob } from '../ports.js';
+import { BlobMismatchError, EngineLimitError, InvalidPartError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 
 export function checkExpectation(stored: StoredBlob, expect?: BlobExpectation): void {
   if (expect?.size !== undefined && stored.size !== expect.size) throw new BlobMismatchError('size', stored);

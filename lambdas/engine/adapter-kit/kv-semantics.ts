@@ -1,5 +1,6 @@
-/** Pieces of key-value semantics that both adapters share (cursor encoding, update application, equality). */
-import type { KvItem, KvValue, KvUpdate } from './ports.js';
+/** Pieces of key-value semantics that both adapters share (cursor encoding, update application, expiry). */
+import type { KvItem, KvUpdate } from '../ports.js';
+import { InvalidCursorError } from '../../shared/cursors.js';
 
 export function encodeCursor(key: Record<string, unknown>): string {
   return Buffer.from(JSON.stringify(key)).toString('base64url');
@@ -14,23 +15,6 @@ export function decodeCursor(cursor: string): Record<string, string> {
     // fall through
   }
   throw new InvalidCursorError();
-}
-
-export class InvalidCursorError extends Error {
-  override name = 'InvalidCursorError';
-  constructor() {
-    super('invalid cursor');
-  }
-}
-
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== typeof b || a === null || b === null || typeof a !== 'object') return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  const ka = Object.keys(a as object).filter((k) => (a as Record<string, unknown>)[k] !== undefined);
-  const kb = Object.keys(b as object).filter((k) => (b as Record<string, unknown>)[k] !== undefined);
-  if (ka.length !== kb.length) return false;
-  return ka.every((k) => deepEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
 }
 
 /** What an UpdateItem does to the stored item (or to an empty one with the key). */
