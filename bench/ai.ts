@@ -457,6 +457,15 @@ export const benchmark: Benchmark = {
           "The bare proxy only pipes bytes: its overhead is this machine's floor for one more hop under the same load.",
           `Noise: ${repeated} round${repeated === 1 ? '' : 's'} repeated (other processes over ${pct(noiseLimit)} of the machine; at most ${noiseRepeats} repeats a round); others per counted round: ${kept.map((k) => pct(k.others)).join(', ')}${noisyRounds ? `; ${noisyRounds} kept still noisy: the run is not valid` : ''}.`,
         ],
+        figures: KINDS.flatMap((kind) => [
+          { name: `${kind}: gateway calls/s at ${CONCURRENCY}`, value: med(`${kind} throughput`, 'gateway', (x) => x.rate) },
+          { name: `${kind}: Portkey calls/s at ${CONCURRENCY}`, value: med(`${kind} throughput`, 'portkey', (x) => x.rate) },
+          { name: `${kind}: bare proxy calls/s at ${CONCURRENCY}`, value: med(`${kind} throughput`, 'bare', (x) => x.rate) },
+          { name: `${kind}: gateway sequential overhead p50 ms`, value: med(`${kind} sequential`, 'gateway', (x) => x.p50) - med(`${kind} sequential`, 'direct', (x) => x.p50), digits: 2 },
+          { name: `${kind}: Portkey sequential overhead p50 ms`, value: med(`${kind} sequential`, 'portkey', (x) => x.p50) - med(`${kind} sequential`, 'direct', (x) => x.p50), digits: 2 },
+          { name: `${kind}: gateway CPU µs a call at ${CONCURRENCY}`, value: med(`${kind} concurrent`, 'gateway', (x) => x.cpuUs) },
+          { name: `${kind}: bare proxy CPU µs a call at ${CONCURRENCY}`, value: med(`${kind} concurrent`, 'bare', (x) => x.cpuUs) },
+        ]),
         verdict: { pass, summary },
       };
     } finally {

@@ -30,7 +30,7 @@ import { load, median, type LoadResult } from './support/load.js';
 import { machineCpu, makeTempDir, type ServerProcess } from './support/processes.js';
 import { startLocalPlatform } from './support/platform.js';
 import { fmt, fmtInt, type Table } from './support/table.js';
-import type { Benchmark, BenchReport } from './support/types.js';
+import type { Benchmark, BenchReport, Figure } from './support/types.js';
 
 const TARGET_CREATES = 5_000;
 const TARGET_LISTS = 5_000;
@@ -180,6 +180,7 @@ export const benchmark: Benchmark = {
       const tables: Table[] = [];
       const summaryRows: string[][] = [];
       const verdicts: string[] = [];
+      const figures: Figure[] = [];
       let pass = true;
       for (const k of kinds) {
         const rows: [string, Sample[]][] = [
@@ -208,6 +209,12 @@ export const benchmark: Benchmark = {
         pass &&= ok;
         verdicts.push(`${k.name} ${fmtInt(ours)}/s`);
         summaryRows.push([k.name, fmtInt(ours), fmtInt(base), (ours / base).toFixed(2), `>= ${fmtInt(k.target)}/s`, ok ? 'PASS' : 'FAIL']);
+        figures.push(
+          { name: `${k.name} /s`, value: ours },
+          { name: `raw SQLite ${k.name} tx/s`, value: base },
+          { name: `${k.name}: ratio to raw SQLite`, value: ours / base, digits: 2 },
+          { name: `${k.name}: server CPU µs/op`, value: med(k.results.ours, (s) => s.cpuUsPerOp) ?? NaN },
+        );
       }
       tables.push({
         title: 'against the targets',
@@ -236,6 +243,7 @@ export const benchmark: Benchmark = {
               ]
             : []),
         ],
+        figures,
         verdict: { pass, summary: `${verdicts.join(', ')} (targets >= ${fmtInt(TARGET_CREATES)} creates/s, >= ${fmtInt(TARGET_LISTS)} lists/s)` },
       };
     } finally {

@@ -209,6 +209,13 @@ export const benchmark: Benchmark = {
       return {
         tables,
         notes: ['Every round must meet the targets (margins, not medians).'],
+        figures: [
+          { name: 'publish events/s', value: oursPublish },
+          { name: 'raw SQLite publish events/s', value: median(publish.baseline) },
+          { name: 'delivery p50 ms', value: median(latency.ours.map((l) => l.p50)), digits: 1 },
+          { name: 'delivery p99 ms', value: oursP99, digits: 1 },
+          { name: 'bare round trip p99 ms', value: median(latency.baseline.map((l) => l.p99)), digits: 1 },
+        ],
         verdict: { pass, summary: `publish ${fmtInt(oursPublish)} events/s (>= ${fmtInt(TARGET_EVENTS_PER_S)}), p99 delivery ${fmt(worstP99)} ms worst round (<= ${TARGET_P99_MS} ms)` },
       };
     } finally {

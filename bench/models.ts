@@ -57,7 +57,8 @@ export const benchmark: Benchmark = {
 
       const workers = localSettings().workers;
       const baselines: { label: string; server: ServerProcess; url: string }[] = [];
-      for (const n of workers > 1 ? [1, workers] : [1]) {
+      // Both layouts always, so runs with different LOCAL_WORKERS share their baselines.
+      for (const n of [1, Math.max(2, workers)]) {
         const server = await startServer(
           `baseline-${n}`,
           'bench/support/baseline-server.ts',
@@ -137,6 +138,12 @@ export const benchmark: Benchmark = {
           ...(noisy ? [`warning: other processes used over 10% of the machine during some runs (up to ${fmt(noisy * 100, 0)}%); the req/s figures are noisy, CPU µs/req less so`] : []),
           `answer: ${Buffer.byteLength(body)} bytes, ${list.data.length} routes; ${connections} keep-alive connections; ${warmup} s warm-up + ${duration} s per run; medians of ${rounds} rounds`,
           ...(profileDir ? [`CPU profiles of every server process written under ${profileDir}`] : []),
+        ],
+        figures: [
+          { name: 'req/s', value: ours },
+          ...baselines.map((b, i) => ({ name: `${b.label} req/s`, value: rps[i] })),
+          { name: 'ratio to the faster bare server', value: ratio, digits: 2 },
+          { name: 'server CPU µs/req', value: med(targets[oursIndex], (r) => r.serverCpuUsPerRequest) ?? NaN },
         ],
         verdict: { pass, summary: `ratio ${ratio.toFixed(2)} (target >= ${TARGET_RATIO})` },
       };

@@ -5,6 +5,11 @@
  *
  * The machine's load average is printed before and after. BENCH_QUIET_LOAD=<n> first waits (up to
  * BENCH_QUIET_WAIT_S, 300 s) until the 1-minute load average is below n, e.g. BENCH_QUIET_LOAD=1.
+ *
+ * `npm run bench -- --workers 1,2 [name ...]`: each benchmark once per LOCAL_WORKERS value, alternating
+ * them (1, 2, then 2, 1 ...) for BENCH_WORKER_ROUNDS rounds (2), then one table of every run's headline
+ * figures, the benchmarks' own baselines among them, side by side: the worker-count comparison of
+ * docs/decisions/local-runtime.md in one command.
  */
 import { readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -12,10 +17,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { formatTable } from './support/table.js';
-import type { Benchmark } from './support/types.js';
+import type { Benchmark, BenchReport } from './support/types.js';
+import { useSettings } from '../lambdas/shared/settings.js';
+import { envNumber } from './support/env.js';
+import { workerCountTable } from './support/worker-count.js';
 
 const BENCH_DIR = import.meta.dirname;
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+const workersAt = args.indexOf('--workers');
+const workerCounts = workersAt >= 0 ? args.splice(workersAt, 2)[1]?.split(',').map(Number) : undefined;
+if (workerCounts && (!workerCounts.length || workerCounts.some((n) => !Number.isInteger(n) || n < 1))) {
+  process.stderr.write('--workers takes worker counts separated by commas, e.g. --workers 1,2\n');
+  process.exit(2);
+}
+const wanted = args;
 
 const files = readdirSync(BENCH_DIR)
   .filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && f !== 'run.ts')
@@ -48,19 +63,40 @@ process.stdout.write(`load average (1, 5, 15 min) at the start: ${loadText()}\n`
 
 const summary: string[][] = [];
 let broken = false;
-for (const b of benchmarks) {
-  process.stdout.write(`\n== ${b.name}: ${b.title}\n`);
+/** Runs one benchmark and prints its tables; undefined when it broke. */
+async function runOne(b: Benchmark, label = ''): Promise<BenchReport | undefined> {
+  process.stdout.write(`\n== ${b.name}${label}: ${b.title}\n`);
   const started = Date.now();
   try {
     const report = await b.run((line) => process.stdout.write(`   ${line}\n`));
     for (const table of report.tables) process.stdout.write(`\n${formatTable(table)}\n`);
     if (report.notes?.length) process.stdout.write(`\n${report.notes.map((n) => `   ${n}`).join('\n')}\n`);
-    summary.push([b.name, report.verdict ? (report.verdict.pass ? 'PASS' : 'FAIL') : '-', report.verdict?.summary ?? '', `${Math.round((Date.now() - started) / 1000)} s`]);
+    summary.push([`${b.name}${label}`, report.verdict ? (report.verdict.pass ? 'PASS' : 'FAIL') : '-', report.verdict?.summary ?? '', `${Math.round((Date.now() - started) / 1000)} s`]);
+    return report;
   } catch (error) {
     broken = true;
-    process.stderr.write(`\n${b.name} broke: ${(error as Error)?.stack ?? error}\n`);
-    summary.push([b.name, 'BROKEN', String((error as Error)?.message ?? error).split('\n')[0], `${Math.round((Date.now() - started) / 1000)} s`]);
+    process.stderr.write(`\n${b.name}${label} broke: ${(error as Error)?.stack ?? error}\n`);
+    summary.push([`${b.name}${label}`, 'BROKEN', String((error as Error)?.message ?? error).split('\n')[0], `${Math.round((Date.now() - started) / 1000)} s`]);
+    return undefined;
   }
+}
+
+if (!workerCounts) {
+  for (const b of benchmarks) await runOne(b);
+} else {
+  const rounds = envNumber('BENCH_WORKER_ROUNDS', 2);
+  const runs: { bench: string; workers: number; round: number; report?: BenchReport }[] = [];
+  for (let round = 1; round <= rounds; round++) {
+    for (const b of benchmarks) {
+      // Alternating the order: a machine that gets busier or quieter during the run favours neither.
+      for (const workers of round % 2 ? workerCounts : [...workerCounts].reverse()) {
+        process.env.LOCAL_WORKERS = String(workers);
+        useSettings();
+        runs.push({ bench: b.name, workers, round, report: await runOne(b, ` (LOCAL_WORKERS=${workers}, round ${round}/${rounds})`) });
+      }
+    }
+  }
+  process.stdout.write(`\n${formatTable(workerCountTable(runs, workerCounts))}\n`);
 }
 
 process.stdout.write(`\nload average (1, 5, 15 min) at the end: ${loadText()}\n`);

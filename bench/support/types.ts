@@ -7,10 +7,21 @@ export interface Verdict {
   summary: string;
 }
 
+/** One headline figure of a run, so runs can be set side by side (`npm run bench -- --workers 1,2`). */
+export interface Figure {
+  /** What was measured, with its unit: "creates /s", "raw SQLite creates tx/s". */
+  name: string;
+  value: number;
+  /** Digits after the point when printed (default 0). */
+  digits?: number;
+}
+
 export interface BenchReport {
   tables: Table[];
   notes?: string[];
   verdict?: Verdict;
+  /** The run's headline figures, its own baselines among them (medians of its rounds). */
+  figures?: Figure[];
 }
 
 export interface Benchmark {
