@@ -6,7 +6,9 @@
 import type { KeyValueStore, KvItem } from '../engine/ports.js';
 import { ConditionFailedError } from '../engine/errors.js';
 import type { Principal } from '../auth/principal.js';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import { collectionKey, recordPartition } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
@@ -56,10 +58,42 @@ export const collectionView = (c: Collection) => ({
   rules: c.rules,
 });
 
-interface PutBody {
-  mode?: unknown;
-  fields?: unknown;
-  rules?: unknown;
+/** The request schema, built at its first use (onFirstUse): only collection PUTs need it. */
+const collectionSchemas = onFirstUse(() => ({
+  body: z.strictObject({
+    // null is the default too, as before.
+    mode: z.nullish(z.enum(['schema', 'free'], { error: 'mode must be "schema" or "free".' }).check(z.describe('schema (default): only declared fields; free: any field, declared ones typed. Fixed once set.'))),
+    // Each field's definition is checked by its type in the field registry (schema.ts checkFields), with its own code.
+    fields: z.optional(z.unknown().check(z.describe('The full list of fields: {name, type, target?, required?, unique?, indexed?, fulltext?} each.'))),
+    // Each rule is checked by the rule grammar (rules.ts), with its own code.
+    rules: z.optional(z.unknown().check(z.describe('{list, view, create, update, delete}: each null (server credentials only) or a rule expression.'))),
+  }),
+}));
+
+/** PUT .../collections/{collection}'s body: `{mode?, fields?, rules?}`, the full desired state. */
+export const collectionBodySchema = () => collectionSchemas().body;
+
+export interface CollectionBody {
+  mode: Collection['mode'];
+  fields: FieldDef[];
+  rules: Record<RuleAction, Rule>;
+  compiled: Record<RuleAction, CompiledRule>;
+}
+
+/**
+ * A collection PUT's body: any fault in its shape is 400 invalid_body (an unknown property too, as
+ * before), a field's definition 400 invalid_schema, a rule 400 invalid_rule.
+ */
+export function parseCollectionBody(body: unknown): CollectionBody {
+  const b = parseBody(collectionBodySchema(), body, { unknownField: 'invalid_body' });
+  const fields = checkFields(b.fields);
+  try {
+    const rules = validateRules(b.rules);
+    return { mode: b.mode ?? 'schema', fields, rules, compiled: compileRules(rules) };
+  } catch (error) {
+    if (error instanceof RuleSyntaxError) throw new PlatformError('invalid_rule', error.message, 'rules');
+    throw error;
+  }
 }
 
 /**
@@ -116,22 +150,7 @@ export class Collections {
   async put(p: Principal, database: string, name: string, body: unknown): Promise<{ collection: Collection; created: boolean; changed: boolean }> {
     requireServer(p, 'change schemas');
     checkCollectionName(name);
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body must be a JSON object.');
-    const b = body as PutBody;
-    const unknown = Object.keys(b).find((k) => !['mode', 'fields', 'rules'].includes(k));
-    if (unknown) throw new PlatformError('invalid_body', `Unknown property "${unknown}".`, unknown);
-    const mode = b.mode ?? 'schema';
-    if (mode !== 'schema' && mode !== 'free') throw new PlatformError('invalid_body', 'mode must be "schema" or "free".', 'mode');
-    const fields = checkFields(b.fields);
-    let rules: Record<RuleAction, Rule>;
-    let compiled: Record<RuleAction, CompiledRule>;
-    try {
-      rules = validateRules(b.rules);
-      compiled = compileRules(rules);
-    } catch (error) {
-      if (error instanceof RuleSyntaxError) throw new PlatformError('invalid_rule', error.message, 'rules');
-      throw error;
-    }
+    const { mode, fields, rules, compiled } = parseCollectionBody(body);
     for (const f of fields) {
       if (fieldType(f.type).references === 'record' && f.target !== name && !(await this.get(p.organizationId, database, f.target!))) {
         throw new PlatformError('invalid_schema', `${f.name}: target collection "${f.target}" does not exist.`, 'fields');

@@ -11,7 +11,7 @@
  */
 import type { Engine } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseQuery, queryInteger } from '../shared/validate.js';
 import { eventKey } from './keys.js';
@@ -23,7 +23,7 @@ export const DEAD_LIST_LIMIT = { min: 1, max: 100, default: 20 };
 
 /** GET .../dead's query: only `limit`. */
 export const deadListQuerySchema = onFirstUse(() =>
-  z.strictObject({ limit: queryInteger(DEAD_LIST_LIMIT, DEAD_LIST_LIMIT.default).describe('Most dead letters to list, newest first.') }),
+  z.strictObject({ limit: queryInteger(DEAD_LIST_LIMIT, DEAD_LIST_LIMIT.default).check(z.describe('Most dead letters to list, newest first.')) }),
 );
 
 /** The dead-letter list's query: anything else, or a limit out of range, is 400 invalid_query. */

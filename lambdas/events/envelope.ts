@@ -3,7 +3,7 @@
  * never blocks the others) and the envelope (spec 2, "Event envelope").
  */
 import type { Principal } from '../auth/principal.js';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { faultOf, onFirstUse, parseBody } from '../shared/validate.js';
 import { holdsNonFiniteNumber, nestsDeeperThan } from '../shared/json-depth.js';
@@ -60,40 +60,43 @@ const isObject = (v: unknown): v is Record<string, unknown> => !!v && typeof v =
 /** The request schemas, built at their first use (onFirstUse): only publish calls need them. */
 const publishSchemas = onFirstUse(() => {
   const events = `events is an array of 1 to ${MAX_EVENTS_PER_PUBLISH} events.`;
-  const body = z
-    .strictObject({
-      event: z.unknown().optional().describe('One event.'),
-      events: z.array(z.unknown(), { error: events }).min(1, events).max(MAX_EVENTS_PER_PUBLISH, events).optional().describe('1 to 100 events, in order.'),
-    })
-    .refine((b) => (b.event === undefined) !== (b.events === undefined), 'The body holds exactly one of "event" or "events".');
+  const body = z.strictObject({
+    event: z.optional(z.unknown().check(z.describe('One event.'))),
+    events: z.optional(z.array(z.unknown(), { error: events }).check(z.minLength(1, events), z.maxLength(MAX_EVENTS_PER_PUBLISH, events), z.describe('1 to 100 events, in order.'))),
+  }).check(z.refine((b) => (b.event === undefined) !== (b.events === undefined), 'The body holds exactly one of "event" or "events".'));
 
   // Each field's issue maps to the event's rejection code by EVENT_FIELD_CODES; the fields are checked in
   // this order, so the first failing one is its code (an unknown field comes before them all).
-  const data = z.unknown().superRefine((value, ctx) => {
-    if (value === undefined) ctx.addIssue({ code: 'custom', message: 'data is required.', params: { code: 'data_required' } });
-    else if (nestsDeeperThan(value, MAX_DATA_DEPTH)) ctx.addIssue({ code: 'custom', message: `data nests deeper than ${MAX_DATA_DEPTH}.`, params: { code: 'invalid_event' } });
-    // 1e400 parses as Infinity and would be delivered as null: refused rather than changed.
-    else if (holdsNonFiniteNumber(value)) ctx.addIssue({ code: 'custom', message: 'data holds a number JSON cannot carry.', params: { code: 'invalid_event' } });
+  const data = z.unknown().check(
+    z.superRefine((value, ctx) => {
+      if (value === undefined) ctx.addIssue({ code: 'custom', message: 'data is required.', params: { code: 'data_required' } });
+      else if (nestsDeeperThan(value, MAX_DATA_DEPTH)) ctx.addIssue({ code: 'custom', message: `data nests deeper than ${MAX_DATA_DEPTH}.`, params: { code: 'invalid_event' } });
+      // 1e400 parses as Infinity and would be delivered as null: refused rather than changed.
+      else if (holdsNonFiniteNumber(value)) ctx.addIssue({ code: 'custom', message: 'data holds a number JSON cannot carry.', params: { code: 'invalid_event' } });
+    }),
+    z.describe('Any JSON value: at most 16 KiB (32 KiB advanced), nesting at most 128.'),
+  );
+  const fields = z.strictObject({
+    type: z.string().check(
+      z.refine((t) => Buffer.byteLength(t) <= MAX_TYPE_BYTES && TYPE_PATTERN.test(t), 'type is dotted lowercase words of at most 128 bytes.'),
+      z.describe('Dotted lowercase words, at most 128 bytes: `order.paid`.'),
+    ),
+    tier: z.optional(z.enum(TIERS).check(z.describe('basic (default), reliable or advanced.'))),
+    idempotency_key: z.optional(z.string().check(z.regex(IDEMPOTENCY_KEY_PATTERN), z.describe('Printable ASCII, 1 to 256 characters: a publish with the same key within 168 hours is a duplicate.'))),
+    data,
   });
-  const event = z
-    .strictObject({
-      type: z
-        .string()
-        .refine((t) => Buffer.byteLength(t) <= MAX_TYPE_BYTES && TYPE_PATTERN.test(t))
-        .describe('Dotted lowercase words, at most 128 bytes: `order.paid`.'),
-      tier: z.enum(TIERS).optional().describe('basic (default), reliable or advanced.'),
-      idempotency_key: z.string().regex(IDEMPOTENCY_KEY_PATTERN).optional().describe('Printable ASCII, 1 to 256 characters: a publish with the same key within 168 hours is a duplicate.'),
-      data: data.describe('Any JSON value: at most 16 KiB (32 KiB advanced), nesting at most 128.'),
-    })
-    .transform((e, ctx) => {
+  const event = z.pipe(
+    fields,
+    z.transform((e, ctx) => {
       const tier = e.tier ?? 'basic';
       const dataJson = JSON.stringify(e.data);
       if (Buffer.byteLength(dataJson) > MAX_DATA_BYTES[tier]) {
-        ctx.addIssue({ code: 'custom', message: `data is over ${MAX_DATA_BYTES[tier]} bytes.`, params: { code: 'payload_too_large' } });
+        ctx.issues.push({ code: 'custom', message: `data is over ${MAX_DATA_BYTES[tier]} bytes.`, params: { code: 'payload_too_large' }, input: e.data });
         return z.NEVER;
       }
       return { type: e.type, dataJson, idempotencyKey: e.idempotency_key, tier } satisfies EventInput;
-    });
+    }),
+  );
   return { body, event };
 });
 
@@ -124,7 +127,7 @@ export function eventsOf(body: unknown): unknown[] {
  * the others). Not an object: invalid_event; then an unknown field, then the fields in order.
  */
 export function checkEvent(raw: unknown): EventInput | RejectionCode {
-  const result = eventSchema().safeParse(raw);
+  const result = z.safeParse(eventSchema(), raw);
   if (result.success) return result.data;
   return faultOf<RejectionCode>(result.error, 'unknown_field', 'invalid_event', EVENT_FIELD_CODES).code;
 }

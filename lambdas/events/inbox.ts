@@ -10,7 +10,7 @@
  */
 import type { Engine, KvItem } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { inboxKey, inboxPartition, leasedIndex, leaseEnd, waitingIndex } from './keys.js';
@@ -53,30 +53,26 @@ export interface AckAnswer {
 
 /** The request schemas, built at their first use (onFirstUse): only pull and ack calls need them. */
 const inboxSchemas = onFirstUse(() => {
-  const whole = (range: { min: number; max: number; default: number }, name: string, description: string) =>
-    z
-      .number({ error: `${name} is a whole number from ${range.min} to ${range.max}.` })
-      .int(`${name} is a whole number from ${range.min} to ${range.max}.`)
-      .min(range.min, `${name} is a whole number from ${range.min} to ${range.max}.`)
-      .max(range.max, `${name} is a whole number from ${range.min} to ${range.max}.`)
-      .default(range.default)
-      .describe(description);
+  const whole = (range: { min: number; max: number; default: number }, name: string, description: string) => {
+    const message = `${name} is a whole number from ${range.min} to ${range.max}.`;
+    return z._default(z.number({ error: message }).check(z.int(message), z.minimum(range.min, message), z.maximum(range.max, message), z.describe(description)), range.default);
+  };
   const pullBody = z.strictObject({
     max: whole(PULL_MAX, 'max', 'Most messages to lease.'),
     lease_seconds: whole(LEASE_SECONDS, 'lease_seconds', 'How long the messages stay leased before they are visible again.'),
   });
   const ids = `ids is an array of 1 to ${MAX_ACK_IDS} event ids.`;
   const ackBody = z.strictObject({
-    ids: z
-      .array(z.unknown(), { error: ids })
-      .min(1, ids)
-      .max(MAX_ACK_IDS, ids)
+    ids: z.array(z.unknown(), { error: ids }).check(
+      z.minLength(1, ids),
+      z.maxLength(MAX_ACK_IDS, ids),
       // One code for any id that is not one (a number, null, a forged lease id): invalid_id, naming `ids`.
-      .refine((list) => list.every((id) => typeof id === 'string' && ACK_ID_PATTERN.test(id)), {
+      z.refine((list) => list.every((id) => typeof id === 'string' && ACK_ID_PATTERN.test(id)), {
         message: 'An id is an event id ("evt_" and 26 characters) or a message\'s lease_id.',
         params: { code: 'invalid_id' },
-      })
-      .describe('Event ids, or lease_ids (`<event_id>.<delivery_count>`) to acknowledge only that lease.'),
+      }),
+      z.describe('Event ids, or lease_ids (`<event_id>.<delivery_count>`) to acknowledge only that lease.'),
+    ),
   });
   return { pullBody, ackBody };
 });

@@ -6,7 +6,7 @@
  */
 import type { Engine, KvItem } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { newId } from '../shared/ids.js';
@@ -84,36 +84,34 @@ export function subscriptionView(s: StoredSubscription): Subscription {
 /** The request schemas, built at their first use (onFirstUse): only subscription calls need them. */
 const subscriptionSchemas = onFirstUse(() => {
   const patterns = `types holds 1 to ${MAX_PATTERNS} patterns.`;
-  const pattern = z
-    .string()
-    .refine((t) => Buffer.byteLength(t) <= MAX_PATTERN_BYTES && PATTERN.test(t), 'A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".');
-  const types = z
-    .array(z.unknown(), { error: patterns })
-    .min(1, patterns)
-    .max(MAX_PATTERNS, patterns)
-    // Checked as a whole after the count, as the count came first before: one message for any bad pattern.
-    .pipe(z.array(z.string({ error: 'A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".' }).pipe(pattern)))
-    .describe('Type patterns: a type, `*`, or a prefix ending in `.*` (matching deeper types too).');
-  const noUrl = (mode: string) => z.never({ error: `A${mode === 'eventbridge' ? 'n' : ''} ${mode} subscription takes no url.` }).optional();
+  const badPattern = 'A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".';
+  const pattern = z.string({ error: badPattern }).check(z.refine((t) => Buffer.byteLength(t) <= MAX_PATTERN_BYTES && PATTERN.test(t), badPattern));
+  // The count first, then each pattern: one message for any bad pattern.
+  const types = z.pipe(
+    z.array(z.unknown(), { error: patterns }).check(z.minLength(1, patterns), z.maxLength(MAX_PATTERNS, patterns)),
+    z.array(pattern).check(z.describe('Type patterns: a type, `*`, or a prefix ending in `.*` (matching deeper types too).')),
+  );
+  const noUrl = (mode: string) => z.optional(z.never({ error: `A${mode === 'eventbridge' ? 'n' : ''} ${mode} subscription takes no url.` }));
   const arn = 'An eventbridge subscription needs delivery.event_bus_arn, an event bus ARN: arn:aws:events:<region>:<account>:event-bus/<name>.';
   const detail = `delivery.detail_type is 1 to ${MAX_DETAIL_TYPE_CHARS} printable characters (default: the event's type).`;
   const delivery = z.discriminatedUnion(
     'mode',
     [
-      z.strictObject({ mode: z.literal('webhook'), url: z.string({ error: 'A webhook subscription needs delivery.url.' }).describe('An https URL with a public address.') }),
+      z.strictObject({ mode: z.literal('webhook'), url: z.string({ error: 'A webhook subscription needs delivery.url.' }).check(z.describe('An https URL with a public address.')) }),
       z.strictObject({ mode: z.literal('pull'), url: noUrl('pull') }),
       z.strictObject({ mode: z.literal('websocket'), url: noUrl('websocket') }),
       z.strictObject({
         mode: z.literal('eventbridge'),
         url: noUrl('eventbridge'),
-        event_bus_arn: z.string({ error: arn }).refine((a) => busRegion(a) !== undefined, arn).describe('The event bus, on the organization\'s allow-list.'),
-        detail_type: z
-          .string({ error: detail })
-          .min(1, detail)
-          .max(MAX_DETAIL_TYPE_CHARS, detail)
-          .refine((d) => !/[\x00-\x1f]/.test(d), detail)
-          .optional()
-          .describe('The entries\' DetailType (default: the event\'s type).'),
+        event_bus_arn: z.string({ error: arn }).check(z.refine((a) => busRegion(a) !== undefined, arn), z.describe("The event bus, on the organization's allow-list.")),
+        detail_type: z.optional(
+          z.string({ error: detail }).check(
+            z.minLength(1, detail),
+            z.maxLength(MAX_DETAIL_TYPE_CHARS, detail),
+            z.refine((d) => !/[\x00-\x1f]/.test(d), detail),
+            z.describe("The entries' DetailType (default: the event's type)."),
+          ),
+        ),
       }),
     ],
     { error: 'delivery is {"mode": "webhook" | "pull" | "websocket" | "eventbridge", "url"?, "event_bus_arn"?, "detail_type"?}; delivery.mode is webhook, pull, websocket or eventbridge.' },

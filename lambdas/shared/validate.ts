@@ -3,7 +3,7 @@
  * errors (docs/decisions/parsing.md). Each domain module owns its `parseX` functions and exports its
  * schemas by name; these are the one place a zod issue becomes a code, a param and a message.
  */
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { PlatformError, type ErrorCode } from './errors.js';
 
 export interface ValidateOptions {
@@ -47,7 +47,7 @@ const issueCode = <C extends string>(issue: z.core.$ZodIssue): C | undefined =>
  * is missing. Inside a field with a code of its own (`delivery`: invalid_delivery) an unknown key is that
  * field's fault, named before the field's other faults, and the field is the param.
  */
-export function faultOf<C extends string = ErrorCode>(error: z.ZodError, unknownField: C, invalid: C, fieldCodes?: Readonly<Record<string, C>>, unknownWord = 'field'): Fault<C> {
+export function faultOf<C extends string = ErrorCode>(error: z.core.$ZodError, unknownField: C, invalid: C, fieldCodes?: Readonly<Record<string, C>>, unknownWord = 'field'): Fault<C> {
   const codeOfField = (issue: z.core.$ZodIssue) => (typeof issue.path[0] === 'string' ? fieldCodes?.[issue.path[0]] : undefined);
   const issues = error.issues;
   let issue = issues.find((i) => i.code === 'unrecognized_keys' && codeOfField(i) === undefined) ?? issues[0];
@@ -70,9 +70,9 @@ export function faultOf<C extends string = ErrorCode>(error: z.ZodError, unknown
 
 const thrown = (fault: Fault) => new PlatformError(fault.code, fault.message, fault.param);
 
-export function parseBody<T extends z.ZodType>(schema: T, value: unknown, options: ValidateOptions): z.infer<T> {
+export function parseBody<T extends z.core.$ZodType>(schema: T, value: unknown, options: ValidateOptions): z.output<T> {
   if (value === undefined) throw new PlatformError(options.invalid ?? 'invalid_body', 'A JSON body is required.');
-  const result = schema.safeParse(value);
+  const result = z.safeParse(schema, value);
   if (result.success) return result.data;
   throw thrown(faultOf(result.error, options.unknownField, options.invalid ?? 'invalid_body', options.fieldCodes));
 }
@@ -81,8 +81,8 @@ export function parseBody<T extends z.ZodType>(schema: T, value: unknown, option
  * Parses a request's query (every value a string: a schema coerces explicitly, e.g. with
  * `queryInteger`). An unknown parameter is named before any other fault, as in a body.
  */
-export function parseQuery<T extends z.ZodType>(schema: T, query: Record<string, string>, options: QueryOptions = {}): z.infer<T> {
-  const result = schema.safeParse(query);
+export function parseQuery<T extends z.core.$ZodType>(schema: T, query: Record<string, string>, options: QueryOptions = {}): z.output<T> {
+  const result = z.safeParse(schema, query);
   if (result.success) return result.data;
   const fault = faultOf(result.error, options.unknownParameter ?? 'invalid_query', options.invalid ?? 'invalid_query', options.fieldCodes, 'query parameter');
   if (options.takes && result.error.issues.some((i) => i.code === 'unrecognized_keys')) {
@@ -95,16 +95,14 @@ export function parseQuery<T extends z.ZodType>(schema: T, query: Record<string,
  * A whole-number query parameter from `min` to `max` (at most 15 digits, so no float rounding), as a
  * number; `fallback` when it is absent. Query values are strings: the coercion is explicit here.
  */
-export function queryInteger(range: { min: number; max: number }): z.ZodOptional<z.ZodPipe<z.ZodPipe<z.ZodString, z.ZodTransform<number, string>>, z.ZodNumber>>;
-export function queryInteger(range: { min: number; max: number }, fallback: number): z.ZodDefault<z.ZodPipe<z.ZodPipe<z.ZodString, z.ZodTransform<number, string>>, z.ZodNumber>>;
-export function queryInteger(range: { min: number; max: number }, fallback?: number) {
+const wholeNumber = (range: { min: number; max: number }) => {
   const message = `a whole number from ${range.min} to ${range.max}`;
-  const n = z
-    .string()
-    .regex(/^\d{1,15}$/, message)
-    .transform(Number)
-    .pipe(z.number().min(range.min, message).max(range.max, message));
-  return fallback === undefined ? n.optional() : n.default(fallback);
+  return z.pipe(z.pipe(z.string().check(z.regex(/^\d{1,15}$/, message)), z.transform(Number)), z.number().check(z.minimum(range.min, message), z.maximum(range.max, message)));
+};
+export function queryInteger(range: { min: number; max: number }): z.ZodMiniOptional<ReturnType<typeof wholeNumber>>;
+export function queryInteger(range: { min: number; max: number }, fallback: number): z.ZodMiniDefault<ReturnType<typeof wholeNumber>>;
+export function queryInteger(range: { min: number; max: number }, fallback?: number) {
+  return fallback === undefined ? z.optional(wholeNumber(range)) : z._default(wholeNumber(range), fallback);
 }
 
 /**

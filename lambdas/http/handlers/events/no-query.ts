@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as z from 'zod/mini';
 import { onFirstUse, parseQuery } from '../../../shared/validate.js';
 
 const noQuerySchema = onFirstUse(() => z.strictObject({}));
