@@ -4,13 +4,18 @@ import { FunctionUrlOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import { FunctionUrlAuthType, InvokeMode, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
-import { routeById } from '../lambdas/http/routes.js';
+import { ROUTES, type RouteDef } from '../lambdas/http/routes.js';
 import { acknowledgeApiDistribution, AI_DISTRIBUTION_REASONS } from './nag.js';
 import { API_DISTRIBUTION, apiGatewayOrigin, PASS_THROUGH } from './edge.js';
 import { RouteFunction, constructId, type GrantTargets } from './route-function.js';
 
-/** The route whose answers stream, and its streaming entry module (under lambdas/). */
-export const STREAMED_ROUTE = { id: 'ai.chat.completions', handler: 'http/handlers/ai/chat-completions-stream' } as const;
+/** The AI route whose answers may be streamed: the one whose route table entry names a `streamedHandler`. */
+export const STREAMED_ROUTE: RouteDef = (() => {
+  const streamed = ROUTES.filter((r) => r.api === 'ai' && r.streamedHandler);
+  // One distribution path goes to one function URL; a second streamed route needs its own behavior here.
+  if (streamed.length !== 1) throw new Error(`the AI edge serves one streamed route; the route table has ${streamed.length}`);
+  return streamed[0];
+})();
 /** Tag on the streaming function (not ROUTE_TAG: that stays one function per route), valued with the route id. */
 export const STREAM_ROUTE_TAG = 'platform:stream-route';
 /** The distribution's origin ids. */
@@ -48,13 +53,13 @@ export class AiEdge extends Construct {
   constructor(scope: Construct, id: string, props: AiEdgeProps) {
     super(scope, id);
     const stack = Stack.of(this);
-    const route = routeById(STREAMED_ROUTE.id);
+    const route = STREAMED_ROUTE;
 
     this.streamFunction = new RouteFunction(this, `${constructId(route.id)}Stream`, {
       route,
       description: `ai API, streamed: ${route.method} ${route.path} (function URL, RESPONSE_STREAM)`,
       targets: props.targets,
-      variant: { handler: STREAMED_ROUTE.handler, suffix: 'stream', tag: STREAM_ROUTE_TAG, timeout: STREAM_FUNCTION_TIMEOUT },
+      streamed: { suffix: 'stream', tag: STREAM_ROUTE_TAG, timeout: STREAM_FUNCTION_TIMEOUT },
     }).fn;
     // No IAM auth: OAC would sign, but Lambda wants the client's body hash (x-amz-content-sha256) on
     // POST, which OpenAI clients never send. The function authenticates every call itself, as the

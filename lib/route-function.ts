@@ -43,17 +43,18 @@ export interface GrantTargets {
 }
 
 export interface RouteFunctionProps {
-  readonly route: { readonly id: string; readonly handler: string; readonly grants: readonly Grant[] };
+  readonly route: { readonly id: string; readonly handler: string; readonly streamedHandler?: string; readonly grants: readonly Grant[] };
   /** The chain counts this route's calls per credential (countsCalls in lambdas/http/routes.ts). */
   readonly countsCalls?: boolean;
   readonly description: string;
   readonly targets: GrantTargets;
   /**
-   * A second function of the same route, with its grants, under another entry module: the chat
-   * route's streaming entry behind a function URL (lib/ai-edge.ts). Its name gets `-<suffix>`, its
-   * tag key is `tag` instead of ROUTE_TAG (so one function per route keeps ROUTE_TAG).
+   * The route's second, response-streaming function, with its grants, from the route's
+   * `streamedHandler` (behind a function URL, lib/ai-edge.ts). Its name gets `-<suffix>`, its tag key
+   * is `tag` instead of ROUTE_TAG (so one function per route keeps ROUTE_TAG). Every function is built
+   * from a module the route table names.
    */
-  readonly variant?: { readonly handler: string; readonly suffix: string; readonly tag: string; readonly timeout: Duration };
+  readonly streamed?: { readonly suffix: string; readonly tag: string; readonly timeout: Duration };
 }
 
 /** `ai.models.list` -> `AiModelsList`: construct ids derive from the route id. */
@@ -67,10 +68,11 @@ export const constructId = (routeId: string) =>
 export class RouteFunction extends Construct {
   readonly fn: NodejsFunction;
 
-  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false, variant }: RouteFunctionProps) {
+  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false, streamed }: RouteFunctionProps) {
     super(scope, id);
-    const entry = lambdaEntry(variant?.handler ?? route.handler, `route ${route.id}`);
-    const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}${variant ? `-${variant.suffix}` : ''}`;
+    if (streamed && !route.streamedHandler) throw new Error(`route ${route.id} has no streamedHandler in the route table`);
+    const entry = lambdaEntry((streamed ? route.streamedHandler : route.handler)!, `route ${route.id}`);
+    const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}${streamed ? `-${streamed.suffix}` : ''}`;
     if (functionName.length > 64) throw new Error(`route ${route.id}: function name ${functionName} exceeds 64 characters`);
 
     const grants = new Set(route.grants);
@@ -84,14 +86,14 @@ export class RouteFunction extends Construct {
         functionName,
         description,
         // HTTP APIs give up after 30 s; running longer would only burn money.
-        timeout: variant?.timeout ?? Duration.seconds(29),
+        timeout: streamed?.timeout ?? Duration.seconds(29),
         role,
         logGroup,
         environment,
       },
       { upstreamKeys: grants.has('upstream-keys:read') },
     );
-    Tags.of(this.fn).add(variant?.tag ?? ROUTE_TAG, route.id);
+    Tags.of(this.fn).add(streamed?.tag ?? ROUTE_TAG, route.id);
 
     grantAccess(route.id, grants, targets, role);
     if (countsCalls && grants.has('table:read') && !grants.has('table:write')) grantRateWindowWrite(targets, role);

@@ -25,7 +25,7 @@ export type Grant =
   | 'connections:table'
   | 'signing:sign'
   | 'secret:read'
-  /** Model routes' upstream API keys (Secrets Manager secrets under UPSTREAM_KEY_PREFIX, lib/route-function.ts). */
+  /** Model routes' upstream API keys (Secrets Manager secrets under UPSTREAM_KEY_PREFIX, lib/upstream-grants.ts). */
   | 'upstream-keys:read';
 
 export interface RouteDef {
@@ -38,6 +38,12 @@ export interface RouteDef {
   path: string;
   /** Module under `lambdas/` (no extension) exporting `handler`. */
   handler: string;
+  /**
+   * Module under `lambdas/` exporting the route's response-streaming `handler`, for a route whose
+   * answers may be streamed: in AWS a second function of the route, behind a function URL
+   * (lib/ai-edge.ts); locally the route's own handler streams.
+   */
+  streamedHandler?: string;
   /** An application-bound credential needs this capability (spec 4.1). */
   capability?: Capability;
   /** Events: the permission the credential must hold (lambdas/auth/permissions.ts). */
@@ -78,7 +84,7 @@ export const countsCalls = (route: RouteDef): boolean => route.api !== 'ai' && a
 
 export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'http/handlers/ai/list-models', grants: ['table:read'] },
-  { id: 'ai.chat.completions', api: 'ai', method: 'POST', path: '/v1/chat/completions', handler: 'http/handlers/ai/chat-completions', capability: 'ai.chat', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
+  { id: 'ai.chat.completions', api: 'ai', method: 'POST', path: '/v1/chat/completions', handler: 'http/handlers/ai/chat-completions', streamedHandler: 'http/handlers/ai/chat-completions-stream', capability: 'ai.chat', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
   { id: 'ai.embeddings', api: 'ai', method: 'POST', path: '/v1/embeddings', handler: 'http/handlers/ai/embeddings', capability: 'ai.embeddings', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
   { id: 'ai.run', api: 'ai', method: 'POST', path: '/v1/run', handler: 'http/handlers/ai/run', grants: ['table:read', 'table:write', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
