@@ -28,7 +28,9 @@ import type { KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
 import { newId } from '../shared/ids.js';
 import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
 import { Databases } from './databases.js';
@@ -42,6 +44,21 @@ export const MAX_BLOB_BYTES = 100 * 1024 * 1024;
 export const MAX_PART_BYTES = 100 * 1024 * 1024;
 export const MAX_MULTIPART_BYTES = 5 * 1024 * 1024 * 1024;
 export const MAX_PARTS = LIMITS.multipartMaxParts;
+
+/** POST .../uploads/{upload_id}/complete's body, built at its first use (onFirstUse). */
+export const completeUploadBodySchema = onFirstUse(() =>
+  z.strictObject({
+    parts: z.array(z.strictObject({ part_number: z.number().check(z.int()), etag: z.string().check(z.minLength(1), z.maxLength(1024)) })).check(
+      z.minLength(1),
+      z.maxLength(MAX_PARTS),
+      z.describe('Every part, ascending by part_number, with the etag its upload answered.'),
+    ),
+    size: z.optional(z.number().check(z.int(), z.minimum(0), z.describe("The whole file's size, checked against the listed parts before anything is joined."))),
+  }),
+);
+
+/** A complete call's body: `{parts: [{part_number, etag}], size?}`. */
+export const parseCompleteUploadBody = (body: unknown) => parseBody(completeUploadBodySchema(), body, { unknownField: 'unknown_field' });
 export const MIN_PART_BYTES = LIMITS.multipartMinPartBytes;
 /** An unfinished upload is forgotten after 7 days (the bucket aborts its parts on the same day). */
 export const UPLOAD_TTL_SECONDS = 7 * 24 * 3600;

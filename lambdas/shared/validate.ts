@@ -6,6 +6,9 @@
 import * as z from 'zod/mini';
 import { PlatformError, type ErrorCode } from './errors.js';
 
+// zod/mini carries no messages of its own: its issues say "Invalid input" unless told the English ones.
+z.config(z.locales.en());
+
 export interface ValidateOptions {
   /** Code for a field the endpoint does not take (AI: unsupported_field; Data and Events: unknown_field). */
   unknownField: ErrorCode;

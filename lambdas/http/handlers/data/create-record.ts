@@ -1,6 +1,6 @@
 import { httpHandler } from '../../handler.js';
 import { PlatformError } from '../../../shared/errors.js';
-import { openDatabase } from '../../../data/records.js';
+import { openDatabase, parseCreateRecordBody } from '../../../data/records.js';
 import { etag } from './versions.js';
 import type { RecordView } from '../../../data/record-store.js';
 
@@ -9,12 +9,9 @@ import type { RecordView } from '../../../data/record-store.js';
  * `If-None-Match: *` is accepted (an existing id is 409 already_exists either way).
  */
 export const handler = httpHandler('data.records.create', async (req, scope) => {
-  const body = req.json;
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new PlatformError('invalid_body', 'The body must be a JSON object of fields.');
+  const { id, data } = parseCreateRecordBody(req.json);
   const inm = req.headers['if-none-match'];
   if (inm !== undefined && inm.trim() !== '*') throw new PlatformError('invalid_body', 'On create, If-None-Match takes only "*".', 'if-none-match');
-  const { id, ...data } = body as Record<string, unknown>;
-  if (id !== undefined && typeof id !== 'string') throw new PlatformError('invalid_value', 'id must be a string.', 'id');
   const { writer } = await openDatabase(scope, req.params.database);
   const [record] = (await writer.apply([{ op: 'create', collection: req.params.collection, id, data }])) as RecordView[];
   return { status: 201, headers: etag(record), body: record };
