@@ -6,6 +6,7 @@ import { describe, expect, it, beforeEach, afterEach } from 'vitest';
 import type { KvItem, KvValue, KeyValueStore } from '../../lambdas/engine/ports.js';
 import type { ManualClock } from '../../lambdas/engine/clock.js';
 import { ConditionFailedError, EngineLimitError, TransactionCanceledError } from '../../lambdas/engine/errors.js';
+import { InvalidCursorError } from '../../lambdas/shared/cursors.js';
 
 export interface KvFixture {
   kv: KeyValueStore;
@@ -101,6 +102,14 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
         cursor = page.cursor;
       } while (cursor);
       expect(seen).toEqual(['b#2', 'b#1', 'a#3', 'a#2', 'a#1']);
+    });
+
+    it('refuses a cursor it did not give out with the one InvalidCursorError (shared/cursors.ts)', async () => {
+      await f.kv.put({ pk, sk: 'a' });
+      const foreign = Buffer.from(JSON.stringify({ other: 'x' })).toString('base64url');
+      for (const cursor of ['not a cursor', foreign]) {
+        await expect(f.kv.query({ pk, cursor }), cursor).rejects.toBeInstanceOf(InvalidCursorError);
+      }
     });
 
     it('queries a generic index; items without both index keys are not in it', async () => {
