@@ -29,7 +29,10 @@ const recordSchemas = onFirstUse(() => {
    * Each value is checked by its field's type when the collection is known (record-writes.ts).
    */
   const fields = (message: string) =>
-    z.custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), { message }).check(z.describe("The record's fields, by name."));
+    z.custom<Record<string, unknown>>((v) => v !== null && typeof v === 'object' && !Array.isArray(v), { message }).check(
+      // What a JSON Schema of it says (zod cannot read a custom check).
+      z.meta({ type: 'object', description: "The record's fields, by name." }),
+    );
   const create = fields('The body must be a JSON object of fields.').check(
     z.superRefine((b, ctx) => {
       if (b.id !== undefined && typeof b.id !== 'string') ctx.addIssue({ code: 'custom', path: ['id'], message: 'id must be a string.', params: { code: 'invalid_value' } });

@@ -86,11 +86,10 @@ const subscriptionSchemas = onFirstUse(() => {
   const patterns = `types holds 1 to ${MAX_PATTERNS} patterns.`;
   const badPattern = 'A pattern is "*", a type (dotted lowercase words), or a type prefix ending in ".*".';
   const pattern = z.string({ error: badPattern }).check(z.refine((t) => Buffer.byteLength(t) <= MAX_PATTERN_BYTES && PATTERN.test(t), badPattern));
-  // The count first, then each pattern: one message for any bad pattern.
-  const types = z.pipe(
-    z.array(z.unknown(), { error: patterns }).check(z.minLength(1, patterns), z.maxLength(MAX_PATTERNS, patterns)),
-    z.array(pattern).check(z.describe('Type patterns: a type, `*`, or a prefix ending in `.*` (matching deeper types too).')),
-  );
+  // The count comes first (zod reads no item of an array of the wrong length): one message for any bad pattern.
+  const types = z
+    .array(pattern, { error: patterns })
+    .check(z.minLength(1, patterns), z.maxLength(MAX_PATTERNS, patterns), z.describe('Type patterns: a type, `*`, or a prefix ending in `.*` (matching deeper types too).'));
   const noUrl = (mode: string) => z.optional(z.never({ error: `A${mode === 'eventbridge' ? 'n' : ''} ${mode} subscription takes no url.` }));
   const arn = 'An eventbridge subscription needs delivery.event_bus_arn, an event bus ARN: arn:aws:events:<region>:<account>:event-bus/<name>.';
   const detail = `delivery.detail_type is 1 to ${MAX_DETAIL_TYPE_CHARS} printable characters (default: the event's type).`;
