@@ -4,7 +4,7 @@
  * module that exports `handler`, and every function the stack builds is a route's or a consumer's.
  * The checks are tested on made-up tables and sources, so a route outside the table cannot pass.
  */
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
 import { functionsOutsideTable, handlersOutsideTable, HANDLERS_DIR, readModules, tableEntriesWithoutHandler } from '../helpers/route-table.js';
@@ -12,17 +12,17 @@ import { functionsOutsideTable, handlersOutsideTable, HANDLERS_DIR, readModules,
 const ROOT = join(import.meta.dirname, '..', '..');
 const TABLE = [...ROUTES, ...SOCKET_ROUTES];
 
-// Every Lambda entry the stack resolves, recorded as it synthesizes.
+// The entry module (under lambdas/, no extension) of every Node.js function the stack builds, recorded as it synthesizes.
 const entries = vi.hoisted(() => [] as string[]);
-vi.mock('../../lib/function-defaults.js', async (importOriginal) => {
-  const real = await importOriginal<typeof import('../../lib/function-defaults.js')>();
-  return {
-    ...real,
-    lambdaEntry: (module: string, what: string) => {
-      entries.push(module);
-      return real.lambdaEntry(module, what);
-    },
-  };
+vi.mock('aws-cdk-lib/aws-lambda-nodejs', async (importOriginal) => {
+  const real = await importOriginal<typeof import('aws-cdk-lib/aws-lambda-nodejs')>();
+  class NodejsFunction extends real.NodejsFunction {
+    constructor(...args: ConstructorParameters<typeof real.NodejsFunction>) {
+      super(...args);
+      entries.push(relative(join(ROOT, 'lambdas'), args[2]!.entry!).replace(/\.ts$/, '').split(sep).join('/'));
+    }
+  }
+  return { ...real, NodejsFunction };
 });
 
 describe('the route table', () => {
@@ -36,7 +36,9 @@ describe('the route table', () => {
   it('names the module of every function the stack builds, but the consumers', async () => {
     const { synthStack } = await import('../infra/helpers.js');
     synthStack();
+    // One function per route, the streamed chat function, and the queue and schedule consumers.
     expect(entries.length).toBeGreaterThan(TABLE.length);
+    expect(entries.some((m) => m.startsWith('consumers/'))).toBe(true);
     expect(functionsOutsideTable(entries, TABLE)).toEqual([]);
     // The streamed chat function is built from the table's streamedHandler.
     expect(entries).toContain(ROUTES.find((r) => r.streamedHandler)!.streamedHandler);
