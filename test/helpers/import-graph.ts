@@ -1,7 +1,8 @@
 /**
- * The import graph of the project's own sources, and the layer rules it must keep
- * (docs/architecture.md draws them). A file's layer is the folder it lives in; a rule lists what a
- * layer may import, so an import that no rule allows is a violation.
+ * The import graph of the project's own sources, and the rules it must keep (docs/architecture.md
+ * draws them): layers, and no file-level cycles. A file's layer is the folder it lives in (the
+ * settings file is a layer of its own); a rule lists what a layer may import, so an import that no
+ * rule allows is a violation.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
