@@ -7,7 +7,9 @@
 import type { Engine, KvItem, KvSortKeyCondition } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import { isServerCredential } from '../auth/principal.js';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse, parseQuery, queryInteger } from '../shared/validate.js';
 import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
 import { indexPartition, recordKey, recordPartition } from './keys.js';
 import type { Collection } from './collections.js';
@@ -54,43 +56,57 @@ export interface ListQuery {
   terms: string[];
 }
 
+/** `filter[field]` or `filter[field][op]`: the one family of parameters whose names come from the collection. */
+const FILTER_PARAMETER = /^filter\[([A-Za-z][A-Za-z0-9_]*)\](?:\[(eq|gt|gte|lt|lte|in)\])?$/;
+
+/** The list query's fixed parameters, built at first use (onFirstUse); filters are read by the collection's fields. */
+export const listQuerySchema = onFirstUse(() =>
+  z.strictObject({
+    limit: queryInteger({ min: 1, max: MAX_LIMIT }, DEFAULT_LIMIT).check(z.describe(`1 to ${MAX_LIMIT}, default ${DEFAULT_LIMIT}.`)),
+    cursor: z.optional(z.string().check(z.describe('The previous next_cursor, unchanged.'))),
+    sort: z.optional(z.string().check(z.describe('"id" or an indexed field, optionally prefixed with "-" (descending).'))),
+    q: z.optional(z.string().check(z.describe('Words to find in the fulltext fields.'))),
+  }),
+);
+
 /** Parses the list query string: `limit`, `cursor`, `sort`, `filter[f]=v`, `filter[f][op]=v`, `q`. */
 export function parseListQuery(c: Collection, query: Record<string, string>): ListQuery {
   const fields = new Map(c.fields.map((f) => [f.name, f]));
+  // Prototype-less: a parameter may be named __proto__ (it is then unknown, like any other name).
+  const fixed: Record<string, string> = Object.create(null);
+  const filters: [string, RegExpExecArray, string][] = [];
+  for (const [key, raw] of Object.entries(query)) {
+    const m = FILTER_PARAMETER.exec(key);
+    if (m) filters.push([key, m, raw]);
+    else fixed[key] = raw;
+  }
+  const params = parseQuery(listQuerySchema(), fixed);
   const conditions: Condition[] = [];
-  let limit = DEFAULT_LIMIT;
   let sort: ListQuery['sort'] = { field: 'id', descending: false };
   let terms: string[] = [];
-  let cursor: string | undefined;
-  for (const [key, raw] of Object.entries(query)) {
-    if (key === 'limit') {
-      limit = Number(raw);
-      if (!/^\d+$/.test(raw) || limit < 1 || limit > MAX_LIMIT) throw invalidQuery(`limit is 1 to ${MAX_LIMIT}.`, 'limit');
-    } else if (key === 'cursor') {
-      cursor = raw;
-    } else if (key === 'sort') {
-      const descending = raw.startsWith('-');
-      const name = descending ? raw.slice(1) : raw;
-      if (name === 'id') sort = { field: 'id', descending };
-      else {
-        const f = fields.get(name);
-        if (!f?.indexed) throw invalidQuery(`sort takes "id" or an indexed field, optionally prefixed with "-".`, 'sort');
-        sort = { field: f, descending };
-      }
-    } else if (key === 'q') {
-      if (!c.fields.some((f) => f.fulltext)) throw invalidQuery('q needs a fulltext field in the collection.', 'q');
-      terms = tokenize(raw);
-    } else {
-      const m = /^filter\[([A-Za-z][A-Za-z0-9_]*)\](?:\[(eq|gt|gte|lt|lte|in)\])?$/.exec(key);
-      if (!m) throw invalidQuery(`Unknown query parameter "${key}".`, key);
-      const f = fields.get(m[1]);
-      if (!f?.indexed) throw invalidQuery(`Filters take indexed fields; "${m[1]}" is not one.`, key);
-      const op = (m[2] ?? 'eq') as FilterOp;
-      const parts = op === 'in' ? raw.split(',') : [raw];
-      if (op === 'in' && (parts.length < 1 || parts.length > MAX_IN_VALUES)) throw invalidQuery(`in takes 1 to ${MAX_IN_VALUES} values.`, key);
-      conditions.push({ field: f, op, values: parts.map((v) => parseValue(f, v, key)) });
+  if (params.sort !== undefined) {
+    const descending = params.sort.startsWith('-');
+    const name = descending ? params.sort.slice(1) : params.sort;
+    if (name === 'id') sort = { field: 'id', descending };
+    else {
+      const f = fields.get(name);
+      if (!f?.indexed) throw invalidQuery(`sort takes "id" or an indexed field, optionally prefixed with "-".`, 'sort');
+      sort = { field: f, descending };
     }
   }
+  if (params.q !== undefined) {
+    if (!c.fields.some((f) => f.fulltext)) throw invalidQuery('q needs a fulltext field in the collection.', 'q');
+    terms = tokenize(params.q);
+  }
+  for (const [key, m, raw] of filters) {
+    const f = fields.get(m[1]);
+    if (!f?.indexed) throw invalidQuery(`Filters take indexed fields; "${m[1]}" is not one.`, key);
+    const op = (m[2] ?? 'eq') as FilterOp;
+    const parts = op === 'in' ? raw.split(',') : [raw];
+    if (op === 'in' && (parts.length < 1 || parts.length > MAX_IN_VALUES)) throw invalidQuery(`in takes 1 to ${MAX_IN_VALUES} values.`, key);
+    conditions.push({ field: f, op, values: parts.map((v) => parseValue(f, v, key)) });
+  }
+  const { limit, cursor } = params;
   const driver = pickDriver(conditions);
   if (driver && sort.field !== 'id' && sort.field.name !== driver.field.name) {
     throw invalidQuery(`A list sorted by ${sort.field.name} can filter on ${sort.field.name} only; one indexed field drives a list.`, 'sort');
