@@ -14,6 +14,8 @@ import { batchBodySchema, createRecordBodySchema, parseBatchBody, updateRecordBo
 import { completeUploadBodySchema } from '../../lambdas/data/blobs.js';
 import { endUserTokenBodySchema } from '../../lambdas/data/end-user-tokens.js';
 import { activityQuerySchema, parseActivityQuery } from '../../lambdas/activity/query.js';
+import { listQuerySchema, parseListQuery } from '../../lambdas/data/record-reads.js';
+import type { Collection } from '../../lambdas/data/collections.js';
 import { PlatformError } from '../../lambdas/shared/errors.js';
 
 const SCHEMAS: Record<string, () => z.core.$ZodType> = {
@@ -31,6 +33,7 @@ const SCHEMAS: Record<string, () => z.core.$ZodType> = {
   completeUploadBodySchema,
   endUserTokenBodySchema,
   activityQuerySchema,
+  listQuerySchema,
 };
 
 const thrown = (run: () => unknown) => {
@@ -65,6 +68,15 @@ describe('parse functions', () => {
     expect(thrown(() => parseActivityQuery({ limit: '501' }))).toEqual({ code: 'invalid_query', param: 'limit' });
     expect(thrown(() => parseActivityQuery({ kind: 'record.write,nope' }))).toEqual({ code: 'invalid_query', param: 'kind' });
     expect(parseActivityQuery({ from: '5', kind: 'record.write' })).toMatchObject({ from: 5, limit: 100, kind: ['record.write'] });
+  });
+
+  it('the record list query names an unknown parameter before a wrong value; filters go by the fields', () => {
+    const c = { name: 'c', fields: [{ name: 'n', type: 'number', indexed: true }] } as unknown as Collection;
+    const q = (o: Record<string, string>) => Object.assign(Object.create(null) as Record<string, string>, o);
+    expect(thrown(() => parseListQuery(c, q({ limit: '0', zzz: '1' })))).toEqual({ code: 'invalid_query', param: 'zzz' });
+    expect(thrown(() => parseListQuery(c, q({ limit: '101' })))).toEqual({ code: 'invalid_query', param: 'limit' });
+    expect(thrown(() => parseListQuery(c, q({ 'filter[m]': '1' })))).toEqual({ code: 'invalid_query', param: 'filter[m]' });
+    expect(parseListQuery(c, q({ 'filter[n][gt]': '5' }))).toMatchObject({ limit: 20, sort: { descending: false } });
   });
 
   it("a publish's event gets the first failing check's code, an unknown field before them all", () => {
