@@ -4,10 +4,12 @@
  * schemas by name; these are the one place a zod issue becomes a code, a param and a message.
  */
 import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { PlatformError, type ErrorCode } from './errors.js';
 
-// zod/mini carries no messages of its own: its issues say "Invalid input" unless told the English ones.
-z.config(z.locales.en());
+// zod/mini carries no messages of its own: its issues say "Invalid input" unless told the English ones
+// (imported alone: `z.locales` would put every language in each bundle).
+z.config(en());
 
 export interface ValidateOptions {
   /** Code for a field the endpoint does not take (AI: unsupported_field; Data and Events: unknown_field). */
