@@ -48,7 +48,7 @@ export const STREAM_CREDENTIAL_KEYS = ['key#*', 'keyid#*', 'oauthclient#*', 'pbk
 export const STREAM_ORIGIN_KEYS = ['origin#*'];
 
 /**
- * The consumer of the `streams` queue (issue 10, item 6): wakes of WebSocket streams whose sockets API
+ * The consumer of the `streams` queue: wakes of WebSocket streams whose sockets API
  * Gateway holds (lambdas/events/stream-remote.ts). It leases inbox messages, posts them to the
  * subscription's connections and queues the wake at the end of their lease; nothing more.
  */

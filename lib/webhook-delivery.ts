@@ -88,7 +88,7 @@ export interface WebhookDeliveryProps {
 }
 
 /**
- * Webhook delivery in AWS (issue 10, items 4 and 12): the `webhooks` queue's consumer function with
+ * Webhook delivery in AWS: the `webhooks` queue's consumer function with
  * partial batch responses, the outbox sweep on a schedule, the platform-events sweep on a schedule
  * (the Data API's changes a write left in its outbox, docs/events/platform-events.md), and the alarms
  * on the queue's dead letters and on its oldest message. Each function gets exactly the items, queues

@@ -1,5 +1,5 @@
 /**
- * How an upstream failure answers (issue 11 item 7): the upstream answered with an error, or with
+ * How an upstream failure answers: the upstream answered with an error, or with
  * something that is no answer: 502 upstream_error; it could not be reached: 503 route_unavailable;
  * it did not answer within the route's timeout: 504 timeout_error. The message never carries the
  * upstream's body (it may echo the API key or another tenant's data), only its status.

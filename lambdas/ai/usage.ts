@@ -1,5 +1,5 @@
 /**
- * Usage and cost of AI calls (issue 11 item 9): tokens in and out, priced by the route
+ * Usage and cost of AI calls: tokens in and out, priced by the route
  * (`price_in_per_mtok`, `price_out_per_mtok`, USD per million tokens).
  */
 import type { Principal } from '../auth/principal.js';

@@ -1,5 +1,5 @@
 /**
- * Events API permissions (issue 10; docs/events/reference.md "Permissions"). Each Events route needs
+ * Events API permissions (docs/events/reference.md "Permissions"). Each Events route needs
  * one. Secret keys and OAuth clients hold all of them unless created with a narrower list.
  */
 export const EVENTS_PERMISSIONS = [

@@ -94,7 +94,7 @@ export function inlineRecord(item: KvItem): LoadedRecord | undefined {
 /**
  * Any record item: inline, or with its body read from the blob store. A concurrent update or delete
  * deletes the body this item points at once it commits: then the item is read again and the read
- * follows the new pointer (issue 9 item 5). Undefined when the record was deleted meanwhile.
+ * follows the new pointer. Undefined when the record was deleted meanwhile.
  */
 export async function loadRecord(engine: Engine, item: KvItem): Promise<LoadedRecord | undefined> {
   for (let attempt = 0; ; attempt++) {
@@ -131,7 +131,7 @@ export async function recordItem(
     // `size`: the values' JSON bytes, so a list can keep its page under its byte budget without measuring.
     const item: KvItem = { ...key, ...meta, size: bytes, values: values as never };
     // Decided by the measure the store enforces: DynamoDB counts a list of small numbers at up to 1.5x
-    // its JSON, so a 300 KB JSON body can make a 450 KB item (issue 9 item 11).
+    // its JSON, so a 300 KB JSON body can make a 450 KB item.
     if (bytes * 2 <= INLINE_ITEM_BYTES || itemSize(item) <= INLINE_ITEM_BYTES) return { item, bodyKey: null };
   }
   const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version, randomBytes(8).toString('hex'));

@@ -198,7 +198,7 @@ export class RecordWriter {
           if (op.op === 'create') results.push(await this.planCreate(op, c, add, newBodies, lives));
           else if (op.op === 'update') results.push(await this.planUpdate(op, c, add, newBodies, oldBodies, lives));
           else results.push(await this.planDelete(op, c, add, oldBodies, lives));
-          // Unique values as the earlier ops left them (in-order semantics, issue 9 item 15).
+          // Unique values as the earlier ops left them (in-order semantics).
           try {
             guards.absorb(writes, from, i, results[i].id);
           } catch (error) {
@@ -501,7 +501,7 @@ function refuseSameRecordTwice(ops: WriteOp[]): void {
 const isGuard = (pk: string) => pk.startsWith('uniq#');
 
 /**
- * In-order unique checks for a batch (issue 9 item 15; docs/data/reference.md "Batch"): each op sees
+ * In-order unique checks for a batch (docs/data/reference.md "Batch"): each op sees
  * the unique values as the earlier ops left them. A record is in at most one op, so a guard item (one
  * value of one unique field) has at most one release in a batch, by the record that holds it in the
  * store (read while planning), and any number of claims. In op order:

@@ -1,5 +1,5 @@
 /**
- * The Events service suite (issue 10): publish, subscriptions, pull and ack, stats, through the local
+ * The Events service suite: publish, subscriptions, pull and ack, stats, through the local
  * server over a given engine. Run on the embedded engine (test/api/events.test.ts) and on the AWS
  * adapters (test/contract/events.aws.test.ts: DynamoDB on dynalite, SQS on a client mock). The engine's
  * clock is a manual one, so leases and the idempotency window end without waiting.

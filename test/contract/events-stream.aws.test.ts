@@ -409,7 +409,7 @@ describe('a stream whose credential is revoked, in AWS', () => {
   });
 });
 
-describe('acks of a stream in AWS (issue 20, defect 4)', () => {
+describe('acks of a stream in AWS', () => {
   it("a connection's late ack does not remove a message another consumer leased after its lease ended; the holder's ack does", async () => {
     const sub = await subscribe();
     expect((await connect('c-late', sub, {}, { lease_seconds: '5' })).statusCode).toBe(200);

@@ -1,5 +1,5 @@
 /**
- * Issue 20: the Events workspace statistics (spec 2 "Workspace statistics", docs/events/reference.md
+ * The Events workspace statistics (spec 2 "Workspace statistics", docs/events/reference.md
  * "Stats", design.md "Exact statistics") stay exact under deletes, crashes and duplicates. Random
  * sequences of publish / pull / ack / lease lapse / webhook attempt (ok or failed, once or twice) /
  * crash / outbox sweep / subscribe / delete run on the Events domain functions over a real embedded

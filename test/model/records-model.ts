@@ -1,6 +1,5 @@
 /**
- * A randomized model-based test of the Data API's records (issue 9, "Tests that would have found
- * these"): fast-check generates sequences of creates, updates (PATCH with and without If-Match),
+ * A randomized model-based test of the Data API's records: fast-check generates sequences of creates, updates (PATCH with and without If-Match),
  * deletes and batches with awkward values (`-0`, numbers beyond 2^53 and up to 1e308, `1e400` written
  * in the JSON text, astral and private-use characters, prototype-named keys, nesting up to and past
  * the body's depth limit) on one typed and one free collection. Each command runs against the real
@@ -659,7 +658,7 @@ export class Real {
       }
       r.freed.forEach((k) => freed.add(k));
     }
-    // Issue 9 item 15: a value an earlier op frees is free for a later op (4952e8c made batches in order).
+    // A value an earlier op frees is free for a later op (4952e8c made batches in order).
     if (reusesFreed) this.count(`batch takes a unique value an earlier op freed: ${a.status}`);
     if (failed) return this.expectError(what, a, failed);
     if (a.status !== 200 || !Array.isArray(a.body?.results) || a.body.results.length !== ws.length) fail(`${what}: expected 200 with ${ws.length} results, got ${a.status}`, a.body);

@@ -1,7 +1,7 @@
 /**
- * readAnswers (lambdas/ai/decision/answers.ts) on its own, issue 19: the written option wins every
- * tie for any option count (item 4), and logprobs with no alternative code fall back to the stated
- * confidence (item 5).
+ * readAnswers (lambdas/ai/decision/answers.ts) on its own: the written option wins every
+ * tie for any option count, and logprobs with no alternative code fall back to the stated
+ * confidence.
  */
 import { describe, expect, it } from 'vitest';
 import { readAnswers } from '../../lambdas/ai/decision/answers.js';
@@ -19,7 +19,7 @@ const score = (n: number): Question => ({ type: 'score', instructions: 'Rate.', 
 const reply = (answers: Record<string, { answer: string; confidence: number }>, logprobs: unknown = null): ChatCompletion =>
   ({ choices: [{ index: 0, message: { role: 'assistant', content: JSON.stringify(answers) }, finish_reason: 'stop', logprobs }] }) as unknown as ChatCompletion;
 
-describe('decision answers: the written option wins every tie (issue 19 item 4)', () => {
+describe('decision answers: the written option wins every tie', () => {
   it('stated confidence 0 or 1/n, any written option: choice is the written label and confidence its probability, n = 2..64', () => {
     const wrong: string[] = [];
     for (let n = 2; n <= 64; n++) {
@@ -42,7 +42,7 @@ describe('decision answers: the written option wins every tie (issue 19 item 4)'
   });
 });
 
-describe('decision answers: logprobs without another code (issue 19 item 5)', () => {
+describe('decision answers: logprobs without another code', () => {
   /** Logprobs spelling out `content`, the answer token `"1` with these alternatives. */
   const withLogprobs = (top: { token: string; logprob: number }[]) => {
     const tokens = ['{"c":{"answer":', '"1', '","confidence":0.6}}'];

@@ -1,5 +1,5 @@
 /**
- * The query of a request reaches the handlers alike through both event builders (issue 20 defect 6):
+ * The query of a request reaches the handlers alike through both event builders:
  * the local server's node:http -> API Gateway event translation (lambdas/local/http-server.ts
  * queryParameters) and an event as API Gateway sends it to Lambda (JSON text, parsed), both read by
  * lambdas/http/event.ts toHttpRequest. Names of Object.prototype (`__proto__`, `constructor`) are own

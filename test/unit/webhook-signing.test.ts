@@ -1,6 +1,5 @@
 /**
- * Webhook signing (spec 4.21 "Webhook delivery request", spec 3 "Secret rotation", issue 10 items 3
- * and 4): signatures against an independent HMAC computation, the rotation bookkeeping, the
+ * Webhook signing (spec 4.21 "Webhook delivery request", spec 3 "Secret rotation"): signatures against an independent HMAC computation, the rotation bookkeeping, the
  * receiver's helper, the sealed storage of secrets, and the copy-paste snippet of
  * docs/events/verifying-webhooks.md run as written.
  */
