@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
+import { writeKey } from '../engine/ports.js';
 import { deepEqual } from '../shared/deep-equal.js';
 import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
@@ -255,7 +256,7 @@ export class RecordWriter {
       .filter((w) => w.op < before && w.write.condition && w.reason?.kind !== 'schema' && !('check' in w.write && written.has(writeId(w.write))))
       .sort((a, b) => a.op - b.op);
     for (const w of candidates) {
-      const item = await this.ctx.engine.kv.get(writeKeyOf(w.write));
+      const item = await this.ctx.engine.kv.get(writeKey(w.write));
       if (conditionHolds(w.write.condition!, item)) continue;
       // Another writer moved the record of an op that names no version: not that op's failure. Plan
       // again on the new version, as a failed transaction is retried (the later op's error was found
@@ -463,9 +464,8 @@ class PlanError extends Error {
   }
 }
 
-const writeKeyOf = (w: KvWrite) => ('put' in w ? { pk: w.put.pk, sk: w.put.sk } : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check);
 const writeId = (w: KvWrite) => {
-  const k = writeKeyOf(w);
+  const k = writeKey(w);
   return `${k.pk}\u0000${k.sk}`;
 };
 

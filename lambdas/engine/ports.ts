@@ -56,6 +56,11 @@ export interface KvCheck {
 }
 export type KvWrite = KvPut | KvUpdate | KvDelete | KvCheck;
 
+/** The key a write applies to. */
+export function writeKey(w: KvWrite): KvKey {
+  return 'put' in w ? { pk: w.put.pk, sk: w.put.sk } : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check;
+}
+
 export type KvSortKeyCondition =
   | { beginsWith: string }
   | { between: [string, string] }

@@ -1,5 +1,6 @@
 /** The checks both key-value adapters make before a write, as DynamoDB makes them (engine/item-size.ts counts). */
 import type { KvItem, KvValue, KvWrite } from '../ports.js';
+import { writeKey } from '../ports.js';
 import { LIMITS } from '../limits.js';
 import { EngineLimitError } from '../errors.js';
 import { itemSize, unstorableValue } from '../item-size.js';
@@ -59,8 +60,4 @@ export function assertBatchGetShape(keys: { pk: string; sk: string }[]): void {
   if (new Set(keys.map((k) => `${k.pk}\u0000${k.sk}`)).size !== keys.length) {
     throw new EngineLimitError('batch_get_items', 'a batch get names a key twice');
   }
-}
-
-export function writeKey(w: KvWrite) {
-  return 'put' in w ? { pk: w.put.pk, sk: w.put.sk } : 'update' in w ? w.update : 'delete' in w ? w.delete : w.check;
 }
