@@ -291,7 +291,7 @@ export class RecordReader {
         cursor: state.c,
       };
       const page = await this.engine.kv.query(query).catch((error) => {
-        if (error?.name === 'InvalidCursorError') throw invalidCursor();
+        if (error instanceof InvalidCursorError) throw invalidCursor();
         throw error;
       });
       scanned += page.items.length;
