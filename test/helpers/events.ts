@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Principal } from '../../lambdas/auth/principal.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
+import { API_POLICIES } from '../../lambdas/http/chain.js';
 import { toHttpRequest } from '../../lambdas/http/event.js';
 import { pickOperationId } from '../../lambdas/http/middleware/operation-id.js';
 import { routeById, type RouteDef } from '../../lambdas/http/routes.js';
@@ -136,7 +137,7 @@ export function platformRequest(options: PlatformRequestOptions): PlatformReques
   const req = toHttpRequest(event, options.transport?.bodyStream);
   const call = { api: route.api, method: req.method, route: route.path === '$default' ? req.path : route.path, country: req.headers['cloudfront-viewer-country'] ?? null };
   context.platform = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
-  const operationId = options.operationId ?? (route.api === 'ai' ? pickOperationId(req) : undefined);
+  const operationId = options.operationId ?? (API_POLICIES[route.api].operationIds ? pickOperationId(req) : undefined);
   if (operationId !== undefined) context.platform.operationId = operationId;
   if (options.engine) context.platform.engine = options.engine;
   if (options.principal) context.platform.principal = options.principal;
