@@ -98,8 +98,9 @@ const MAX_DEFAULT_WORKERS = 4;
 /**
  * The default LOCAL_WORKERS: one process on a machine of 2 cores or fewer, else the cores (at most
  * 4). Every process on the SQLite file pays for the others' commits (its page cache is dropped after
- * each), which on 2 vCPUs doubled the CPU of a request: 1 worker beat 2 on creates, lists and event
- * delivery there (docs/benchmarks.md, 2026-11-26; docs/decisions/local-runtime.md).
+ * each, and it waits for their write lock): on 2 vCPUs a second process cost 1.3-1.8x the CPU of a
+ * request and lost on creates and event delivery, winning only lists while a core was idle
+ * (`npm run bench -- --workers 1,2`, 2026-11-27; docs/decisions/local-runtime.md).
  */
 export const defaultLocalWorkers = (cores = availableParallelism()) => (cores <= 2 ? 1 : Math.min(cores, MAX_DEFAULT_WORKERS));
 
