@@ -7,15 +7,18 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SLOW_FIRST = [
-  'test/infra/synth.test.ts',
+  'test/api/events-crash.test.ts',
+  'test/api/ai-hostile-upstreams-budget-and-ids.test.ts',
   'test/infra/lambda-bundles.test.ts',
+  'test/infra/synth.test.ts',
+  'test/api/events-dead-replay.test.ts',
+  'test/api/events-hostile-input-and-revocation.test.ts',
   'test/model/records.model.aws.test.ts',
-  'test/cli/admin.test.ts',
-  'test/api/ai-limits.test.ts',
-  'test/model/records.model.test.ts',
+  'test/api/events-inbox-stats.test.ts',
+  'test/model/events-stats.model.test.ts',
+  'test/api/events-stream-revocation.test.ts',
+  'test/api/crash.test.ts',
   'test/api/write-concurrency.test.ts',
-  'test/api/rate-limit.test.ts',
-  'test/contract/activity-log.test.ts',
 ];
 
 export class SlowFirst extends BaseSequencer {
