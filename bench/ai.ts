@@ -1,5 +1,5 @@
 /**
- * The AI gateway's overhead (issue 11), beside Portkey's open-source gateway as a peer (issue 19):
+ * The AI gateway's overhead, beside Portkey's open-source gateway as a peer:
  * latency through a gateway minus the direct latency to the same loopback upstream, all measured in
  * the same run, for
  *
@@ -42,7 +42,7 @@
  *            asks the upstream for any type; the upstream streams on `"stream":true` in the body.
  * CPU a call is read from /proc for the process groups of the gateway, Portkey and the bare proxy.
  *
- * Targets (issue 19), in every round, for each kind:
+ * Targets, in every round, for each kind:
  *   [1] sequential overhead over direct: the gateway's p50 <= 0.5 x Portkey's, p99 <= Portkey's;
  *   [2] throughput at 50 concurrent: the gateway's calls/s >= 4 x Portkey's;
  *   [3] the gateway's CPU a call <= 2.5 x the bare proxy's, sequentially and at 50 concurrent (the
@@ -81,7 +81,7 @@ import { fmt, fmtInt } from './support/table.js';
 import type { Benchmark, BenchReport } from './support/types.js';
 
 const CONCURRENCY = 50;
-/** Issue 19's targets: the gateway against Portkey and the bare proxy, measured in the same round. */
+/** The targets: the gateway against Portkey and the bare proxy, measured in the same round. */
 const TARGET = { p50VsPortkey: 0.5, p99VsPortkey: 1, throughputVsPortkey: 4, cpuVsBare: 2.5 };
 const PORTKEY_SERVER = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
 

@@ -1,6 +1,6 @@
 /**
  * Events API through the local platform (`bin/local.ts`, a child process), each figure beside a
- * baseline measured in the same run (issue 10):
+ * baseline measured in the same run:
  *
  *   publish    ours: `POST .../events` with 100 events per call into a workspace with one pull
  *              subscription matching them, BENCH_CONNECTIONS connections; events accepted per second.

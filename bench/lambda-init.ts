@@ -2,7 +2,7 @@
  * `npm run bench -- lambda-init`: each function's bundle, built with the stack's esbuild settings, imported
  * alone by a fresh `node` as Lambda's init does (test/helpers/lambda-bundles.ts runAlone), against a
  * bare bundle holding one DynamoDB document client (bench/support/bare-lambda.ts), built the same way
- * and measured in the same run. Target (issue 18): every function's import ≤ 1.5× the bare bundle's, in
+ * and measured in the same run. Target: every function's import ≤ 1.5× the bare bundle's, in
  * every round.
  *
  * After ten imports to warm up, each round takes, for every function in a new random order, BENCH_SAMPLES imports of the bare bundle and of the
