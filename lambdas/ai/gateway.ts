@@ -5,7 +5,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
-import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
+import { timeoutOf, type ModelRoute } from './model-routes.js';
 import { providerOf } from './providers/index.js';
 import { httpRun } from './providers/http/index.js';
 import { admitCall, type Admission, type CallEstimate } from './limits.js';
@@ -26,7 +26,7 @@ export interface CallScope {
  * `onTimeout` runs when the deadline passes, whatever the call is doing then.
  */
 async function upstreamCall(scope: CallScope, route: ModelRoute, onTimeout?: () => void): Promise<{ call: UpstreamCall; timedOut: () => boolean; timeoutMs: number; done: () => void }> {
-  const timeoutMs = route.timeout_ms ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = timeoutOf(route);
   // One controller for both ends, not AbortSignal.any(): that one registers weak references and
   // finalizers for every call, work the garbage collector then does on the request's path.
   const upstream = new AbortController();

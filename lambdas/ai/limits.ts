@@ -18,12 +18,12 @@ import { secretKeyPointer } from '../auth/tenants.js';
 import type { Engine, KeyValueStore, KvItem, KvKey } from '../engine/ports.js';
 import { PlatformError, type ErrorCode } from '../shared/errors.js';
 import { Counters, rateWindowKey, windowExpiry } from '../shared/counters.js';
-import { HOLD_MARGIN_MS, holdMs } from '../shared/hold-margin.js';
+import { holdMs } from '../shared/hold-margin.js';
 import { addHold, liveHolds, releaseHold } from '../shared/leases.js';
 import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { TtlCache } from '../shared/ttl-cache.js';
-import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
+import { timeoutOf, type ModelRoute } from './model-routes.js';
 import { AiOrgSettings, NO_LIMITS, type AiLimits } from './org-settings.js';
 import type { CallUsage } from './usage.js';
 
@@ -43,8 +43,6 @@ export interface Admission {
 }
 
 const MINUTE_MS = 60_000;
-/** Held units (a concurrency slot, a reserved cost) stay counted HOLD_MARGIN_MS past their call's timeout: then a crashed process's hold lapses. */
-export { HOLD_MARGIN_MS };
 export const LIMITS_KEY_PREFIX = 'ailim#';
 
 export const limitsStateKey = (scope: string, what: 'conc' | 'budget'): KvKey => ({ pk: `${LIMITS_KEY_PREFIX}${scope}`, sk: what });
@@ -206,7 +204,7 @@ async function takeRate(engine: Engine, name: string, limit: number, cost: numbe
   };
 }
 
-const deadlineOf = (engine: Engine, route: ModelRoute) => engine.clock.now() + holdMs(route.timeout_ms ?? DEFAULT_TIMEOUT_MS);
+const deadlineOf = (engine: Engine, route: ModelRoute) => engine.clock.now() + holdMs(timeoutOf(route));
 
 async function takeSlot(engine: Engine, scope: Scope, limit: number, route: ModelRoute): Promise<Undo> {
   const now = engine.clock.now();

@@ -59,6 +59,8 @@ export const MAX_CAP_BYTES = 256 * 1024 * 1024;
 
 /** Upstream timeout when a route sets none. */
 export const DEFAULT_TIMEOUT_MS = 60_000;
+/** A route's upstream timeout, ms: its own, else the default. */
+export const timeoutOf = (route: Pick<ModelRoute, 'timeout_ms'>): number => route.timeout_ms ?? DEFAULT_TIMEOUT_MS;
 
 /** The options a route has when `route set` gives none (and a route stored before they existed). */
 export const ROUTE_DEFAULTS = {

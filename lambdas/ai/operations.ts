@@ -11,7 +11,7 @@ import { PlatformError } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import type { OperationCall, OperationRules } from '../shared/operations.js';
 import { checkRouteAllowed } from './key-routes.js';
-import { DEFAULT_TIMEOUT_MS, type ModelRoute } from './model-routes.js';
+import { timeoutOf, type ModelRoute } from './model-routes.js';
 
 /** Spec 8: idempotent answers are kept 24 hours. */
 export const OPERATION_TTL_SECONDS = 24 * 3600;
@@ -71,7 +71,7 @@ export function aiOperation(engine: Engine, principal: Principal, route: ModelRo
   const context = operationContext(principal, route);
   return {
     tenant: principal.organizationId,
-    holdSeconds: holdMs(route.timeout_ms ?? DEFAULT_TIMEOUT_MS) / 1000,
+    holdSeconds: holdMs(timeoutOf(route)) / 1000,
     context,
     checkReplay: (kept) => checkReplay(engine, principal, context, kept),
   };
