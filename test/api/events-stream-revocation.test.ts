@@ -66,6 +66,18 @@ async function expectClosedAfter(client: Client, revoke: () => void, code: strin
   return revokedAt;
 }
 
+/**
+ * Once every worker's cache entry of the revoked credential is older than the revocation, publishes
+ * one more event and shows it is not sent to the closed socket: it waits in the inbox (returned).
+ */
+async function publishAfterRevocation(workspace: string, sub: string, type: string, revokedAt: number) {
+  await sleep(Math.max(0, revokedAt + CACHE_MS + 200 - Date.now()));
+  const after = await publish(used.key, workspace, type, 2);
+  await sleep(1_000); // deliberate: the event would reach the stream meanwhile, were it still served
+  const pulled = await ok(api(used.key, workspace, 'POST', `/subscriptions/${sub}/pull`, { max: 10 }), 200);
+  return { after, pulled: pulled.messages as { event_id: string; delivery_count: number }[] };
+}
+
 describe('an open stream whose credential is revoked (LOCAL_WORKERS=2, CREDENTIAL_CACHE_MS=1000)', () => {
   it('closes with 4403 key_disabled once its secret key is disabled, and sends no event published after', async () => {
     const workspace = workspaceOf();
@@ -77,14 +89,10 @@ describe('an open stream whose credential is revoked (LOCAL_WORKERS=2, CREDENTIA
     client.ws.send(JSON.stringify({ ack: [before] }));
 
     const revokedAt = await expectClosedAfter(client, () => adminOk(used.dataDir, 'key', 'disable', '--key-id', streamKey.id), 'key_disabled');
-    // Every worker's cache entry of the key is older than the disable: an event published now is not sent.
-    await sleep(Math.max(0, revokedAt + CACHE_MS + 200 - Date.now()));
-    const after = await publish(used.key, workspace, 'rk.a', 2);
-    await sleep(1_000); // deliberate: the event would reach the stream meanwhile, were it still served
+    const { after, pulled } = await publishAfterRevocation(workspace, sub, 'rk.a', revokedAt);
     expect(client.ids()).toEqual([before]);
     // It waits in the inbox, never leased (delivery_count 1 on its first pull).
-    const pulled = await ok(api(used.key, workspace, 'POST', `/subscriptions/${sub}/pull`, { max: 10 }), 200);
-    expect(pulled.messages.map((m: any) => [m.event_id, m.delivery_count])).toEqual([[after, 1]]);
+    expect(pulled.map((m) => [m.event_id, m.delivery_count])).toEqual([[after, 1]]);
     // The key opens no new stream.
     await expect(open(workspace, sub, ['service.v1'], bearer(streamKey.key))).rejects.toThrow('stream refused: 403');
   }, 60_000);
@@ -112,11 +120,8 @@ describe('an open stream whose credential is revoked (LOCAL_WORKERS=2, CREDENTIA
     client.ws.send(JSON.stringify({ ack: [before] }));
 
     const revokedAt = await expectClosedAfter(client, () => adminOk(used.dataDir, 'publishable-key', 'disable', '--key-id', publishable.id), 'key_disabled');
-    await sleep(Math.max(0, revokedAt + CACHE_MS + 200 - Date.now()));
-    const after = await publish(used.key, workspace, 'rp.a', 2);
-    await sleep(1_000); // deliberate: the event would reach the stream meanwhile, were it still served
+    const { after, pulled } = await publishAfterRevocation(workspace, sub, 'rp.a', revokedAt);
     expect(client.ids()).toEqual([before]);
-    const pulled = await ok(api(used.key, workspace, 'POST', `/subscriptions/${sub}/pull`, { max: 10 }), 200);
-    expect(pulled.messages.map((m: any) => m.event_id)).toEqual([after]);
+    expect(pulled.map((m) => m.event_id)).toEqual([after]);
   }, 60_000);
 });
