@@ -114,6 +114,7 @@ export interface Settings {
   connectionsTable?: string;
   signingKeyIds?: string[];
   serverSecretArn?: string;
+  s3ForcePathStyle?: boolean;
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent';
   credentialCacheMs: number;
   modelRoutesCacheMs: number;
@@ -128,7 +129,12 @@ export interface Settings {
 }
 
 export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Settings[K]>> } = {
-  engine: define('ENGINE', oneOf(['embedded', 'aws']), 'embedded', '`embedded` (SQLite, files; the default) or `aws` (set by the stack on every function).'),
+  engine: define(
+    'ENGINE',
+    oneOf(['embedded', 'aws']),
+    'embedded',
+    '`embedded` (SQLite, files; the default) or `aws` (set by the stack on every function). `ENGINE=aws npm start` serves over DynamoDB and S3 (`TABLE_NAME`, `BUCKET_NAME`, in AWS or an emulator at `AWS_ENDPOINT_URL`), keeping each other port whose setting is unset, and its development credentials, in `DATA_DIR/aws-<TABLE_NAME>` (docs/decisions/aws-engine-emulators.md).',
+  ),
   dataDir: define('DATA_DIR', nonEmpty, '.platform', 'embedded: the directory of the SQLite database, blobs and keys.'),
   tableName: define('TABLE_NAME', nonEmpty, undefined, 'aws: the DynamoDB table.'),
   bucketName: define('BUCKET_NAME', nonEmpty, undefined, 'aws: the S3 bucket of blobs.'),
@@ -137,6 +143,13 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   connectionsTable: define('CONNECTIONS_TABLE', nonEmpty, undefined, 'aws: the DynamoDB table of open WebSocket connections (what each serves).'),
   signingKeyIds: define('SIGNING_KEY_IDS', jsonOf(nonEmptyStrings), undefined, 'aws: JSON array of the KMS keys that sign and verify tokens, current first.'),
   serverSecretArn: define('SERVER_SECRET_ARN', matching(/^arn:aws[a-z-]*:secretsmanager:/, 'must be a Secrets Manager secret ARN'), undefined, 'aws: the Secrets Manager secret that cursor keys derive from (routes that give out cursors).'),
+  // Optional, as the loopback flag below: unset is the SDK's own choice (virtual-hosted, path-style for an IP endpoint).
+  s3ForcePathStyle: define(
+    'S3_FORCE_PATH_STYLE',
+    (text) => oneOf(['0', '1'])(text) === '1',
+    undefined,
+    'aws: `1` addresses the bucket in the path (`<endpoint>/<bucket>/<key>`), not in the host name: what an S3 emulator at `AWS_ENDPOINT_URL_S3` needs (s3rver, LocalStack, MinIO; docs/decisions/aws-engine-emulators.md). Unset on a deployed stack.',
+  ),
   logLevel: define('LOG_LEVEL', oneOf(['debug', 'info', 'warn', 'error', 'silent']), 'info', 'Least level logged; `silent` logs nothing.'),
   credentialCacheMs: define(
     'CREDENTIAL_CACHE_MS',
@@ -157,7 +170,7 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     'AWS_ENDPOINT_URL',
     url,
     undefined,
-    'An EventBridge-compatible endpoint for subscriptions delivering to an event bus (docs/events/eventbridge.md); the local server refuses such subscriptions without it. The AWS SDK reads it too. Unset on a deployed stack.',
+    'An EventBridge-compatible endpoint for subscriptions delivering to an event bus (docs/events/eventbridge.md); the local server refuses such subscriptions without it. The AWS SDK reads it too, for every client of the `aws` engine, as it reads `AWS_ENDPOINT_URL_<SERVICE>` (`_DYNAMODB`, `_S3`, `_SQS`, `_KMS`, `_SECRETS_MANAGER`), which wins for its service: how the engine runs on an emulator (docs/decisions/aws-engine-emulators.md). Unset on a deployed stack.',
   ),
   dataRateLimitPerMinute: define('DATA_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 0, 'Data API calls a minute per credential; 0 (the default, as PocketBase) is no limit.'),
   localWorkers: define(

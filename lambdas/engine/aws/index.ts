@@ -1,4 +1,9 @@
-/** The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS and Secrets Manager, configured from the environment the stack sets. */
+/**
+ * The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS and Secrets Manager, configured
+ * from the environment the stack sets. Every client is built without an endpoint, so the SDK's own
+ * `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_<SERVICE>` point it at an emulator; the API Gateway
+ * Management API has no regional endpoint and takes CONNECTIONS_ENDPOINT (docs/decisions/aws-engine-emulators.md).
+ */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { ApiGatewayManagementApiClient } from '@aws-sdk/client-apigatewaymanagementapi';
@@ -37,33 +42,40 @@ export function createAwsEngine(config: Settings): Engine {
   const absent = (port: string) => (): never => {
     throw new Error(`this function was built without the ${port} port (its grants do not include it)`);
   };
+  // Kept to be destroyed by close(): their keep-alive sockets would hold a local server's process open.
+  const clients: { destroy(): void }[] = [];
+  const made = <C extends { destroy(): void }>(client: C): C => {
+    clients.push(client);
+    return client;
+  };
   return {
     name: 'aws',
-    kv: lazy(() => new DynamoKeyValueStore(new DynamoDBClient({}), need('tableName'), systemClock)),
+    kv: lazy(() => new DynamoKeyValueStore(made(new DynamoDBClient({})), need('tableName'), systemClock)),
     blobs:
       globalThis.PLATFORM_PORT_BLOBS === 'absent'
         ? lazy(absent('blobs'))
         : onFirstCall(async () => {
             const [{ S3Client }, { S3BlobStore }] = await Promise.all([import('@aws-sdk/client-s3'), import('./blobs.js')]);
-            return new S3BlobStore(new S3Client({}), need('bucketName'));
+            // An emulator's endpoint has no per-bucket host names: S3_FORCE_PATH_STYLE puts the bucket in the path.
+            return new S3BlobStore(made(new S3Client({ forcePathStyle: config.s3ForcePathStyle })), need('bucketName'));
           }),
     queue:
       globalThis.PLATFORM_PORT_QUEUE === 'absent'
         ? lazy(absent('queue'))
         : onFirstCall(async () => {
             const [{ SQSClient }, { SqsQueue }] = await Promise.all([import('@aws-sdk/client-sqs'), import('./queue.js')]);
-            return new SqsQueue(new SQSClient({}), need('queueUrls'));
+            return new SqsQueue(made(new SQSClient({})), need('queueUrls'));
           }),
     connections: lazy(
       globalThis.PLATFORM_PORT_CONNECTIONS === 'absent'
         ? absent('connections')
         : () =>
             new ApiGatewayConnectionGateway(
-              new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') }),
+              made(new ApiGatewayManagementApiClient({ endpoint: need('connectionsEndpoint') })),
               // Functions that only post frames (the HTTP stream route) have no connection table.
               config.connectionsTable === undefined
                 ? undefined
-                : { documents: DynamoDBDocumentClient.from(new DynamoDBClient({})), tableName: config.connectionsTable, clock: systemClock },
+                : { documents: DynamoDBDocumentClient.from(made(new DynamoDBClient({}))), tableName: config.connectionsTable, clock: systemClock },
             ),
       // publish() asks on every call whether to wake streams; most functions have no connections endpoint.
       { holdsSockets: false },
@@ -71,24 +83,26 @@ export function createAwsEngine(config: Settings): Engine {
     // Every function verifies tokens, but only calls with a token (not a key) need the public keys.
     signer: onFirstCall(async () => {
       const [{ KMSClient }, { KmsSigner }] = await Promise.all([import('@aws-sdk/client-kms'), import('./signer.js')]);
-      return new KmsSigner(new KMSClient({}), need('signingKeyIds'));
+      return new KmsSigner(made(new KMSClient({})), need('signingKeyIds'));
     }),
     secret:
       globalThis.PLATFORM_PORT_SECRET === 'absent'
         ? lazy(absent('secret'))
         : onFirstCall(async () => {
             const [{ SecretsManagerClient }, { SecretsManagerSecret }] = await Promise.all([import('@aws-sdk/client-secrets-manager'), import('./secret.js')]);
-            return new SecretsManagerSecret(new SecretsManagerClient({}), need('serverSecretArn'));
+            return new SecretsManagerSecret(made(new SecretsManagerClient({})), need('serverSecretArn'));
           }),
     upstreamKeys:
       globalThis.PLATFORM_PORT_UPSTREAM_KEYS === 'absent'
         ? lazy(absent('upstreamKeys'))
         : onFirstCall(async () => {
             const [{ SecretsManagerClient }, { SecretsManagerUpstreamKeys }] = await Promise.all([import('@aws-sdk/client-secrets-manager'), import('./upstream-keys.js')]);
-            return new SecretsManagerUpstreamKeys(new SecretsManagerClient({}));
+            return new SecretsManagerUpstreamKeys(made(new SecretsManagerClient({})));
           }),
     clock: systemClock,
-    async close() {},
+    async close() {
+      for (const client of clients.splice(0)) client.destroy();
+    },
   };
 }
 
