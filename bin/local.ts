@@ -1,18 +1,24 @@
-/** `npm start`: the whole platform on this machine, over the embedded engine (LOCAL_WORKERS processes). */
+/**
+ * `npm start`: the whole platform on this machine (LOCAL_WORKERS processes), over the embedded engine,
+ * or with ENGINE=aws over DynamoDB and S3, in AWS or an emulator (lambdas/local/engine.ts).
+ */
 import { settings as readSettings, SettingsError } from '../lambdas/shared/settings.js';
 
 // The settings first, before anything else is loaded (a module may read them as it loads) and long
 // before anything listens: a bad value stops the start, the primary's and each worker's, with the
 // message naming the variable and no stack trace (docs/settings.md).
-try {
-  readSettings();
-} catch (error) {
+const refuse = (error: unknown): never => {
   if (!(error instanceof SettingsError)) throw error;
   process.stderr.write(`${error.message}\n`);
   process.exit(1);
+};
+try {
+  readSettings();
+} catch (error) {
+  refuse(error);
 }
 
-const { createEmbeddedEngine } = await import('../lambdas/engine/embedded/index.js');
+const { openLocalEngine, localStateDir } = await import('../lambdas/local/engine.js');
 const { bootstrap, credentialsPath } = await import('../lambdas/local/bootstrap.js');
 const { startPlatform } = await import('../lambdas/local/platform.js');
 const { isLocalWorker, localSettings, runWorker, startWorkers } = await import('../lambdas/local/workers.js');
@@ -22,11 +28,19 @@ const settings = localSettings();
 if (isLocalWorker()) {
   await runWorker(settings);
 } else {
-  const { dataDir, ports, workers } = settings;
+  const { ports, workers } = settings;
+  const dataDir = localStateDir();
   // The primary bootstraps before any worker starts, so the first start creates one tenant, not one per worker.
   // One process serving the APIs takes its checkpoints off the request path; with workers, each of them does.
-  const engine = createEmbeddedEngine({ dataDir, checkpoints: workers === 1 ? 'thread' : 'auto' });
-  const { credentials, created } = await bootstrap(engine, dataDir);
+  // A setting the chosen engine needs and lacks (ENGINE=aws without TABLE_NAME) stops the start as a bad value does.
+  const engine = await openLocalEngine(workers === 1 ? 'thread' : 'auto').catch(refuse);
+  const { credentials, created } = await bootstrap(engine, dataDir).catch((error: unknown) => {
+    // The first call to AWS or an emulator: one that cannot be reached or has no such table is a setup
+    // problem to name, not a crash to trace.
+    if (engine.name !== 'aws') throw error;
+    process.stderr.write(`ENGINE=aws: the first call to the table failed (${error instanceof Error ? error.message : String(error)}); check TABLE_NAME, AWS_REGION, the credentials and AWS_ENDPOINT_URL\n`);
+    process.exit(1);
+  });
   let running: { urls: Record<'ai' | 'data' | 'events', string>; close(): Promise<void> };
   if (workers === 1) running = await startPlatform({ engine, ports });
   else {
@@ -37,6 +51,10 @@ if (isLocalWorker()) {
   const { urls } = running;
   const lines = [`AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
   lines.push(`(${workers === 1 ? 'one process' : `${workers} worker processes`}; LOCAL_WORKERS sets how many)`);
+  if (engine.name === 'aws') {
+    const { tableName, bucketName } = readSettings();
+    lines.push(`Engine aws: DynamoDB table ${tableName}, S3 bucket ${bucketName}; the ports without a setting in ${dataDir}`);
+  }
   if (created) {
     lines.push(
       '',
@@ -48,6 +66,8 @@ if (isLocalWorker()) {
     );
   } else {
     lines.push('', `Reusing the state in ${dataDir} (credentials in ${credentialsPath(dataDir)}).`);
+    // The table may be new (an emulator restarted) while the file stays: the key would then be unknown.
+    if (engine.name === 'aws') lines.push('If the table was emptied or recreated since, delete that folder to bootstrap a new tenant.');
   }
   process.stdout.write(lines.join('\n') + '\n');
 

@@ -8,7 +8,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { Api } from '../shared/api.js';
-import { createEmbeddedEngine } from '../engine/embedded/index.js';
+import { openLocalEngine } from './engine.js';
 import { startPlatform } from './platform.js';
 import { flushActivity, onFlushPeers } from '../activity/activity.js';
 import { log } from '../shared/log.js';
@@ -126,7 +126,8 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
 
 /** Worker: its own engine over DATA_DIR, the APIs on the shared ports, a clean exit when asked. */
 export async function runWorker(settings: LocalSettings): Promise<void> {
-  const engine = createEmbeddedEngine({ dataDir: settings.dataDir, checkpoints: 'thread' });
+  // The primary opened the same engine first and stopped on any setting it lacked.
+  const engine = await openLocalEngine('thread');
   const starting = startPlatform({ engine, ports: settings.ports });
   // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
   const stop = async () => {
