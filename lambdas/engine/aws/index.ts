@@ -64,7 +64,9 @@ export function createAwsEngine(config: Settings): Engine {
         ? lazy(absent('queue'))
         : onFirstCall(async () => {
             const [{ SQSClient }, { SqsQueue }] = await Promise.all([import('@aws-sdk/client-sqs'), import('./queue.js')]);
-            return new SqsQueue(made(new SQSClient({})), need('queueUrls'));
+            // The SDK would send to each queue URL's host instead, past AWS_ENDPOINT_URL_SQS: an emulator's
+            // URLs may name a host only it can resolve. The stack's queues are in the function's region.
+            return new SqsQueue(made(new SQSClient({ useQueueUrlAsEndpoint: false })), need('queueUrls'));
           }),
     connections: lazy(
       globalThis.PLATFORM_PORT_CONNECTIONS === 'absent'
