@@ -6,11 +6,17 @@
  * idempotency keys. The local runtime runs the same sweep on a timer in every worker
  * (lambdas/local/queue-workers.ts).
  */
+import type { Context } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
-import { log } from '../shared/log.js';
+import { inRequest, log } from '../shared/log.js';
 
-export async function handler(): Promise<{ swept: number }> {
+/** Lines name the invocation (`request_id`). */
+export function handler(_event?: unknown, context?: Context): Promise<{ swept: number }> {
+  return inRequest({ request_id: context?.awsRequestId }, sweep);
+}
+
+async function sweep(): Promise<{ swept: number }> {
   const swept = await sweepPlatformEvents(await getEngine());
   if (swept) log.info('platform events swept', { swept });
   return { swept };

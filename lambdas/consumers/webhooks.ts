@@ -5,9 +5,10 @@
  * a batch is attempted at once, and a message whose attempt failed on the engine comes back after
  * the queue's visibility timeout.
  */
-import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { eventBusSender, getEngine } from '../engine/index.js';
 import { sqsConsumerHandler } from '../engine/aws/queue.js';
+import { inRequest } from '../shared/log.js';
 import { webhookConsumer } from '../events/delivery.js';
 
 type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
@@ -18,7 +19,12 @@ type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
  */
 let consume: Promise<SqsHandler> | undefined;
 
-export async function handler(event: SQSEvent): Promise<SQSBatchResponse> {
+/** Lines name the invocation (`request_id`), and each message's (`message_id`) while it is handled. */
+export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
+  return inRequest({ request_id: context?.awsRequestId }, () => consumeBatch(event));
+}
+
+async function consumeBatch(event: SQSEvent): Promise<SQSBatchResponse> {
   consume ??= getEngine().then((engine) => sqsConsumerHandler(webhookConsumer(engine, { eventBus: eventBusSender() })));
   return (await consume)(event);
 }

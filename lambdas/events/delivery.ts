@@ -9,6 +9,7 @@
  */
 import type { Engine, QueueConsumer } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
+import { withLogIds } from '../shared/log.js';
 import { eventKey } from './keys.js';
 import { Subscriptions, type StoredSubscription } from './subscriptions.js';
 import { signatureHeader } from './signing.js';
@@ -126,17 +127,19 @@ export function webhookConsumer(engine: Engine, options: { timeoutMs?: number; e
     // The batch's eventbridge deliveries share PutEvents calls (10 entries, 256 KB each).
     const batch = options.eventBus && new PutEventsBatch(options.eventBus);
     await Promise.all(
-      messages.map(async (message) => {
-        const busSlot = batch?.slot();
-        const m = deliveryMessageOf(message.body);
-        try {
-          if (m) await attemptDelivery(engine, m, { ...options, busSlot });
-        } catch {
-          failed.push(message.id);
-        } finally {
-          busSlot?.leave();
-        }
-      }),
+      messages.map((message) =>
+        withLogIds({ message_id: message.id }, async () => {
+          const busSlot = batch?.slot();
+          const m = deliveryMessageOf(message.body);
+          try {
+            if (m) await attemptDelivery(engine, m, { ...options, busSlot });
+          } catch {
+            failed.push(message.id);
+          } finally {
+            busSlot?.leave();
+          }
+        }),
+      ),
     );
     return { failed };
   };

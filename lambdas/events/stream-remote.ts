@@ -16,7 +16,7 @@
  */
 import type { ConnectionRecord, Engine, QueueConsumer } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
-import { log } from '../shared/log.js';
+import { log, withLogIds } from '../shared/log.js';
 import { ack, frameOf, pull } from './inbox.js';
 import { CREDENTIAL_CLOSE_CODES, openStreamCredential, sealStreamCredential, streamCredentialRefusal } from './stream-credential.js';
 import { MAX_UNACKED_FRAMES, type StreamGrant } from './stream.js';
@@ -180,14 +180,17 @@ export function streamsConsumer(engine: Engine): QueueConsumer {
     }
     const failed: string[] = [];
     await Promise.all(
-      [...bySubscription].map(async ([subscriptionId, ids]) => {
-        try {
-          await deliverToStreams(engine, subscriptionId);
-        } catch (error) {
-          log.warn('stream delivery failed; the wake returns to the queue', { subscription: subscriptionId, error: String(error) });
-          failed.push(...ids);
-        }
-      }),
+      // One pass serves every wake of a subscription: its lines name the first.
+      [...bySubscription].map(([subscriptionId, ids]) =>
+        withLogIds({ message_id: ids[0] }, async () => {
+          try {
+            await deliverToStreams(engine, subscriptionId);
+          } catch (error) {
+            log.warn('stream delivery failed; the wake returns to the queue', { subscription: subscriptionId, wakes: ids, error: String(error) });
+            failed.push(...ids);
+          }
+        }),
+      ),
     );
     return { failed };
   };

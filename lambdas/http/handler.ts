@@ -10,11 +10,12 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
+import { addLogIds, inRequest, logContext } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { API_POLICIES, chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
 import { bindHooks } from './hook-bindings.js';
-import { pickOperationId } from './middleware/operation-id.js';
+import { OPERATION_ID_PATTERN, pickOperationId } from './middleware/operation-id.js';
 import { routeById, type RouteDef } from './routes.js';
 import type { HttpResponse, PlatformContext, RequestScope, RouteHandler, RouteResult, Transport, WorkspaceRouteHandler, WorkspaceScope } from './types.js';
 
@@ -47,8 +48,12 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
       const req = toHttpRequest(event, context.transport?.bodyStream);
       const country = req.headers['cloudfront-viewer-country'];
       const call = templated && country === undefined ? templated : { api: route.api, method: req.method, route: templated ? route.path : req.path, country: country ?? null };
-      const platform: PlatformContext['platform'] = { route, req, call, requestId: event.requestContext.requestId ?? randomUUID(), startedAt: performance.now() };
+      const platform: PlatformContext['platform'] = { route, req, call, requestId: logContext()?.request_id ?? randomUUID(), startedAt: performance.now() };
       if (carriesOperationIds) platform.operationId = pickOperationId(req);
+      // Log lines name the operation: the AI API's echoed id, elsewhere a well-formed X-Operation-Id sent.
+      const sentOperationId = req.headers['x-operation-id'];
+      const operationId = platform.operationId ?? (sentOperationId && OPERATION_ID_PATTERN.test(sentOperationId) ? sentOperationId : undefined);
+      if (operationId) addLogIds({ operation_id: operationId });
       if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
       if (context.transport?.onClientGone) platform.onClientGone = context.transport.onClientGone;
       context.platform = platform;
@@ -64,7 +69,9 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     }
     return res;
   });
-  return lambda as unknown as RouteFunction;
+  const routeFunction = lambda as unknown as RouteFunction;
+  // Every line logged while the request is handled names it: API Gateway's id, else the invocation's.
+  return (event, context) => inRequest({ request_id: event.requestContext.requestId || context?.awsRequestId }, () => routeFunction(event, context));
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import { PlatformError } from '../shared/errors.js';
-import { log } from '../shared/log.js';
+import { keepLogContext, log } from '../shared/log.js';
 import { errorBody } from './error-response.js';
 import type { HttpResponse } from './types.js';
 
@@ -35,13 +35,15 @@ export function serverSentEvents(chunks: AsyncGenerator<unknown>, options: Serve
  */
 function eventStream(events: AsyncGenerator<string>, abortUpstream: () => void): Readable {
   let reading = false;
+  // The runtime reads after the handler returned: each step still logs under the request's ids.
+  const inRequestContext = keepLogContext();
   return new Readable({
     async read() {
       if (reading) return;
       reading = true;
       try {
         for (;;) {
-          const step = await events.next();
+          const step = await inRequestContext(() => events.next());
           if (this.destroyed) return;
           if (step.done) return void this.push(null);
           if (!this.push(step.value)) return;

@@ -14,7 +14,7 @@ import { webhookConsumer } from '../events/delivery.js';
 import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
-import { log } from '../shared/log.js';
+import { inRequest, log } from '../shared/log.js';
 
 const MAX_IN_FLIGHT = 64;
 const BATCH = 10;
@@ -28,15 +28,17 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
 
-  const handle = async (message: QueueMessage) => {
-    try {
-      const { failed } = await consumer([message]);
-      // A failed attempt stays leased and comes back when its lease ends, as in SQS.
-      if (!failed.length) await engine.queue.delete('webhooks', message.receipt);
-    } catch (error) {
-      onError(error);
-    }
-  };
+  // Each message is an invocation of its own, as Lambda's: its lines get a request id.
+  const handle = (message: QueueMessage) =>
+    inRequest({}, async () => {
+      try {
+        const { failed } = await consumer([message]);
+        // A failed attempt stays leased and comes back when its lease ends, as in SQS.
+        if (!failed.length) await engine.queue.delete('webhooks', message.receipt);
+      } catch (error) {
+        onError(error);
+      }
+    });
 
   // An idle receiver sleeps IDLE_MS, or less when this process queues a delivery meanwhile.
   let wake: (() => void) | undefined;

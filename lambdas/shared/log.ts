@@ -1,8 +1,25 @@
-/** Structured one-line JSON logs (CloudWatch in AWS, stderr locally). Silenced with LOG_LEVEL=silent. */
+/**
+ * Structured one-line JSON logs (CloudWatch in AWS, stderr locally). Silenced with LOG_LEVEL=silent.
+ *
+ * Every line written while a request or a queue message is handled carries its ids (`request_id`,
+ * `operation_id`, `message_id`): the handler sets them once, in an AsyncLocalStorage, and nothing in
+ * between passes them along (docs/decisions/request-logs.md).
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
 import { settings } from './settings.js';
 
 type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level | 'silent', number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
+
+/** The ids a line carries, in snake case as the line's other fields. */
+export interface LogContext {
+  request_id?: string;
+  operation_id?: string;
+  message_id?: string;
+}
+
+const current = new AsyncLocalStorage<LogContext>();
 
 /** Logging must work even when the settings are invalid (it reports that very error). */
 function threshold(): Level | 'silent' {
@@ -15,7 +32,7 @@ function threshold(): Level | 'silent' {
 
 function emit(level: Level, message: string, fields?: Record<string, unknown>) {
   if (ORDER[level] < ORDER[threshold()]) return;
-  process.stderr.write(JSON.stringify({ level, message, time: new Date().toISOString(), ...fields }) + '\n');
+  process.stderr.write(JSON.stringify({ level, message, time: new Date().toISOString(), ...current.getStore(), ...fields }) + '\n');
 }
 
 export const log = {
@@ -24,3 +41,34 @@ export const log = {
   warn: (m: string, f?: Record<string, unknown>) => emit('warn', m, f),
   error: (m: string, f?: Record<string, unknown>) => emit('error', m, f),
 };
+
+/**
+ * Runs `fn` as the handling of one request: every line it writes, through every await, carries
+ * `ids`; a missing `request_id` is made up, so a line of a request always names one.
+ */
+export function inRequest<T>(ids: LogContext, fn: () => T): T {
+  return current.run({ ...ids, request_id: ids.request_id || randomUUID() }, fn);
+}
+
+/** Runs `fn` with `ids` added to the current request's (a queue message within its invocation). */
+export function withLogIds<T>(ids: LogContext, fn: () => T): T {
+  return current.run({ ...current.getStore(), ...ids }, fn);
+}
+
+/** Adds ids to the current request's from here on (what the handler learns once it reads the request). */
+export function addLogIds(ids: LogContext): void {
+  const store = current.getStore();
+  if (store) Object.assign(store, ids);
+}
+
+/** The current request's ids, or undefined outside one. */
+export const logContext = (): Readonly<LogContext> | undefined => current.getStore();
+
+/**
+ * Captures the current ids for work that a stream's reader resumes later, outside the request's
+ * async chain (a streamed answer's next chunk): `keep(() => work())` runs it under them.
+ */
+export function keepLogContext(): <T>(fn: () => T) => T {
+  const ids = current.getStore();
+  return ids ? (fn) => current.run(ids, fn) : (fn) => fn();
+}

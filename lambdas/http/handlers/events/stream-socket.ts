@@ -14,7 +14,7 @@ import { getEngine } from '../../../engine/index.js';
 import type { StreamGrant } from '../../../events/stream.js';
 import { releaseStreamSlot } from '../../../events/stream-slots.js';
 import { closeRemoteStream, openRemoteStream, receiveRemoteFrame } from '../../../events/stream-remote.js';
-import { log } from '../../../shared/log.js';
+import { inRequest, log } from '../../../shared/log.js';
 import { Router } from '../../router.js';
 import { ROUTES, STREAM_PATH_HEADER } from '../../routes.js';
 import type { RouteResult } from '../../types.js';
@@ -41,7 +41,12 @@ export interface SocketResult {
 const router = new Router('events', ROUTES);
 const OK: SocketResult = { statusCode: 200 };
 
-export async function handler(event: SocketEvent, context: Context): Promise<SocketResult> {
+/** Every line logged while an event is handled names it (API Gateway's request id, else the invocation's). */
+export function handler(event: SocketEvent, context: Context): Promise<SocketResult> {
+  return inRequest({ request_id: event.requestContext.requestId || context?.awsRequestId }, () => handle(event, context));
+}
+
+async function handle(event: SocketEvent, context: Context): Promise<SocketResult> {
   const { routeKey, connectionId } = event.requestContext;
   if (routeKey === '$connect') return connect(event, context);
   try {
