@@ -1,6 +1,6 @@
 /**
  * The Data service over one engine, end to end: the local platform is started over the given engine
- * and driven over HTTP, so requests go through the real handlers, middleware and services. Each
+ * (in this process, or by `serve`: as `npm start` in a child) and driven over HTTP, so requests go through the real handlers, middleware and services. Each
  * engine runs it (data.*.test.ts); what passes here behaves the same on SQLite + files and on
  * DynamoDB + S3.
  */
@@ -8,11 +8,20 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { startPlatform, type RunningPlatform } from '../../lambdas/local/platform.js';
+import { startPlatform } from '../../lambdas/local/platform.js';
 import { recordKey } from '../../lambdas/data/keys.js';
 
 /** Builds a fresh engine; the platform closes it (engine.close must release everything it holds). */
 export type MakeEngine = () => Promise<Engine>;
+
+/** Serves the Data API over the data `engine` holds; `close` stops that and closes `engine`. */
+export type Serve = (engine: Engine) => Promise<{ url: string; close(): Promise<void> }>;
+
+/** The local platform in this process, over `engine` itself. */
+const inThisProcess: Serve = async (engine) => {
+  const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  return { url: platform.urls.data, close: () => platform.close() };
+};
 
 interface Answer {
   status: number;
@@ -20,10 +29,10 @@ interface Answer {
   body: any;
 }
 
-export function dataServiceContract(name: string, makeEngine: MakeEngine) {
+export function dataServiceContract(name: string, makeEngine: MakeEngine, serve: Serve = inThisProcess) {
   describe(`Data service: ${name}`, () => {
     let engine: Engine;
-    let platform: RunningPlatform | undefined;
+    let server: Awaited<ReturnType<Serve>> | undefined;
     let org: string;
     let key: string;
     const DB = 'library';
@@ -34,15 +43,15 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       org = (await tenants.createOrganization('Contract')).id;
       await tenants.createWorkspace(org, 'default');
       key = (await tenants.createSecretKey(org)).key;
-      platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+      server = await serve(engine);
     });
     afterAll(async () => {
-      if (platform) await platform.close();
+      if (server) await server.close();
       else await engine?.close();
     });
 
     async function call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-      const res = await fetch(`${platform!.urls.data}/v1/databases/${DB}${path}`, {
+      const res = await fetch(`${server!.url}/v1/databases/${DB}${path}`, {
         method,
         headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
         body: body === undefined ? undefined : JSON.stringify(body),
@@ -109,7 +118,7 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       ];
       for (const [i, values] of cases.entries()) {
         const raw = JSON.stringify({ id: `v${i}`, ...values });
-        const created = await fetch(`${platform!.urls.data}/v1/databases/${DB}${records('values')}`, {
+        const created = await fetch(`${server!.url}/v1/databases/${DB}${records('values')}`, {
           method: 'POST',
           headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
           body: raw,
@@ -356,7 +365,7 @@ export function dataServiceContract(name: string, makeEngine: MakeEngine) {
       const app = await tenants.createApplication((await tenants.createWorkspace(org, 'files')).id, 'files', []);
       const appKey = (await tenants.createSecretKey(org, app.id)).key;
       const as = async (k: string, method: string, path: string, body?: unknown) => {
-        const res = await fetch(`${platform!.urls.data}/v1${path}`, {
+        const res = await fetch(`${server!.url}/v1${path}`, {
           method,
           headers: { authorization: `Bearer ${k}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
           body: body === undefined ? undefined : body instanceof Buffer ? body : JSON.stringify(body),
