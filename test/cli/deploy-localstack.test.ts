@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawn } from 'node:child_process';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { localStackEnv, LOCALSTACK_ACCOUNT, STACK_SERVICES } from '../../scripts/deploy-localstack.js';
@@ -37,7 +37,7 @@ function run(endpoint: string, ...args: string[]): Promise<Run> {
   });
 }
 
-function listen(handler: Parameters<typeof createServer>[0]): Promise<Server> {
+function listen(handler: RequestListener): Promise<Server> {
   return new Promise((resolve) => {
     const server = createServer(handler).listen(0, '127.0.0.1', () => resolve(server));
   });
