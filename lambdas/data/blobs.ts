@@ -16,6 +16,14 @@
  * abort first claim the upload by deleting its item conditionally: one caller wins, the others get
  * `404 upload_not_found`.
  *
+ * Bodies too big for the runtime (Lambda behind API Gateway: `inlineLimit`) are redirected: a GET to a
+ * URL serving the bytes, a PUT or part PUT to a URL that stores exactly the announced bytes straight in
+ * the blob store. A file sent that way is an *arrival* (arrivalKey) until settleArrivals() has checked
+ * what arrived (size and SHA-256, by the store's checksum or by reading it) and written the metadata,
+ * so it is never visible before: wrong bytes are deleted unseen. Settling runs when the store reports
+ * the object (the bucket's notification, consumers/blob-arrivals.ts) and whenever a read or a record
+ * write looks for a file it does not find (read-your-write without waiting for the notification).
+ *
  * Access: server credentials that see the database do everything. Browser credentials (publishable
  * keys, end-user tokens) go by the collection rules of the records that reference the file
  * (blob-rules.ts, docs/data/blobs.md "Rules"): read when a record they may view references it (else
@@ -24,7 +32,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
+import type { Engine, KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';
@@ -34,7 +42,7 @@ import { onFirstUse, parseBody } from '../shared/validate.js';
 import { newId } from '../shared/ids.js';
 import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
 import { Databases } from './databases.js';
-import { blobKey, blobMetaKey, uploadKey } from './keys.js';
+import { arrivalKey, arrivalsOf, blobKey, blobMetaKey, uploadKey } from './keys.js';
 import { BlobRules } from './blob-rules.js';
 import { changeKey, planChangeOutbox, settleChangeOutbox, type Change, type PlannedOutbox } from './change-outbox.js';
 
@@ -63,6 +71,15 @@ export const MIN_PART_BYTES = LIMITS.multipartMinPartBytes;
 /** An unfinished upload is forgotten after 7 days (the bucket aborts its parts on the same day). */
 export const UPLOAD_TTL_SECONDS = 7 * 24 * 3600;
 const UPLOAD_ID_PATTERN = /^upl_[0-9a-z]{26}$/;
+/** How long a redirect's URL works: long enough to start a 100 MiB upload on a slow link, short enough to be useless if leaked. */
+export const REDIRECT_URL_SECONDS = 15 * 60;
+/** An arrival nobody settled is dropped a day after its URL stopped working (the item's TTL too). */
+const ARRIVAL_TTL_SECONDS = REDIRECT_URL_SECONDS + 24 * 3600;
+
+/** Where the client sends or fetches the bytes instead (a 307's Location). */
+export interface Redirect {
+  redirect: string;
+}
 
 /** Spec 2: a file is its SHA-256 and its size. */
 export interface Blob {
@@ -93,10 +110,29 @@ export async function blobExists(kv: KeyValueStore, org: string, database: strin
   return (await kv.get(blobMetaKey(org, database, sha256))) !== undefined;
 }
 
-/** The declared `Content-Length`, or undefined when none (or a malformed one) was sent. */
-export function declaredLength(headers: Record<string, string>): number | undefined {
-  const value = headers['content-length'];
-  return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
+/** A PUT's body as its headers describe it. */
+export interface IncomingBody {
+  stream: Readable;
+  /** The declared `Content-Length` (or the announced `Upload-Length`); undefined when none, or a malformed one, was sent. */
+  size: number | undefined;
+  /**
+   * `Upload-Length: <n>` with no body: the client asks where to send `n` bytes (a 307 where they go
+   * straight to the blob store) before sending them: for fronts that read a whole body before the
+   * function runs (docs/data/blobs.md, "Large files on AWS").
+   */
+  announced: boolean;
+  contentType?: string;
+}
+
+const DECIMAL = /^\d{1,16}$/;
+
+export function incomingBody(headers: Record<string, string>, stream: Readable): IncomingBody {
+  const declared = headers['content-length'];
+  const announced = headers['upload-length'];
+  if (announced !== undefined && DECIMAL.test(announced) && (declared === undefined || declared === '0')) {
+    return { stream, size: Number(announced), announced: true, contentType: headers['content-type'] };
+  }
+  return { stream, size: declared !== undefined && DECIMAL.test(declared) ? Number(declared) : undefined, announced: false, contentType: headers['content-type'] };
 }
 
 /** Headers of a download and of HEAD: the file's bytes are immutable, so the SHA-256 is its ETag. */
@@ -110,6 +146,8 @@ const blobNotFound = (sha256: string) => new PlatformError('blob_not_found', `No
 const uploadNotFound = (id: string) => new PlatformError('upload_not_found', `No open upload "${id}" for this file in this database.`);
 const invalidPart = (message: string, param: string | null = 'parts') => new PlatformError('invalid_part', message, param);
 const lengthRequired = () => new PlatformError('length_required', 'Send the bytes with a Content-Length header.');
+const bytesHere = () =>
+  new PlatformError('length_required', 'Upload-Length announces bytes sent elsewhere, but this body goes here: send the bytes with a Content-Length header.');
 const tooLarge = (max: number, what: string) => new PlatformError('payload_too_large', `${what} is over ${max} bytes.`);
 
 function hashMismatch(error: BlobMismatchError, expected: { sha256: string; size?: number }): PlatformError {
@@ -130,11 +168,14 @@ export class BlobService {
   }
 
   /** PUT .../blobs/{sha256} (4.17): stores the streamed bytes if they hash to `sha256`; `created` is false when already stored. */
-  async put(database: string, sha256: string, body: Readable, size: number | undefined, contentType?: string): Promise<{ blob: Blob; created: boolean }> {
+  async put(database: string, sha256: string, incoming: IncomingBody, inlineLimit?: number): Promise<{ blob: Blob; created: boolean } | Redirect> {
+    const { stream: body, size, contentType } = incoming;
     await this.open(database, sha256, 'upload', { strictName: true });
     if (size === undefined) throw lengthRequired();
     if (size > MAX_BLOB_BYTES) throw tooLarge(MAX_BLOB_BYTES, 'A single PUT (send larger files as a multipart upload)');
-    const current = await this.kv.get(blobMetaKey(this.org, database, sha256));
+    if (this.redirected(size, inlineLimit)) return { redirect: await this.arrive(database, sha256, size, contentType ?? null) };
+    if (incoming.announced) throw bytesHere();
+    const current = await this.meta(database, sha256);
     if (current && (await this.bytesPresent(database, current))) {
       // Already stored: read the bytes through (still checked), store nothing twice.
       await discard(body, { sha256, size });
@@ -155,13 +196,19 @@ export class BlobService {
   }
 
   /** GET .../blobs/{sha256}: the file as a stream (never read whole here). */
-  async get(database: string, sha256: string): Promise<{ blob: Blob; body: Readable }> {
+  async get(database: string, sha256: string, inlineLimit?: number): Promise<{ blob: Blob; body: Readable } | (Redirect & { blob: Blob })> {
     await this.open(database, sha256, 'read');
     let found: { body: Readable; size: number } | undefined;
     // A second look when the bytes are gone: the file may have been deleted and stored again meanwhile.
     for (let attempt = 0; attempt < 2 && !found; attempt++) {
-      const item = await this.kv.get(blobMetaKey(this.org, database, sha256));
+      const item = await this.meta(database, sha256);
       if (!item) throw blobNotFound(sha256);
+      const size = Number(item.size);
+      if (this.redirected(size, inlineLimit, 'download')) {
+        const redirect = await this.scope.engine.blobs.downloadUrl!(bytesKey(this.org, database, sha256, item.gen), REDIRECT_URL_SECONDS);
+        await this.fire('file.read', database, { sha256, size }, 'application/octet-stream');
+        return { blob: { sha256, size }, redirect };
+      }
       found = await this.scope.engine.blobs.get(bytesKey(this.org, database, sha256, item.gen));
     }
     if (!found) throw blobNotFound(sha256);
@@ -173,7 +220,7 @@ export class BlobService {
   /** HEAD .../blobs/{sha256}: the metadata item alone answers. */
   async head(database: string, sha256: string): Promise<Blob> {
     await this.open(database, sha256, 'read');
-    const item = await this.kv.get(blobMetaKey(this.org, database, sha256));
+    const item = await this.meta(database, sha256);
     if (!item) throw blobNotFound(sha256);
     return { sha256, size: Number(item.size) };
   }
@@ -189,7 +236,7 @@ export class BlobService {
     let item: BlobMeta | undefined;
     let change: Change;
     for (;;) {
-      item = await this.kv.get(key);
+      item = await this.meta(database, sha256);
       if (!item) throw blobNotFound(sha256); // never stored, or deleted meanwhile
       change = blobChange('blob.deleted', database, { sha256, size: Number(item.size) }, item);
       try {
@@ -208,7 +255,7 @@ export class BlobService {
   /** POST .../blobs/{sha256}/uploads (4.19). */
   async createUpload(database: string, sha256: string): Promise<{ upload_id: string } | { sha256: string; exists: true }> {
     await this.open(database, sha256, 'upload', { strictName: true });
-    const current = await this.kv.get(blobMetaKey(this.org, database, sha256));
+    const current = await this.meta(database, sha256);
     if (current && (await this.bytesPresent(database, current))) return { sha256, exists: true };
     const gen = newGeneration();
     const engineUploadId = await this.scope.engine.blobs.createMultipart(bytesKey(this.org, database, sha256, gen));
@@ -227,12 +274,19 @@ export class BlobService {
   }
 
   /** PUT .../uploads/{upload_id}/parts/{n}: one part, streamed; uploading a number again replaces it. */
-  async uploadPart(database: string, sha256: string, uploadId: string, n: string, body: Readable, size: number | undefined): Promise<UploadedPart> {
+  async uploadPart(database: string, sha256: string, uploadId: string, n: string, incoming: IncomingBody, inlineLimit?: number): Promise<UploadedPart | Redirect> {
+    const { stream: body, size } = incoming;
     await this.open(database, sha256, 'upload');
     const partNumber = parsePartNumber(n);
     if (size === undefined) throw lengthRequired();
     if (size > MAX_PART_BYTES) throw tooLarge(MAX_PART_BYTES, 'A part');
     const upload = await this.upload(database, sha256, uploadId);
+    if (this.redirected(size, inlineLimit)) {
+      // Straight to the store: no part item, the complete call names the part by the store's etag.
+      const redirect = await this.scope.engine.blobs.partUrl!(bytesKey(this.org, database, sha256, upload.gen), String(upload.engine_upload_id), partNumber, size, REDIRECT_URL_SECONDS);
+      return { redirect };
+    }
+    if (incoming.announced) throw bytesHere();
     let part: { etag: string; size: number };
     try {
       part = await this.scope.engine.blobs.uploadPart(bytesKey(this.org, database, sha256, upload.gen), String(upload.engine_upload_id), partNumber, body, size);
@@ -272,9 +326,17 @@ export class BlobService {
       if (i > 0 && part.part_number <= parts[i - 1].part_number) throw invalidPart('List the parts in ascending part_number order, each once.', `parts.${i}.part_number`);
     });
     const uploaded = await this.uploadedParts(database, uploadId);
+    // Parts sent straight to the store (a redirected part PUT) have no item: the store checks their
+    // etags and sizes when it joins them (invalid_part, part_too_small), and the size after.
+    const straight = this.scope.engine.blobs.partUrl !== undefined;
     let total = 0;
+    let unknownSizes = false;
     parts.forEach((part, i) => {
       const stored = uploaded.get(part.part_number);
+      if (!stored && straight) {
+        unknownSizes = true;
+        return;
+      }
       if (!stored || stored.etag !== part.etag.replace(/"/g, '')) {
         throw invalidPart(`Part ${part.part_number} with etag ${part.etag} was not uploaded to this upload.`, `parts.${i}.etag`);
       }
@@ -284,7 +346,7 @@ export class BlobService {
       total += stored.size;
     });
     if (total > MAX_MULTIPART_BYTES) throw tooLarge(MAX_MULTIPART_BYTES, 'The file');
-    if (expectedSize !== undefined && expectedSize !== total) {
+    if (!unknownSizes && expectedSize !== undefined && expectedSize !== total) {
       throw new PlatformError('hash_mismatch', `The listed parts hold ${total} bytes, not the ${expectedSize} announced.`, 'size');
     }
 
@@ -298,11 +360,15 @@ export class BlobService {
         bytesKey(this.org, database, sha256, upload.gen),
         String(upload.engine_upload_id),
         parts.map((p) => ({ partNumber: p.part_number, etag: p.etag })),
-        { sha256, size: total },
+        { sha256, size: unknownSizes ? expectedSize : total },
       );
+      if (stored.size > MAX_MULTIPART_BYTES) {
+        await this.scope.engine.blobs.delete(bytesKey(this.org, database, sha256, upload.gen));
+        throw tooLarge(MAX_MULTIPART_BYTES, 'The file');
+      }
     } catch (error) {
       // The upload is used up (already claimed above).
-      if (error instanceof BlobMismatchError) throw hashMismatch(error, { sha256, size: total });
+      if (error instanceof BlobMismatchError) throw hashMismatch(error, { sha256, size: unknownSizes ? expectedSize : total });
       if (error instanceof UploadNotFoundError) throw uploadNotFound(uploadId);
       // Otherwise the engine kept the upload open: open it here again, so the call can be corrected or retried.
       await reopen();
@@ -329,6 +395,51 @@ export class BlobService {
       if (!(error instanceof UploadNotFoundError)) throw error;
     }
     // Part items expire with the upload (expires_at); nothing reads them once the upload item is gone.
+  }
+
+  // ---------- bodies too big for the runtime ----------
+
+  /** Whether a body of `size` bytes goes through a URL: over what the runtime carries, and the store hands out URLs. */
+  private redirected(size: number, inlineLimit: number | undefined, way: 'upload' | 'download' = 'upload'): boolean {
+    const { blobs } = this.scope.engine;
+    return inlineLimit !== undefined && size > inlineLimit && (way === 'download' ? blobs.downloadUrl : blobs.uploadUrl) !== undefined;
+  }
+
+  /**
+   * A single PUT too big for the runtime: the file becomes an arrival under a fresh generation, and the
+   * client is sent to a URL that stores exactly `size` bytes there. Who sent it is kept, so the file's
+   * activity entry and events name the uploader whoever settles it.
+   */
+  private async arrive(database: string, sha256: string, size: number, contentType: string | null): Promise<string> {
+    const gen = newGeneration();
+    const now = this.scope.engine.clock.now();
+    await this.kv.put({
+      ...arrivalKey(this.org, database, sha256, gen),
+      sha256,
+      size,
+      gen,
+      content_type: contentType,
+      principal: JSON.stringify(this.scope.principal),
+      call: JSON.stringify(this.scope.call ?? null),
+      url_expires_at: Math.floor(now / 1000) + REDIRECT_URL_SECONDS,
+      expires_at: Math.floor(now / 1000) + ARRIVAL_TTL_SECONDS,
+    });
+    return this.scope.engine.blobs.uploadUrl!(bytesKey(this.org, database, sha256, gen), { sha256, size }, REDIRECT_URL_SECONDS);
+  }
+
+  /** The file's metadata item; when there is none, arrivals of it are settled first (read-your-write). */
+  private async meta(database: string, sha256: string): Promise<BlobMeta | undefined> {
+    const key = blobMetaKey(this.org, database, sha256);
+    const item = await this.kv.get(key);
+    if (item || !SHA256_PATTERN.test(sha256)) return item;
+    return (await settleArrivals(this.scope.engine, this.org, database, sha256)) ? this.kv.get(key) : undefined;
+  }
+
+  /** Records an arrival whose bytes were checked (the uploader's scope): as a PUT's last step. */
+  async recordArrival(database: string, blob: Blob, gen: string, contentType: string | null): Promise<boolean> {
+    const created = await this.remember(database, blob, gen);
+    if (created) await this.fire('file.created', database, blob, contentType);
+    return created;
   }
 
   // ---------- helpers ----------
@@ -459,6 +570,39 @@ export class BlobService {
   private fire(type: FileHookEvent['type'], database: string, blob: Blob, contentType: string | null): Promise<void> {
     return dataHooks.fire({ type, database, sha256: blob.sha256, size: blob.size, contentType }, this.scope);
   }
+}
+
+/**
+ * Settles the arrivals of one file (or of one generation, `gen`): each whose bytes are in the store is
+ * checked (size and SHA-256) and then recorded as the uploader's PUT would have been, or deleted unseen
+ * when they do not match; one whose bytes never came is dropped once its URL has expired. True when the
+ * file was recorded (or already was) by this call.
+ */
+export async function settleArrivals(engine: Engine, org: string, database: string, sha256: string, gen?: string): Promise<boolean> {
+  if (!engine.blobs.describe) return false;
+  const { pk, prefix } = arrivalsOf(org, database, sha256);
+  const page = await engine.kv.query({ pk, sk: { beginsWith: gen === undefined ? prefix : `${prefix}${gen}` }, limit: 25 });
+  let recorded = false;
+  for (const arrival of page.items) {
+    if (gen !== undefined && arrival.gen !== gen) continue;
+    const key = bytesKey(org, database, sha256, arrival.gen);
+    const arrived = await engine.blobs.describe(key);
+    const nowS = Math.floor(engine.clock.now() / 1000);
+    if (!arrived) {
+      if (Number(arrival.url_expires_at) < nowS) await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
+      continue;
+    }
+    if (arrived.sha256 !== sha256 || arrived.size !== Number(arrival.size)) {
+      await engine.blobs.delete(key); // not the file announced: never visible
+    } else {
+      // Recording is safe to repeat: a second settler finds its own generation recorded and fires nothing.
+      const scope: DataScope = { engine, principal: JSON.parse(String(arrival.principal)), call: JSON.parse(String(arrival.call)) ?? undefined };
+      await new BlobService(scope).recordArrival(database, arrived, String(arrival.gen), typeof arrival.content_type === 'string' ? arrival.content_type : null);
+      recorded = true;
+    }
+    await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
+  }
+  return recorded;
 }
 
 /**

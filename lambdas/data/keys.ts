@@ -8,6 +8,7 @@
  *   uniq#<org>#<database>#<collection>#<field>@<gen> / <value>        unique guard -> record id
  *   idx#<org>#<database>#<collection>#<field>@<gen> / <value>#<id>    index entry (indexed fields, and blob
  *                                                   fields: which records reference a file, blob-rules.ts)
+ *   arrivals#<org>#<database> / <sha256>.<gen>     a file sent straight to the blob store, not yet checked (blobs.ts)
  *   dchg#<shard> / <ulid>#<random>                 a write's platform events not yet published (change-outbox.ts;
  *                                                   shared partitions, so the sweeper reads a fixed set)
  * A field's generation (the schema_version that added it) is part of its guard and index partitions,
@@ -32,6 +33,12 @@ export const recordBodyKey = (org: string, database: string, collection: string,
 export const blobKey = (org: string, database: string, sha256: string) => `blobs/${org}/${encodeURIComponent(database)}/${sha256}`;
 /** Metadata of a stored blob (its existence is what `blob` fields are checked against). */
 export const blobMetaKey = (org: string, database: string, sha256: string) => ({ pk: `blobs#${org}#${database}`, sk: sha256 });
+/**
+ * A file on its way to the blob store through a URL (a body too big for the runtime: blobs.ts,
+ * "arrivals"): sk `<sha256>.<gen>`, the generation its bytes will be stored as.
+ */
+export const arrivalKey = (org: string, database: string, sha256: string, gen: string) => ({ pk: `arrivals#${org}#${database}`, sk: `${sha256}.${gen}` });
+export const arrivalsOf = (org: string, database: string, sha256: string) => ({ pk: `arrivals#${org}#${database}`, prefix: `${sha256}.` });
 /** A multipart upload (sk `<upload_id>`) and its parts (sk `<upload_id>#part#<n, 5 digits>`). */
 export const uploadKey = (org: string, database: string, uploadId: string, part?: number) =>
   ({ pk: `uploads#${org}#${database}`, sk: part === undefined ? uploadId : `${uploadId}#part#${String(part).padStart(5, '0')}` });

@@ -14,6 +14,7 @@ import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
+import { settleArrivals } from './blobs.js';
 import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
 import { Collections, collectionNotFound, type Collection } from './collections.js';
 import { RECORD_ID_PATTERN, RESERVED_FIELDS, SEP, checkKeyValueSize, encodeKeyValue, normalizeValue, type StoredField } from './schema.js';
@@ -112,7 +113,9 @@ export class RecordWriter {
         }
         if (!(error instanceof TransactionCanceledError)) throw error;
         const failed = error.failed.map((i) => plan.writes[i]).sort((a, b) => a.op - b.op)[0];
-        const retry = !failed || failed.reason?.kind === 'schema' || (failed.reason?.kind === 'version' && ops[failed.op].version === undefined);
+        // A file sent straight to the blob store a moment ago may not be recorded yet: settle it, then write again.
+        const arrived = failed?.reason?.kind === 'blob' && 'check' in failed.write && (await settleArrivals(this.ctx.engine, this.org, this.ctx.database, failed.write.check.sk));
+        const retry = !failed || arrived || failed.reason?.kind === 'schema' || (failed.reason?.kind === 'version' && ops[failed.op].version === undefined);
         if (retry && attempt < MAX_ATTEMPTS) {
           await pause(contentionPauseMs(attempt, MAX_PAUSE_MS));
           continue;

@@ -140,6 +140,22 @@ export interface BlobStore {
     expect?: BlobExpectation,
   ): Promise<StoredBlob>;
   abortMultipart(key: string, uploadId: string): Promise<void>;
+
+  // A store behind a runtime that cannot carry big bodies (S3 behind API Gateway and Lambda) also
+  // hands out URLs a client follows to send or fetch bytes directly, and tells what arrived that way
+  // (docs/data/blobs.md, "Large files on AWS"). Stores the local server streams through have none.
+
+  /** A URL serving the bytes at `key` for `expiresInSeconds`. */
+  downloadUrl?(key: string, expiresInSeconds: number): Promise<string>;
+  /**
+   * A URL storing exactly `expect.size` bytes at `key` for `expiresInSeconds`, with `expect.sha256` as
+   * the store's checksum condition where it has one (what arrives is checked again by describe()).
+   */
+  uploadUrl?(key: string, expect: Required<BlobExpectation>, expiresInSeconds: number): Promise<string>;
+  /** A URL taking part `partNumber` (exactly `size` bytes) of the multipart upload `uploadId`. */
+  partUrl?(key: string, uploadId: string, partNumber: number, size: number, expiresInSeconds: number): Promise<string>;
+  /** Size and SHA-256 of what `key` holds (the store's own checksum when it kept one, else by reading it); undefined when absent. */
+  describe?(key: string): Promise<StoredBlob | undefined>;
 }
 
 // ---------- queue (shaped like SQS with a redrive policy) ----------

@@ -4,10 +4,10 @@ import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from '
 import type { HttpRequest, HttpResponse, ResponseMode, RouteResult } from './types.js';
 
 /**
- * Largest body a Lambda function behind API Gateway may answer with: the invocation payload is at
- * most 6 MB, and a binary body travels base64 (4 characters per 3 bytes), headers beside it.
+ * Largest body a Lambda function behind API Gateway takes or answers with: the invocation payload is
+ * at most 6 MB either way, and a binary body travels base64 (4 characters per 3 bytes), headers beside it.
  */
-export const LAMBDA_MAX_RESPONSE_BYTES = Math.floor(((6 * 1024 * 1024 - 64 * 1024) * 3) / 4);
+export const LAMBDA_MAX_BODY_BYTES = Math.floor(((6 * 1024 * 1024 - 64 * 1024) * 3) / 4);
 
 export const isReadable = (value: unknown): value is Readable => value instanceof Readable;
 

@@ -13,7 +13,7 @@ import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { addLogIds, inRequest, logContext } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { API_POLICIES, chainFor, scopedToWorkspace } from './chain.js';
-import { isReadable, LAMBDA_MAX_RESPONSE_BYTES, toHttpRequest } from './event.js';
+import { isReadable, LAMBDA_MAX_BODY_BYTES, toHttpRequest } from './event.js';
 import { bindHooks } from './hook-bindings.js';
 import { OPERATION_ID_PATTERN, pickOperationId } from './middleware/operation-id.js';
 import { routeById, type RouteDef } from './routes.js';
@@ -54,6 +54,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
       const sentOperationId = req.headers['x-operation-id'];
       const operationId = platform.operationId ?? (sentOperationId && OPERATION_ID_PATTERN.test(sentOperationId) ? sentOperationId : undefined);
       if (operationId) addLogIds({ operation_id: operationId });
+      if (context.transport?.mode !== 'piped') platform.inlineBodyBytes = LAMBDA_MAX_BODY_BYTES;
       if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
       if (context.transport?.onClientGone) platform.onClientGone = context.transport.onClientGone;
       context.platform = platform;
@@ -91,8 +92,8 @@ export function workspaceHandler(routeOrId: string | RouteDef, handle: Workspace
 /** Reads a streamed answer into memory for Lambda, refusing one over the Lambda payload limit. */
 async function readWhole(body: Readable, declared: number, api: string): Promise<Buffer> {
   const tooLarge = () =>
-    new PlatformError(tooLargeCode(api), `The answer is over the ${LAMBDA_MAX_RESPONSE_BYTES} bytes a function behind API Gateway may return.`);
-  if (declared > LAMBDA_MAX_RESPONSE_BYTES) {
+    new PlatformError(tooLargeCode(api), `The answer is over the ${LAMBDA_MAX_BODY_BYTES} bytes a function behind API Gateway may return.`);
+  if (declared > LAMBDA_MAX_BODY_BYTES) {
     body.destroy();
     throw tooLarge();
   }
@@ -101,7 +102,7 @@ async function readWhole(body: Readable, declared: number, api: string): Promise
   try {
     for await (const chunk of body) {
       size += (chunk as Buffer).length;
-      if (size > LAMBDA_MAX_RESPONSE_BYTES) throw tooLarge();
+      if (size > LAMBDA_MAX_BODY_BYTES) throw tooLarge();
       chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
     }
   } finally {

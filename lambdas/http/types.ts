@@ -33,7 +33,7 @@ export interface HttpResponse {
   status: number;
   /**
    * A Buffer or string is sent as is; a Readable is streamed in `piped` mode and read whole in
-   * `buffered` mode (at most LAMBDA_MAX_RESPONSE_BYTES, else 413: see docs/data/blobs.md);
+   * `buffered` mode (at most LAMBDA_MAX_BODY_BYTES, else 413: see docs/data/blobs.md);
    * anything else as JSON.
    */
   body?: unknown;
@@ -59,6 +59,12 @@ export interface RequestScope {
    */
   operationId?: string;
   requestId: string;
+  /**
+   * The largest request or answer body the runtime carries in one call: set in `buffered` mode
+   * (Lambda behind API Gateway, LAMBDA_MAX_BODY_BYTES); unset where bodies are streamed (the local
+   * server). The blob routes send bigger bodies through the blob store's URLs (docs/data/blobs.md).
+   */
+  inlineBodyBytes?: number;
   /** The runtime's offer to upgrade this request to a WebSocket (Transport.upgrade), when it made one. */
   upgrade?: UpgradeOffer;
   /** Transport.onClientGone, when the runtime can tell. */

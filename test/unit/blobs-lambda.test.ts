@@ -13,7 +13,7 @@ import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/
 import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { httpHandler, type RouteFunction } from '../../lambdas/http/handler.js';
-import { LAMBDA_MAX_RESPONSE_BYTES } from '../../lambdas/http/event.js';
+import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { handler as putDatabase } from '../../lambdas/http/handlers/data/put-database.js';
 import { handler as putBlob } from '../../lambdas/http/handlers/data/put-blob.js';
@@ -116,7 +116,7 @@ describe('file routes in Lambda (base64 bodies in the event)', () => {
   });
 
   it('a download over the Lambda payload limit answers 413 payload_too_large instead of failing the invocation', async () => {
-    const data = randomBytes(LAMBDA_MAX_RESPONSE_BYTES + 1);
+    const data = randomBytes(LAMBDA_MAX_BODY_BYTES + 1);
     const params = { database: 'db', sha256: sha(data) };
     const path = `/v1/databases/db/blobs/${sha(data)}`;
     expect((await call(putBlob, 'PUT', path, params, data)).statusCode).toBe(201);

@@ -34,6 +34,7 @@ import {
   UploadPartCommand,
   type S3Client,
 } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
 import { BlobMismatchError, EngineError, EngineLimitError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -184,6 +185,52 @@ export class S3BlobStore implements BlobStore {
     void key;
     const upload = parseUploadId(this.bucket, uploadId);
     await this.call(() => this.client.send(new AbortMultipartUploadCommand(upload)));
+  }
+
+  // ---------- URLs for bodies too big for the runtime (docs/data/blobs.md, "Large files on AWS") ----------
+
+  async downloadUrl(key: string, expiresInSeconds: number): Promise<string> {
+    return this.sign(new GetObjectCommand({ Bucket: this.bucket, Key: key, ResponseContentType: 'application/octet-stream' }), expiresInSeconds);
+  }
+
+  /**
+   * Content-Length is signed (S3 takes no other length), and the SHA-256 goes with the URL as S3's
+   * checksum condition (S3 refuses other bytes); describe() checks again what arrived either way.
+   */
+  async uploadUrl(key: string, expect: Required<BlobExpectation>, expiresInSeconds: number): Promise<string> {
+    const command = new PutObjectCommand({
+      Bucket: this.bucket,
+      Key: key,
+      ContentLength: expect.size,
+      ChecksumAlgorithm: 'SHA256',
+      ChecksumSHA256: Buffer.from(expect.sha256, 'hex').toString('base64'),
+    });
+    return this.sign(command, expiresInSeconds);
+  }
+
+  async partUrl(key: string, uploadId: string, partNumber: number, size: number, expiresInSeconds: number): Promise<string> {
+    void key;
+    checkPartNumber(partNumber);
+    const upload = parseUploadId(this.bucket, uploadId);
+    return this.sign(new UploadPartCommand({ ...upload, PartNumber: partNumber, ContentLength: size }), expiresInSeconds);
+  }
+
+  /** S3's stored SHA-256 of a whole object when it kept one (an upload through uploadUrl), else the bytes read back. */
+  async describe(key: string): Promise<StoredBlob | undefined> {
+    const out = await this.call(() => this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: key, ChecksumMode: 'ENABLED' })), { missing: true });
+    if (!out) return undefined;
+    const kept = out.ChecksumSHA256 && out.ChecksumType !== 'COMPOSITE' ? Buffer.from(out.ChecksumSHA256, 'base64').toString('hex') : undefined;
+    if (kept && kept.length === 64) return { size: out.ContentLength ?? 0, sha256: kept };
+    return this.hashObject(key);
+  }
+
+  private async sign(command: GetObjectCommand | PutObjectCommand | UploadPartCommand, expiresIn: number): Promise<string> {
+    try {
+      // content-length signed: the URL takes exactly the size it was made for.
+      return await getSignedUrl(this.client, command as Parameters<typeof getSignedUrl>[1], { expiresIn, signableHeaders: new Set(['content-length']) });
+    } catch (err) {
+      throw translateAwsError(err, 'S3');
+    }
   }
 
   // ---------- staging ----------
