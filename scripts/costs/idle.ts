@@ -6,6 +6,8 @@
 import type { Usage } from './meter.js';
 import { awsWaitMs, lambdaUsd } from './pricing.js';
 import { PRICES } from './prices.js';
+
+const usd = (n: number) => `$${n.toFixed(2)}`;
 import type { StackCensus } from './template.js';
 
 export interface IdleRow {
@@ -56,10 +58,10 @@ export function idleCosts(c: StackCensus, sweep: IdleRun): IdleRow[] {
   const perRun = lambdaUsd(runMs) + sweep.usage.readUnits * PRICES.dynamoReadUnit.usd + sweep.usage.writeUnits * PRICES.dynamoWriteUnit.usd;
   const mappings = n('AWS::Lambda::EventSourceMapping');
   return [
-    { what: 'KMS keys (token signing)', count: n('AWS::KMS::Key'), monthlyUsd: n('AWS::KMS::Key') * PRICES.kmsKeyMonth.usd, basis: `$${PRICES.kmsKeyMonth.usd} a key` },
-    { what: 'Secrets Manager secrets (server secret)', count: n('AWS::SecretsManager::Secret'), monthlyUsd: n('AWS::SecretsManager::Secret') * PRICES.secretMonth.usd, basis: `$${PRICES.secretMonth.usd} a secret; each upstream API key an operator stores adds one` },
-    { what: 'CloudWatch alarms', count: n('AWS::CloudWatch::Alarm'), monthlyUsd: n('AWS::CloudWatch::Alarm') * PRICES.alarmMonth.usd, basis: `$${PRICES.alarmMonth.usd} an alarm (the account's first 10 are free)` },
-    { what: 'CloudWatch dashboards', count: n('AWS::CloudWatch::Dashboard'), monthlyUsd: n('AWS::CloudWatch::Dashboard') * PRICES.dashboardMonth.usd, basis: `$${PRICES.dashboardMonth.usd} a dashboard (the account's first 3 are free)` },
+    { what: 'KMS keys (token signing)', count: n('AWS::KMS::Key'), monthlyUsd: n('AWS::KMS::Key') * PRICES.kmsKeyMonth.usd, basis: `${usd(PRICES.kmsKeyMonth.usd)} a key` },
+    { what: 'Secrets Manager secrets (server secret)', count: n('AWS::SecretsManager::Secret'), monthlyUsd: n('AWS::SecretsManager::Secret') * PRICES.secretMonth.usd, basis: `${usd(PRICES.secretMonth.usd)} a secret; each upstream API key an operator stores adds one` },
+    { what: 'CloudWatch alarms', count: n('AWS::CloudWatch::Alarm'), monthlyUsd: n('AWS::CloudWatch::Alarm') * PRICES.alarmMonth.usd, basis: `${usd(PRICES.alarmMonth.usd)} an alarm (the account's first 10 are free)` },
+    { what: 'CloudWatch dashboards', count: n('AWS::CloudWatch::Dashboard'), monthlyUsd: n('AWS::CloudWatch::Dashboard') * PRICES.dashboardMonth.usd, basis: `${usd(PRICES.dashboardMonth.usd)} a dashboard (the account's first 3 are free)` },
     {
       what: 'scheduled sweeps with nothing to sweep',
       count: c.schedules.length,
@@ -72,8 +74,8 @@ export function idleCosts(c: StackCensus, sweep: IdleRun): IdleRow[] {
       monthlyUsd: mappings * IDLE_POLLS_PER_MAPPING_A_MONTH * PRICES.sqsRequest.usd,
       basis: `${IDLE_POLLS_PER_MAPPING_A_MONTH.toLocaleString('en-US')} requests a mapping (5 pollers, 20 s long polls; assumed); the account's first million requests are free`,
     },
-    { what: 'DynamoDB tables: storage and PITR', count: n('AWS::DynamoDB::Table'), monthlyUsd: 0, basis: `$${PRICES.dynamoStorageGbMonth.usd} + $${PRICES.dynamoPitrGbMonth.usd} (PITR on ${c.pitrTables}) a GB-month stored; nothing when empty` },
-    { what: 'log groups', count: n('AWS::Logs::LogGroup'), monthlyUsd: 0, basis: `no minimum; $${PRICES.logStorageGbMonth.usd} a GB-month kept, $${PRICES.logIngestGb.usd} a GB written` },
+    { what: 'DynamoDB tables: storage and PITR', count: n('AWS::DynamoDB::Table'), monthlyUsd: 0, basis: `${usd(PRICES.dynamoStorageGbMonth.usd)} + ${usd(PRICES.dynamoPitrGbMonth.usd)} (PITR on ${c.pitrTables}) a GB-month stored; nothing when empty` },
+    { what: 'log groups', count: n('AWS::Logs::LogGroup'), monthlyUsd: 0, basis: `no minimum; ${usd(PRICES.logStorageGbMonth.usd)} a GB-month kept, ${usd(PRICES.logIngestGb.usd)} a GB written` },
     {
       what: 'functions, APIs, distributions, buckets, queues',
       count: n('AWS::Lambda::Function') + n('AWS::ApiGatewayV2::Api') + n('AWS::CloudFront::Distribution') + n('AWS::S3::Bucket') + n('AWS::SQS::Queue'),

@@ -72,6 +72,7 @@ export const PRICES = {
   dynamoStorageGbMonth: { usd: 0.25, unit: 'GB-month of table storage (first 25 GB free)', source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/', checked: AWS_READ, verified: false },
   dynamoPitrGbMonth: { usd: 0.2, unit: 'GB-month of continuous backup (PITR)', source: 'https://aws.amazon.com/dynamodb/pricing/on-demand/', checked: AWS_READ, verified: false },
   s3PutRequest: { usd: 0.005 / 1000, unit: 'S3 Standard PUT, COPY, POST or LIST request', source: 'https://aws.amazon.com/s3/pricing/', checked: AWS_READ, verified: false, note: 'the page renders its rate table client-side; long-standing list price' },
+  s3StorageGbMonth: { usd: 0.023, unit: 'GB-month of S3 Standard storage (first 50 TB)', source: 'https://aws.amazon.com/s3/pricing/', checked: AWS_READ, verified: false, note: 'as PUT' },
   s3GetRequest: { usd: 0.0004 / 1000, unit: 'S3 Standard GET, HEAD or SELECT request', source: 'https://aws.amazon.com/s3/pricing/', checked: AWS_READ, verified: false, note: 'as PUT' },
   sqsRequest: { usd: 0.4 / 1e6, unit: 'SQS standard request (each 64 KB chunk of a payload counts as one; first million a month free)', source: 'https://aws.amazon.com/sqs/pricing/', checked: AWS_READ, verified: false },
   cloudFrontHttpsRequest: {
@@ -82,6 +83,15 @@ export const PRICES = {
     verified: false,
     note: 'as infracost prices it (github.com/vreutova/infracost-idem-support/pull/15) and snowplow-tco-model uses it',
   },
+  cloudFrontTransferOutGb: {
+    usd: 0.085,
+    unit: 'GB from CloudFront to the internet (United States, Mexico, Canada; first 10 TB; first 1 TB a month free); not in the per-call figures',
+    source: 'https://aws.amazon.com/cloudfront/pricing/',
+    checked: AWS_READ,
+    verified: false,
+    note: 'as the CloudFront request price',
+  },
+  regionTransferOutGb: { usd: 0.09, unit: 'GB from the region to the internet (first 10 TB; first 100 GB a month free); not in the per-call figures', source: 'https://aws.amazon.com/ec2/pricing/on-demand/#Data_Transfer', checked: AWS_READ, verified: false },
   cloudFrontFunction: { usd: 0.1 / 1e6, unit: 'CloudFront Functions invocation', source: 'https://aws.amazon.com/cloudfront/pricing/', checked: AWS_READ, verified: false },
   kmsKeyMonth: { usd: 1.0, unit: 'KMS key a month (symmetric or asymmetric)', source: 'https://aws.amazon.com/kms/pricing/', checked: AWS_READ, verified: false },
   kmsAsymmetricRequest: { usd: 0.15 / 10_000, unit: 'KMS asymmetric request (Sign)', source: 'https://aws.amazon.com/kms/pricing/', checked: AWS_READ, verified: false },
