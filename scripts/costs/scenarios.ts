@@ -52,8 +52,12 @@ async function modelUpstream(): Promise<{ url: string; close(): Promise<void> }>
   return listen((req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(req.url?.endsWith('/embeddings') ? embeddings : completion));
 }
 
-/** A webhook receiver answering 200 at once. */
-const receiver = () => listen((_req, res) => res.writeHead(200).end('ok'));
+/** A webhook receiver answering 200 at once, counting what it received. */
+async function receiver(): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+  let received = 0;
+  const server = await listen((_req, res) => (received++, res.writeHead(200).end('ok')));
+  return { ...server, received: () => received };
+}
 
 async function listen(answer: (req: http.IncomingMessage, res: http.ServerResponse) => void): Promise<{ url: string; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
@@ -148,7 +152,11 @@ export async function scenarios(p: CostPlatform): Promise<{ list: Scenario[]; cl
     {
       api: 'Events', name: 'webhook delivery (the consumer, a batch of one)', runs: 'consumers/webhooks', path: QUEUE, sqsOutside: MAPPING_SQS_PER_MESSAGE,
       prepare: nextDelivery,
-      call: () => p.consume('webhooks', [delivery!]),
+      call: async () => {
+        const before = hooks.received();
+        await p.consume('webhooks', [delivery!]);
+        if (hooks.received() !== before + 1) throw new Error('a webhook delivery reached no receiver');
+      },
     },
     {
       api: 'Events', name: 'pull (1 message)', runs: 'events.subscriptions.pull', path: EDGE, requestBytes: json({ max: 10, lease_seconds: 30 }),
