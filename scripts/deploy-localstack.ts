@@ -89,9 +89,9 @@ export function missingServices(health: Health): string[] {
 }
 
 /**
- * The environment the CDK CLI runs with: every AWS call to LocalStack, as LocalStack's account. S3
- * assets go to `s3.localhost.localstack.cloud`, a public name for 127.0.0.1, when the endpoint is
- * this machine: the SDK addresses buckets as `<bucket>.<host>`, which `localhost` does not resolve.
+ * The environment the CDK CLI runs with: every AWS call to LocalStack, as LocalStack's account. For
+ * `localhost`, S3 (the assets' upload) goes to 127.0.0.1: the SDK addresses a bucket as
+ * `<bucket>.<host>`, which `localhost` does not resolve, but puts it in the path for an IP address.
  */
 export function localStackEnv(endpoint: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || DEFAULT_REGION;
@@ -109,9 +109,7 @@ export function localStackEnv(endpoint: string, env: NodeJS.ProcessEnv): NodeJS.
   delete out.AWS_PROFILE;
   delete out.AWS_SESSION_TOKEN;
   const { protocol, hostname, port } = new URL(endpoint);
-  if (!env.AWS_ENDPOINT_URL_S3 && ['localhost', '127.0.0.1'].includes(hostname)) {
-    out.AWS_ENDPOINT_URL_S3 = `${protocol}//s3.localhost.localstack.cloud${port ? `:${port}` : ''}`;
-  }
+  if (!env.AWS_ENDPOINT_URL_S3 && hostname === 'localhost') out.AWS_ENDPOINT_URL_S3 = `${protocol}//127.0.0.1${port ? `:${port}` : ''}`;
   return out;
 }
 

@@ -126,13 +126,14 @@ describe("the CDK CLI's environment", () => {
       AWS_REGION: 'us-east-1',
       CDK_DEFAULT_ACCOUNT: LOCALSTACK_ACCOUNT,
       CDK_DEFAULT_REGION: 'us-east-1',
-      // Buckets are addressed as <bucket>.<host>: a name that resolves to this machine.
-      AWS_ENDPOINT_URL_S3: 'http://s3.localhost.localstack.cloud:4566',
+      // An IP address: the SDK then puts the bucket in the path, not in a host name localhost lacks.
+      AWS_ENDPOINT_URL_S3: 'http://127.0.0.1:4566',
       PATH: '/bin',
     });
     expect(env).not.toHaveProperty('AWS_PROFILE');
     expect(env).not.toHaveProperty('AWS_SESSION_TOKEN');
     expect(localStackEnv('http://localhost:4566', { AWS_REGION: 'eu-west-1' }).CDK_DEFAULT_REGION).toBe('eu-west-1');
     expect(localStackEnv('http://localstack:4566', {})).not.toHaveProperty('AWS_ENDPOINT_URL_S3');
+    expect(localStackEnv('http://localhost:4566', { AWS_ENDPOINT_URL_S3: 'http://s3.example:4566' }).AWS_ENDPOINT_URL_S3).toBe('http://s3.example:4566');
   });
 });
