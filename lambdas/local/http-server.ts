@@ -241,14 +241,14 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer | undefined
   });
 }
 
-interface Target {
+export interface Target {
   pathname: string;
   /** The query string with its `?`, or empty. */
   search: string;
 }
 
 /** Splits the request target as received: API Gateway's rawPath is the path as sent, not normalized. */
-function parseTarget(target: string): Target {
+export function parseTarget(target: string): Target {
   const q = target.indexOf('?');
   return q < 0 ? { pathname: target, search: '' } : { pathname: target.slice(0, q), search: target.slice(q) };
 }
@@ -266,7 +266,7 @@ export function queryParameters(search: string): Record<string, string> {
 /** The last millisecond's ISO text: many events share it under load. */
 const isoOf = { ms: -1, text: '' };
 
-function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer, extra?: Record<string, string>): APIGatewayProxyEventV2 {
+export function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer, extra?: Record<string, string>): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   const sent = req.headers;
   for (const k in sent) {

@@ -12,14 +12,14 @@ import { S3BlobStore } from '../../lambdas/engine/aws/blobs.js';
 import { systemClock } from '../../lambdas/engine/clock.js';
 import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { startDynalite, type DynaliteTable } from './dynalite.js';
-import { startS3rver } from './s3rver.js';
+import { startS3rver, type S3rverBucket } from './s3rver.js';
 import { emulateTransactions, type TransactionEmulation } from './dynalite-transactions.js';
 
 /** `clock` drives the store's expiry (default: the system clock); `queue` replaces the embedded queue (e.g. SQS on a client mock). */
 export async function startAwsDataEngine(
   name: string,
   options: { clock?: Clock; queue?: Queue } = {},
-): Promise<{ engine: Engine; emulation: TransactionEmulation; dynamo: DynaliteTable }> {
+): Promise<{ engine: Engine; emulation: TransactionEmulation; dynamo: DynaliteTable; s3: S3rverBucket }> {
   const dynamo = await startDynalite();
   const s3 = await startS3rver();
   const emulation = await emulateTransactions(dynamo);
@@ -42,5 +42,5 @@ export async function startAwsDataEngine(
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
-  return { engine, emulation, dynamo };
+  return { engine, emulation, dynamo, s3 };
 }

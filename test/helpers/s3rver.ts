@@ -9,6 +9,8 @@ export interface S3rverBucket {
   endpoint: string;
   client: S3Client;
   bucket: string;
+  /** S3 event notifications (ObjectCreated:Put and the like) as s3rver emits them: `{Records: [...]}`. */
+  onEvent(listener: (event: { Records: { eventName: string; s3: { bucket: { name: string }; object: { key: string; size?: number } } }[] }) => void): void;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startS3rver(bucket = 'platform-test'): Promise<S3rverBucke
     endpoint,
     client,
     bucket,
+    onEvent: (listener) => void server.on('event', listener),
     async close() {
       client.destroy(); // drops keep-alive sockets, which would otherwise hold the server open
       await server.close();
