@@ -31,7 +31,9 @@ const testDir = mkdtempSync(join(tmpdir(), 'npm-start-aws-test-'));
 beforeAll(async () => {
   emulators = await startAwsEmulators();
   restoreEnv = emulators.apply();
-  server = await startLocalProcess({ ...emulators.env, DATA_DIR: serverDir });
+  // One process whatever the cores, as the contract runs in-process elsewhere: it reads every change
+  // back at once, and each worker keeps a collection for a second (data/collections.ts), as a Lambda instance does.
+  server = await startLocalProcess({ ...emulators.env, DATA_DIR: serverDir, LOCAL_WORKERS: '1' });
 });
 afterAll(async () => {
   if (server) await stopLocalProcess(server, 'SIGTERM');
