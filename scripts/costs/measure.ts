@@ -5,7 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { median } from '../../bench/support/load.js';
-import { addUsage, noUsage, type Usage } from './meter.js';
+import { addUsage, noUsage, type MeteredRequest, type Usage } from './meter.js';
 import type { CostPlatform } from './platform.js';
 import type { Scenario } from './scenarios.js';
 
@@ -15,6 +15,8 @@ export interface Measured {
   usage: Usage;
   /** Median handler duration, ms. */
   durationMs: number;
+  /** The requests the last counted call made, in order. */
+  requests: MeteredRequest[];
 }
 
 export interface MeasureOptions {
@@ -34,12 +36,15 @@ export async function measure(p: CostPlatform, scenario: Scenario, o: MeasureOpt
   }
 
   let total = noUsage();
+  let requests: MeteredRequest[] = [];
   for (let i = 0; i < o.counted; i++) {
     await prepared();
     p.meter.take();
+    p.meter.log = requests = [];
     p.meter.on = true;
     await scenario.call();
     total = addUsage(total, p.meter.take());
+    p.meter.log = undefined;
   }
   const usage = noUsage();
   for (const k of Object.keys(usage) as (keyof Usage)[]) usage[k] = total[k] / o.counted;
@@ -53,5 +58,5 @@ export async function measure(p: CostPlatform, scenario: Scenario, o: MeasureOpt
     durations.push(performance.now() - started);
   }
   p.meter.on = true;
-  return { scenario, usage, durationMs: median(durations) };
+  return { scenario, usage, durationMs: median(durations), requests };
 }

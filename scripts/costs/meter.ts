@@ -86,10 +86,23 @@ export function indexWriteUnits(before: KvItem | undefined, after: KvItem | unde
   return units;
 }
 
-/** Counts into `usage` while `on`; off, every call goes straight through (for timing). */
+/** One counted request: the AWS operation, what it touched (a key's partition prefix, a queue), what it billed. */
+export interface MeteredRequest {
+  request: string;
+  on: string;
+  usage: Partial<Usage>;
+}
+
+/** A key's partition prefix (`rec#…` → `rec#`): what kind of item, without the tenant's ids. */
+const kind = (pk: string) => pk.replace(/#.*$/, '#');
+/** An object key's first segment: what kind of object. */
+const objectKind = (key: string) => key.replace(/\/.*$/, '/');
+
+/** Counts into `usage` while `on`; off, every call goes straight through (for timing). `log` keeps each request when set. */
 export class Meter {
   usage = noUsage();
   on = true;
+  log: MeteredRequest[] | undefined;
 
   take(): Usage {
     const taken = this.usage;
@@ -97,8 +110,10 @@ export class Meter {
     return taken;
   }
 
-  add(u: Partial<Usage>): void {
-    if (this.on) this.usage = addUsage(this.usage, u);
+  add(u: Partial<Usage>, request: string, on: string): void {
+    if (!this.on) return;
+    this.usage = addUsage(this.usage, u);
+    this.log?.push({ request, on, usage: u });
   }
 }
 
@@ -118,7 +133,7 @@ function intercept<T extends object>(inner: T, overrides: Partial<T>): T {
 
 function meteredKv(inner: KeyValueStore, meter: Meter): KeyValueStore {
   /** One single-item write: bills the larger of before and after, plus its index writes, also when it fails. */
-  const write = async <T>(key: KvKey, run: () => Promise<T>, afterOf: () => KvItem | undefined): Promise<T> => {
+  const write = async <T>(request: string, key: KvKey, run: () => Promise<T>, afterOf: () => KvItem | undefined): Promise<T> => {
     if (!meter.on) return run();
     const before = await inner.get({ pk: key.pk, sk: key.sk });
     let ok = false;
@@ -128,30 +143,30 @@ function meteredKv(inner: KeyValueStore, meter: Meter): KeyValueStore {
       return out;
     } finally {
       const after = ok ? afterOf() : before;
-      meter.add({ dynamoCalls: 1, writeUnits: writeUnits(Math.max(sizeOf(before), sizeOf(after))) + (ok ? indexWriteUnits(before, after) : 0) });
+      meter.add({ dynamoCalls: 1, writeUnits: writeUnits(Math.max(sizeOf(before), sizeOf(after))) + (ok ? indexWriteUnits(before, after) : 0) }, request, kind(key.pk));
     }
   };
   return intercept(inner, {
     async get(key: KvKey) {
       const item = await inner.get(key);
-      meter.add({ dynamoCalls: 1, readUnits: readUnits(sizeOf(item), true) });
+      meter.add({ dynamoCalls: 1, readUnits: readUnits(sizeOf(item), true) }, 'GetItem', kind(key.pk));
       return item;
     },
     async getMany(keys: KvKey[]) {
       const items = await inner.getMany(keys);
-      meter.add({ dynamoCalls: keys.length ? 1 : 0, readUnits: items.reduce((n, item) => n + readUnits(sizeOf(item), true), 0) });
+      meter.add({ dynamoCalls: keys.length ? 1 : 0, readUnits: items.reduce((n, item) => n + readUnits(sizeOf(item), true), 0) }, 'BatchGetItem', [...new Set(keys.map((k) => kind(k.pk)))].join(' '));
       return items;
     },
-    put: (item: KvItem, condition?: KvCondition) => write(item, () => inner.put(item, condition), () => item),
+    put: (item: KvItem, condition?: KvCondition) => write('PutItem', item, () => inner.put(item, condition), () => item),
     update(u: Omit<KvUpdate, 'update'> & { key: KvKey }) {
       let after: KvItem | undefined;
-      return write(u.key, async () => (after = await inner.update(u)), () => after);
+      return write('UpdateItem', u.key, async () => (after = await inner.update(u)), () => after);
     },
-    delete: (key: KvKey, condition?: KvCondition) => write(key, () => inner.delete(key, condition), () => undefined),
+    delete: (key: KvKey, condition?: KvCondition) => write('DeleteItem', key, () => inner.delete(key, condition), () => undefined),
     async query(q: KvQuery): Promise<KvPage> {
       const page = await inner.query(q);
       const bytes = page.items.reduce((n, item) => n + sizeOf(item), 0);
-      meter.add({ dynamoCalls: 1, readUnits: readUnits(bytes, q.index === undefined) });
+      meter.add({ dynamoCalls: 1, readUnits: readUnits(bytes, q.index === undefined) }, q.index ? `Query ${q.index}` : 'Query', kind(q.pk));
       return page;
     },
     async transact(writes: KvWrite[]) {
@@ -167,7 +182,7 @@ function meteredKv(inner: KeyValueStore, meter: Meter): KeyValueStore {
           units += 2 * writeUnits(Math.max(sizeOf(before[i]), sizeOf(after[i])));
           if (!('check' in w)) units += indexWriteUnits(before[i], after[i]);
         });
-        meter.add({ dynamoCalls: 1, writeUnits: units });
+        meter.add({ dynamoCalls: 1, writeUnits: units }, 'TransactWriteItems', keys.map((k) => kind(k.pk)).join(' '));
       }
     },
   });
@@ -182,28 +197,28 @@ function meteredBlobs(inner: BlobStore, meter: Meter): BlobStore {
       // upload (create, parts, complete) then the copy.
       const puts =
         body instanceof Uint8Array ? 1 : expect?.size !== undefined ? 2 : stored.size <= S3_PART_BYTES ? 1 : 3 + Math.ceil(stored.size / S3_PART_BYTES);
-      meter.add({ s3Puts: puts });
+      meter.add({ s3Puts: puts }, puts === 2 ? 'PutObject + CopyObject' : puts === 1 ? 'PutObject' : 'multipart upload + CopyObject', objectKind(key));
       return stored;
     },
     get(key: string) {
-      meter.add({ s3Gets: 1 });
+      meter.add({ s3Gets: 1 }, 'GetObject', objectKind(key));
       return inner.get(key);
     },
     head(key: string) {
-      meter.add({ s3Gets: 1 });
+      meter.add({ s3Gets: 1 }, 'HeadObject', objectKind(key));
       return inner.head(key);
     },
     createMultipart(key: string) {
-      meter.add({ s3Puts: 1 });
+      meter.add({ s3Puts: 1 }, 'CreateMultipartUpload', objectKind(key));
       return inner.createMultipart(key);
     },
     uploadPart(key: string, uploadId: string, partNumber: number, body: BlobBody, size?: number) {
-      meter.add({ s3Puts: 1 });
+      meter.add({ s3Puts: 1 }, 'UploadPart', objectKind(key));
       return inner.uploadPart(key, uploadId, partNumber, body, size);
     },
     completeMultipart(key: string, uploadId: string, parts: { partNumber: number; etag: string }[], expect?: BlobExpectation) {
       // Complete, read back to hash, copy to the key.
-      meter.add({ s3Puts: 2, s3Gets: 1 });
+      meter.add({ s3Puts: 2, s3Gets: 1 }, 'CompleteMultipartUpload + GetObject + CopyObject', objectKind(key));
       return inner.completeMultipart(key, uploadId, parts, expect);
     },
   });
@@ -212,19 +227,19 @@ function meteredBlobs(inner: BlobStore, meter: Meter): BlobStore {
 function meteredQueue(inner: Queue, meter: Meter): Queue {
   return intercept(inner, {
     send(queue: string, body: string, options?: { delaySeconds?: number }) {
-      meter.add({ sqsRequests: sqsRequests(Buffer.byteLength(body)) });
+      meter.add({ sqsRequests: sqsRequests(Buffer.byteLength(body)) }, 'SendMessage', queue);
       return inner.send(queue, body, options);
     },
     receive(queue: string, options: { max: number; visibilitySeconds: number }) {
-      meter.add({ sqsRequests: 1 });
+      meter.add({ sqsRequests: 1 }, 'ReceiveMessage', queue);
       return inner.receive(queue, options);
     },
     delete(queue: string, receipt: string) {
-      meter.add({ sqsRequests: 1 });
+      meter.add({ sqsRequests: 1 }, 'DeleteMessage', queue);
       return inner.delete(queue, receipt);
     },
     changeVisibility(queue: string, receipt: string, visibilitySeconds: number) {
-      meter.add({ sqsRequests: 1 });
+      meter.add({ sqsRequests: 1 }, 'ChangeMessageVisibility', queue);
       return inner.changeVisibility(queue, receipt, visibilitySeconds);
     },
   });

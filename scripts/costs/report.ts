@@ -124,6 +124,14 @@ export function report(r: ReportInput): string {
     '',
     routeTable(r.routes),
     '',
+    '### Where one call\'s requests go',
+    '',
+    'The AWS requests one counted call of each route made, in order, and what each billed (`act#`: the activity log\'s segment; `rate#`: a rate-limit window; `idem#`: an operation id\'s record).',
+    '',
+    '```',
+    explain(r.routes.map((c) => c.measured)),
+    '```',
+    '',
     '### Projections (priced, not measured)',
     '',
     projectionTable(),
@@ -152,4 +160,16 @@ export function replaceGenerated(doc: string, generated: string): string {
   const end = doc.indexOf(END);
   if (start < 0 || end < start) return `${doc.trimEnd()}\n\n${generated}\n`;
   return doc.slice(0, start) + generated + doc.slice(end + END.length);
+}
+
+/** Each route's call request by request: the AWS operation, what it touched, what it billed. */
+export function explain(measured: Measured[]): string {
+  const billed = (u: Partial<Record<string, number>>) =>
+    Object.entries(u)
+      .filter(([k, v]) => k !== 'dynamoCalls' && v)
+      .map(([k, v]) => `${units(v!)} ${k}`)
+      .join(', ');
+  return measured
+    .map((m) => [`${m.scenario.api}: ${m.scenario.name}`, ...m.requests.map((r) => `  ${r.request} on ${r.on}: ${billed(r.usage)}`)].join('\n'))
+    .join('\n\n');
 }

@@ -88,8 +88,11 @@ describe("DynamoDB's billing units", () => {
     try {
       await kv.put({ pk: 'p', sk: '1', v: 'x'.repeat(1500) });
       expect(meter.take()).toMatchObject({ writeUnits: 2, dynamoCalls: 1 });
-      await kv.transact([{ put: { pk: 'p', sk: '2', v: 'x'.repeat(1500) } }]);
+      meter.log = [];
+      await kv.transact([{ put: { pk: 'p#1', sk: '2', v: 'x'.repeat(1500) } }]);
       expect(meter.take()).toMatchObject({ writeUnits: 4, dynamoCalls: 1 });
+      expect(meter.log).toEqual([{ request: 'TransactWriteItems', on: 'p#', usage: { dynamoCalls: 1, writeUnits: 4 } }]);
+      meter.log = undefined;
       await kv.get({ pk: 'p', sk: 'missing' });
       expect(meter.take()).toMatchObject({ readUnits: 1 });
       await expect(kv.put({ pk: 'p', sk: '3' }, { ifExists: true })).rejects.toThrow();
