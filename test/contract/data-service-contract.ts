@@ -11,7 +11,7 @@ import { Tenants } from '../../lambdas/auth/tenants.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import { recordKey } from '../../lambdas/data/keys.js';
 
-/** Builds a fresh engine; the platform closes it (engine.close must release everything it holds). */
+/** Builds a fresh engine; the server's close closes it (engine.close must release everything it holds). */
 export type MakeEngine = () => Promise<Engine>;
 
 /** Serves the Data API over the data `engine` holds; `close` stops that and closes `engine`. */
