@@ -10,6 +10,7 @@ import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { ENV } from '../lambdas/shared/settings.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
+import { platformStackName } from './stack-name.js';
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -153,7 +154,7 @@ export interface ConsumerFunctionProps {
 export function consumerFunction(scope: Construct, props: ConsumerFunctionProps): { fn: NodejsFunction; role: Role } {
   const { role, logGroup } = functionRoleAndLogs(scope);
   const fn = platformFunction(scope, lambdaEntry(props.module, props.description), {
-    functionName: `${Stack.of(scope).stackName}-${props.name}`,
+    functionName: `${platformStackName(scope)}-${props.name}`,
     description: props.description,
     timeout: Duration.seconds(props.timeoutSeconds),
     retryAttempts: props.retryAttempts,

@@ -1,4 +1,4 @@
-import { Stack, Validations } from 'aws-cdk-lib';
+import { NestedStack } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import { Construct } from 'constructs';
@@ -7,16 +7,24 @@ import { ROUTES, countsCalls, type RouteDef } from '../lambdas/http/routes.js';
 import { accessLogSettings } from './access-log.js';
 import { acknowledgeNoGatewayAuth } from './nag.js';
 import { RouteFunction, constructId, type GrantTargets } from './route-function.js';
+import { platformStackName } from './stack-name.js';
 
 export const HTTP_APIS = ['ai', 'data', 'events'] as const satisfies readonly Api[];
 
 const isFallback = (r: RouteDef) => r.path === '$default';
 
-/** The three HTTP APIs, generated from ROUTES: one function, integration and route per entry. */
+/**
+ * The three HTTP APIs, generated from ROUTES: one function, integration and route per entry, each API
+ * in a nested stack of its own. A route costs about eight resources (function, role, policy, log
+ * group, permission, integration, route, alarm); one template holds at most 500, so the APIs live
+ * apart from each other and from the shared resources of the parent (docs/decisions/stack-layout.md).
+ */
 export class HttpApis extends Construct {
   readonly urls = {} as Record<Api, string>;
   /** Each API's id (the Events distribution reaches it by its execute-api host). */
   readonly apiIds = {} as Record<Api, string>;
+  /** Each API's nested stack (its own template and resource count). */
+  readonly stacks = {} as Record<Api, NestedStack>;
 
   constructor(scope: Construct, id: string, props: { targets: GrantTargets }) {
     super(scope, id);
@@ -25,9 +33,10 @@ export class HttpApis extends Construct {
       // Without a $default route API Gateway answers unknown paths with its own 404 instead of our 401.
       if (!routes.some(isFallback)) throw new Error(`the ${api} API has no 'ANY $default' route in ROUTES`);
 
-      // One scope per API: its acknowledgement below covers exactly that API's routes.
-      const scope = new Construct(this, constructId(api));
-      const httpApi = new HttpApi(scope, 'Api', { apiName: `${Stack.of(this).stackName}-${api}`, createDefaultStage: false });
+      // One nested stack per API: its acknowledgement below covers exactly that API's routes.
+      const scope = new NestedStack(this, constructId(api), { description: `${platformStackName(this)}: the ${api} HTTP API, its route functions and their alarms` });
+      this.stacks[api] = scope;
+      const httpApi = new HttpApi(scope, 'Api', { apiName: `${platformStackName(this)}-${api}`, createDefaultStage: false });
       const stage = new HttpStage(scope, 'Stage', { httpApi, stageName: '$default', autoDeploy: true, accessLogSettings: accessLogSettings(scope, 'http') });
       this.urls[api] = stage.url;
       this.apiIds[api] = httpApi.apiId;

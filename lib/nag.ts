@@ -1,4 +1,4 @@
-import { Stack, Validations } from 'aws-cdk-lib';
+import { DefaultTokenResolver, Names, Reference, Stack, Tokenization, Validations, type IPostProcessor, type IResolvable, type IResolveContext } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 // cdk-nag's own rendering of CloudFormation references in finding ids, so ours always match its findings.
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference.js';
@@ -13,8 +13,28 @@ import { bedrockArns, upstreamKeyArn } from './upstream-grants.js';
 
 const ack = (scope: IConstruct, id: string, reason: string) => Validations.of(scope).acknowledge({ id, reason });
 
-/** `<LogicalId.Arn>`-style text of a token, as cdk-nag prints it. */
-const flat = (scope: IConstruct, token: string) => flattenCfnReference(Stack.of(scope).resolve(token));
+/**
+ * Resolves a token as the template of `consumer` will hold it. A nested stack sees a resource of its
+ * parent through a parameter CDK adds when it prepares the app (after every construct, so after the
+ * acknowledgements are made), named `reference-to-<the target's unique id><attribute>` without its
+ * dashes; the finding names that parameter, so the acknowledgement has to as well.
+ */
+class AsSeenBy extends DefaultTokenResolver {
+  constructor(private readonly consumer: Stack) {
+    // Strings with tokens inside become joins, as in a template; flattenCfnReference reads them in order.
+    super({ join: (left: any, right: any) => (left === undefined ? right : right === undefined ? left : { 'Fn::Join': ['', [left, right]] }) });
+  }
+
+  override resolveToken(t: IResolvable, context: IResolveContext, postProcessor: IPostProcessor): any {
+    if (t instanceof Reference && !t.displayName.startsWith('AWS::') && Stack.of(t.target) !== this.consumer) {
+      return { Ref: `reference-to-${Names.nodeUniqueId(t.target.node)}${t.displayName}`.replace(/[^A-Za-z0-9]/g, '') };
+    }
+    return super.resolveToken(t, context, postProcessor);
+  }
+}
+
+/** `<LogicalId.Arn>`-style text of a token, as cdk-nag prints it for the template `scope` is in. */
+const flat = (scope: IConstruct, token: string) => flattenCfnReference(Tokenization.resolve(token, { scope, resolver: new AsSeenBy(Stack.of(scope)) }));
 
 export function acknowledgeNoGatewayAuth(api: IConstruct): void {
   ack(

@@ -13,6 +13,7 @@ import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import { acknowledgeGrantWildcards } from './nag.js';
 import { grantUpstreams } from './upstream-grants.js';
+import { platformStackName } from './stack-name.js';
 import { functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
@@ -72,7 +73,7 @@ export class RouteFunction extends Construct {
     super(scope, id);
     if (streamed && !route.streamedHandler) throw new Error(`route ${route.id} has no streamedHandler in the route table`);
     const entry = lambdaEntry((streamed ? route.streamedHandler : route.handler)!, `route ${route.id}`);
-    const functionName = `${Stack.of(this).stackName}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}${streamed ? `-${streamed.suffix}` : ''}`;
+    const functionName = `${platformStackName(this)}-${route.id.replace(/[^A-Za-z0-9-_]/g, '-')}${streamed ? `-${streamed.suffix}` : ''}`;
     if (functionName.length > 64) throw new Error(`route ${route.id}: function name ${functionName} exceeds 64 characters`);
 
     const grants = new Set(route.grants);

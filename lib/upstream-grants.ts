@@ -2,6 +2,7 @@
 import { ArnFormat, Stack } from 'aws-cdk-lib';
 import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
 import type { Construct } from 'constructs';
+import { platformStackName } from './stack-name.js';
 
 /**
  * Where model routes' upstream API keys live in AWS: a route's `api_key_env` (`route set
@@ -9,7 +10,7 @@ import type { Construct } from 'constructs';
  * `<stack name>/ai-upstream/...` (docs/decisions/ai-streaming-aws.md).
  */
 export const UPSTREAM_KEY_PREFIX = 'ai-upstream/';
-export const upstreamKeyPrefix = (scope: Construct) => `${Stack.of(scope).stackName}/${UPSTREAM_KEY_PREFIX}`;
+export const upstreamKeyPrefix = (scope: Construct) => `${platformStackName(scope)}/${UPSTREAM_KEY_PREFIX}`;
 
 /** The secrets `upstream-keys:read` may read: the prefix's, whatever their random ARN suffix. */
 export const upstreamKeyArn = (scope: Construct) =>

@@ -12,11 +12,10 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
-import { Template } from 'aws-cdk-lib/assertions';
 import { bundledFunctionProps, CONSUMER_TAG, ENTRY_METADATA, PROJECT_ROOT, type EntryMetadata } from '../../lib/function-defaults.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
-import { synthStack } from '../infra/helpers.js';
+import { flatLogicalId, flatTemplate, synthStack } from '../infra/helpers.js';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynaliteTable } from './dynalite.js';
@@ -45,14 +44,14 @@ const ACCOUNT = '000000000000';
 /** The stack's functions (template without bundling) and the DynamoDB tables' placeholder names. */
 export function stackFunctions(): { functions: StackFunction[]; tables: { logicalId: string; partitionKey: string; sortKey?: string }[] } {
   const { stack } = synthStack();
-  const template = Template.fromStack(stack);
+  const template = flatTemplate(stack);
   const resources = template.toJSON().Resources as Record<string, { Type: string; Properties: Record<string, any> }>;
   const functions: StackFunction[] = [];
   for (const construct of stack.node.findAll()) {
     const metadata = construct.node.metadata.find((m) => m.type === ENTRY_METADATA)?.data as EntryMetadata | undefined;
     if (!metadata) continue;
     const { entry, define } = metadata;
-    const logicalId = stack.getLogicalId(construct.node.defaultChild as CfnFunction);
+    const logicalId = flatLogicalId(construct.node.defaultChild as CfnFunction);
     const props = resources[logicalId].Properties;
     const tags = new Map<string, string>((props.Tags ?? []).map((t: { Key: string; Value: string }) => [t.Key, t.Value]));
     const [kind, name] = tags.has(ROUTE_TAG)

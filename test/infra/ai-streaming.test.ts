@@ -10,7 +10,7 @@ import { ROUTES, routeById } from '../../lambdas/http/routes.js';
 import { AI_ORIGIN_IDS, STREAMED_ROUTE, STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { BEDROCK_ACTIONS } from '../../lib/upstream-grants.js';
-import { allowedStatements, expectedEnvNames, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn } from './helpers.js';
+import { allowedStatements, expectedEnvNames, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn, flatTemplate } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -21,7 +21,7 @@ const ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
 
 beforeAll(() => {
   ({ stack } = synthStack());
-  template = Template.fromStack(stack);
+  template = flatTemplate(stack);
   const streaming = taggedFunctions(template, STREAM_ROUTE_TAG);
   expect([...streaming.keys()]).toEqual([STREAMED_ROUTE.id]);
   streamFn = streaming.get(STREAMED_ROUTE.id)!;

@@ -8,14 +8,14 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { eventBusKey } from '../../lambdas/events/eventbridge.js';
 import { DELIVERY_READ_KEYS } from '../../lib/webhook-delivery.js';
-import { actionsOf, allowedStatements, consumerFunction, leadingKeyPattern, nagFindings, routeFunctions, synthStack, taggedFunctions } from './helpers.js';
+import { actionsOf, allowedStatements, consumerFunction, leadingKeyPattern, nagFindings, routeFunctions, synthStack, taggedFunctions, flatTemplate } from './helpers.js';
 
 let template: Template;
 let stack: ReturnType<typeof synthStack>['stack'];
 
 beforeAll(() => {
   ({ stack } = synthStack());
-  template = Template.fromStack(stack);
+  template = flatTemplate(stack);
 });
 
 const BUSES = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':events:*:*:event-bus/*']] };

@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { App, Validations, type CfnElement, type Stack } from 'aws-cdk-lib';
+import { App, NestedStack, Stack, Validations, type CfnElement } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { VALIDATION_REPORT_FILE } from 'aws-cdk-lib/cx-api';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -19,6 +19,86 @@ export function synthStack(opts: { nag?: boolean } = {}) {
   const stack = new PlatformStack(app, 'PlatformStack');
   if (opts.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };
+}
+
+type TemplateJson = { Resources: Record<string, any>; Outputs?: Record<string, any>; Conditions?: Record<string, any>; [section: string]: unknown };
+
+/** Every template of the stack, the root's first: each nested stack's under its construct path. */
+export function stackTemplates(stack: Stack): { path: string; template: Template }[] {
+  const nested = stack.node.findAll().filter((c): c is NestedStack => NestedStack.isNestedStack(c));
+  return [{ path: stack.node.path, template: Template.fromStack(stack) }, ...nested.map((n) => ({ path: n.node.path, template: Template.fromStack(n) }))];
+}
+
+/**
+ * The stack as one template, for tests that look across its nested stacks (an API's functions and the
+ * table they are granted, the parent's outputs of a nested API): each nested stack's resources moved
+ * into the parent under `<nested stack resource id>/<own id>` (each template has its own ids: every
+ * API has an `Api...`), its parameters replaced by what the parent passes, the parent's references to
+ * its outputs by their values. `flatLogicalId` names a construct's resource in it.
+ */
+export function flatTemplate(stack: Stack): Template {
+  return Template.fromJSON(flatJson(stack));
+}
+
+function flatJson(stack: Stack): TemplateJson {
+  const nestedById = new Map<string, TemplateJson>();
+  for (const n of stack.node.findAll()) {
+    if (NestedStack.isNestedStack(n) && n.nestedStackParent === stack) nestedById.set(stack.getLogicalId(n.nestedStackResource as CfnElement), flatJson(n));
+  }
+  return flattenTemplate(Template.fromStack(stack).toJSON() as TemplateJson, (id) => nestedById.get(id));
+}
+
+/** A resource's logical id in `flatTemplate`: its own template's, behind those of the nested stacks that hold it. */
+export function flatLogicalId(element: CfnElement): string {
+  const stack = Stack.of(element);
+  const own = stack.getLogicalId(element);
+  return stack.nestedStackResource ? `${flatLogicalId(stack.nestedStackResource as CfnElement)}/${own}` : own;
+}
+
+/** `flatTemplate` over template JSON: `nestedOf` gives the (already flat) template of a nested stack resource. */
+export function flattenTemplate(root: TemplateJson, nestedOf: (logicalId: string) => TemplateJson | undefined): TemplateJson {
+  const out: TemplateJson = structuredClone(root);
+  const outputs = new Map<string, Record<string, any>>();
+  for (const [id, resource] of Object.entries(root.Resources)) {
+    if (resource.Type !== 'AWS::CloudFormation::Stack') continue;
+    const nested = nestedOf(id);
+    if (!nested) throw new Error(`no template for nested stack ${id}`);
+    const parameters = (resource.Properties?.Parameters ?? {}) as Record<string, unknown>;
+    const own = new Set([...Object.keys(nested.Resources), ...Object.keys(nested.Conditions ?? {})]);
+    const renamed = (name: string) => (own.has(name) ? `${id}/${name}` : name);
+    const rewrite = (v: any): unknown => {
+      if (typeof v?.Ref === 'string') return v.Ref in parameters ? parameters[v.Ref] : { Ref: renamed(v.Ref) };
+      const att = v?.['Fn::GetAtt'];
+      if (Array.isArray(att) && typeof att[0] === 'string') return { 'Fn::GetAtt': [renamed(att[0]), ...att.slice(1)] };
+      const fnIf = v?.['Fn::If'];
+      if (Array.isArray(fnIf)) return { 'Fn::If': [renamed(fnIf[0]), ...fnIf.slice(1).map((x: unknown) => replaceDeep(x, rewrite))] };
+      if (typeof v?.Condition === 'string' && Object.keys(v).length === 1) return { Condition: renamed(v.Condition) };
+      return undefined;
+    };
+    const substituted = replaceDeep(nested, rewrite) as TemplateJson;
+    delete out.Resources[id];
+    for (const [key, value] of Object.entries(substituted.Resources)) {
+      const dependsOn = value.DependsOn === undefined ? undefined : ([] as string[]).concat(value.DependsOn).map(renamed);
+      const condition = value.Condition === undefined ? undefined : renamed(value.Condition);
+      out.Resources[renamed(key)] = { ...value, ...(dependsOn ? { DependsOn: dependsOn } : {}), ...(condition ? { Condition: condition } : {}) };
+    }
+    for (const [key, value] of Object.entries(substituted.Conditions ?? {})) out.Conditions = { ...out.Conditions, [renamed(key)]: value };
+    outputs.set(id, Object.fromEntries(Object.entries(substituted.Outputs ?? {}).map(([k, o]) => [k, o.Value])));
+  }
+  return replaceDeep(out, (v) => {
+    const att = v?.['Fn::GetAtt'];
+    if (!Array.isArray(att) || !outputs.has(att[0]) || !String(att[1]).startsWith('Outputs.')) return undefined;
+    return outputs.get(att[0])![String(att[1]).slice('Outputs.'.length)];
+  }) as TemplateJson;
+}
+
+/** `value` with every part `replace` answers for (anything but undefined) replaced, depth first from the top. */
+function replaceDeep(value: unknown, replace: (v: any) => unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  const replaced = replace(value);
+  if (replaced !== undefined) return replaced;
+  if (Array.isArray(value)) return value.map((v) => replaceDeep(v, replace));
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, replaceDeep(v, replace)]));
 }
 
 export interface Violation {
@@ -50,7 +130,7 @@ export function routeFunctions(template: Template): Map<string, RouteFunctionRes
 
 /** Lambda functions carrying `tag`, by the tag's value (ROUTE_TAG: route ids; CONSUMER_TAG: consumer names). */
 /** The template's logical id of a construct's main resource (a table, a queue, a distribution...). */
-export const logicalIdIn = (stack: Stack, construct: { node: { defaultChild?: unknown } }) => stack.getLogicalId(construct.node.defaultChild as CfnElement);
+export const logicalIdIn = (_stack: Stack, construct: { node: { defaultChild?: unknown } }) => flatLogicalId(construct.node.defaultChild as CfnElement);
 
 /** The queue or schedule consumer tagged `name` (lib/function-defaults.ts), or a failed test naming it. */
 export function consumerFunction(template: Template, name: string): RouteFunctionResource {

@@ -40,7 +40,7 @@ import { Subscriptions } from '../../lambdas/events/subscriptions.js';
 import { newId } from '../../lambdas/shared/ids.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
-import { allowedStatements, leadingKeyPattern, synthStack, type AllowStatement, consumerFunction, logicalIdIn } from './helpers.js';
+import { allowedStatements, leadingKeyPattern, synthStack, type AllowStatement, consumerFunction, logicalIdIn, flatTemplate } from './helpers.js';
 
 /** The function's QUEUE_URLS: the two work queues a publish sends to, nothing else. */
 const URLS = { webhooks: 'https://sqs.us-east-1.amazonaws.com/111122223333/webhooks', streams: 'https://sqs.us-east-1.amazonaws.com/111122223333/streams' };
@@ -72,7 +72,7 @@ const clock = new ManualClock(Date.UTC(2026, 10, 26, 12));
 
 beforeAll(async () => {
   const { stack } = synthStack();
-  const template = Template.fromStack(stack);
+  const template = flatTemplate(stack);
   statements = allowedStatements(template, consumerFunction(template, 'platform-events-sweep'));
   const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
   tableArn = JSON.stringify({ 'Fn::GetAtt': [logicalId(stack.storage.table), 'Arn'] });

@@ -10,7 +10,7 @@ import type { RouteDef } from '../../lambdas/http/routes.js';
 import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
-import { allowedStatements, routeFunctions, synthStack } from './helpers.js';
+import { allowedStatements, routeFunctions, synthStack, flatTemplate } from './helpers.js';
 
 vi.mock('../../lambdas/http/routes.js', async (importOriginal) => {
   const actual = await importOriginal<typeof import('../../lambdas/http/routes.js')>();
@@ -30,7 +30,7 @@ let keyArn: string;
 
 beforeAll(() => {
   ({ stack } = synthStack());
-  template = Template.fromStack(stack);
+  template = flatTemplate(stack);
   keyId = stack.getLogicalId(stack.signing.key.node.defaultChild as any);
   keyArn = JSON.stringify({ 'Fn::GetAtt': [keyId, 'Arn'] });
 });

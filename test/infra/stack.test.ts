@@ -14,6 +14,7 @@ import {
   nagFindings,
   routeFunctions,
   synthStack,
+  flatTemplate,
 } from './helpers.js';
 
 const ALL_ROUTES = [...ROUTES, ...SOCKET_ROUTES];
@@ -23,7 +24,7 @@ let template: Template;
 
 beforeAll(() => {
   ({ stack } = synthStack());
-  template = Template.fromStack(stack);
+  template = flatTemplate(stack);
 });
 
 /** Logical id of the API named `PlatformStack-<suffix>`. */

@@ -22,14 +22,14 @@ import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
 import { STREAM_CONSUMER, STREAM_CREDENTIAL_KEYS, STREAM_INBOX_KEYS, STREAM_ORIGIN_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
 import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
+import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
 
 beforeAll(() => {
   ({ stack } = synthStack());
-  template = Template.fromStack(stack);
+  template = flatTemplate(stack);
 });
 
 const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
@@ -142,7 +142,7 @@ describe('the Events distribution: one URL for the HTTP routes and the stream', 
     const config = distribution().Properties.DistributionConfig;
     const origins = Object.fromEntries(config.Origins.map((o: any) => [o.Id, o]));
     expect(Object.keys(origins).sort()).toEqual([EDGE_ORIGIN_IDS.http, EDGE_ORIGIN_IDS.socket].sort());
-    const httpApi = Stack.of(stack).resolve(stack.http.apiIds.events).Ref as string;
+    const httpApi = logicalId(stack.http.stacks.events.node.findChild('Api'));
     const socketApi = Stack.of(stack).resolve(stack.socket.apiId).Ref as string;
     expect(origins[EDGE_ORIGIN_IDS.http].DomainName).toEqual(apiDomain(httpApi));
     expect(origins[EDGE_ORIGIN_IDS.socket].DomainName).toEqual(apiDomain(socketApi));

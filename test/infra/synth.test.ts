@@ -3,7 +3,8 @@
  * (which bundles about 50 functions one esbuild process after another: 83 s on a quiet 2-vCPU machine,
  * 140 s and more inside the suite):
  * - the CDK CLI runs the app (cdk.json, bin/app.ts) and writes a template holding every function
- *   (`cdk ls -o`: the same synthesis, with bundling left to the commands that deploy);
+ *   (`cdk ls -o`: the same synthesis, with bundling left to the commands that deploy), the APIs' in
+ *   nested templates beside it;
  * - CDK's own bundling, as the stack calls it (bundledFunctionProps), turns a route's entry into an ESM
  *   bundle with the require banner and a source map, the very code the load test's esbuild run makes;
  * - test/infra/lambda-bundles.test.ts bundles every function's entry in one esbuild run with those
@@ -22,7 +23,7 @@ import { ROUTES, SOCKET_ROUTES } from '../../lambdas/http/routes.js';
 import { bundledFunctionProps, CONSUMER_TAG, lambdaEntry, PROJECT_ROOT } from '../../lib/function-defaults.js';
 import { buildBundles, runAlone } from '../helpers/lambda-bundles.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
-import { routeFunctions, taggedFunctions } from './helpers.js';
+import { flattenTemplate, routeFunctions, taggedFunctions } from './helpers.js';
 
 const noCredentialEvent = {
   version: '2.0',
@@ -46,7 +47,10 @@ describe('npm run synth, offline', () => {
     await withTempDir('cdk-ls-', async (out) => {
       const { stdout } = await promisify(execFile)('npx', ['cdk', 'ls', '--no-notices', '-o', out], { cwd: PROJECT_ROOT, timeout: 120_000 });
       expect(stdout.trim()).toBe('PlatformStack');
-      const template = Template.fromJSON(JSON.parse(readFileSync(join(out, 'PlatformStack.template.json'), 'utf8')));
+      // The root template with its nested stacks' templates (files named by each nested stack resource).
+      const read = (file: string) => JSON.parse(readFileSync(join(out, file), 'utf8'));
+      const root = read('PlatformStack.template.json');
+      const template = Template.fromJSON(flattenTemplate(root, (id) => read(root.Resources[id].Metadata['aws:asset:path'])));
       expect([...routeFunctions(template).keys()].sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
       expect([...taggedFunctions(template, CONSUMER_TAG).keys()].sort()).toEqual(['outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
       expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()]).toEqual(['ai.chat.completions']);

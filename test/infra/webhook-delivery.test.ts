@@ -19,14 +19,14 @@ import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { CHANGE_OUTBOX_KEYS, DELIVERY, DELIVERY_READ_KEYS, DELIVERY_WRITE_KEYS, OLDEST_MESSAGE_ALARM_SECONDS, OUTBOX_KEYS, PLATFORM_EVENTS_SWEEP_KEYS, SWEEP } from '../../lib/webhook-delivery.js';
-import { actionsOf, allowedStatements, synthStack, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn } from './helpers.js';
+import { actionsOf, allowedStatements, synthStack, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
 
 beforeAll(() => {
   ({ stack } = synthStack());
-  template = Template.fromStack(stack);
+  template = flatTemplate(stack);
 });
 
 const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
