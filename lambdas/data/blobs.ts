@@ -32,7 +32,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import type { Engine, KeyValueStore, KvCondition, KvItem } from '../engine/ports.js';
+import type { Engine, KeyValueStore, KvCondition, KvItem, KvKey, KvWrite } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';
@@ -436,8 +436,8 @@ export class BlobService {
   }
 
   /** Records an arrival whose bytes were checked (the uploader's scope): as a PUT's last step. */
-  async recordArrival(database: string, blob: Blob, gen: string, contentType: string | null): Promise<boolean> {
-    const created = await this.remember(database, blob, gen);
+  async recordArrival(database: string, blob: Blob, gen: string, contentType: string | null, arrival: KvKey): Promise<boolean> {
+    const created = await this.remember(database, blob, gen, arrival);
     if (created) await this.fire('file.created', database, blob, contentType);
     return created;
   }
@@ -517,8 +517,12 @@ export class BlobService {
    * already there. Then the existing item stays if its bytes are present (ours are dropped), and is
    * pointed at ours if they are gone (a repair). Every write is conditional on what was read.
    */
-  private async remember(database: string, blob: Blob, gen: KvItem[string]): Promise<boolean> {
+  private async remember(database: string, blob: Blob, gen: KvItem[string], arrival?: KvKey): Promise<boolean> {
     const key = blobMetaKey(this.org, database, blob.sha256);
+    // An arrival is consumed in the metadata write's own transaction: of two settlers one records it,
+    // and a file deleted after that can never be recorded again from the same arrival.
+    const consume: KvWrite[] = arrival ? [{ delete: arrival, condition: { ifExists: true } }] : [];
+    const arrivalGone = async () => arrival !== undefined && (await this.kv.get(arrival)) === undefined;
     const item = (created_at: string): KvItem => ({ ...key, sha256: blob.sha256, size: blob.size, created_at, ...(typeof gen === 'string' ? { gen } : {}) });
     const ours = bytesKey(this.org, database, blob.sha256, gen);
     const outbox = await planChangeOutbox(this.scope, ['blob.created']);
@@ -526,21 +530,25 @@ export class BlobService {
       try {
         const created = item(new Date(this.scope.engine.clock.now()).toISOString());
         const change = blobChange('blob.created', database, blob, created);
-        await this.commitMeta({ put: created, condition: { ifAbsent: true } }, outbox, change);
+        await this.commitMeta({ put: created, condition: { ifAbsent: true } }, outbox, change, consume);
         if (outbox) await settleChangeOutbox(this.scope.engine, outbox.entry([change]), { written: true });
         return true;
       } catch (error) {
         if (!(error instanceof ConditionFailedError)) throw error;
       }
+      if (await arrivalGone()) return false; // another settler recorded it
       const current = await this.kv.get(key);
       if (!current) continue; // deleted meanwhile: try to create it again
       if (bytesKey(this.org, database, blob.sha256, current.gen) === ours) return false;
       if (await this.bytesPresent(database, current)) {
         await this.scope.engine.blobs.delete(ours); // stored meanwhile by another call; ours are not needed
+        if (arrival) await this.kv.delete(arrival);
         return false;
       }
       try {
-        await this.kv.put(item(String(current.created_at ?? new Date(this.scope.engine.clock.now()).toISOString())), sameItem(current));
+        const repaired = item(String(current.created_at ?? new Date(this.scope.engine.clock.now()).toISOString()));
+        if (arrival) await this.transact([{ put: repaired, condition: sameItem(current) }, ...consume]);
+        else await this.kv.put(repaired, sameItem(current));
         return false;
       } catch (error) {
         if (!(error instanceof ConditionFailedError)) throw error; // changed meanwhile: look again
@@ -553,14 +561,24 @@ export class BlobService {
    * transaction when someone wants the event (docs/events/platform-events.md); a failed condition is
    * ConditionFailedError either way.
    */
-  private async commitMeta(write: { put: KvItem; condition: KvCondition } | { delete: { pk: string; sk: string }; condition: KvCondition }, outbox: PlannedOutbox | undefined, change: Change): Promise<void> {
-    if (!outbox) {
+  private async commitMeta(
+    write: { put: KvItem; condition: KvCondition } | { delete: { pk: string; sk: string }; condition: KvCondition },
+    outbox: PlannedOutbox | undefined,
+    change: Change,
+    also: KvWrite[] = [],
+  ): Promise<void> {
+    if (!outbox && also.length === 0) {
       if ('put' in write) await this.kv.put(write.put, write.condition);
       else await this.kv.delete(write.delete, write.condition);
       return;
     }
+    await this.transact([write, ...(outbox ? [outbox.write([change])] : []), ...also]);
+  }
+
+  /** A transaction whose failed condition is ConditionFailedError, as a single conditional write's. */
+  private async transact(writes: KvWrite[]): Promise<void> {
     try {
-      await this.kv.transact([write, outbox.write([change])]);
+      await this.kv.transact(writes);
     } catch (error) {
       if (error instanceof TransactionCanceledError) throw new ConditionFailedError();
       throw error;
@@ -595,10 +613,11 @@ export async function settleArrivals(engine: Engine, org: string, database: stri
     if (arrived.sha256 !== sha256 || arrived.size !== Number(arrival.size)) {
       await engine.blobs.delete(key); // not the file announced: never visible
     } else {
-      // Recording is safe to repeat: a second settler finds its own generation recorded and fires nothing.
+      // The arrival is consumed with the metadata write: a second settler records nothing and fires nothing.
       const scope: DataScope = { engine, principal: JSON.parse(String(arrival.principal)), call: JSON.parse(String(arrival.call)) ?? undefined };
-      await new BlobService(scope).recordArrival(database, arrived, String(arrival.gen), typeof arrival.content_type === 'string' ? arrival.content_type : null);
+      await new BlobService(scope).recordArrival(database, arrived, String(arrival.gen), typeof arrival.content_type === 'string' ? arrival.content_type : null, { pk: arrival.pk, sk: arrival.sk });
       recorded = true;
+      continue;
     }
     await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
   }
