@@ -95,6 +95,7 @@ export const PRICES = {
   cloudFrontFunction: { usd: 0.1 / 1e6, unit: 'CloudFront Functions invocation', source: 'https://aws.amazon.com/cloudfront/pricing/', checked: AWS_READ, verified: false },
   kmsKeyMonth: { usd: 1.0, unit: 'KMS key a month (symmetric or asymmetric)', source: 'https://aws.amazon.com/kms/pricing/', checked: AWS_READ, verified: false },
   kmsAsymmetricRequest: { usd: 0.15 / 10_000, unit: 'KMS asymmetric request (Sign)', source: 'https://aws.amazon.com/kms/pricing/', checked: AWS_READ, verified: false },
+  secretApiCall: { usd: 0.05 / 10_000, unit: 'Secrets Manager API call (GetSecretValue)', source: 'https://aws.amazon.com/secrets-manager/pricing/', checked: AWS_READ, verified: false },
   secretMonth: { usd: 0.4, unit: 'Secrets Manager secret a month', source: 'https://aws.amazon.com/secrets-manager/pricing/', checked: AWS_READ, verified: false },
   alarmMonth: { usd: 0.1, unit: 'CloudWatch standard-resolution alarm metric a month (first 10 free per account)', source: 'https://aws.amazon.com/cloudwatch/pricing/', checked: AWS_READ, verified: false },
   dashboardMonth: {
