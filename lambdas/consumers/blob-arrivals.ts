@@ -8,7 +8,12 @@
 import type { S3Event } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';
 import { settleArrivals, SHA256_PATTERN } from '../data/blobs.js';
+import { flushActivity } from '../activity/activity.js';
+import { bindHooks } from '../http/hook-bindings.js';
 import { log } from '../shared/log.js';
+
+// A recorded file writes its activity entry and platform event as the PUT route would.
+bindHooks();
 
 /** `blobs/<org>/<database, URI-encoded>/<sha256>.<gen>`, as blobKey() and the generation write it. */
 const ARRIVAL_KEY = /^blobs\/([^/]+)\/([^/]+)\/([0-9a-f]{64})\.([0-9a-f]+)$/;
@@ -41,6 +46,7 @@ export async function handler(event: S3Event): Promise<{ settled: number }> {
     if (!arrival) continue;
     if (await settleArrivals(engine, arrival.org, arrival.database, arrival.sha256, arrival.gen)) settled++;
   }
+  await flushActivity(engine);
   if (settled) log.info('blob arrivals settled', { settled });
   return { settled };
 }

@@ -73,9 +73,11 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events and runs the embedded engine.
   local: { layers: ['http', 'auth', 'activity', 'events', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
-  // Queue consumers and scheduled functions in AWS (SQS- and EventBridge-triggered handlers): the engine
-  // from the settings, the SQS adapter's handler shape, and the domain's consumer.
-  consumers: { layers: ['events', 'engine', 'engine/aws', 'engine/index', 'shared'], packages: ['aws-lambda'] },
+  // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
+  // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
+  // the after-commit hook bindings the HTTP functions bind too (a consumer running a data service fires
+  // the same activity entries and platform events).
+  consumers: { layers: ['events', 'data', 'activity', 'engine', 'engine/aws', 'engine/index', 'shared'], files: ['lambdas/http/hook-bindings.ts'], packages: ['aws-lambda'] },
   admin: { layers: ['auth', 'ai', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
