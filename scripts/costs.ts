@@ -61,12 +61,20 @@ async function main(): Promise<void> {
 
   const started = Date.now();
   const p = await startCostPlatform();
-  let measured: Measured[] = [];
+  const measured: Measured[] = [];
+  /** Routes whose call failed: the others are still priced, but nothing is written. */
+  const failed: string[] = [];
   let sweep: IdleRun;
   try {
     const s = await scenarios(p);
     try {
-      for (const scenario of s.list) measured.push(await measure(p, scenario, plan));
+      for (const scenario of s.list) {
+        try {
+          measured.push(await measure(p, scenario, plan));
+        } catch (error) {
+          failed.push(`${scenario.api}: ${scenario.name}: ${error instanceof Error ? error.message : String(error)}`);
+        }
+      }
     } finally {
       await s.close();
     }
@@ -104,6 +112,11 @@ async function main(): Promise<void> {
     runs: `each route warmed with ${plan.warmup} calls, counted over ${plan.counted}, timed over ${plan.timed}`,
   });
   process.stdout.write(`${text}\n\n(${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
+  if (failed.length) {
+    process.stderr.write(`costs: ${failed.length} route(s) failed, left out above and nothing written:\n${failed.map((f) => `  ${f}`).join('\n')}\n`);
+    process.exitCode = 1;
+    return;
+  }
   if (process.argv.includes('--write')) {
     writeFileSync(DOC, replaceGenerated(readFileSync(DOC, 'utf8'), text));
     process.stdout.write(`wrote ${DOC}\n`);

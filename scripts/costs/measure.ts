@@ -42,9 +42,12 @@ export async function measure(p: CostPlatform, scenario: Scenario, o: MeasureOpt
     p.meter.take();
     p.meter.log = requests = [];
     p.meter.on = true;
-    await scenario.call();
+    try {
+      await scenario.call();
+    } finally {
+      p.meter.log = undefined;
+    }
     total = addUsage(total, p.meter.take());
-    p.meter.log = undefined;
   }
   const usage = noUsage();
   for (const k of Object.keys(usage) as (keyof Usage)[]) usage[k] = total[k] / o.counted;
