@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { localStackEnv, LOCALSTACK_ACCOUNT, STACK_SERVICES } from '../../scripts/deploy-localstack.js';
+import { checkLocalStack, DeployError, localStackEnv, LOCALSTACK_ACCOUNT, STACK_SERVICES } from '../../scripts/deploy-localstack.js';
 
 const SCRIPT = join(import.meta.dirname, '..', '..', 'scripts', 'deploy-localstack.ts');
 
@@ -113,6 +113,22 @@ describe('npm run deploy:localstack', () => {
     const r = await run(urlOf(partial), '--check-only');
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain('not available there: apigateway, cloudfront: the resources using them need a paid LocalStack plan');
+  });
+});
+
+describe('the health check', () => {
+  it('gives up on an endpoint that accepts and never answers, within its timeout (5 s in the script)', async () => {
+    const silent = await listen(() => undefined);
+    try {
+      const started = Date.now();
+      const failure = await checkLocalStack(urlOf(silent), 200).catch((error: unknown) => error);
+      expect(failure).toBeInstanceOf(DeployError);
+      expect((failure as Error).message).toContain(`no LocalStack answers at ${urlOf(silent)} (no answer within 0.2 s)`);
+      expect(Date.now() - started).toBeLessThan(2_000);
+    } finally {
+      silent.closeAllConnections();
+      await close(silent);
+    }
   });
 });
 
