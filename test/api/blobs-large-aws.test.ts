@@ -2,7 +2,9 @@
  * Files over the Lambda payload on the AWS engine (docs/data/blobs.md, "Large files on AWS"): the file
  * routes run as Lambda behind API Gateway runs them (test/helpers/lambda-front.ts: 10 MB at the door,
  * 6 MB an invocation, answers buffered), over DynamoDB (dynalite) and S3 (s3rver), with the bucket's
- * notifications delivered to the arrivals consumer as AWS would. Real clients: curl -L -T and fetch.
+ * notifications delivered to the arrivals consumer as AWS would; the Data distribution's upload relay
+ * (lambdas/edge/upload-relay.ts) runs in front of it as CloudFront runs an origin-request function
+ * (test/helpers/cloudfront-edge.ts). Real clients: curl -L -T and fetch, unchanged.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { execFile } from 'node:child_process';
@@ -23,6 +25,8 @@ import { settleArrivals } from '../../lambdas/data/blobs.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import type { S3rverBucket } from '../helpers/s3rver.js';
 import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
+import { startEdgeFront, type EdgeFront } from '../helpers/cloudfront-edge.js';
+import { handler as uploadRelay } from '../../lambdas/edge/upload-relay.js';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -30,8 +34,8 @@ const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 let engine: Engine;
 let s3: S3rverBucket;
-let gateway: LambdaFront; // API Gateway as it is: the whole body at the door
-let relay: LambdaFront; // a front that hands the function the headers first (the edge relay)
+let gateway: LambdaFront; // the Data API's execute-api URL: API Gateway and Lambda as they are
+let edge: EdgeFront; // the Data distribution's URL: CloudFront with the upload relay, in front of the gateway
 let key: string;
 let orgId: string;
 let dir: string;
@@ -53,7 +57,7 @@ beforeAll(async () => {
   key = (await tenants.createSecretKey(org.id)).key;
   orgId = org.id;
   gateway = await startLambdaFront('data');
-  relay = await startLambdaFront('data', { headersFirst: true });
+  edge = await startEdgeFront(gateway.url, uploadRelay);
   expect((await api(gateway, 'PUT', '/v1/databases/db')).status).toBe(201);
   dir = mkdtempSync(join(tmpdir(), 'blobs-large-'));
 }, 60_000);
@@ -61,12 +65,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.allSettled(notified);
   await gateway?.close();
-  await relay?.close();
+  await edge?.close();
   await engine?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function api(front: LambdaFront, method: string, path: string, init: { body?: Uint8Array | string; headers?: Record<string, string>; redirect?: RequestRedirect } = {}) {
+function api(front: { url: string }, method: string, path: string, init: { body?: Uint8Array | string | Blob; headers?: Record<string, string>; redirect?: 'manual' | 'follow' } = {}) {
   return fetch(front.url + path, { method, body: init.body, redirect: init.redirect ?? 'manual', headers: { authorization: `Bearer ${key}`, ...init.headers } });
 }
 
@@ -92,14 +96,14 @@ describe('a 100 MiB file, unchanged clients', () => {
   const bytes = randomBytes(100 * MiB);
   const hash = sha(bytes);
 
-  it('curl -L -T: the function answers 307 from the headers, S3 takes the bytes, and the file is recorded once checked', async () => {
+  it('curl -L -T through the distribution: the relay gets the 307 from the route with the headers only, S3 takes the bytes, and the file is recorded once checked', async () => {
     const file = join(dir, 'big.bin');
     writeFileSync(file, bytes);
-    const before = relay.invocations.length;
-    const put = await curlPut(relay.url + blobPath(hash), file);
+    const before = gateway.invocations.length;
+    const put = await curlPut(edge.url + blobPath(hash), file);
     expect(put.status).toBe(200); // S3's answer to the redirected PUT
     // The one invocation carried no body.
-    const calls = relay.invocations.slice(before);
+    const calls = gateway.invocations.slice(before);
     expect(calls).toHaveLength(1);
     expect(calls[0].eventBytes).toBeLessThan(16 * 1024);
 
@@ -127,7 +131,14 @@ describe('a 100 MiB file, unchanged clients', () => {
     expect((await activityOf(hash, 'blob.read')).length).toBeGreaterThanOrEqual(2);
   }, 120_000);
 
-  it('through API Gateway as it is, the same PUT stops at the door (413): why the docs offer Upload-Length', async () => {
+  it('fetch through the distribution, a Blob body: sent to the edge (dropped there), then again to the Location', async () => {
+    const other = randomBytes(20 * MiB);
+    const r = await api(edge, 'PUT', blobPath(sha(other)), { body: new Blob([other]), redirect: 'follow' });
+    expect(r.status).toBe(200);
+    expect((await api(edge, 'HEAD', blobPath(sha(other)))).status).toBe(200);
+  }, 60_000);
+
+  it('straight to API Gateway (its execute-api URL), the same PUT stops at the door (413): use the distribution or Upload-Length', async () => {
     const r = await api(gateway, 'PUT', blobPath(sha(Buffer.from('other'))), { body: bytes.subarray(0, 11 * MiB) });
     expect(r.status).toBe(413);
     expect(await r.json()).toEqual({ message: 'Request Entity Too Large' });
@@ -303,10 +314,10 @@ describe('a multipart upload with parts over 10 MB', () => {
     for (const [i, part] of parts.entries()) {
       const path = `${blobPath(hash)}/uploads/${upload_id}/parts/${i + 1}`;
       if (i === 0) {
-        // curl -L -T through a headers-first front: the part never enters a function.
+        // curl -L -T through the distribution: the part never enters a function.
         const file = join(dir, 'part1.bin');
         writeFileSync(file, part);
-        const sent = await curlPut(relay.url + path, file);
+        const sent = await curlPut(edge.url + path, file);
         expect(sent.status).toBe(200);
         etags.push(sent.etag!);
       } else if (part.length > LAMBDA_MAX_BODY_BYTES) {

@@ -78,6 +78,9 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // the after-commit hook bindings the HTTP functions bind too (a consumer running a data service fires
   // the same activity entries and platform events).
   consumers: { layers: ['events', 'data', 'activity', 'engine', 'engine/aws', 'engine/index', 'shared'], files: ['lambdas/http/hook-bindings.ts'], packages: ['aws-lambda'] },
+  // Lambda@Edge functions (no environment, us-east-1): a header rewrite and an HTTP call to the API; the
+  // body limit and the error shape they share with the routes, nothing that reaches a store.
+  edge: { layers: ['shared'], files: ['lambdas/http/event.ts', 'lambdas/http/error-response.ts'], packages: ['aws-lambda'] },
   admin: { layers: ['auth', 'ai', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {

@@ -5,12 +5,7 @@
  * - Lambda takes an invocation of at most 6 MB (the event, base64 body included) and answers at most
  *   6 MB: past either, API Gateway answers 413 or 500 itself;
  * - the function gets no transport (`buffered` mode): answers travel whole in the result.
- *
- * `headersFirst` models a front that hands the function a big request's headers before its body (the
- * edge relay in docs/data/blobs.md, or a front honouring `Expect: 100-continue`): a `body: 'stream'`
- * request over the Lambda payload is announced to the function (`Upload-Length`, no body), and its
- * answer (a 307, or an error) goes back without a byte of the body read. Clients that sent
- * `Expect: 100-continue` (curl -T does for bodies over 1 MiB) never send that body here at all.
+ * Put test/helpers/cloudfront-edge.ts in front of it for the Data distribution and its upload relay.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -19,7 +14,6 @@ import { join } from 'node:path';
 import type { RouteFunction } from '../../lambdas/http/handler.js';
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { Router } from '../../lambdas/http/router.js';
-import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
 import { GATEWAY_MAX_BODY_BYTES, parseTarget, toEvent } from '../../lambdas/local/http-server.js';
 import type { Api } from '../../lambdas/shared/api.js';
 import { lambdaContext } from './events.js';
@@ -36,7 +30,7 @@ export interface LambdaFront {
 
 const LAMBDAS = join(import.meta.dirname, '..', '..', 'lambdas');
 
-export async function startLambdaFront(api: Api, options: { headersFirst?: boolean } = {}): Promise<LambdaFront> {
+export async function startLambdaFront(api: Api): Promise<LambdaFront> {
   const router = new Router(api, ROUTES);
   const functions = new Map<string, RouteFunction>();
   for (const route of ROUTES.filter((r) => r.api === api)) {
@@ -47,37 +41,23 @@ export async function startLambdaFront(api: Api, options: { headersFirst?: boole
   async function handle(req: IncomingMessage, res: ServerResponse) {
     const url = parseTarget(req.url ?? '/');
     const { route, params } = router.match(req.method ?? 'GET', url.pathname);
-    const invoke = async (body: Buffer, extra?: Record<string, string>) => {
-      const event = toEvent(api, req, url, route, params, body, extra);
+    const invoke = async (body: Buffer) => {
+      const event = toEvent(api, req, url, route, params, body);
       const eventBytes = Buffer.byteLength(JSON.stringify(event));
       invocations.push({ route: route.id, eventBytes });
       if (eventBytes > LAMBDA_MAX_PAYLOAD_BYTES) return gateway(res, 413, 'Request Entity Too Large');
       const result = await functions.get(route.id)!(event, lambdaContext());
       if (Buffer.byteLength(JSON.stringify(result)) > LAMBDA_MAX_PAYLOAD_BYTES) return gateway(res, 500, 'Internal Server Error');
-      const headers: Record<string, string> = { ...(result.headers as Record<string, string>) };
-      if (!req.complete) headers.connection = 'close'; // the body was never read: drop the connection with it
-      res.writeHead(result.statusCode ?? 200, headers);
+      res.writeHead(result.statusCode ?? 200, result.headers as Record<string, string>);
       res.end(result.body ? Buffer.from(result.body, result.isBase64Encoded ? 'base64' : 'utf8') : undefined);
-      if (!req.complete) req.resume();
     };
 
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (options.headersFirst && route.body === 'stream' && declared > LAMBDA_MAX_BODY_BYTES) {
-      return invoke(Buffer.alloc(0), { 'content-length': '0', 'upload-length': String(declared) });
-    }
     const body = await readAtMost(req, GATEWAY_MAX_BODY_BYTES);
     if (!body) return gateway(res, 413, 'Request Entity Too Large');
     return invoke(body);
   }
 
   const server = createServer((req, res) => void handle(req, res).catch((error) => gateway(res, 500, String(error))));
-  // Expect: 100-continue: answer from the headers when the front would (no 100, so the client sends no body).
-  server.on('checkContinue', (req, res) => {
-    const route = router.match(req.method ?? 'GET', parseTarget(req.url ?? '/').pathname).route;
-    if (options.headersFirst && route.body === 'stream' && Number(req.headers['content-length'] ?? 0) > LAMBDA_MAX_BODY_BYTES) return void handle(req, res);
-    res.writeContinue();
-    void handle(req, res).catch((error) => gateway(res, 500, String(error)));
-  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
