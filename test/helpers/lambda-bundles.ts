@@ -120,6 +120,7 @@ export function stackBuildOptions(define?: Record<string, string>): BuildOptions
     define: bundling!.define,
     minify: bundling!.minify,
     sourcemap: bundling!.sourceMap,
+    sourcesContent: bundling!.sourcesContent,
     external: bundling!.externalModules,
     logLevel: 'silent',
   };

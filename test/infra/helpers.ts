@@ -9,7 +9,7 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import type { Grant } from '../../lambdas/http/routes.js';
 import { PlatformStack } from '../../lib/platform-stack.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
-import { CONSUMER_TAG } from '../../lib/function-defaults.js';
+import { CONSUMER_TAG, SOURCE_MAP_ENVIRONMENT } from '../../lib/function-defaults.js';
 
 /** Skip esbuild in template tests: asset hashes are placeholders, synthesis takes a second. */
 export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] as string[] };
@@ -179,11 +179,14 @@ export function allowedStatements(template: Template, fn: RouteFunctionResource)
 
 export const actionsOf = (statements: { actions: string[] }[]) => statements.flatMap((s) => s.actions);
 
+/** What every function's environment holds beside its settings: Node's own options (source maps on). */
+export const RUNTIME_ENV_NAMES = Object.keys(SOURCE_MAP_ENVIRONMENT);
+
 /** The environment variable names a function with these grants must get, and no others. */
 export function expectedEnvNames(grants: readonly Grant[]): string[] {
   const g = new Set(grants);
   // Every function verifies tokens, so every one gets the signing key ids.
-  const names: string[] = [ENV.engine, ENV.signingKeyIds];
+  const names: string[] = [ENV.engine, ENV.signingKeyIds, ...RUNTIME_ENV_NAMES];
   if (g.has('table:read') || g.has('table:write')) names.push(ENV.tableName);
   if (g.has('blobs:read') || g.has('blobs:write')) names.push(ENV.bucketName);
   if (g.has('queue:send')) names.push(ENV.queueUrls);

@@ -90,6 +90,12 @@ describe('functions', () => {
     }
   });
 
+  it('runs every function of the stack with source maps on, so stack traces in the logs name source files and lines', () => {
+    const fns = Object.values(template.findResources('AWS::Lambda::Function')) as { Properties: { Environment?: { Variables?: Record<string, unknown> } } }[];
+    expect(fns.length).toBeGreaterThan(ALL_ROUTES.length);
+    for (const fn of fns) expect(fn.Properties.Environment?.Variables?.NODE_OPTIONS).toBe('--enable-source-maps');
+  });
+
   it('lets a table:read-only function read the table, and write only activity items (partition key act#...)', () => {
     const route = ROUTES.find((r) => r.grants.length === 1 && r.grants[0] === 'table:read');
     expect(route, 'the route table has a table:read-only route').toBeDefined();

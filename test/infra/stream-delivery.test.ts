@@ -22,7 +22,7 @@ import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
 import { STREAM_CONSUMER, STREAM_CREDENTIAL_KEYS, STREAM_INBOX_KEYS, STREAM_ORIGIN_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
 import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate } from './helpers.js';
+import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate, RUNTIME_ENV_NAMES } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -87,7 +87,7 @@ describe('stream consumer', () => {
 
   it('gets only the environment its work needs: the table, the streams queue URL, the stage endpoint, the connection table, and what checking a credential needs (server secret, signing keys)', () => {
     const env = fn().props.Environment.Variables as Record<string, unknown>;
-    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.tableName, ENV.queueUrls, ENV.connectionsEndpoint, ENV.connectionsTable, ENV.serverSecretArn, ENV.signingKeyIds].sort());
+    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.tableName, ENV.queueUrls, ENV.connectionsEndpoint, ENV.connectionsTable, ENV.serverSecretArn, ENV.signingKeyIds, ...RUNTIME_ENV_NAMES].sort());
     expect(JSON.stringify(env[ENV.queueUrls])).toContain('\\"streams\\":');
     expect(JSON.stringify(env[ENV.queueUrls])).not.toContain('webhooks');
   });

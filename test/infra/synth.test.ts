@@ -67,6 +67,12 @@ describe('npm run synth, offline', () => {
       const [fn] = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function')) as { Properties: { Code: { S3Key: string } } }[];
       const asset = join(outdir, `asset.${fn.Properties.Code.S3Key.replace(/\.zip$/, '')}`);
       expect(readdirSync(asset).sort()).toEqual(['index.mjs', 'index.mjs.map']);
+      // The map names our sources (a stack trace then shows lambdas/...ts and a line) without their text,
+      // which no trace reads and which made each map about 4 MB.
+      const map = JSON.parse(readFileSync(join(asset, 'index.mjs.map'), 'utf8')) as { sources: string[]; sourcesContent?: unknown; mappings: string };
+      expect(map.sources.some((s) => s.endsWith('lambdas/http/handlers/ai/chat-completions.ts'))).toBe(true);
+      expect(map.sourcesContent).toBeUndefined();
+      expect(map.mappings.length).toBeGreaterThan(0);
       const bundle = readFileSync(join(asset, 'index.mjs'), 'utf8');
       expect(bundle).toMatch(BANNER);
       // The native and local-only modules stay out entirely (test/infra/lambda-bundles.test.ts checks every function).

@@ -19,7 +19,7 @@ import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { CHANGE_OUTBOX_KEYS, DELIVERY, DELIVERY_READ_KEYS, DELIVERY_WRITE_KEYS, OLDEST_MESSAGE_ALARM_SECONDS, OUTBOX_KEYS, PLATFORM_EVENTS_SWEEP_KEYS, SWEEP } from '../../lib/webhook-delivery.js';
-import { actionsOf, allowedStatements, synthStack, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate } from './helpers.js';
+import { actionsOf, allowedStatements, synthStack, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate, RUNTIME_ENV_NAMES } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -92,7 +92,7 @@ describe('delivery function', () => {
     expect(props.Architectures).toEqual(['arm64']);
     expect(props.Handler).toBe('index.handler');
     const env = props.Environment.Variables as Record<string, unknown>;
-    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.serverSecretArn, ENV.tableName].sort());
+    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.serverSecretArn, ENV.tableName, ...RUNTIME_ENV_NAMES].sort());
     expect(env[ENV.engine]).toBe('aws');
     // The work queue's URL only: no dead-letter queue, no other queue.
     const urls = JSON.stringify(env[ENV.queueUrls]);
@@ -180,7 +180,7 @@ describe('outbox sweep', () => {
       for (const id of otherQueueIds()) expect(s.resources).not.toContain(id);
     }
     expect(actionsOf(statements).filter((a) => a.startsWith('secretsmanager:') || a.startsWith('kms:'))).toEqual([]);
-    expect(Object.keys(fn.props.Environment.Variables).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.tableName].sort());
+    expect(Object.keys(fn.props.Environment.Variables).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.tableName, ...RUNTIME_ENV_NAMES].sort());
   });
 
   it('grants the very partition keys the sweep touches', async () => {
@@ -279,7 +279,7 @@ describe('platform-events sweep', () => {
     }
     expect(actionsOf(statements).filter((a) => a.startsWith('secretsmanager:') || a.startsWith('kms:') || a.startsWith('execute-api:'))).toEqual([]);
     const env = props.Environment.Variables as Record<string, unknown>;
-    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.tableName].sort());
+    expect(Object.keys(env).sort()).toEqual([ENV.engine, ENV.queueUrls, ENV.tableName, ...RUNTIME_ENV_NAMES].sort());
     const urls = JSON.stringify(env[ENV.queueUrls]);
     for (const name of sendsTo) expect(urls).toContain(`\\"${name}\\":`);
     for (const [name, q] of Object.entries(stack.queues.byName)) {
