@@ -10,6 +10,7 @@ import { WebhookDelivery } from './webhook-delivery.js';
 import { StreamDelivery } from './stream-delivery.js';
 import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
+import { BlobArrivals } from './blob-arrivals.js';
 
 export interface PlatformStackProps extends StackProps {
   /** See SocketApiProps.manageAccountLoggingRole. */
@@ -28,6 +29,7 @@ export class PlatformStack extends Stack {
   readonly streamDelivery: StreamDelivery;
   readonly eventsEdge: EventsEdge;
   readonly aiEdge: AiEdge;
+  readonly blobArrivals: BlobArrivals;
 
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
@@ -41,6 +43,8 @@ export class PlatformStack extends Stack {
     const httpTargets = { ...targets, connections: this.socket.connections };
     this.http = new HttpApis(this, 'Http', { targets: httpTargets });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret });
+    // Files sent straight to the bucket (docs/data/blobs.md, "Large files on AWS").
+    this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });
     // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
