@@ -206,6 +206,18 @@ function caseOf(f: StackFunction): Case {
       },
     };
   }
+  if (f.name === 'blob-arrivals') {
+    const object = (key: string) => ({ Records: [{ eventName: 'ObjectCreated:Put', s3: { bucket: { name: 'blobs' }, object: { key, size: 1 } } }] });
+    return {
+      events: [object(`blobs/org_1/db/${'a'.repeat(64)}.0123abcd`), object('.staging/0123')],
+      check([file, other], calls) {
+        // No arrival under that key (an object a route wrote itself): left alone; a key that names no file is not looked up.
+        expect(file).toEqual({ settled: 0 });
+        expect(other).toEqual({ settled: 0 });
+        expect(operations(calls)).toEqual(['DynamoDB_20120810.Query']);
+      },
+    };
+  }
   // The scheduled sweeps: an EventBridge event; an empty table has nothing to sweep.
   return {
     events: [{ version: '0', id: 'event-1', 'detail-type': 'Scheduled Event', source: 'aws.events', time: new Date().toISOString(), region: 'us-east-1', resources: [], detail: {} }],
@@ -219,11 +231,11 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat and the four consumers (49)', () => {
+  it('the stack has a function for every route, the streaming chat and the five consumers (50)', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name)).toEqual(['ai.chat.completions']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 5);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 6);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });
