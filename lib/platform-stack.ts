@@ -51,9 +51,16 @@ export class PlatformStack extends Stack {
     // The AI API's URL: HTTP routes and the streamed chat under one base (docs/decisions/ai-streaming-aws.md).
     this.aiEdge = new AiEdge(this, 'AiEdge', { httpApiId: this.http.apiIds.ai, targets: httpTargets });
 
-    for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api] });
-    new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url });
+    // Which URL serves what (docs/deploying.md lists them for operators): clients use ai_url, data_url, events_url.
+    const apiUrlDescriptions: Record<(typeof HTTP_APIS)[number], string> = {
+      ai: "The AI HTTP API's own stage URL, without CloudFront: a streamed chat arrives whole, at the end; clients use AiUrl",
+      data: 'data_url: the Data API (its HTTP API stage)',
+      events: "The Events HTTP API's own stage URL, without CloudFront and the stream (426); clients use EventsUrl",
+    };
+    for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api], description: apiUrlDescriptions[api] });
+    new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url, description: "The Events WebSocket API's stage (wss): a stream client that cannot use EventsUrl sends the stream's path in x-stream-path" });
     new CfnOutput(this, 'EventsUrl', { value: this.eventsEdge.url, description: 'events_url: the Events API, its stream included' });
     new CfnOutput(this, 'AiUrl', { value: this.aiEdge.url, description: 'ai_url: the AI API, chat completions streamed' });
+    new CfnOutput(this, 'TableName', { value: this.storage.table.tableName, description: 'TABLE_NAME of the admin CLI (ENGINE=aws npm run admin): the platform table' });
   }
 }

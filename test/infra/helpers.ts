@@ -9,13 +9,16 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import type { Grant } from '../../lambdas/http/routes.js';
 import { PlatformStack } from '../../lib/platform-stack.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
-import { CONSUMER_TAG, SOURCE_MAP_ENVIRONMENT } from '../../lib/function-defaults.js';
+import { CONSUMER_TAG, PROJECT_ROOT, SOURCE_MAP_ENVIRONMENT } from '../../lib/function-defaults.js';
 
 /** Skip esbuild in template tests: asset hashes are placeholders, synthesis takes a second. */
 export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] as string[] };
 
+/** cdk.json's context (the feature flags): what the CDK CLI gives the app, so the tests see the templates it deploys. */
+export const CDK_JSON_CONTEXT = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
+
 export function synthStack(opts: { nag?: boolean } = {}) {
-  const app = new App({ context: NO_BUNDLING });
+  const app = new App({ context: { ...CDK_JSON_CONTEXT, ...NO_BUNDLING } });
   const stack = new PlatformStack(app, 'PlatformStack');
   if (opts.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };

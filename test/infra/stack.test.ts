@@ -15,6 +15,7 @@ import {
   routeFunctions,
   synthStack,
   flatTemplate,
+  logicalIdIn,
 } from './helpers.js';
 
 const ALL_ROUTES = [...ROUTES, ...SOCKET_ROUTES];
@@ -260,9 +261,11 @@ describe('queues', () => {
   });
 });
 
-it('outputs the three API URLs, the WebSocket URL, the Events URL and the AI URL (the distributions)', () => {
-  const outputs = Object.keys(template.findOutputs('*'));
-  expect(outputs.sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl']);
+it('outputs the three API URLs, the WebSocket URL, the Events URL and the AI URL (the distributions), and the table name, each described', () => {
+  const outputs = template.findOutputs('*');
+  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName']);
+  for (const [name, output] of Object.entries(outputs)) expect(output.Description, name).toMatch(/\w{3,}.{20,}/);
+  expect(outputs.TableName.Value).toEqual({ Ref: logicalIdIn(stack, stack.storage.table) });
   expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');
 });
 
