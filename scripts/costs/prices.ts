@@ -30,6 +30,8 @@ export const PRICES = {
     verified: false,
     note: "the page renders its rate table client-side; the figure is the arm64 rate AWS has listed since 2021, as artillery's price table (lib/platform/aws-lambda/prices.js) carries it",
   },
+  lambdaEdgeRequest: { usd: 0.6 / 1e6, unit: 'Lambda@Edge request', source: 'https://aws.amazon.com/lambda/pricing/ (Lambda@Edge)', checked: AWS_READ, verified: false },
+  lambdaEdgeGbSecond: { usd: 0.00005001, unit: 'Lambda@Edge GB-second', source: 'https://aws.amazon.com/lambda/pricing/ (Lambda@Edge)', checked: AWS_READ, verified: false },
   httpApiRequest: {
     usd: 1.0 / 1e6,
     unit: 'HTTP API request (first 300 million a month; each 512 KB of a request counts as one)',
