@@ -5,12 +5,12 @@
  * routes wrote themselves have no arrival and are left alone. Reads and record writes settle too, so
  * a late or lost notification only delays what nobody has asked for yet.
  */
-import type { S3Event } from 'aws-lambda';
+import type { Context, S3Event } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';
 import { settleArrivals, SHA256_PATTERN } from '../data/blobs.js';
 import { flushActivity } from '../activity/activity.js';
 import { bindHooks } from '../http/hook-bindings.js';
-import { log } from '../shared/log.js';
+import { inRequest, log } from '../shared/log.js';
 
 // A recorded file writes its activity entry and platform event as the PUT route would.
 bindHooks();
@@ -37,8 +37,15 @@ export function arrivalOfKey(encodedKey: string): { org: string; database: strin
   return { org: m[1], database, sha256: m[3], gen: m[4] };
 }
 
-/** A failure throws: Lambda retries the asynchronous invocation, and reads settle meanwhile anyway. */
-export async function handler(event: S3Event): Promise<{ settled: number }> {
+/**
+ * A failure throws: Lambda retries the asynchronous invocation, and reads settle meanwhile anyway.
+ * Lines name the invocation (`request_id`).
+ */
+export function handler(event: S3Event, context?: Context): Promise<{ settled: number }> {
+  return inRequest({ request_id: context?.awsRequestId }, () => settle(event));
+}
+
+async function settle(event: S3Event): Promise<{ settled: number }> {
   const engine = await getEngine();
   let settled = 0;
   for (const record of event.Records ?? []) {
