@@ -1,6 +1,7 @@
 import { NestedStack } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
 import { Construct } from 'constructs';
 import type { Api } from '../lambdas/shared/api.js';
 import { ROUTES, countsCalls, type RouteDef } from '../lambdas/http/routes.js';
@@ -8,6 +9,7 @@ import { accessLogSettings } from './access-log.js';
 import { acknowledgeNoGatewayAuth } from './nag.js';
 import { RouteFunction, constructId, type GrantTargets } from './route-function.js';
 import { platformStackName } from './stack-name.js';
+import { httpApiAlarm } from './alarms.js';
 
 export const HTTP_APIS = ['ai', 'data', 'events'] as const satisfies readonly Api[];
 
@@ -25,8 +27,9 @@ export class HttpApis extends Construct {
   readonly apiIds = {} as Record<Api, string>;
   /** Each API's nested stack (its own template and resource count). */
   readonly stacks = {} as Record<Api, NestedStack>;
+  readonly apis = {} as Record<Api, HttpApi>;
 
-  constructor(scope: Construct, id: string, props: { targets: GrantTargets }) {
+  constructor(scope: Construct, id: string, props: { targets: GrantTargets; alarmAction: IAlarmAction }) {
     super(scope, id);
     for (const api of HTTP_APIS) {
       const routes = ROUTES.filter((r) => r.api === api);
@@ -40,6 +43,8 @@ export class HttpApis extends Construct {
       const stage = new HttpStage(scope, 'Stage', { httpApi, stageName: '$default', autoDeploy: true, accessLogSettings: accessLogSettings(scope, 'http') });
       this.urls[api] = stage.url;
       this.apiIds[api] = httpApi.apiId;
+      this.apis[api] = httpApi;
+      httpApiAlarm(scope, api, httpApi, props.alarmAction);
 
       for (const route of routes) {
         if (isFallback(route) && route.method !== 'ANY') throw new Error(`route ${route.id}: $default takes method ANY`);

@@ -11,13 +11,15 @@ import { StreamDelivery } from './stream-delivery.js';
 import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
 import { BlobArrivals } from './blob-arrivals.js';
+import { AlarmTopic } from './alarm-topic.js';
+import { Operations } from './operations.js';
 
 export interface PlatformStackProps extends StackProps {
   /** See SocketApiProps.manageAccountLoggingRole. */
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the token signing key, the server secret, the three HTTP APIs, the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), stream delivery, the Events distribution, and the AI distribution (chat streamed). */
+/** The whole platform: storage, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly queues: Queues;
@@ -30,6 +32,8 @@ export class PlatformStack extends Stack {
   readonly eventsEdge: EventsEdge;
   readonly aiEdge: AiEdge;
   readonly blobArrivals: BlobArrivals;
+  readonly alarms: AlarmTopic;
+  readonly operations: Operations;
 
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
@@ -37,12 +41,15 @@ export class PlatformStack extends Stack {
     this.queues = new Queues(this, 'Queues');
     this.signing = new SigningKey(this, 'Signing');
     this.secret = new ServerSecret(this, 'ServerSecret');
+    // Every alarm of the stack notifies this topic (docs/decisions/operations.md).
+    this.alarms = new AlarmTopic(this, 'Alarms');
+    const alarmAction = this.alarms.action;
     const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
     const httpTargets = { ...targets, connections: this.socket.connections };
-    this.http = new HttpApis(this, 'Http', { targets: httpTargets });
-    this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret });
+    this.http = new HttpApis(this, 'Http', { targets: httpTargets, alarmAction });
+    this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret, alarmAction });
     // Files sent straight to the bucket (docs/data/blobs.md, "Large files on AWS").
     this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });
@@ -50,6 +57,16 @@ export class PlatformStack extends Stack {
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
     // The AI API's URL: HTTP routes and the streamed chat under one base (docs/decisions/ai-streaming-aws.md).
     this.aiEdge = new AiEdge(this, 'AiEdge', { httpApiId: this.http.apiIds.ai, targets: httpTargets });
+
+    // Last: every function exists now, and each gets its alarm.
+    this.operations = new Operations(this, 'Operations', {
+      alarmAction,
+      functionsOf: this,
+      queues: this.queues,
+      tables: { platform: this.storage.table, connections: this.socket.connections.table },
+      httpApis: this.http.apis,
+      socket: { apiId: this.socket.apiId, stage: SOCKET_STAGE },
+    });
 
     // Which URL serves what (docs/deploying.md lists them for operators): clients use ai_url, data_url, events_url.
     const apiUrlDescriptions: Record<(typeof HTTP_APIS)[number], string> = {

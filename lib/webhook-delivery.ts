@@ -1,5 +1,6 @@
 import { Duration, Stack } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, Stats, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { Alarm, ComparisonOperator, Stats, TreatMissingData, Unit, type IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import { FilterPattern, MetricFilter } from 'aws-cdk-lib/aws-logs';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Rule } from 'aws-cdk-lib/aws-events';
@@ -77,21 +78,27 @@ export const DELIVERY = {
 /** The sweeps of the two outboxes (webhook deliveries, platform events): every minute; a run reads 16 shards of at most 100 entries. */
 export const SWEEP = { timeoutSeconds: 60, everyMinutes: 1 } as const;
 
-/** ApproximateAgeOfOldestMessage of the `webhooks` queue above this alarms (the longest retry delay is 600 s). */
-export const OLDEST_MESSAGE_ALARM_SECONDS = 900;
+/**
+ * Failed attempts (each logged as `logMessage`) above `attempts` in `period` alarm. One receiver that
+ * is down fails one attempt per event and retry, a few a minute at ordinary volume; a hundred in five
+ * minutes is many receivers at once, or one flooding (docs/decisions/operations.md says how to tell).
+ */
+export const WEBHOOK_FAILURES = { logMessage: 'webhook attempt failed', attempts: 100, period: Duration.minutes(5) } as const;
 
 export interface WebhookDeliveryProps {
   readonly table: Table;
   readonly queues: Queues;
   /** Signing secrets are sealed with a key derived from the server secret (secret:read). */
   readonly secret: ServerSecret;
+  /** What the failing-deliveries alarm notifies (the alarm topic). */
+  readonly alarmAction: IAlarmAction;
 }
 
 /**
  * Webhook delivery in AWS: the `webhooks` queue's consumer function with
  * partial batch responses, the outbox sweep on a schedule, the platform-events sweep on a schedule
- * (the Data API's changes a write left in its outbox, docs/events/platform-events.md), and the alarms
- * on the queue's dead letters and on its oldest message. Each function gets exactly the items, queues
+ * (the Data API's changes a write left in its outbox, docs/events/platform-events.md), and the alarm
+ * on failing attempts (the queue's own alarms are with every queue's, lib/alarms.ts). Each function gets exactly the items, queues
  * and secret its work needs.
  */
 export class WebhookDelivery extends Construct {
@@ -100,14 +107,13 @@ export class WebhookDelivery extends Construct {
   readonly sweepSchedule: Rule;
   readonly platformEventsSweepFunction: NodejsFunction;
   readonly platformEventsSweepSchedule: Rule;
-  /** Messages the consumer failed on maxReceives times (engine failures, not failed webhooks: those become dead letters in the table). */
-  readonly deadLettersAlarm: Alarm;
-  readonly oldestMessageAlarm: Alarm;
+  /** Webhook attempts failing (receivers refusing or out of reach); the queue's own alarms are lib/alarms.ts queueAlarms. */
+  readonly failedAttemptsAlarm: Alarm;
 
   constructor(scope: Construct, id: string, props: WebhookDeliveryProps) {
     super(scope, id);
     const stackName = Stack.of(this).stackName;
-    const { queue, deadLetterQueue } = props.queues.byName.webhooks;
+    const { queue } = props.queues.byName.webhooks;
     if (DELIVERY.timeoutSeconds >= QUEUES.webhooks.visibilitySeconds) {
       throw new Error(`the webhook delivery timeout (${DELIVERY.timeoutSeconds} s) must stay under the webhooks queue's visibility timeout (${QUEUES.webhooks.visibilitySeconds} s)`);
     }
@@ -176,24 +182,26 @@ export class WebhookDelivery extends Construct {
     streamsQueue.grantSendMessages(platform.role);
     this.platformEventsSweepSchedule = schedule(platformScope, platform.fn, SWEEP.everyMinutes, `${stackName}: runs the platform-events sweep`);
 
-    this.deadLettersAlarm = new Alarm(this, 'DeadLettersAlarm', {
-      alarmName: `${stackName}-webhooks-dead-letters`,
-      alarmDescription:
-        'webhooks-dead holds messages: the delivery consumer failed on the store or queue for them maxReceives times (failed webhooks become dead letters in the table instead). Inspect, fix, then redrive them to webhooks.',
-      metric: deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(1), statistic: Stats.MAXIMUM }),
-      threshold: 0,
+    // Failed attempts, counted from the lines the delivery function logs (ATTEMPT_FAILED_LOG in
+    // lambdas/events/delivery.ts): a receiver that fails is the subscriber's; many at once are ours.
+    const failedAttempts = new MetricFilter(this, 'FailedAttemptsMetric', {
+      logGroup: delivery.fn.logGroup,
+      filterPattern: FilterPattern.stringValue('$.message', '=', WEBHOOK_FAILURES.logMessage),
+      metricNamespace: stackName,
+      metricName: 'WebhookAttemptsFailed',
+      metricValue: '1',
+      unit: Unit.COUNT,
+    });
+    this.failedAttemptsAlarm = new Alarm(this, 'FailedAttemptsAlarm', {
+      alarmName: `${stackName}-webhooks-failing`,
+      alarmDescription: `More than ${WEBHOOK_FAILURES.attempts} webhook attempts failed in ${WEBHOOK_FAILURES.period.toMinutes()} minutes: many receivers refuse or time out, or this stack cannot reach them.`,
+      metric: failedAttempts.metric({ statistic: Stats.SUM, period: WEBHOOK_FAILURES.period }),
+      threshold: WEBHOOK_FAILURES.attempts,
       comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
       evaluationPeriods: 1,
       treatMissingData: TreatMissingData.NOT_BREACHING,
     });
-    this.oldestMessageAlarm = new Alarm(this, 'OldestMessageAlarm', {
-      alarmName: `${stackName}-webhooks-oldest-message`,
-      alarmDescription: `A webhooks queue message waits for more than ${OLDEST_MESSAGE_ALARM_SECONDS} s (the longest retry delay is 600 s): delivery falls behind or is stuck.`,
-      metric: queue.metricApproximateAgeOfOldestMessage({ period: Duration.minutes(1), statistic: Stats.MAXIMUM }),
-      threshold: OLDEST_MESSAGE_ALARM_SECONDS,
-      comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: TreatMissingData.NOT_BREACHING,
-    });
+    this.failedAttemptsAlarm.addAlarmAction(props.alarmAction);
+    this.failedAttemptsAlarm.addOkAction(props.alarmAction);
   }
 }

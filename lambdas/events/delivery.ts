@@ -9,7 +9,7 @@
  */
 import type { Engine, QueueConsumer } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
-import { withLogIds } from '../shared/log.js';
+import { log, withLogIds } from '../shared/log.js';
 import { eventKey } from './keys.js';
 import { Subscriptions, type StoredSubscription } from './subscriptions.js';
 import { signatureHeader } from './signing.js';
@@ -28,6 +28,9 @@ const MAX_RETRY_SECONDS = 600;
 export const retryDelaySeconds = (attempt: number) => Math.min(MAX_RETRY_SECONDS, FIRST_RETRY_SECONDS * 2 ** (attempt - 1));
 
 export type AttemptResult = 'completed' | 'retrying' | 'dead' | 'dropped';
+
+/** The line a failed attempt logs: in AWS a metric filter counts these (lib/webhook-delivery.ts). */
+export const ATTEMPT_FAILED_LOG = 'webhook attempt failed';
 
 /** Parses a queue message's body; anything else is not ours to deliver (dropped, never retried). */
 export function deliveryMessageOf(body: string): DeliveryMessage | undefined {
@@ -106,7 +109,9 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
     await counted('done', { completed: 1, depth: m.replay ? 0 : -1 });
     return 'completed';
   }
-  if (m.attempt < MAX_ATTEMPTS && outcome.error !== 'secret_missing') {
+  const retrying = m.attempt < MAX_ATTEMPTS && outcome.error !== 'secret_missing';
+  log.warn(ATTEMPT_FAILED_LOG, { workspace_id: m.workspace_id, subscription_id: m.subscription_id, event_id: m.event_id, attempt: m.attempt, outcome: retrying ? 'retrying' : 'dead', error: outcome.error });
+  if (retrying) {
     await queueDelivery(engine, { ...m, attempt: m.attempt + 1 }, retryDelaySeconds(m.attempt));
     await counted(`a${m.attempt}`, { failed_attempts: 1, retries: 1 });
     return 'retrying';

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { Engine, KvItem } from '../../lambdas/engine/ports.js';
 import { QUEUES } from '../../lambdas/engine/queues.js';
 import { CHANGE_OUTBOX_SHARDS, changeOutboxPartition } from '../../lambdas/data/change-outbox.js';
-import { attemptDelivery } from '../../lambdas/events/delivery.js';
+import { ATTEMPT_FAILED_LOG, MAX_ATTEMPTS, attemptDelivery, retryDelaySeconds } from '../../lambdas/events/delivery.js';
 import { deadLetterKey } from '../../lambdas/events/dead-letters.js';
 import { eventKey, idempotencyKeyItem, inboxKey, subscriptionKey, subscriptionsPartition } from '../../lambdas/events/keys.js';
 import { OUTBOX_SHARDS, outboxKey, sweepOutbox } from '../../lambdas/events/outbox.js';
@@ -18,7 +18,8 @@ import { countedKey, statsKey } from '../../lambdas/events/stats.js';
 import { newId } from '../../lambdas/shared/ids.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
-import { CHANGE_OUTBOX_KEYS, DELIVERY, DELIVERY_READ_KEYS, DELIVERY_WRITE_KEYS, OLDEST_MESSAGE_ALARM_SECONDS, OUTBOX_KEYS, PLATFORM_EVENTS_SWEEP_KEYS, SWEEP } from '../../lib/webhook-delivery.js';
+import { QUEUE_AGE_ALARM_SECONDS } from '../../lib/alarms.js';
+import { CHANGE_OUTBOX_KEYS, DELIVERY, DELIVERY_READ_KEYS, DELIVERY_WRITE_KEYS, OUTBOX_KEYS, PLATFORM_EVENTS_SWEEP_KEYS, SWEEP, WEBHOOK_FAILURES } from '../../lib/webhook-delivery.js';
 import { actionsOf, allowedStatements, synthStack, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate, RUNTIME_ENV_NAMES } from './helpers.js';
 
 let stack: PlatformStack;
@@ -305,11 +306,25 @@ describe('alarms', () => {
     expect(found[0].Properties).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: 0, EvaluationPeriods: 1, Statistic: 'Maximum' });
   });
 
-  it(`alarms when the oldest webhooks message waits over ${OLDEST_MESSAGE_ALARM_SECONDS} s, longer than any retry delay`, () => {
+  it(`alarms when the oldest webhooks message waits over ${QUEUE_AGE_ALARM_SECONDS.webhooks} s, longer than any retry delay`, () => {
     const found = Object.values(alarmOn('ApproximateAgeOfOldestMessage', webhooks().queue));
     expect(found).toHaveLength(1);
-    expect(found[0].Properties).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: OLDEST_MESSAGE_ALARM_SECONDS, Statistic: 'Maximum' });
-    expect(OLDEST_MESSAGE_ALARM_SECONDS).toBeGreaterThan(600);
+    expect(found[0].Properties).toMatchObject({ ComparisonOperator: 'GreaterThanThreshold', Threshold: QUEUE_AGE_ALARM_SECONDS.webhooks, Statistic: 'Maximum' });
+    expect(QUEUE_AGE_ALARM_SECONDS.webhooks).toBeGreaterThan(Math.max(...Array.from({ length: MAX_ATTEMPTS }, (_, i) => retryDelaySeconds(i + 1))));
+  });
+
+  it(`alarms when more than ${WEBHOOK_FAILURES.attempts} attempts fail in ${WEBHOOK_FAILURES.period.toMinutes()} minutes, counted from the line the delivery logs`, () => {
+    // The filter matches the very message the domain writes at a failed attempt.
+    expect(WEBHOOK_FAILURES.logMessage).toBe(ATTEMPT_FAILED_LOG);
+    const delivery = consumerFunction(template, 'webhooks');
+    const filters = Object.values(template.findResources('AWS::Logs::MetricFilter')) as { Properties: any }[];
+    expect(filters).toHaveLength(1);
+    expect(filters[0].Properties.LogGroupName).toEqual({ Ref: delivery.props.LoggingConfig.LogGroup.Ref });
+    expect(filters[0].Properties.FilterPattern).toBe(`{ $.message = "${ATTEMPT_FAILED_LOG}" }`);
+    const { MetricName, MetricNamespace } = filters[0].Properties.MetricTransformations[0];
+    const found = Object.values(template.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName, Namespace: MetricNamespace } })) as { Properties: any }[];
+    expect(found).toHaveLength(1);
+    expect(found[0].Properties).toMatchObject({ Threshold: WEBHOOK_FAILURES.attempts, Statistic: 'Sum', Period: WEBHOOK_FAILURES.period.toSeconds(), AlarmActions: [expect.anything()] });
   });
 });
 
