@@ -11,11 +11,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { median } from '../bench/support/load.js';
 import { useSettings } from '../lambdas/shared/settings.js';
-import { idleCosts, projectedAlarms, type IdleRun } from './costs/idle.js';
+import { idleCosts, type IdleRun } from './costs/idle.js';
 import { measure, type Measured } from './costs/measure.js';
 import { peerRows } from './costs/peers.js';
 import { startCostPlatform, type CostPlatform } from './costs/platform.js';
-import { PRICES } from './costs/prices.js';
 import { replaceGenerated, report, routeCosts } from './costs/report.js';
 import { scenarios } from './costs/scenarios.js';
 import { synthesizedCensus, type StackCensus } from './costs/template.js';
@@ -89,13 +88,10 @@ async function main(): Promise<void> {
     census = synthesizedCensus();
     idleNote = 'Counted in the synthesized templates (nested stacks included) when this was generated.';
   } catch (error) {
-    census = { byType: {}, schedules: [], pitrTables: 0 };
+    census = { byType: {}, schedules: [], pitrTables: 0, alarmMetrics: 0 };
     idleNote = `The stack did not synthesize (${String(error).split('\n')[0]}): nothing counted.`;
   }
   const idle = idleCosts(census, sweep);
-  const alarmsNow = census.byType['AWS::CloudWatch::Alarm'] ?? 0;
-  const projected = projectedAlarms(census);
-  const idleTotal = idle.reduce((n, r) => n + r.monthlyUsd, 0);
 
   const routes = routeCosts(measured);
   const total = (name: string) => routes.find((r) => r.measured.scenario.name.startsWith(name))?.cost.total ?? NaN;
@@ -106,7 +102,6 @@ async function main(): Promise<void> {
     routes,
     idle,
     idleNote,
-    projectedAlarms: projected > alarmsNow ? { count: projected, monthlyUsd: idleTotal + (projected - alarmsNow) * PRICES.alarmMonth.usd } : undefined,
     peers,
     machine: `${new Date().toISOString().slice(0, 10)}, ${cpu} (${availableParallelism()} cores, ${arch()}), Node.js ${process.version}, the embedded engine`,
     runs: `each route warmed with ${plan.warmup} calls, counted over ${plan.counted}, timed over ${plan.timed}`,

@@ -10,6 +10,15 @@ import { PRICES } from './prices.js';
 const usd = (n: number) => `$${n.toFixed(2)}`;
 import type { StackCensus } from './template.js';
 
+/** A resource of a synthesized template. */
+export type Resource = { Type: string; Properties?: Record<string, unknown> };
+
+/** The metrics an alarm reads, as CloudWatch bills alarms: one, or each metric (not each expression) of its metric math. */
+export function alarmMetrics(alarm: Resource): number {
+  const queries = alarm.Properties?.Metrics as { MetricStat?: unknown }[] | undefined;
+  return queries ? queries.filter((q) => q.MetricStat !== undefined).length : 1;
+}
+
 export interface IdleRow {
   what: string;
   count: number;
@@ -33,17 +42,6 @@ export function runsPerMonth(expression: string): number | undefined {
   return m ? MINUTES_A_MONTH / Number(m[1]) : undefined;
 }
 
-/**
- * The alarms the operations work of this release asks for, from the census: errors and throttles of
- * every function, the depth of every dead-letter queue and the age of every queue's oldest message
- * (one each per queue, dead-letter queues included), 5xx of each API, throttled requests of each
- * table, and failing webhook deliveries.
- */
-export function projectedAlarms(c: StackCensus): number {
-  const n = (type: string) => c.byType[type] ?? 0;
-  return 2 * n('AWS::Lambda::Function') + n('AWS::SQS::Queue') + n('AWS::ApiGatewayV2::Api') + n('AWS::DynamoDB::Table') + 1;
-}
-
 /** One scheduled run with nothing to do: what it read and wrote, and how long it ran. */
 export interface IdleRun {
   usage: Usage;
@@ -58,9 +56,14 @@ export function idleCosts(c: StackCensus, sweep: IdleRun): IdleRow[] {
   const perRun = lambdaUsd(runMs) + sweep.usage.readUnits * PRICES.dynamoReadUnit.usd + sweep.usage.writeUnits * PRICES.dynamoWriteUnit.usd;
   const mappings = n('AWS::Lambda::EventSourceMapping');
   return [
-    { what: 'KMS keys (token signing)', count: n('AWS::KMS::Key'), monthlyUsd: n('AWS::KMS::Key') * PRICES.kmsKeyMonth.usd, basis: `${usd(PRICES.kmsKeyMonth.usd)} a key` },
-    { what: 'Secrets Manager secrets (server secret)', count: n('AWS::SecretsManager::Secret'), monthlyUsd: n('AWS::SecretsManager::Secret') * PRICES.secretMonth.usd, basis: `${usd(PRICES.secretMonth.usd)} a secret; each upstream API key an operator stores adds one` },
-    { what: 'CloudWatch alarms', count: n('AWS::CloudWatch::Alarm'), monthlyUsd: n('AWS::CloudWatch::Alarm') * PRICES.alarmMonth.usd, basis: `${usd(PRICES.alarmMonth.usd)} an alarm (the account's first 10 are free)` },
+    { what: 'KMS keys', count: n('AWS::KMS::Key'), monthlyUsd: n('AWS::KMS::Key') * PRICES.kmsKeyMonth.usd, basis: `${usd(PRICES.kmsKeyMonth.usd)} a key` },
+    { what: 'Secrets Manager secrets', count: n('AWS::SecretsManager::Secret'), monthlyUsd: n('AWS::SecretsManager::Secret') * PRICES.secretMonth.usd, basis: `${usd(PRICES.secretMonth.usd)} a secret; each upstream API key an operator stores adds one` },
+    {
+      what: 'CloudWatch alarms',
+      count: n('AWS::CloudWatch::Alarm'),
+      monthlyUsd: c.alarmMetrics * PRICES.alarmMonth.usd,
+      basis: `${usd(PRICES.alarmMonth.usd)} an alarm metric, ${c.alarmMetrics} metrics (a metric-math alarm bills each metric it reads; the account's first 10 are free)`,
+    },
     { what: 'CloudWatch dashboards', count: n('AWS::CloudWatch::Dashboard'), monthlyUsd: n('AWS::CloudWatch::Dashboard') * PRICES.dashboardMonth.usd, basis: `${usd(PRICES.dashboardMonth.usd)} a dashboard (the account's first 3 are free)` },
     {
       what: 'scheduled sweeps with nothing to sweep',

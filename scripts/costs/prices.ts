@@ -99,7 +99,13 @@ export const PRICES = {
   kmsAsymmetricRequest: { usd: 0.15 / 10_000, unit: 'KMS asymmetric request (Sign)', source: 'https://aws.amazon.com/kms/pricing/', checked: AWS_READ, verified: false },
   secretApiCall: { usd: 0.05 / 10_000, unit: 'Secrets Manager API call (GetSecretValue)', source: 'https://aws.amazon.com/secrets-manager/pricing/', checked: AWS_READ, verified: false },
   secretMonth: { usd: 0.4, unit: 'Secrets Manager secret a month', source: 'https://aws.amazon.com/secrets-manager/pricing/', checked: AWS_READ, verified: false },
-  alarmMonth: { usd: 0.1, unit: 'CloudWatch standard-resolution alarm metric a month (first 10 free per account)', source: 'https://aws.amazon.com/cloudwatch/pricing/', checked: AWS_READ, verified: false },
+  alarmMonth: {
+    usd: 0.1,
+    unit: 'CloudWatch standard-resolution alarm metric a month (first 10 free per account); a metric-math alarm counts each metric it reads',
+    source: 'https://aws.amazon.com/cloudwatch/pricing/',
+    checked: AWS_READ,
+    verified: false,
+  },
   dashboardMonth: {
     usd: 3.0,
     unit: 'CloudWatch dashboard a month (first 3, of up to 50 metrics each, free per account)',

@@ -113,16 +113,12 @@ export interface ReportInput {
   routes: RouteCost[];
   idle: IdleRow[];
   idleNote: string;
-  projectedAlarms?: { count: number; monthlyUsd: number };
   peers: PeerRow[];
   machine: string;
   runs: string;
 }
 
 export function report(r: ReportInput): string {
-  const alarms = r.projectedAlarms
-    ? `\nWith the alarms of the operations work (errors and throttles of each function, each queue, each API's 5xx, each table's throttles, failing deliveries: ${r.projectedAlarms.count} alarms) the idle stack costs about **$${usd(r.projectedAlarms.monthlyUsd)}** a month.\n`
-    : '';
   return [
     BEGIN,
     '',
@@ -152,7 +148,7 @@ export function report(r: ReportInput): string {
     r.idleNote,
     '',
     idleTable(r.idle),
-    alarms,
+    '',
     '### Against hosted peers',
     '',
     peerTable(r.peers),

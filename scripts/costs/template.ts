@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PlatformStack } from '../../lib/platform-stack.js';
 
-type Resource = { Type: string; Properties?: Record<string, unknown> };
+import { alarmMetrics, type Resource } from './idle.js';
 
 export interface StackCensus {
   /** Resources by CloudFormation type, over every template. */
@@ -18,6 +18,8 @@ export interface StackCensus {
   schedules: string[];
   /** Tables with point-in-time recovery on. */
   pitrTables: number;
+  /** The metrics the alarms read: CloudWatch bills an alarm per metric, a metric-math alarm for each metric in its expression. */
+  alarmMetrics: number;
 }
 
 export function synthesizedCensus(): StackCensus {
@@ -26,7 +28,7 @@ export function synthesizedCensus(): StackCensus {
     const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
     new PlatformStack(app, 'PlatformStack');
     app.synth();
-    const census: StackCensus = { byType: {}, schedules: [], pitrTables: 0 };
+    const census: StackCensus = { byType: {}, schedules: [], pitrTables: 0, alarmMetrics: 0 };
     for (const file of readdirSync(outdir).filter((f) => f.endsWith('.template.json'))) {
       const template = JSON.parse(readFileSync(join(outdir, file), 'utf8')) as { Resources?: Record<string, Resource> };
       for (const r of Object.values(template.Resources ?? {})) {
@@ -35,6 +37,7 @@ export function synthesizedCensus(): StackCensus {
         if (typeof schedule === 'string') census.schedules.push(schedule);
         const pitr = r.Properties?.PointInTimeRecoverySpecification as { PointInTimeRecoveryEnabled?: boolean } | undefined;
         if (r.Type === 'AWS::DynamoDB::Table' && pitr?.PointInTimeRecoveryEnabled) census.pitrTables++;
+        if (r.Type === 'AWS::CloudWatch::Alarm') census.alarmMetrics += alarmMetrics(r);
       }
     }
     return census;

@@ -10,7 +10,7 @@ import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { indexWriteUnits, Meter, meteredEngine, noUsage, readUnits, sqsRequests, writeUnits } from '../../scripts/costs/meter.js';
 import { millionCalls } from '../../scripts/costs/pricing.js';
 import { startCostPlatform, type CostPlatform } from '../../scripts/costs/platform.js';
-import { idleCosts, runsPerMonth } from '../../scripts/costs/idle.js';
+import { alarmMetrics, idleCosts, runsPerMonth } from '../../scripts/costs/idle.js';
 import { replaceGenerated, BEGIN, END } from '../../scripts/costs/report.js';
 
 describe('pricing a million calls', () => {
@@ -41,7 +41,7 @@ describe('pricing a million calls', () => {
 
   it('prices an idle stack from its census: per-resource fees and the scheduled runs', () => {
     const rows = idleCosts(
-      { byType: { 'AWS::KMS::Key': 1, 'AWS::SecretsManager::Secret': 2, 'AWS::CloudWatch::Alarm': 10, 'AWS::CloudWatch::Dashboard': 1 }, schedules: ['rate(1 minute)'], pitrTables: 1 },
+      { byType: { 'AWS::KMS::Key': 1, 'AWS::SecretsManager::Secret': 2, 'AWS::CloudWatch::Alarm': 9, 'AWS::CloudWatch::Dashboard': 1 }, schedules: ['rate(1 minute)'], pitrTables: 1, alarmMetrics: 10 },
       { usage: noUsage(), durationMs: 1 },
     );
     const of = (what: string) => rows.find((r) => r.what.startsWith(what))!.monthlyUsd;
@@ -52,6 +52,9 @@ describe('pricing a million calls', () => {
     // 43,200 runs of 1 ms: the request and the duration.
     expect(of('scheduled')).toBeCloseTo(43_200 * (0.2e-6 + 0.001 * 0.5 * 0.0000133334), 9);
     expect(runsPerMonth('rate(5 minutes)')).toBe(8640);
+    // A metric-math alarm reading errors and throttles bills two alarm metrics; a plain one, one.
+    const mathAlarm = { Type: 'AWS::CloudWatch::Alarm', Properties: { Metrics: [{ Expression: 'errors + throttles' }, { MetricStat: {} }, { MetricStat: {} }] } };
+    expect([alarmMetrics(mathAlarm), alarmMetrics({ Type: 'AWS::CloudWatch::Alarm', Properties: { MetricName: 'Errors' } })]).toEqual([2, 1]);
     expect(runsPerMonth('cron(0 * * * ? *)')).toBeUndefined();
   });
 
