@@ -153,6 +153,8 @@ export function report(r: ReportInput): string {
     '',
     peerTable(r.peers),
     '',
+    `The stack's figures are what the work adds; its idle cost ($${usd(r.idle.reduce((n, row) => n + row.monthlyUsd, 0))} a month, above) is paid once for all of it. A peer's figure is its whole bill for that work.`,
+    '',
     '### Prices used',
     '',
     priceTable(),
