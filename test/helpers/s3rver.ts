@@ -41,7 +41,8 @@ export async function startS3rver(bucket = 'platform-test'): Promise<S3rverBucke
     endpoint,
     client,
     bucket,
-    onEvent: (listener) => void server.on('event', listener),
+    // S3rver is a Koa app (an EventEmitter); its typings leave that out.
+    onEvent: (listener) => void (server as unknown as NodeJS.EventEmitter).on('event', listener),
     async close() {
       client.destroy(); // drops keep-alive sockets, which would otherwise hold the server open
       await server.close();
