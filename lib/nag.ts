@@ -102,6 +102,22 @@ export const AI_DISTRIBUTION_REASONS: DistributionReasons = {
   noAccessLogs: 'the AI HTTP API stage writes access logs, every AI call is recorded in the activity log with its usage',
 };
 
+export const DATA_DISTRIBUTION_REASONS: DistributionReasons = {
+  api: 'Data',
+  noWaf: 'every request is authenticated and rate limited per credential inside the functions (counted in the table)',
+  noAccessLogs: 'the Data HTTP API stage behind it writes access logs of every request (lib/access-log.ts), and every file call is recorded in the activity log',
+};
+
+/** A Lambda@Edge function (lib/data-edge.ts): what its role and runtime can and cannot be. */
+export function acknowledgeEdgeFunction(fn: IConstruct): void {
+  ack(
+    fn,
+    'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+    'Lambda@Edge writes its logs in every region it runs in, to log groups it names itself (/aws/lambda/us-east-1.<function>); no narrower resource list exists. The function has no other permission: it only calls the Data API over HTTPS.',
+  );
+  ack(fn, 'AwsSolutions-L1', 'Lambda@Edge offers fewer Node.js runtimes than Lambda; 22.x is the newest it takes, and the bundle targets node22 as every function of the stack does.');
+}
+
 /** An API distribution (lib/edge.ts): what cdk-nag asks of a content distribution, and why an API front does without. */
 export function acknowledgeApiDistribution(distribution: IConstruct, reasons: DistributionReasons): void {
   ack(distribution, 'AwsSolutions-CFR1', `No geo restriction: the ${reasons.api} API serves customers wherever they are; access is decided by credentials in every function.`);

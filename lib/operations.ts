@@ -1,7 +1,7 @@
 import type { IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import type { Api } from '../lambdas/shared/api.js';
 import type { QueueName } from '../lambdas/engine/queues.js';
@@ -37,7 +37,8 @@ export class Operations extends Construct {
     for (const [name, table] of Object.entries(props.tables)) tableAlarm(new Construct(this, `${name[0].toUpperCase()}${name.slice(1)}Table`), name, table, action);
     socketApiAlarm(new Construct(this, 'EventsSocket'), props.socket.apiId, props.socket.stage, action);
     for (const c of props.functionsOf.node.findAll()) {
-      if (c.node.metadata.some((m) => m.type === ENTRY_METADATA)) functionAlarm(c as NodejsFunction, action);
+      // Lambda@Edge functions (plain Functions, lib/data-edge.ts) report their metrics in each region they run in: no alarm here.
+      if (c instanceof NodejsFunction && c.node.metadata.some((m) => m.type === ENTRY_METADATA)) functionAlarm(c, action);
     }
     this.dashboard = new PlatformDashboard(this, 'Dashboard', { httpApis: props.httpApis, socket: props.socket, queues: props.queues });
   }

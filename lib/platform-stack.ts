@@ -11,6 +11,7 @@ import { StreamDelivery } from './stream-delivery.js';
 import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
 import { BlobArrivals } from './blob-arrivals.js';
+import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
 
@@ -32,6 +33,7 @@ export class PlatformStack extends Stack {
   readonly eventsEdge: EventsEdge;
   readonly aiEdge: AiEdge;
   readonly blobArrivals: BlobArrivals;
+  readonly dataEdge: DataEdge;
   readonly alarms: AlarmTopic;
   readonly operations: Operations;
 
@@ -57,6 +59,8 @@ export class PlatformStack extends Stack {
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
     // The AI API's URL: HTTP routes and the streamed chat under one base (docs/decisions/ai-streaming-aws.md).
     this.aiEdge = new AiEdge(this, 'AiEdge', { httpApiId: this.http.apiIds.ai, targets: httpTargets });
+    // The Data API's URL: files of every size, through the upload relay (docs/decisions/large-files-aws.md).
+    this.dataEdge = new DataEdge(this, 'DataEdge', { httpApiId: this.http.apiIds.data });
 
     // Last: every function exists now, and each gets its alarm.
     this.operations = new Operations(this, 'Operations', {
@@ -71,12 +75,13 @@ export class PlatformStack extends Stack {
     // Which URL serves what (docs/deploying.md lists them for operators): clients use ai_url, data_url, events_url.
     const apiUrlDescriptions: Record<(typeof HTTP_APIS)[number], string> = {
       ai: "The AI HTTP API's own stage URL, without CloudFront: a streamed chat arrives whole, at the end; clients use AiUrl",
-      data: 'data_url: the Data API (its HTTP API stage)',
+      data: "The Data HTTP API's own stage URL, without CloudFront: bodies over about 4.45 MiB only with Upload-Length; clients use DataUrl",
       events: "The Events HTTP API's own stage URL, without CloudFront and the stream (426); clients use EventsUrl",
     };
     for (const api of HTTP_APIS) new CfnOutput(this, `${api[0].toUpperCase()}${api.slice(1)}ApiUrl`, { value: this.http.urls[api], description: apiUrlDescriptions[api] });
     new CfnOutput(this, 'EventsSocketUrl', { value: this.socket.url, description: "The Events WebSocket API's stage (wss): a stream client that cannot use EventsUrl sends the stream's path in x-stream-path" });
     new CfnOutput(this, 'EventsUrl', { value: this.eventsEdge.url, description: 'events_url: the Events API, its stream included' });
+    new CfnOutput(this, 'DataUrl', { value: this.dataEdge.url, description: 'data_url: the Data API, files of every size (large PUTs relayed to S3)' });
     new CfnOutput(this, 'AiUrl', { value: this.aiEdge.url, description: 'ai_url: the AI API, chat completions streamed' });
     new CfnOutput(this, 'TableName', { value: this.storage.table.tableName, description: 'TABLE_NAME of the admin CLI (ENGINE=aws npm run admin): the platform table' });
   }

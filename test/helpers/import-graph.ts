@@ -86,7 +86,8 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   lib: {
     layers: ['lib'],
     files: ['lambdas/http/routes.ts', 'lambdas/shared/api.ts', 'lambdas/shared/counters.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts'],
-    packages: ['aws-cdk-lib', 'constructs', 'cdk-nag'],
+    // esbuild: a Lambda@Edge function's code is bundled at synthesis as NodejsFunction bundles the others.
+    packages: ['aws-cdk-lib', 'constructs', 'cdk-nag', 'esbuild'],
   },
   bin: { layers: ['bin', 'lib', 'local', 'admin', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-cdk-lib', 'cdk-nag'] },
 };

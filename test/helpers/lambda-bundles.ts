@@ -15,13 +15,14 @@ import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { bundledFunctionProps, CONSUMER_TAG, ENTRY_METADATA, PROJECT_ROOT, type EntryMetadata } from '../../lib/function-defaults.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
+import { EDGE_TAG } from '../../lib/data-edge.js';
 import { flatLogicalId, flatTemplate, synthStack } from '../infra/helpers.js';
 import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { DynaliteTable } from './dynalite.js';
 import { emulateTransactions } from './dynalite-transactions.js';
 
-export type FunctionKind = 'route' | 'stream' | 'consumer';
+export type FunctionKind = 'route' | 'stream' | 'consumer' | 'edge';
 
 export interface StackFunction {
   /** The function's tag value: a route id, or a consumer's name. */
@@ -58,7 +59,9 @@ export function stackFunctions(): { functions: StackFunction[]; tables: { logica
       ? (['route', tags.get(ROUTE_TAG)] as const)
       : tags.has(STREAM_ROUTE_TAG)
         ? (['stream', tags.get(STREAM_ROUTE_TAG)] as const)
-        : (['consumer', tags.get(CONSUMER_TAG)] as const);
+        : tags.has(EDGE_TAG)
+          ? (['edge', tags.get(EDGE_TAG)] as const)
+          : (['consumer', tags.get(CONSUMER_TAG)] as const);
     if (!name) throw new Error(`function ${logicalId} (${entry}) carries none of the stack's tags`);
     const variables = (props.Environment?.Variables ?? {}) as Record<string, unknown>;
     const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, placeholderOf(v, resources)]));

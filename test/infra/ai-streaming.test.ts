@@ -10,7 +10,7 @@ import { ROUTES, routeById } from '../../lambdas/http/routes.js';
 import { AI_ORIGIN_IDS, STREAMED_ROUTE, STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { BEDROCK_ACTIONS } from '../../lib/upstream-grants.js';
-import { allowedStatements, expectedEnvNames, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn, flatTemplate } from './helpers.js';
+import { allowedStatements, expectedEnvNames, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn, flatTemplate, TEST_REGION } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -123,13 +123,13 @@ describe('upstream-keys:read', () => {
       expect(upstreamSecrets, id).toHaveLength(1);
       expect(upstreamSecrets[0].actions, id).toEqual(['secretsmanager:GetSecretValue']);
       expect(JSON.parse(upstreamSecrets[0].resources), id).toEqual({
-        'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':secretsmanager:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':secret:PlatformStack/ai-upstream/*']],
+        'Fn::Join': ['', [`arn:aws:secretsmanager:${TEST_REGION}:`, { Ref: 'AWS::AccountId' }, ':secret:PlatformStack/ai-upstream/*']],
       });
       expect(bedrock, id).toHaveLength(1);
       expect(bedrock[0].actions.sort(), id).toEqual([...BEDROCK_ACTIONS].sort());
       expect(JSON.parse(bedrock[0].resources), id).toEqual([
-        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':bedrock:*::foundation-model/*']] },
-        { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':bedrock:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':inference-profile/*']] },
+        'arn:aws:bedrock:*::foundation-model/*',
+        { 'Fn::Join': ['', [`arn:aws:bedrock:${TEST_REGION}:`, { Ref: 'AWS::AccountId' }, ':inference-profile/*']] },
       ]);
       // Nothing else of Secrets Manager beyond the server secret (secret:read).
       const otherSecrets = statements.filter((s) => s.actions.some((a) => a.startsWith('secretsmanager:')) && !s.resources.includes('ai-upstream'));

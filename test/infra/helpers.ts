@@ -17,9 +17,13 @@ export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] as string[] };
 /** cdk.json's context (the feature flags): what the CDK CLI gives the app, so the tests see the templates it deploys. */
 export const CDK_JSON_CONTEXT = (JSON.parse(readFileSync(join(PROJECT_ROOT, 'cdk.json'), 'utf8')) as { context?: Record<string, unknown> }).context ?? {};
 
+/** The region the template tests synthesize the stack for. */
+export const TEST_REGION = 'us-east-1';
+
 export function synthStack(opts: { nag?: boolean } = {}) {
   const app = new App({ context: { ...CDK_JSON_CONTEXT, ...NO_BUNDLING } });
-  const stack = new PlatformStack(app, 'PlatformStack');
+  // A region, as bin/app.ts names one (the Data distribution's Lambda@Edge needs it): us-east-1, where the relay sits in the stack itself.
+  const stack = new PlatformStack(app, 'PlatformStack', { env: { region: TEST_REGION } });
   if (opts.nag) Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
   return { app, stack };
 }

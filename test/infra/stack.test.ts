@@ -4,6 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { QUEUES, type QueueName } from '../../lambdas/engine/queues.js';
 import { ROUTES, SOCKET_ROUTES, countsCalls } from '../../lambdas/http/routes.js';
+import { EDGE_TAG } from '../../lib/data-edge.js';
 import { HTTP_APIS } from '../../lib/http-apis.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import {
@@ -93,7 +94,10 @@ describe('functions', () => {
 
   it('runs every function of the stack with source maps on, so stack traces in the logs name source files and lines', () => {
     // Every Node.js function (CDK's own Python custom resource, writing the bucket's notifications at deploy time, has no source maps to read).
-    const fns = (Object.values(template.findResources('AWS::Lambda::Function')) as { Properties: { Runtime?: string; Environment?: { Variables?: Record<string, unknown> } } }[]).filter((fn) => fn.Properties.Runtime?.startsWith('nodejs'));
+    // (Lambda@Edge functions take no environment at all: lib/data-edge.ts.)
+    const fns = (Object.values(template.findResources('AWS::Lambda::Function')) as { Properties: { Runtime?: string; Tags?: { Key: string }[]; Environment?: { Variables?: Record<string, unknown> } } }[]).filter(
+      (fn) => fn.Properties.Runtime?.startsWith('nodejs') && !fn.Properties.Tags?.some((t) => t.Key === EDGE_TAG),
+    );
     expect(fns.length).toBeGreaterThan(ALL_ROUTES.length);
     for (const fn of fns) expect(fn.Properties.Environment?.Variables?.NODE_OPTIONS).toBe('--enable-source-maps');
   });
@@ -261,9 +265,9 @@ describe('queues', () => {
   });
 });
 
-it('outputs the three API URLs, the WebSocket URL, the Events URL and the AI URL (the distributions), and the table name, each described', () => {
+it('outputs the three API URLs, the WebSocket URL, the Data, Events and AI URLs (the distributions), and the table name, each described', () => {
   const outputs = template.findOutputs('*');
-  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName']);
+  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'DataUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName']);
   for (const [name, output] of Object.entries(outputs)) expect(output.Description, name).toMatch(/\w{3,}.{20,}/);
   expect(outputs.TableName.Value).toEqual({ Ref: logicalIdIn(stack, stack.storage.table) });
   expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');

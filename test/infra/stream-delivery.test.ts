@@ -22,7 +22,7 @@ import { CONNECTION_TABLE_ACTIONS } from '../../lib/route-function.js';
 import { SOCKET_STAGE } from '../../lib/socket-api.js';
 import { STREAM_CONSUMER, STREAM_CREDENTIAL_KEYS, STREAM_INBOX_KEYS, STREAM_ORIGIN_KEYS, STREAM_SLOT_KEYS } from '../../lib/stream-delivery.js';
 import { CONSUMER_TAG } from '../../lib/function-defaults.js';
-import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate, RUNTIME_ENV_NAMES } from './helpers.js';
+import { actionsOf, allowedStatements, routeFunctions, synthStack, taggedFunctions, type AllowStatement, leadingKeyPattern, consumerFunction, logicalIdIn, flatTemplate, RUNTIME_ENV_NAMES, TEST_REGION } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
@@ -136,7 +136,7 @@ describe('stream consumer', () => {
 
 describe('the Events distribution: one URL for the HTTP routes and the stream', () => {
   const distribution = () => template.findResources('AWS::CloudFront::Distribution')[logicalId(stack.eventsEdge.distribution)] as { Properties: { DistributionConfig: any } };
-  const apiDomain = (apiId: string) => ({ 'Fn::Join': ['', [{ Ref: apiId }, '.execute-api.', { Ref: 'AWS::Region' }, '.', { Ref: 'AWS::URLSuffix' }]] });
+  const apiDomain = (apiId: string) => ({ 'Fn::Join': ['', [{ Ref: apiId }, `.execute-api.${TEST_REGION}.`, { Ref: 'AWS::URLSuffix' }]] });
 
   it('sends every path to the Events HTTP API, and the stream path to the WebSocket API, over TLS 1.2, caching nothing and forwarding every viewer header but Host', () => {
     const config = distribution().Properties.DistributionConfig;
