@@ -26,7 +26,8 @@ export function synthesizedCensus(): StackCensus {
   const outdir = mkdtempSync(join(tmpdir(), 'platform-costs-synth-'));
   try {
     const app = new App({ outdir, context: { 'aws:cdk:bundling-stacks': [] } });
-    new PlatformStack(app, 'PlatformStack');
+    // A region, as bin/app.ts names one (the Data distribution's Lambda@Edge needs it).
+    new PlatformStack(app, 'PlatformStack', { env: { region: 'us-east-1' } });
     app.synth();
     const census: StackCensus = { byType: {}, schedules: [], pitrTables: 0, alarmMetrics: 0 };
     for (const file of readdirSync(outdir).filter((f) => f.endsWith('.template.json'))) {
