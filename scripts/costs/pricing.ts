@@ -16,6 +16,8 @@ export interface Path {
   cloudFront: boolean;
   /** Lambda invocations per call (a queue consumer's batch shares one). */
   invocations: number;
+  /** The memory of a Lambda@Edge function the distribution runs on the call's path, MB (none: no edge function). */
+  edgeFunctionMb?: number;
 }
 
 /** One call of a route: what it used and how long its function ran. */
@@ -33,6 +35,8 @@ export interface MillionCost {
   lambda: number;
   apiGateway: number;
   cloudFront: number;
+  /** Lambda@Edge, on the paths that run one. */
+  edgeFunction: number;
   dynamo: number;
   s3: number;
   sqs: number;
@@ -50,11 +54,19 @@ export function millionCalls(call: CallProfile): MillionCost {
   const lambda = MILLION * path.invocations * lambdaUsd(call.durationMs);
   const apiGateway = path.httpApi ? MILLION * Math.max(1, Math.ceil((call.requestBytes ?? 0) / HTTP_API_STEP_BYTES)) * PRICES.httpApiRequest.usd : 0;
   const cloudFront = path.cloudFront ? MILLION * PRICES.cloudFrontHttpsRequest.usd : 0;
+  const edgeFunction = path.edgeFunctionMb ? MILLION * edgeFunctionUsd(path.edgeFunctionMb) : 0;
   const dynamo = MILLION * (u.readUnits * PRICES.dynamoReadUnit.usd + u.writeUnits * PRICES.dynamoWriteUnit.usd);
   const s3 = MILLION * (u.s3Puts * PRICES.s3PutRequest.usd + u.s3Gets * PRICES.s3GetRequest.usd);
   const sqs = MILLION * u.sqsRequests * PRICES.sqsRequest.usd;
-  return { lambda, apiGateway, cloudFront, dynamo, s3, sqs, total: lambda + apiGateway + cloudFront + dynamo + s3 + sqs };
+  return { lambda, apiGateway, cloudFront, edgeFunction, dynamo, s3, sqs, total: lambda + apiGateway + cloudFront + edgeFunction + dynamo + s3 + sqs };
 }
+
+/**
+ * One run of an edge function that passes the request on untouched (the Data distribution's upload
+ * relay for anything but a PUT over the Lambda payload: no I/O), billed as its minimum, 1 ms.
+ */
+export const EDGE_FUNCTION_MS = 1;
+export const edgeFunctionUsd = (memoryMb: number): number => PRICES.lambdaEdgeRequest.usd + (EDGE_FUNCTION_MS / 1000) * (memoryMb / 1024) * PRICES.lambdaEdgeGbSecond.usd;
 
 /** What each second a function waits (on a model, a webhook receiver) adds to a million calls. */
 export const waitUsdPerMillionPerSecond = (): number => MILLION * FUNCTION_GB * PRICES.lambdaArmGbSecond.usd;

@@ -31,7 +31,7 @@ export function routeCosts(measured: Measured[]): RouteCost[] {
 
 export function routeTable(rows: RouteCost[]): string {
   return formatTable({
-    headers: ['API', 'call', 'ms', 'RRU', 'WRU', 'S3 put/get', 'SQS', 'Lambda', 'API GW', 'CloudFront', 'DynamoDB', 'S3', 'SQS $', 'total', 'total, AWS waits'],
+    headers: ['API', 'call', 'ms', 'RRU', 'WRU', 'S3 put/get', 'SQS', 'Lambda', 'API GW', 'CloudFront (+ edge fn)', 'DynamoDB', 'S3', 'SQS $', 'total', 'total, AWS waits'],
     align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
     rows: rows.map(({ measured: m, cost: c, withWaits }) => [
       m.scenario.api,
@@ -43,7 +43,7 @@ export function routeTable(rows: RouteCost[]): string {
       units(m.usage.sqsRequests),
       usd(c.lambda),
       usd(c.apiGateway),
-      usd(c.cloudFront),
+      usd(c.cloudFront + c.edgeFunction),
       usd(c.dynamo),
       usd(c.s3),
       usd(c.sqs),
@@ -66,11 +66,6 @@ export function projectionTable(): string {
       ['a function waiting (a model answering, a webhook receiver), each second', usd(perSecond), 'million calls'],
       [`a cold start: ${COLD_INIT_MS} ms of init (assumed), billed as duration since AWS bills the INIT phase (from 2025-08-01; not verified here)`, usd(coldStart), 'million cold starts'],
       ['a cold start of a function that reads the server secret: one GetSecretValue', usd(1e6 * PRICES.secretApiCall.usd), 'million cold starts'],
-      [
-        'the Data API behind a distribution (the upload relay of docs/decisions/large-files-aws.md): a CloudFront request a call, and on file paths a Lambda@Edge invocation of 1 ms at 128 MB',
-        `${usd(1e6 * PRICES.cloudFrontHttpsRequest.usd)} + ${usd(1e6 * (PRICES.lambdaEdgeRequest.usd + 0.001 * (128 / 1024) * PRICES.lambdaEdgeGbSecond.usd))}`,
-        'million calls',
-      ],
       ['Events stream: frames sent or received (API Gateway WebSocket, 32 KB each)', usd(1e6 * PRICES.webSocketMessage.usd), 'million frames'],
       ['Events stream: one connection open all month (43,200 minutes)', usd(43_200 * PRICES.webSocketConnectionMinute.usd), 'connection'],
       ['Events stream: the handshake through CloudFront (its Function, and the request)', usd(1e6 * (PRICES.cloudFrontFunction.usd + PRICES.cloudFrontHttpsRequest.usd)), 'million connections'],

@@ -31,8 +31,10 @@ export interface Scenario {
   sqsOutside?: number;
 }
 
-const HTTP: Path = { httpApi: true, cloudFront: false, invocations: 1 };
+/** Every API is served through its CloudFront distribution in front of its HTTP API (lib/data-edge.ts, events-edge.ts, ai-edge.ts). */
 const EDGE: Path = { httpApi: true, cloudFront: true, invocations: 1 };
+/** The Data distribution's file paths also run the upload relay, a Lambda@Edge function of 128 MB (lib/data-edge.ts). */
+const FILE_PATH: Path = { ...EDGE, edgeFunctionMb: 128 };
 /** An SQS-triggered function: no front door; one invocation per delivery (a quiet queue's batch of one). */
 const QUEUE: Path = { httpApi: false, cloudFront: false, invocations: 1 };
 /** The event source mapping receives and deletes messages in batches of up to 10 (lib/webhook-delivery.ts): counted at a full batch. */
@@ -131,23 +133,23 @@ export async function scenarios(p: CostPlatform): Promise<{ list: Scenario[]; cl
   let freshBlob = randomBytes(1024);
 
   const list: Scenario[] = [
-    { api: 'Data', name: 'record create', runs: 'data.records.create', path: HTTP, requestBytes: json(record()), call: async () => void (await p.call('data.records.create', { path: items, params, body: record(), expect: 201 })) },
-    { api: 'Data', name: 'record get', runs: 'data.records.get', path: HTTP, call: async () => void (await p.call('data.records.get', { path: `${items}/${one.id}`, params: { ...params, id: one.id }, expect: 200 })) },
-    { api: 'Data', name: 'record list (20)', runs: 'data.records.list', path: HTTP, call: async () => void (await p.call('data.records.list', { path: items, params, query: { limit: '20' }, expect: 200 })) },
-    { api: 'Data', name: 'record update', runs: 'data.records.update', path: HTTP, requestBytes: json({ title: 'renamed' }), call: async () => void (await p.call('data.records.update', { path: `${items}/${one.id}`, params: { ...params, id: one.id }, body: { title: `renamed ${n++}` }, expect: 200 })) },
+    { api: 'Data', name: 'record create', runs: 'data.records.create', path: EDGE, requestBytes: json(record()), call: async () => void (await p.call('data.records.create', { path: items, params, body: record(), expect: 201 })) },
+    { api: 'Data', name: 'record get', runs: 'data.records.get', path: EDGE, call: async () => void (await p.call('data.records.get', { path: `${items}/${one.id}`, params: { ...params, id: one.id }, expect: 200 })) },
+    { api: 'Data', name: 'record list (20)', runs: 'data.records.list', path: EDGE, call: async () => void (await p.call('data.records.list', { path: items, params, query: { limit: '20' }, expect: 200 })) },
+    { api: 'Data', name: 'record update', runs: 'data.records.update', path: EDGE, requestBytes: json({ title: 'renamed' }), call: async () => void (await p.call('data.records.update', { path: `${items}/${one.id}`, params: { ...params, id: one.id }, body: { title: `renamed ${n++}` }, expect: 200 })) },
     {
-      api: 'Data', name: 'batch of 10 creates', runs: 'data.batch', path: HTTP, requestBytes: 10 * json(record()),
+      api: 'Data', name: 'batch of 10 creates', runs: 'data.batch', path: EDGE, requestBytes: 10 * json(record()),
       call: async () => void (await p.call('data.batch', { path: `${db}/batch`, params: { database: 'shop' }, body: { ops: Array.from({ length: 10 }, () => ({ op: 'create', collection: 'items', data: record() })) }, expect: 200 })),
     },
     {
-      api: 'Data', name: 'blob PUT (1 KiB)', runs: 'data.blobs.put', path: HTTP, requestBytes: 1024,
+      api: 'Data', name: 'blob PUT (1 KiB)', runs: 'data.blobs.put', path: FILE_PATH, requestBytes: 1024,
       prepare: async () => void (freshBlob = randomBytes(1024)),
       call: async () => {
         const hash = createHash('sha256').update(freshBlob).digest('hex');
         await p.call('data.blobs.put', { path: `${db}/blobs/${hash}`, params: { database: 'shop', sha256: hash }, body: freshBlob, headers: { 'content-type': 'application/octet-stream' }, expect: 201 });
       },
     },
-    { api: 'Data', name: 'blob GET (1 KiB)', runs: 'data.blobs.get', path: HTTP, call: async () => void (await p.call('data.blobs.get', { path: `${db}/blobs/${blobHash}`, params: { database: 'shop', sha256: blobHash }, expect: 200 })) },
+    { api: 'Data', name: 'blob GET (1 KiB)', runs: 'data.blobs.get', path: FILE_PATH, call: async () => void (await p.call('data.blobs.get', { path: `${db}/blobs/${blobHash}`, params: { database: 'shop', sha256: blobHash }, expect: 200 })) },
     { api: 'Events', name: 'publish (1 event, 1 webhook subscriber)', runs: 'events.events.publish', path: EDGE, requestBytes: json(event('order.paid')), call: async () => void (await publish('order.paid')) },
     {
       api: 'Events', name: 'webhook delivery (the consumer, a batch of one)', runs: 'consumers/webhooks', path: QUEUE, sqsOutside: MAPPING_SQS_PER_MESSAGE,

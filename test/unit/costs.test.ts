@@ -36,7 +36,10 @@ describe('pricing a million calls', () => {
     const big = millionCalls({ usage: noUsage(), durationMs: 1, path: { httpApi: true, cloudFront: false, invocations: 1 }, requestBytes: 512 * 1024 + 1 });
     expect(big.apiGateway).toBeCloseTo(2, 9);
     const consumer = millionCalls({ usage: noUsage(), durationMs: 1, path: { httpApi: false, cloudFront: false, invocations: 1 } });
-    expect(consumer.apiGateway + consumer.cloudFront).toBe(0);
+    expect(consumer.apiGateway + consumer.cloudFront + consumer.edgeFunction).toBe(0);
+    // A file path's Lambda@Edge at 128 MB, 1 ms: $0.60 a million plus 0.001 s × 0.125 GB × $0.00005001.
+    const file = millionCalls({ usage: noUsage(), durationMs: 1, path: { httpApi: true, cloudFront: true, invocations: 1, edgeFunctionMb: 128 } });
+    expect(file.edgeFunction).toBeCloseTo(0.6 + 0.00625125, 8);
   });
 
   it('prices an idle stack from its census: per-resource fees and the scheduled runs', () => {
