@@ -126,6 +126,8 @@ export interface Settings {
   aiPort: number;
   dataPort: number;
   eventsPort: number;
+  cdkDefaultAccount?: string;
+  cdkDefaultRegion?: string;
 }
 
 export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Settings[K]>> } = {
@@ -182,6 +184,13 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   aiPort: define('AI_PORT', wholeNumber(0, 65_535), 8080, '`npm start`: the AI API\'s port (0 picks a free one).'),
   dataPort: define('DATA_PORT', wholeNumber(0, 65_535), 8081, '`npm start`: the Data API\'s port.'),
   eventsPort: define('EVENTS_PORT', wholeNumber(0, 65_535), 8082, '`npm start`: the Events API\'s port.'),
+  cdkDefaultAccount: define('CDK_DEFAULT_ACCOUNT', nonEmpty, undefined, '`cdk synth`/`cdk deploy` (set by the CDK CLI from the credentials): the account the stack is synthesized for.'),
+  cdkDefaultRegion: define(
+    'CDK_DEFAULT_REGION',
+    nonEmpty,
+    undefined,
+    '`cdk synth`/`cdk deploy` (set by the CDK CLI from `AWS_REGION` or the profile): the region the stack is synthesized for; without one, us-east-1. A named region because the Data distribution\'s Lambda@Edge relay lives in us-east-1 (docs/deploying.md).',
+  ),
 };
 
 /** The variable of each setting, for whoever sets them (the CDK stack sets the `aws` ones). */
