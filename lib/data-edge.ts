@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ROUTES } from '../lambdas/http/routes.js';
 import { acknowledgeApiDistribution, acknowledgeEdgeFunction, DATA_DISTRIBUTION_REASONS } from './nag.js';
 import { API_DISTRIBUTION, apiGatewayOrigin, PASS_THROUGH } from './edge.js';
-import { bundledFunctionProps, ENTRY_METADATA, lambdaEntry, PROJECT_ROOT, type EntryMetadata } from './function-defaults.js';
+import { bundledFunctionProps, ENTRY_METADATA, esbuildOptions, lambdaEntry, PROJECT_ROOT, type EntryMetadata } from './function-defaults.js';
 
 /** Tag on Lambda@Edge functions (as ROUTE_TAG on route functions), valued with the function's name. */
 export const EDGE_TAG = 'platform:edge';
@@ -84,7 +84,6 @@ const RELAY_MODULE = 'edge/upload-relay';
  */
 function edgeCode(module: string): Code {
   const entry = lambdaEntry(module, 'edge function');
-  const { bundling } = bundledFunctionProps(entry);
   return Code.fromAsset(join(PROJECT_ROOT, 'lambdas'), {
     assetHashType: AssetHashType.OUTPUT,
     bundling: {
@@ -92,20 +91,8 @@ function edgeCode(module: string): Code {
       image: DockerImage.fromRegistry('public.ecr.aws/sam/build-nodejs22.x'),
       local: {
         tryBundle(outputDir: string) {
-          buildSync({
-            entryPoints: [entry],
-            outfile: join(outputDir, 'index.mjs'),
-            bundle: true,
-            platform: 'node',
-            format: 'esm',
-            target: bundling!.target,
-            mainFields: bundling!.mainFields,
-            banner: { js: bundling!.banner! },
-            minify: true,
-            define: bundling!.define,
-            external: bundling!.externalModules,
-            logLevel: 'error',
-          });
+          // No source map: Lambda@Edge takes no NODE_OPTIONS to read one with.
+          buildSync({ ...esbuildOptions(), entryPoints: [entry], outfile: join(outputDir, 'index.mjs'), sourcemap: false, logLevel: 'error' });
           return true;
         },
       },

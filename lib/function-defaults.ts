@@ -12,6 +12,7 @@ import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { platformStackName } from './stack-name.js';
 import { existsSync } from 'node:fs';
+import type { BuildOptions } from 'esbuild';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -100,6 +101,29 @@ export function bundledFunctionProps(entry: string, define: Record<string, strin
  * stack trace is formatted.
  */
 export const SOURCE_MAP_ENVIRONMENT = { NODE_OPTIONS: '--enable-source-maps' } as const;
+
+/**
+ * The esbuild options NodejsFunction derives from bundledFunctionProps (and a function's defines): for
+ * what is bundled outside NodejsFunction (Lambda@Edge code, lib/data-edge.ts) and for tests that build
+ * each function alone, so every bundle is built the one way.
+ */
+export function esbuildOptions(define?: Record<string, string>): BuildOptions {
+  const { bundling } = bundledFunctionProps(join(PROJECT_ROOT, 'lambdas/engine/index.ts'), define);
+  return {
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: bundling!.target,
+    mainFields: bundling!.mainFields,
+    banner: { js: bundling!.banner! },
+    define: bundling!.define,
+    minify: bundling!.minify,
+    sourcemap: bundling!.sourceMap,
+    sourcesContent: bundling!.sourcesContent,
+    external: bundling!.externalModules,
+    logLevel: 'silent',
+  };
+}
 
 /** Construct metadata naming a function's entry module (relative to the project), for tests that build each function alone. */
 export const ENTRY_METADATA = 'platform:entry';

@@ -84,6 +84,14 @@ async function curlPut(url: string, file: string): Promise<{ status: number; eta
 
 const blobPath = (hash: string) => `/v1/databases/db/blobs/${hash}`;
 
+/** The two-step PUT of docs/data/blobs.md: announce the bytes (Upload-Length), get the 307, send them to its Location (S3's 200). */
+async function sendStraight(bytes: Buffer, front: { url: string } = gateway): Promise<string> {
+  const r = await api(front, 'PUT', blobPath(sha(bytes)), { headers: { 'upload-length': String(bytes.length) } });
+  expect(r.status).toBe(307);
+  expect((await fetch(r.headers.get('location')!, { method: 'PUT', body: bytes })).status).toBe(200);
+  return sha(bytes);
+}
+
 async function activityOf(hash: string, kind: string) {
   await Promise.allSettled(notified);
   await flushActivity(engine);
@@ -198,8 +206,7 @@ describe('wrong bytes sent to the URL', () => {
     expect((listed.Contents ?? []).filter((o) => o.Key!.includes(hash))).toEqual([]);
     expect(await activityOf(hash, 'blob.write')).toEqual([]);
 
-    const again = await api(gateway, 'PUT', blobPath(hash), { headers: { 'upload-length': String(bytes.length) } });
-    expect((await fetch(again.headers.get('location')!, { method: 'PUT', body: bytes })).status).toBe(200);
+    await sendStraight(bytes);
     expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(200);
   }, 60_000);
 });
@@ -209,13 +216,11 @@ describe('without the notification (late or lost)', () => {
     notifications = false;
     try {
       const a = randomBytes(5 * MiB);
-      const ra = await api(gateway, 'PUT', blobPath(sha(a)), { headers: { 'upload-length': String(a.length) } });
-      expect((await fetch(ra.headers.get('location')!, { method: 'PUT', body: a })).status).toBe(200);
+      await sendStraight(a);
       expect((await api(gateway, 'HEAD', blobPath(sha(a)))).status).toBe(200);
 
       const b = randomBytes(5 * MiB);
-      const rb = await api(gateway, 'PUT', blobPath(sha(b)), { headers: { 'upload-length': String(b.length) } });
-      expect((await fetch(rb.headers.get('location')!, { method: 'PUT', body: b })).status).toBe(200);
+      await sendStraight(b);
       const put = await api(gateway, 'PUT', '/v1/databases/db/collections/docs', {
         body: JSON.stringify({ fields: [{ name: 'file', type: 'blob' }] }),
         headers: { 'content-type': 'application/json' },
@@ -238,8 +243,7 @@ describe('settling races', () => {
     try {
       const bytes = randomBytes(5 * MiB);
       const hash = sha(bytes);
-      const r = await api(gateway, 'PUT', blobPath(hash), { headers: { 'upload-length': String(bytes.length) } });
-      expect((await fetch(r.headers.get('location')!, { method: 'PUT', body: bytes })).status).toBe(200);
+      await sendStraight(bytes);
       const heads = await Promise.all([1, 2, 3].map(() => api(gateway, 'HEAD', blobPath(hash))));
       expect(heads.map((h) => h.status)).toEqual([200, 200, 200]);
       expect(await activityOf(hash, 'blob.write')).toHaveLength(1);
@@ -253,8 +257,7 @@ describe('settling races', () => {
     try {
       const bytes = randomBytes(5 * MiB);
       const hash = sha(bytes);
-      const r = await api(gateway, 'PUT', blobPath(hash), { headers: { 'upload-length': String(bytes.length) } });
-      expect((await fetch(r.headers.get('location')!, { method: 'PUT', body: bytes })).status).toBe(200);
+      await sendStraight(bytes);
       // A slow settler: it has measured the bytes, and waits before recording.
       let open!: () => void;
       const gate = new Promise<void>((resolve) => (open = resolve));
@@ -289,8 +292,7 @@ describe('settling races', () => {
     try {
       const bytes = randomBytes(5 * MiB);
       const hash = sha(bytes);
-      const r = await api(gateway, 'PUT', blobPath(hash), { headers: { 'upload-length': String(bytes.length) } });
-      expect((await fetch(r.headers.get('location')!, { method: 'PUT', body: bytes })).status).toBe(200);
+      await sendStraight(bytes);
       expect((await api(gateway, 'DELETE', blobPath(hash))).status).toBe(204);
       expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(404);
       const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'blobs/' }));

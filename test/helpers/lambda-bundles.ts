@@ -12,14 +12,14 @@ import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { build, type BuildOptions } from 'esbuild';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
-import { bundledFunctionProps, CONSUMER_TAG, ENTRY_METADATA, PROJECT_ROOT, type EntryMetadata } from '../../lib/function-defaults.js';
+import { CONSUMER_TAG, ENTRY_METADATA, esbuildOptions, PROJECT_ROOT, type EntryMetadata } from '../../lib/function-defaults.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
 import { STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
 import { EDGE_TAG } from '../../lib/data-edge.js';
 import { flatLogicalId, flatTemplate, synthStack } from '../infra/helpers.js';
-import { DynamoDBDocumentClient, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { unmarshall } from '@aws-sdk/util-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DynaliteTable } from './dynalite.js';
+import { transactFromWire } from './dynalite-endpoint.js';
 import { emulateTransactions } from './dynalite-transactions.js';
 
 export type FunctionKind = 'route' | 'stream' | 'consumer' | 'edge';
@@ -111,23 +111,7 @@ export function placeholderOf(value: unknown, resources: Record<string, { Type: 
 }
 
 /** The esbuild options CDK's NodejsFunction derives from the stack's bundling settings (and a function's defines). */
-export function stackBuildOptions(define?: Record<string, string>): BuildOptions {
-  const { bundling } = bundledFunctionProps(join(PROJECT_ROOT, 'lambdas/engine/index.ts'), define);
-  return {
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: bundling!.target,
-    mainFields: bundling!.mainFields,
-    banner: { js: bundling!.banner! },
-    define: bundling!.define,
-    minify: bundling!.minify,
-    sourcemap: bundling!.sourceMap,
-    sourcesContent: bundling!.sourcesContent,
-    external: bundling!.externalModules,
-    logLevel: 'silent',
-  };
-}
+export const stackBuildOptions = esbuildOptions;
 
 export interface Bundle {
   file: string;
@@ -272,27 +256,9 @@ export async function startAwsStandIn(dynamo: DynaliteTable): Promise<{ endpoint
   const dynamoEndpoint = dynamo.endpoint;
   const { createServer, request } = await import('node:http');
   const emulation = await emulateTransactions(dynamo);
+  // A TransactWriteItems request as DynamoDB gets it, run by the emulation; the answer as DynamoDB gives it.
   const documents = DynamoDBDocumentClient.from(dynamo.client);
-  /** A TransactWriteItems request as DynamoDB gets it, run by the emulation; the answer as DynamoDB gives it. */
-  const transact = async (body: Buffer): Promise<{ status: number; answer: object }> => {
-    const input = JSON.parse(body.toString('utf8')) as { TransactItems: Record<string, Record<string, any>>[] };
-    const TransactItems = input.TransactItems.map((action) =>
-      Object.fromEntries(
-        Object.entries(action).map(([kind, a]) => {
-          const out: Record<string, unknown> = { ...a };
-          for (const field of ['Item', 'Key', 'ExpressionAttributeValues']) if (a[field]) out[field] = unmarshall(a[field]);
-          return [kind, out];
-        }),
-      ),
-    );
-    try {
-      await documents.send(new TransactWriteCommand({ TransactItems } as never));
-      return { status: 200, answer: {} };
-    } catch (error) {
-      const e = error as { name: string; message: string; CancellationReasons?: unknown };
-      return { status: 400, answer: { __type: `com.amazonaws.dynamodb.v20120810#${e.name}`, message: e.message, CancellationReasons: e.CancellationReasons } };
-    }
-  };
+  const transact = transactFromWire(documents);
   const calls: AwsCall[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
