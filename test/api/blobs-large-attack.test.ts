@@ -267,6 +267,13 @@ describe('browser credentials and other tenants reaching for URLs', () => {
     }
   });
 
+  it('a redirected GET is a blob.read under the credential that asked for it', async () => {
+    const r = await api(alice, 'GET', blobPath(hash));
+    expect(r.status).toBe(307);
+    const reads = (await activityOf(hash, 'blob.read')).filter((e) => e.actor_kind === 'end_user');
+    expect(reads.length).toBeGreaterThanOrEqual(1);
+  });
+
   it("a file alice sent straight to S3 is written to the activity log under alice, whoever settles it", async () => {
     await withoutNotifications(async () => {
       const mine = randomBytes(SIX);
@@ -364,6 +371,19 @@ describe('races', () => {
     expect([204, 404]).toContain(del.status);
     await Promise.allSettled(notified);
     await wholeOrAbsent(hash);
+  }, 30_000);
+
+  it('a record write naming a file whose wrong bytes arrived (notification not yet in): refused, and the bytes deleted unseen', async () => {
+    const bytes = randomBytes(SIX);
+    const hash = sha(bytes);
+    await withoutNotifications(async () => {
+      expect(await redirectedPut(server, hash, randomBytes(SIX), 'db', SIX)).toBe(200);
+      const r = await json(server, 'POST', '/v1/databases/db/collections/photos/records', { owner: 'bob', shared: true, file: hash });
+      expect(r.status).toBeGreaterThanOrEqual(400);
+      expect(r.status).toBeLessThan(500);
+      expect(await objectsOf(hash)).toEqual([]);
+      expect(await wholeOrAbsent(hash)).toBe(false);
+    });
   }, 30_000);
 
   it('settle racing settle (the notification and reads) and a record write: one record, one blob.write', async () => {
