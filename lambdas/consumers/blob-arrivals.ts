@@ -1,8 +1,9 @@
 /**
  * Files sent straight to the bucket (a redirected PUT: docs/data/blobs.md, "Large files on AWS"): the
- * bucket's ObjectCreated notification for `blobs/` keys invokes this function, which settles the
- * arrival the key names (checks the bytes, then records the file, or deletes them unseen). Objects the
- * routes wrote themselves have no arrival and are left alone. Reads and record writes settle too, so
+ * bucket's ObjectCreated notification for `arrivals/` keys (where upload URLs write) invokes this
+ * function, which settles the arrival the key names (adopts and checks the bytes, then records the
+ * file, or deletes them unseen). An object there with no arrival (sent again after its arrival was
+ * settled) is left to the bucket's lifecycle rule. Reads and record writes settle too, so
  * a late or lost notification only delays what nobody has asked for yet.
  */
 import type { Context, S3Event } from 'aws-lambda';
@@ -15,8 +16,8 @@ import { inRequest, log } from '../shared/log.js';
 // A recorded file writes its activity entry and platform event as the PUT route would.
 bindHooks();
 
-/** `blobs/<org>/<database, URI-encoded>/<sha256>.<gen>`, as blobKey() and the generation write it. */
-const ARRIVAL_KEY = /^blobs\/([^/]+)\/([^/]+)\/([0-9a-f]{64})\.([0-9a-f]+)$/;
+/** `arrivals/<org>/<database, URI-encoded>/<sha256>.<gen>`, as arrivalBytesKey() writes it. */
+const ARRIVAL_KEY = /^arrivals\/([^/]+)\/([^/]+)\/([0-9a-f]{64})\.([0-9a-f]+)$/;
 
 /** An object key as S3 notifications give it: URL-encoded, spaces as `+`. */
 export function arrivalOfKey(encodedKey: string): { org: string; database: string; sha256: string; gen: string } | undefined {

@@ -18,9 +18,10 @@
  *
  * Bodies too big for the runtime (Lambda behind API Gateway: `inlineLimit`) are redirected: a GET to a
  * URL serving the bytes, a PUT or part PUT to a URL that stores exactly the announced bytes straight in
- * the blob store. A file sent that way is an *arrival* (arrivalKey) until settleArrivals() has checked
- * what arrived (size and SHA-256, by the store's checksum or by reading it) and written the metadata,
- * so it is never visible before: wrong bytes are deleted unseen. Settling runs when the store reports
+ * the blob store (under arrivalBytesKey, a key no metadata ever names). A file sent that way is an
+ * *arrival* (arrivalKey) until settleArrivals() has copied what arrived under the file's own
+ * generation key, checked it there (size and SHA-256, by the store's checksum or by reading it) and
+ * written the metadata, so it is never visible before: wrong bytes are deleted unseen. Settling runs when the store reports
  * the object (the bucket's notification, consumers/blob-arrivals.ts) and whenever a read or a record
  * write looks for a file it does not find (read-your-write without waiting for the notification).
  *
@@ -42,7 +43,7 @@ import { onFirstUse, parseBody } from '../shared/validate.js';
 import { newId } from '../shared/ids.js';
 import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
 import { Databases } from './databases.js';
-import { arrivalKey, arrivalsOf, blobKey, blobMetaKey, uploadKey } from './keys.js';
+import { arrivalBytesKey, arrivalKey, arrivalsOf, blobKey, blobMetaKey, uploadKey } from './keys.js';
 import { BlobRules } from './blob-rules.js';
 import { changeKey, planChangeOutbox, settleChangeOutbox, type Change, type PlannedOutbox } from './change-outbox.js';
 
@@ -282,7 +283,9 @@ export class BlobService {
     if (size > MAX_PART_BYTES) throw tooLarge(MAX_PART_BYTES, 'A part');
     const upload = await this.upload(database, sha256, uploadId);
     if (this.redirected(size, inlineLimit)) {
-      // Straight to the store: no part item, the complete call names the part by the store's etag.
+      // Straight to the store: no part item (an earlier inline upload's goes, as the part it described
+      // is being replaced), the complete call names the part by the store's etag.
+      await this.kv.delete(uploadKey(this.org, database, uploadId, partNumber));
       const redirect = await this.scope.engine.blobs.partUrl!(bytesKey(this.org, database, sha256, upload.gen), String(upload.engine_upload_id), partNumber, size, REDIRECT_URL_SECONDS);
       return { redirect };
     }
@@ -424,7 +427,7 @@ export class BlobService {
       url_expires_at: Math.floor(now / 1000) + REDIRECT_URL_SECONDS,
       expires_at: Math.floor(now / 1000) + ARRIVAL_TTL_SECONDS,
     });
-    return this.scope.engine.blobs.uploadUrl!(bytesKey(this.org, database, sha256, gen), { sha256, size }, REDIRECT_URL_SECONDS);
+    return this.scope.engine.blobs.uploadUrl!(arrivalBytesKey(this.org, database, sha256, gen), { sha256, size }, REDIRECT_URL_SECONDS);
   }
 
   /** The file's metadata item; when there is none, arrivals of it are settled first (read-your-write). */
@@ -591,36 +594,45 @@ export class BlobService {
 }
 
 /**
- * Settles the arrivals of one file (or of one generation, `gen`): each whose bytes are in the store is
- * checked (size and SHA-256) and then recorded as the uploader's PUT would have been, or deleted unseen
- * when they do not match; one whose bytes never came is dropped once its URL has expired. True when the
- * file was recorded (or already was) by this call.
+ * Settles the arrivals of one file (or of one generation, `gen`). An arrival whose bytes are in the
+ * store is adopted: copied under the file's own generation key, which no URL can write, and checked
+ * there (size and SHA-256), then recorded as the uploader's PUT would have been, or dropped unseen
+ * when they do not match. So bytes sent to the URL again later never change a recorded file. An
+ * arrival whose bytes never came is dropped once its URL has expired. Every arrival of the file is
+ * looked at (paged): announcements nobody followed do not hide one that arrived. True when the file
+ * was recorded (or already was) by this call.
  */
 export async function settleArrivals(engine: Engine, org: string, database: string, sha256: string, gen?: string): Promise<boolean> {
-  if (!engine.blobs.describe) return false;
+  const { blobs } = engine;
+  if (!blobs.describe || !blobs.copy) return false;
   const { pk, prefix } = arrivalsOf(org, database, sha256);
-  const page = await engine.kv.query({ pk, sk: { beginsWith: gen === undefined ? prefix : `${prefix}${gen}` }, limit: 25 });
   let recorded = false;
-  for (const arrival of page.items) {
-    if (gen !== undefined && arrival.gen !== gen) continue;
-    const key = bytesKey(org, database, sha256, arrival.gen);
-    const arrived = await engine.blobs.describe(key);
-    const nowS = Math.floor(engine.clock.now() / 1000);
-    if (!arrived) {
-      if (Number(arrival.url_expires_at) < nowS) await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
-      continue;
+  let cursor: string | undefined;
+  do {
+    const page = await engine.kv.query({ pk, sk: { beginsWith: gen === undefined ? prefix : `${prefix}${gen}` }, cursor });
+    cursor = page.cursor;
+    for (const arrival of page.items) {
+      if (gen !== undefined && arrival.gen !== gen) continue;
+      const sent = arrivalBytesKey(org, database, sha256, String(arrival.gen));
+      if (!(await blobs.head(sent))) {
+        if (Number(arrival.url_expires_at) < Math.floor(engine.clock.now() / 1000)) await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
+        continue;
+      }
+      const own = bytesKey(org, database, sha256, arrival.gen);
+      await blobs.copy(sent, own);
+      const arrived = await blobs.describe(own);
+      if (!arrived || arrived.sha256 !== sha256 || arrived.size !== Number(arrival.size)) {
+        await blobs.delete(own); // not the file announced: never visible
+        await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
+      } else {
+        // The arrival is consumed with the metadata write: a second settler records nothing and fires nothing.
+        const scope: DataScope = { engine, principal: JSON.parse(String(arrival.principal)), call: JSON.parse(String(arrival.call)) ?? undefined };
+        await new BlobService(scope).recordArrival(database, arrived, String(arrival.gen), typeof arrival.content_type === 'string' ? arrival.content_type : null, { pk: arrival.pk, sk: arrival.sk });
+        recorded = true;
+      }
+      await blobs.delete(sent);
     }
-    if (arrived.sha256 !== sha256 || arrived.size !== Number(arrival.size)) {
-      await engine.blobs.delete(key); // not the file announced: never visible
-    } else {
-      // The arrival is consumed with the metadata write: a second settler records nothing and fires nothing.
-      const scope: DataScope = { engine, principal: JSON.parse(String(arrival.principal)), call: JSON.parse(String(arrival.call)) ?? undefined };
-      await new BlobService(scope).recordArrival(database, arrived, String(arrival.gen), typeof arrival.content_type === 'string' ? arrival.content_type : null, { pk: arrival.pk, sk: arrival.sk });
-      recorded = true;
-      continue;
-    }
-    await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
-  }
+  } while (cursor);
   return recorded;
 }
 

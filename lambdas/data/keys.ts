@@ -38,6 +38,11 @@ export const blobMetaKey = (org: string, database: string, sha256: string) => ({
  * "arrivals"): sk `<sha256>.<gen>`, the generation its bytes will be stored as.
  */
 export const arrivalKey = (org: string, database: string, sha256: string, gen: string) => ({ pk: `arrivals#${org}#${database}`, sk: `${sha256}.${gen}` });
+/**
+ * Blob store key an arrival's URL writes to: never a key metadata names (the URL stays usable for its
+ * lifetime), so what it holds is copied under the file's own generation key once checked.
+ */
+export const arrivalBytesKey = (org: string, database: string, sha256: string, gen: string) => `arrivals/${org}/${encodeURIComponent(database)}/${sha256}.${gen}`;
 export const arrivalsOf = (org: string, database: string, sha256: string) => ({ pk: `arrivals#${org}#${database}`, prefix: `${sha256}.` });
 /** A multipart upload (sk `<upload_id>`) and its parts (sk `<upload_id>#part#<n, 5 digits>`). */
 export const uploadKey = (org: string, database: string, uploadId: string, part?: number) =>

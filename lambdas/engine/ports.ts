@@ -154,6 +154,8 @@ export interface BlobStore {
   uploadUrl?(key: string, expect: Required<BlobExpectation>, expiresInSeconds: number): Promise<string>;
   /** A URL taking part `partNumber` (exactly `size` bytes) of the multipart upload `uploadId`. */
   partUrl?(key: string, uploadId: string, partNumber: number, size: number, expiresInSeconds: number): Promise<string>;
+  /** Copies what `from` holds to `to` (a new key of the store's own: what an upload URL wrote, adopted). */
+  copy?(from: string, to: string): Promise<void>;
   /** Size and SHA-256 of what `key` holds (the store's own checksum when it kept one, else by reading it); undefined when absent. */
   describe?(key: string): Promise<StoredBlob | undefined>;
 }

@@ -63,7 +63,7 @@ async function redirectedPut(cred: Record<string, string>, hash: string, sent: U
 }
 
 async function objectsOf(hash: string): Promise<{ key: string; size: number }[]> {
-  const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'blobs/' }));
+  const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
   return (listed.Contents ?? []).filter((o) => o.Key!.includes(hash)).map((o) => ({ key: o.Key!, size: o.Size ?? 0 }));
 }
 
@@ -287,6 +287,22 @@ describe('browser credentials and other tenants reaching for URLs', () => {
 });
 
 describe('multipart: etags and parts', () => {
+  it('a part number sent inline, then again through its redirect (a retry with the right size): complete with the etag S3 gave last', async () => {
+    const parts = [randomBytes(SIX), randomBytes(1024)];
+    const hash = sha(Buffer.concat(parts));
+    const id = await open(hash);
+    const small = await api(server, 'PUT', `${blobPath(hash)}/uploads/${id}/parts/1`, { body: randomBytes(4 * MiB) });
+    expect(small.status).toBe(200);
+    const first = await announce(server, `${blobPath(hash)}/uploads/${id}/parts/1`, SIX);
+    expect(first.status).toBe(307);
+    const sent = await fetch(first.headers.get('location')!, { method: 'PUT', body: parts[0] });
+    expect(sent.status).toBe(200);
+    const second = await api(server, 'PUT', `${blobPath(hash)}/uploads/${id}/parts/2`, { body: parts[1] });
+    const done = await complete(hash, id, [{ part_number: 1, etag: sent.headers.get('etag')! }, { part_number: 2, etag: second.headers.get('etag')! }], SIX + 1024);
+    expect(done.status, await done.clone().text()).toBe(201);
+    expect(await wholeOrAbsent(hash)).toBe(true);
+  }, 30_000);
+
   async function open(hash: string) {
     const r = await api(server, 'POST', `${blobPath(hash)}/uploads`);
     expect(r.status).toBe(201);
@@ -343,6 +359,41 @@ describe('multipart: etags and parts', () => {
 });
 
 describe('races', () => {
+  it("the URL used again after the file was recorded, with other bytes of the same length: the file's bytes still hash to its name", async () => {
+    const bytes = randomBytes(SIX);
+    const hash = sha(bytes);
+    const r = await announce(alice, blobPath(hash), SIX);
+    expect(r.status).toBe(307);
+    const url = r.headers.get('location')!;
+    expect((await fetch(url, { method: 'PUT', body: bytes })).status).toBe(200);
+    await Promise.allSettled(notified);
+    expect(await wholeOrAbsent(hash)).toBe(true);
+    // Within the URL's 15 minutes, the uploader (or whoever saw the URL) sends it again.
+    await (await fetch(url, { method: 'PUT', body: randomBytes(SIX) }).catch(() => undefined))?.arrayBuffer();
+    await Promise.allSettled(notified);
+    expect(await download(server, hash)).toEqual({ status: 200, sha256: hash });
+  }, 30_000);
+
+  it('announcements whose bytes never came do not keep a read from settling the file that did (read-your-write)', async () => {
+    const bytes = randomBytes(SIX);
+    const hash = sha(bytes);
+    await withoutNotifications(async () => {
+      // Someone (a careless client's retries, or anyone allowed to upload who knows the hash) announces it many times and sends nothing.
+      const urls: string[] = [];
+      for (let i = 0; i < 40; i++) {
+        const r = await announce(server, blobPath(hash), SIX);
+        expect(r.status).toBe(307);
+        urls.push(r.headers.get('location')!);
+      }
+      // The client's own URL is the one whose generation sorts last (the others then come first in the arrivals partition).
+      const gen = (url: string) => new URL(url).pathname.split('.').at(-1)!;
+      const own = urls.sort((a, b) => gen(a).localeCompare(gen(b))).at(-1)!;
+      expect((await fetch(own, { method: 'PUT', body: bytes })).status).toBe(200);
+      // Read-your-write: the HEAD right after finds the file, as it does without the stale announcements.
+      expect((await api(server, 'HEAD', blobPath(hash))).status).toBe(200);
+    });
+  }, 30_000);
+
   it('two redirected PUTs of the same bytes at once: one file, one blob.write, one object', async () => {
     const bytes = randomBytes(SIX);
     const hash = sha(bytes);

@@ -202,7 +202,7 @@ describe('wrong bytes sent to the URL', () => {
 
     expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(404);
     expect((await api(gateway, 'GET', blobPath(hash))).status).toBe(404);
-    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'blobs/' }));
+    const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
     expect((listed.Contents ?? []).filter((o) => o.Key!.includes(hash))).toEqual([]);
     expect(await activityOf(hash, 'blob.write')).toEqual([]);
 
@@ -295,7 +295,7 @@ describe('settling races', () => {
       await sendStraight(bytes);
       expect((await api(gateway, 'DELETE', blobPath(hash))).status).toBe(204);
       expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(404);
-      const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: 'blobs/' }));
+      const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
       expect((listed.Contents ?? []).filter((o) => o.Key!.includes(hash))).toEqual([]);
     } finally {
       notifications = true;

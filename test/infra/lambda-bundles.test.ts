@@ -220,9 +220,9 @@ function caseOf(f: StackFunction): Case {
   if (f.name === 'blob-arrivals') {
     const object = (key: string) => ({ Records: [{ eventName: 'ObjectCreated:Put', s3: { bucket: { name: 'blobs' }, object: { key, size: 1 } } }] });
     return {
-      events: [object(`blobs/org_1/db/${'a'.repeat(64)}.0123abcd`), object('.staging/0123')],
+      events: [object(`arrivals/org_1/db/${'a'.repeat(64)}.0123abcd`), object(`blobs/org_1/db/${'a'.repeat(64)}.0123abcd`)],
       check([file, other], calls) {
-        // No arrival under that key (an object a route wrote itself): left alone; a key that names no file is not looked up.
+        // No arrival under that key (bytes sent again after it was settled): left alone; a key outside arrivals/ is not looked up.
         expect(file).toEqual({ settled: 0 });
         expect(other).toEqual({ settled: 0 });
         expect(operations(calls)).toEqual(['DynamoDB_20120810.Query']);

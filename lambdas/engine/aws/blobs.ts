@@ -364,7 +364,7 @@ export class S3BlobStore implements BlobStore {
     return { size, sha256: hash.digest('hex') };
   }
 
-  private async copy(from: string, to: string): Promise<void> {
+  async copy(from: string, to: string): Promise<void> {
     await this.call(() =>
       this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: to, CopySource: `${this.bucket}/${encodeCopyKey(from)}` })),
     );
