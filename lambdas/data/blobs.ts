@@ -618,7 +618,9 @@ export async function settleArrivals(engine: Engine, org: string, database: stri
         if (Number(arrival.url_expires_at) < Math.floor(engine.clock.now() / 1000)) await engine.kv.delete({ pk: arrival.pk, sk: arrival.sk });
         continue;
       }
-      const own = bytesKey(org, database, sha256, arrival.gen);
+      // A generation of this settler's own: two settling one arrival at once never write one key.
+      const ownGen = newGeneration();
+      const own = bytesKey(org, database, sha256, ownGen);
       await blobs.copy(sent, own);
       const arrived = await blobs.describe(own);
       if (!arrived || arrived.sha256 !== sha256 || arrived.size !== Number(arrival.size)) {
@@ -627,8 +629,10 @@ export async function settleArrivals(engine: Engine, org: string, database: stri
       } else {
         // The arrival is consumed with the metadata write: a second settler records nothing and fires nothing.
         const scope: DataScope = { engine, principal: JSON.parse(String(arrival.principal)), call: JSON.parse(String(arrival.call)) ?? undefined };
-        await new BlobService(scope).recordArrival(database, arrived, String(arrival.gen), typeof arrival.content_type === 'string' ? arrival.content_type : null, { pk: arrival.pk, sk: arrival.sk });
+        await new BlobService(scope).recordArrival(database, arrived, ownGen, typeof arrival.content_type === 'string' ? arrival.content_type : null, { pk: arrival.pk, sk: arrival.sk });
         recorded = true;
+        // Another settler (or an earlier store of the file) won: our copy is named by nothing.
+        if ((await engine.kv.get(blobMetaKey(org, database, sha256)))?.gen !== ownGen) await blobs.delete(own);
       }
       await blobs.delete(sent);
     }

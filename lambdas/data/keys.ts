@@ -35,7 +35,7 @@ export const blobKey = (org: string, database: string, sha256: string) => `blobs
 export const blobMetaKey = (org: string, database: string, sha256: string) => ({ pk: `blobs#${org}#${database}`, sk: sha256 });
 /**
  * A file on its way to the blob store through a URL (a body too big for the runtime: blobs.ts,
- * "arrivals"): sk `<sha256>.<gen>`, the generation its bytes will be stored as.
+ * "arrivals"): sk `<sha256>.<gen>`, `gen` naming the key its URL writes (arrivalBytesKey).
  */
 export const arrivalKey = (org: string, database: string, sha256: string, gen: string) => ({ pk: `arrivals#${org}#${database}`, sk: `${sha256}.${gen}` });
 /**
