@@ -19,11 +19,12 @@ import { flushActivity } from '../../lambdas/activity/activity.js';
 import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { FILE_PATH_PATTERN } from '../../lib/data-edge.js';
-import { handler as settleNotification } from '../../lambdas/consumers/blob-arrivals.js';
 import { handler as uploadRelay } from '../../lambdas/edge/upload-relay.js';
 import { blobMetaKey } from '../../lambdas/data/keys.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import type { S3rverBucket } from '../helpers/s3rver.js';
+import { deliverNotifications, type BucketNotifications } from '../helpers/bucket-notifications.js';
+import { handler as settleNotification } from '../../lambdas/consumers/blob-arrivals.js';
 import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 
 const MiB = 1024 * 1024;
@@ -39,8 +40,7 @@ let server: Record<string, string>; // a secret key of the app
 let other: Record<string, string>; // another organization's secret key
 let pub: Record<string, string>; // a publishable key of the app
 let alice: Record<string, string>; // an end-user token
-let notifications = true;
-const notified: Promise<unknown>[] = [];
+let bucket: BucketNotifications;
 
 const bearer = (k: string) => ({ authorization: `Bearer ${k}` });
 
@@ -68,7 +68,7 @@ async function objectsOf(hash: string): Promise<{ key: string; size: number }[]>
 }
 
 async function activityOf(hash: string, kind: string) {
-  await Promise.allSettled(notified);
+  await bucket.delivered();
   await flushActivity(engine);
   const r = await api(server, 'GET', `/v1/activity?kind=${kind}&file_sha256=${hash}`);
   expect(r.status).toBe(200);
@@ -84,7 +84,7 @@ async function download(cred: Record<string, string>, hash: string, db = 'db'): 
 
 /** The invariant: the file is absent, or its metadata names bytes that are there and hash to its name. */
 async function wholeOrAbsent(hash: string, db = 'db') {
-  await Promise.allSettled(notified);
+  await bucket.delivered();
   const head = await api(server, 'HEAD', blobPath(hash, db)); // settles first, as every read does
   const meta = await engine.kv.get(blobMetaKey(orgId, db, hash));
   if (!meta) {
@@ -96,14 +96,7 @@ async function wholeOrAbsent(hash: string, db = 'db') {
   return true;
 }
 
-async function withoutNotifications<T>(fn: () => Promise<T>): Promise<T> {
-  notifications = false;
-  try {
-    return await fn();
-  } finally {
-    notifications = true;
-  }
-}
+const withoutNotifications = <T>(fn: () => Promise<T>) => bucket.withoutNotifications(fn);
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'silent';
@@ -111,9 +104,7 @@ beforeAll(async () => {
   engine = started.engine;
   s3 = started.s3;
   useEngine(engine);
-  s3.onEvent((event) => {
-    if (notifications) notified.push(settleNotification(event as unknown as S3Event));
-  });
+  bucket = deliverNotifications(s3);
   const tenants = new Tenants(engine.kv, () => Date.now());
   const org = await tenants.createOrganization('attacked');
   orgId = org.id;
@@ -137,7 +128,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.allSettled(notified);
+  await bucket.delivered();
   await gateway?.close();
   await engine?.close();
 });
@@ -197,7 +188,7 @@ describe('crafted Upload-Length and Content-Length', () => {
     const hash2 = sha(bytes);
     await redirectedPut(server, hash2, bytes.subarray(0, SIX - 1), 'db', SIX);
     await redirectedPut(server, hash2, Buffer.concat([bytes, Buffer.from('x')]), 'db', SIX);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     expect(await wholeOrAbsent(hash2)).toBe(false);
     expect(await objectsOf(hash2)).toEqual([]);
   }, 30_000);
@@ -208,7 +199,7 @@ describe('browser credentials and other tenants reaching for URLs', () => {
   const hash = sha(bytes);
   beforeAll(async () => {
     expect(await redirectedPut(server, hash, bytes)).toBe(200);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
   }, 30_000);
 
   it('a file no record they may view references: 404 to a publishable key and an end user, no Location', async () => {
@@ -366,11 +357,11 @@ describe('races', () => {
     expect(r.status).toBe(307);
     const url = r.headers.get('location')!;
     expect((await fetch(url, { method: 'PUT', body: bytes })).status).toBe(200);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     expect(await wholeOrAbsent(hash)).toBe(true);
     // Within the URL's 15 minutes, the uploader (or whoever saw the URL) sends it again.
     await (await fetch(url, { method: 'PUT', body: randomBytes(SIX) }).catch(() => undefined))?.arrayBuffer();
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     expect(await download(server, hash)).toEqual({ status: 200, sha256: hash });
   }, 30_000);
 
@@ -398,7 +389,7 @@ describe('races', () => {
     const bytes = randomBytes(SIX);
     const hash = sha(bytes);
     expect(await Promise.all([redirectedPut(server, hash, bytes), redirectedPut(server, hash, bytes)])).toEqual([200, 200]);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     expect(await wholeOrAbsent(hash)).toBe(true);
     expect(await activityOf(hash, 'blob.write')).toHaveLength(1);
     expect(await objectsOf(hash)).toHaveLength(1);
@@ -408,7 +399,7 @@ describe('races', () => {
     const bytes = randomBytes(SIX);
     const hash = sha(bytes);
     await Promise.all([redirectedPut(server, hash, randomBytes(SIX)), redirectedPut(server, hash, bytes)]);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     expect(await wholeOrAbsent(hash)).toBe(true);
     expect(await objectsOf(hash)).toHaveLength(1);
   }, 30_000);
@@ -417,10 +408,10 @@ describe('races', () => {
     const bytes = randomBytes(SIX);
     const hash = sha(bytes);
     expect(await redirectedPut(server, hash, bytes)).toBe(200);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     const [, del] = await Promise.all([redirectedPut(server, hash, bytes), api(server, 'DELETE', blobPath(hash))]);
     expect([204, 404]).toContain(del.status);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     await wholeOrAbsent(hash);
   }, 30_000);
 
@@ -468,7 +459,7 @@ describe('ids that name object prototypes', () => {
     const bytes = randomBytes(SIX);
     const hash = sha(bytes);
     expect(await redirectedPut(server, hash, bytes, db)).toBe(200);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
     expect(await wholeOrAbsent(hash, db)).toBe(true);
     expect(({} as Record<string, unknown>).size).toBeUndefined();
   }, 30_000);

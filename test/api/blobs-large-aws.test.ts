@@ -13,17 +13,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { S3Event } from 'aws-lambda';
 import { ListObjectsV2Command } from '@aws-sdk/client-s3';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { flushActivity } from '../../lambdas/activity/activity.js';
 import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
-import { handler as settleNotification } from '../../lambdas/consumers/blob-arrivals.js';
 import { settleArrivals } from '../../lambdas/data/blobs.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import type { S3rverBucket } from '../helpers/s3rver.js';
+import { deliverNotifications, type BucketNotifications } from '../helpers/bucket-notifications.js';
 import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 import { startEdgeFront, type EdgeFront } from '../helpers/cloudfront-edge.js';
 import { handler as uploadRelay } from '../../lambdas/edge/upload-relay.js';
@@ -39,9 +38,7 @@ let edge: EdgeFront; // the Data distribution's URL: CloudFront with the upload 
 let key: string;
 let orgId: string;
 let dir: string;
-/** Off: the bucket's notifications are not delivered (a late or lost one). */
-let notifications = true;
-const notified: Promise<unknown>[] = [];
+let bucket: BucketNotifications;
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'silent';
@@ -49,9 +46,7 @@ beforeAll(async () => {
   engine = started.engine;
   s3 = started.s3;
   useEngine(engine);
-  s3.onEvent((event) => {
-    if (notifications) notified.push(settleNotification(event as unknown as S3Event));
-  });
+  bucket = deliverNotifications(s3);
   const tenants = new Tenants(engine.kv, () => Date.now());
   const org = await tenants.createOrganization('large');
   key = (await tenants.createSecretKey(org.id)).key;
@@ -63,7 +58,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.allSettled(notified);
+  await bucket.delivered();
   await gateway?.close();
   await edge?.close();
   await engine?.close();
@@ -93,7 +88,7 @@ async function sendStraight(bytes: Buffer, front: { url: string } = gateway): Pr
 }
 
 async function activityOf(hash: string, kind: string) {
-  await Promise.allSettled(notified);
+  await bucket.delivered();
   await flushActivity(engine);
   const r = await api(gateway, 'GET', `/v1/activity?kind=${kind}&file_sha256=${hash}`);
   expect(r.status).toBe(200);
@@ -198,7 +193,7 @@ describe('wrong bytes sent to the URL', () => {
     // The same length, other bytes (real S3 refuses them itself: the URL carries the checksum; s3rver does not).
     const wrong = randomBytes(bytes.length);
     expect((await fetch(r.headers.get('location')!, { method: 'PUT', body: wrong })).status).toBe(200);
-    await Promise.allSettled(notified);
+    await bucket.delivered();
 
     expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(404);
     expect((await api(gateway, 'GET', blobPath(hash))).status).toBe(404);
@@ -213,8 +208,7 @@ describe('wrong bytes sent to the URL', () => {
 
 describe('without the notification (late or lost)', () => {
   it('the first read, or a record write naming the file, settles it', async () => {
-    notifications = false;
-    try {
+    await bucket.withoutNotifications(async () => {
       const a = randomBytes(5 * MiB);
       await sendStraight(a);
       expect((await api(gateway, 'HEAD', blobPath(sha(a)))).status).toBe(200);
@@ -231,30 +225,24 @@ describe('without the notification (late or lost)', () => {
         headers: { 'content-type': 'application/json' },
       });
       expect(created.status).toBe(201);
-    } finally {
-      notifications = true;
-    }
+    });
   }, 60_000);
 });
 
 describe('settling races', () => {
   it('two settlers of one arrival record the file once: one blob.write, one metadata item', async () => {
-    notifications = false;
-    try {
+    await bucket.withoutNotifications(async () => {
       const bytes = randomBytes(5 * MiB);
       const hash = sha(bytes);
       await sendStraight(bytes);
       const heads = await Promise.all([1, 2, 3].map(() => api(gateway, 'HEAD', blobPath(hash))));
       expect(heads.map((h) => h.status)).toEqual([200, 200, 200]);
       expect(await activityOf(hash, 'blob.write')).toHaveLength(1);
-    } finally {
-      notifications = true;
-    }
+    });
   }, 60_000);
 
   it('a settler that lost the race never records the file again after a DELETE (no metadata without bytes)', async () => {
-    notifications = false;
-    try {
+    await bucket.withoutNotifications(async () => {
       const bytes = randomBytes(5 * MiB);
       const hash = sha(bytes);
       await sendStraight(bytes);
@@ -282,14 +270,11 @@ describe('settling races', () => {
       await late;
       expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(404);
       expect(await activityOf(hash, 'blob.write')).toHaveLength(1);
-    } finally {
-      notifications = true;
-    }
+    });
   }, 60_000);
 
   it('a DELETE right after a redirected PUT finds the file (it settles first), and the bytes go with it', async () => {
-    notifications = false;
-    try {
+    await bucket.withoutNotifications(async () => {
       const bytes = randomBytes(5 * MiB);
       const hash = sha(bytes);
       await sendStraight(bytes);
@@ -297,9 +282,7 @@ describe('settling races', () => {
       expect((await api(gateway, 'HEAD', blobPath(hash))).status).toBe(404);
       const listed = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket }));
       expect((listed.Contents ?? []).filter((o) => o.Key!.includes(hash))).toEqual([]);
-    } finally {
-      notifications = true;
-    }
+    });
   }, 60_000);
 });
 
