@@ -124,6 +124,16 @@ export const COMMANDS: Record<string, Command> = {
       return { ...settings, budget: await budgetState(e.kv, orgScope(org), e.clock.now()) };
     },
   },
+  // Whether the organization's AI writes need X-Operation-Id (docs/decisions/operation-ids-optional.md).
+  'org settings': {
+    usage: '--org ID [--operation-ids required|optional]',
+    options: { org: s, 'operation-ids': s },
+    required: ['org'],
+    run: async (e, o) => {
+      const org = await existingOrg(e, o);
+      return o['operation-ids'] === undefined ? aiSettings(e).get(org) : aiSettings(e).setOperationIds(org, str(o, 'operation-ids'));
+    },
+  },
   'workspace create': {
     usage: '--org ID --name N',
     options: { org: s, name: s },

@@ -1,6 +1,7 @@
 /**
- * An organization's AI settings: the grantable chat fields it was granted (spec 4.3) and its limits
- * (requests and tokens a minute, concurrent calls, budget in USD; limits.ts). One item per
+ * An organization's AI settings: the grantable chat fields it was granted (spec 4.3), its limits
+ * (requests and tokens a minute, concurrent calls, budget in USD; limits.ts) and whether its writes
+ * need an X-Operation-Id (docs/decisions/operation-ids-optional.md). One item per
  * organization, `org#<id>` / `ai-settings`, read through a cache of MODEL_ROUTES_CACHE_MS as the
  * routes are: a change made with the admin CLI reaches a running server within that time.
  */
@@ -23,10 +24,19 @@ export interface AiLimits {
   budget_usd: number | null;
 }
 
+/**
+ * `required` (spec 4.1, the default): a write without X-Operation-Id is 400 missing_operation_id.
+ * `optional`: the SDKs' own Idempotency-Key stands in for it, and a write with neither runs under an
+ * id made up for it, never replayed.
+ */
+export const OPERATION_ID_MODES = ['required', 'optional'] as const;
+export type OperationIdMode = (typeof OPERATION_ID_MODES)[number];
+
 export interface AiSettings {
   organization_id: string;
   granted_fields: GrantableField[];
   limits: AiLimits;
+  operation_ids: OperationIdMode;
 }
 
 export const NO_LIMITS: AiLimits = { rpm: null, tpm: null, concurrency: null, budget_usd: null };
@@ -50,12 +60,13 @@ export class AiOrgSettings {
       organization_id: organizationId,
       granted_fields: (item?.granted_fields as GrantableField[] | undefined) ?? [],
       limits: { ...NO_LIMITS, ...((item?.limits as Partial<AiLimits> | undefined) ?? {}) },
+      operation_ids: item?.operation_ids === 'optional' ? 'optional' : 'required',
     };
   }
 
   private async write(organizationId: string, change: (current: AiSettings) => AiSettings): Promise<AiSettings> {
     const next = change(await this.read(organizationId));
-    await this.kv.put({ ...key(organizationId), granted_fields: next.granted_fields, limits: { ...next.limits } });
+    await this.kv.put({ ...key(organizationId), granted_fields: next.granted_fields, limits: { ...next.limits }, operation_ids: next.operation_ids });
     cache.delete(organizationId);
     return next;
   }
@@ -73,6 +84,11 @@ export class AiOrgSettings {
   /** Sets the given limits; null lifts one, absent leaves it. */
   setLimits(organizationId: string, limits: Partial<AiLimits>): Promise<AiSettings> {
     return this.write(organizationId, (s) => ({ ...s, limits: { ...s.limits, ...limits } }));
+  }
+
+  setOperationIds(organizationId: string, mode: string): Promise<AiSettings> {
+    if (!(OPERATION_ID_MODES as readonly string[]).includes(mode)) throw new OrgSettingsError(`operation ids must be one of ${OPERATION_ID_MODES.join(', ')}`);
+    return this.write(organizationId, (s) => ({ ...s, operation_ids: mode as OperationIdMode }));
   }
 }
 
