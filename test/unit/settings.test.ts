@@ -43,6 +43,7 @@ describe('loadSettings', () => {
       aiPort: 8080,
       dataPort: 8081,
       eventsPort: 8082,
+      opsPort: 8083,
     });
   });
 
@@ -64,6 +65,7 @@ describe('loadSettings', () => {
       AI_PORT: '0',
       DATA_PORT: '65535',
       EVENTS_PORT: '9000',
+      OPS_PORT: '0',
     });
     expect(s).toStrictEqual({
       engine: 'aws',
@@ -82,6 +84,7 @@ describe('loadSettings', () => {
       aiPort: 0,
       dataPort: 65_535,
       eventsPort: 9000,
+      opsPort: 0,
     });
   });
 
