@@ -1,8 +1,9 @@
 /**
  * Record reads: one record, and lists with `limit`, `cursor`, `sort`, `filter` on indexed fields
- * (equality, ranges, a set of values) and `q` over fulltext fields. One indexed field drives a list
- * (it is read in key order from its index); other filters, `q` and the list rule then filter the
- * records read, so a page may hold fewer than `limit` records while `next_cursor` is not null.
+ * (equality, ranges, a set of values) and `q` over fulltext fields. One index drives a list: the
+ * sort's, else the most selective filter's (it is read in key order); the filters on other fields, `q`
+ * and the list rule then filter the records read, at most MAX_SCANNED a call, so a page may hold fewer
+ * than `limit` records while `next_cursor` is not null.
  */
 import type { Engine, KvItem, KvSortKeyCondition } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
@@ -20,7 +21,7 @@ import { inlineRecord, loadRecord, ownValue, view, type RecordView } from './rec
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 /** Most index entries or records one list call reads while filling its page. */
-const MAX_SCANNED = 1000;
+export const MAX_SCANNED = 1000;
 /**
  * Most bytes of records one page answers (docs/data/reference.md): Lambda answers at most 6 MB, and the
  * JSON body travels inside the response's JSON, where escaping can double it. A page holds at least one
@@ -107,12 +108,10 @@ export function parseListQuery(c: Collection, query: Record<string, string>): Li
     conditions.push({ field: f, op, values: parts.map((v) => parseValue(f, v, key)) });
   }
   const { limit, cursor } = params;
+  // Without a sort, the most selective filter's field drives the list and orders it; with one, the
+  // sort's index (or the records themselves for id) drives and every filter applies to what it reads.
   const driver = pickDriver(conditions);
-  if (driver && sort.field !== 'id' && sort.field.name !== driver.field.name) {
-    throw invalidQuery(`A list sorted by ${sort.field.name} can filter on ${sort.field.name} only; one indexed field drives a list.`, 'sort');
-  }
-  if (driver && sort.field === 'id' && !('sort' in query)) sort = { field: driver.field, descending: false };
-  if (driver && sort.field === 'id') throw invalidQuery(`A list filtered on ${driver.field.name} is sorted by it.`, 'sort');
+  if (driver && params.sort === undefined) sort = { field: driver.field, descending: false };
   return { limit, cursor, sort, conditions, terms };
 }
 
@@ -268,9 +267,14 @@ export class RecordReader {
     if (!server && ruleAllowsPrincipal(c.compiled.list, this.principal) === 'no') {
       throw new PlatformError('forbidden', "The collection's list rule does not allow this credential.");
     }
-    const driver = pickDriver(q.conditions);
-    const field = driver?.field ?? (q.sort.field === 'id' ? undefined : q.sort.field);
-    const rangeList = ranges(driver, q.conditions, q.sort.descending);
+    // The sort's index drives (parseListQuery made a filtered, unsorted list sorted by its driving
+    // filter); the filters on that field bound the range read, every filter checks the records read.
+    const field = q.sort.field === 'id' ? undefined : q.sort.field;
+    const onField = field ? q.conditions.filter((x) => x.field.name === field.name) : [];
+    const rangeList = ranges(pickDriver(onField), onField, q.sort.descending);
+    // Records read may be left out (other fields' filters, q, the list rule): read in larger steps
+    // then, within the read budget, so a selective filter does not cost one query per record.
+    const sifted = onField.length < q.conditions.length || onField.length > 1 || q.terms.length > 0 || !server;
     const textFields = c.fields.filter((f) => f.fulltext).map((f) => f.name);
     const binding = listBinding(this.principal, this.database, c, q);
     let state = await decodeListCursor(this.engine, q.cursor, binding, rangeList.length);
@@ -287,7 +291,7 @@ export class RecordReader {
         pk: field ? indexPartition(this.org, this.database, c.name, field.name, field.generation) : recordPartition(this.org, this.database, c.name),
         sk: rangeCondition(range),
         descending: q.sort.descending,
-        limit: want,
+        limit: Math.min(sifted ? MAX_LIMIT : want, MAX_SCANNED - scanned),
         cursor: state.c,
       };
       const page = await this.engine.kv.query(query).catch((error) => {
@@ -317,6 +321,12 @@ export class RecordReader {
         records.push(record);
         listed.add(loaded.id);
         bytes += size;
+        // The page is full before the entries read are: the next one resumes right after this record.
+        if (records.length === q.limit && k < items.length - 1) {
+          full = true;
+          state = { r: state.r, c: this.engine.kv.cursorAfter(query, page.items[k]) };
+          break;
+        }
       }
       if (!full) state = page.cursor ? { r: state.r, c: page.cursor } : { r: state.r + 1 };
     }

@@ -555,8 +555,8 @@ describe('list', () => {
       'filter[n]=abc',
       'filter[n]=1.5',
       'filter[score]=',
-      'filter[tag]=red&sort=id',
-      'filter[tag]=red&sort=n',
+      'filter[plain]=p1&sort=n',
+      'filter[tag]=red&sort=plain',
       'offset=10',
     ]) {
       expectError(await list('listing', q), 400, 'invalid_query');
