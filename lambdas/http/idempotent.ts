@@ -11,7 +11,7 @@ import { log } from '../shared/log.js';
 import { claimOperation, type KeptAnswer, type OperationCall, type OperationRules } from '../shared/operations.js';
 import { API_POLICIES } from './chain.js';
 import { httpHandler, type RouteFunction } from './handler.js';
-import { OPERATION_ID_METHODS } from './middleware/operation-id.js';
+import { OPERATION_ID_METHODS, operationIdSent } from './middleware/operation-id.js';
 import { routeById, type RouteDef } from './routes.js';
 import type { HttpRequest, HttpResponse, RequestScope } from './types.js';
 
@@ -63,7 +63,8 @@ export function idempotentHandler(routeOrId: string | RouteDef, rules: Operation
   return httpHandler(route, (req, scope) => {
     const operationId = scope.operationId;
     if (!operationId) throw new Error(`route ${route.id}: the chain set no operation id`);
-    return handle(req, { ...scope, operationId, operation: operationOf(rules, req, scope, operationId) });
+    const operation = operationIdSent(req) ? operationOf(rules, req, scope, operationId) : unnamedOperation(operationId);
+    return handle(req, { ...scope, operationId, operation });
   });
 }
 
@@ -100,5 +101,24 @@ function operationOf(rules: OperationRules, req: HttpRequest, scope: RequestScop
       if (claim.kind === 'replay') return { kind: 'replay', response: replayed(claim.answer) };
       return { kind: 'held', release: async () => void (await claim.abandon()) };
     },
+  };
+}
+
+/**
+ * A call that named no operation (an organization whose operation ids are optional): its made-up id
+ * names no earlier call, so nothing is claimed, kept or replayed.
+ */
+function unnamedOperation(id: string): IdempotentOperation {
+  return {
+    id,
+    async answer(_call, work, status = 200) {
+      const body = await work({
+        completionWrite: () => {
+          throw new Error(`operation ${id}: a call that named no operation keeps no answer`);
+        },
+      });
+      return { status, headers: JSON_TYPE, body };
+    },
+    hold: async () => ({ kind: 'held', release: async () => {} }),
   };
 }
