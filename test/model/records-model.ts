@@ -17,8 +17,10 @@
  * encoding is the order of the values (strings by UTF-8 bytes, numbers numerically)"): a list sorted
  * by an indexed field holds the records that have the field, by value (text by UTF-8 bytes, numbers
  * numerically with -0 = 0, false before true), ties by id; descending is the exact reverse. `id` order
- * is the ids' byte order. A filtered list is driven (and sorted) by its first `eq` condition, else its
- * first `in`, else its first range condition, in query-string order.
+ * is the ids' byte order. A list with a sort is in that order, whatever it filters on (filters on
+ * other indexed fields sift the records the sort's index reads); a filtered list without one is driven
+ * (and sorted) by its first `eq` condition, else its first `in`, else its first range condition, in
+ * query-string order.
  */
 import fc from 'fast-check';
 
@@ -451,10 +453,7 @@ export function expectedList(m: Model, qy: Query): { error: Err } | { ids: strin
     conds.push({ field: f, op: c.op, values });
   }
   const driver = driverOf(conds);
-  if (driver) {
-    if (sort !== undefined && (sortField === 'id' || sortField.name !== driver.field.name)) return bad;
-    if (sort === undefined) sortField = driver.field;
-  }
+  if (driver && sort === undefined) sortField = driver.field;
   let recs = [...store.values()];
   if (sortField !== 'id') {
     const f = sortField;
@@ -789,6 +788,16 @@ export class Real {
           qs.push({ collection: TYPED, conds: [{ field: f.name, op, raw: op === 'in' ? inRaw : p }], sort: { kind: 'driver', desc: true }, limit: limit + 1 });
         }
       });
+      // Sorted by the next indexed field while filtered on this one (and, with two values held, on a range of a third).
+      const next = INDEXED[(INDEXED.indexOf(f) + 1) % INDEXED.length];
+      const third = INDEXED[(INDEXED.indexOf(f) + 2) % INDEXED.length];
+      const thirdHeld = [...m.colls.typed.values()].filter((r) => r.values.has(third.name)).map((r) => r.values.get(third.name));
+      thirdHeld.sort((a, b) => compareValues(third.type, a, b));
+      const middle = raw(pivots[0]);
+      const sifted: Cond[] = [{ field: f.name, op: f.type === 'bool' ? 'eq' : 'gte', raw: middle }];
+      if (thirdHeld.length >= 2) sifted.push({ field: third.name, op: 'lte', raw: raw(thirdHeld[thirdHeld.length >> 1]) });
+      qs.push({ collection: TYPED, conds: sifted, sort: { kind: 'name', name: next.name }, limit: 2 });
+      qs.push({ collection: TYPED, conds: sifted, sort: { kind: 'name', name: `-${next.name}` }, limit: 5 });
       if (held.length >= 2) {
         const lo = raw(held[0]);
         const hi = raw(held[held.length - 1]);
@@ -1067,7 +1076,8 @@ export function arbitraries(n: Narrowing) {
   const sortSpec: fc.Arbitrary<SortSpec> = fc.oneof(
     { arbitrary: fc.constant({ kind: 'none' as const }), weight: 3 },
     { arbitrary: fc.boolean().map((desc) => ({ kind: 'driver' as const, desc })), weight: 4 },
-    { arbitrary: fc.constantFrom('id', '-id', ...INDEXED.flatMap((f) => [f.name, `-${f.name}`]), 'rank', 'meta').map((name) => ({ kind: 'name' as const, name })), weight: 1 },
+    // Named sorts: with filters on other fields, the sort's index drives and the filters sift.
+    { arbitrary: fc.constantFrom('id', '-id', ...INDEXED.flatMap((f) => [f.name, `-${f.name}`]), 'rank', 'meta').map((name) => ({ kind: 'name' as const, name })), weight: 3 },
   );
   const typedQuery: fc.Arbitrary<Query> = fc.record({
     collection: fc.constant(TYPED as Coll),
