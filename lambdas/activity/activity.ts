@@ -8,7 +8,7 @@
 import type { Engine, KvValue } from '../engine/ports.js';
 import type { CredentialKind, Principal } from '../auth/principal.js';
 import type { Api, CallInfo } from '../shared/api.js';
-import { log } from '../shared/log.js';
+import { log, logContext } from '../shared/log.js';
 import { monotonicUlid } from '../shared/ids.js';
 import {
   ActivityRecorder,
@@ -78,8 +78,9 @@ export interface ActivityEvent {
 }
 
 /**
- * One entry of the log: the fields of spec section 2, and on `ai.usage` events only, `usage` (so
- * every other record keeps exactly the spec's fields).
+ * One entry of the log: the fields of spec section 2, then `request_id` and `operation_id` (the
+ * request's ids, as its answer and log lines carry them; null on records written before they were
+ * kept), and on `ai.usage` events only, `usage`.
  */
 export interface ActivityRecord {
   id: string;
@@ -104,13 +105,17 @@ export interface ActivityRecord {
   bytes_in: number | null;
   bytes_out: number | null;
   country: string | null;
+  /** The request that recorded the event: its `x-request-id` and the `request_id` of its log lines. */
+  request_id: string | null;
+  /** AI calls: the operation id the answer echoed in `x-operation-id`; null elsewhere. */
+  operation_id: string | null;
   usage?: ActivityUsage;
 }
 
 export const ACTIVITY_FIELDS = [
   'id', 'at_ms', 'organization_id', 'actor_kind', 'actor_id', 'source', 'kind', 'method', 'route', 'status', 'outcome',
   'error_code', 'latency_ms', 'file_id', 'file_sha256', 'file_size', 'content_type', 'file_name', 'related',
-  'bytes_in', 'bytes_out', 'country',
+  'bytes_in', 'bytes_out', 'country', 'request_id', 'operation_id',
 ] as const satisfies readonly (keyof ActivityRecord)[];
 /** Fields beyond the spec's, present only on the events that have them (docs/decisions/ai-usage.md). */
 export const ACTIVITY_EXTENSION_FIELDS = ['usage'] as const satisfies readonly (keyof ActivityRecord)[];
@@ -164,19 +169,28 @@ function usageOf(u: ActivityUsage | null | undefined): ActivityUsage | null {
 /** Who made the call, and which: what every event of a call shares. */
 export interface ActivityCaller extends CallInfo {
   principal: Principal;
+  requestId?: string | null;
+  /** AI calls only (the API whose calls have operation ids, spec 4.1). */
+  operationId?: string | null;
 }
 
 /**
  * The caller of a call's events. A literal, not `{...call, principal}`: this runs on every call, and
  * V8 cloned the spread on its slow path (3.5 µs a call, measured in-process on GET /v1/models).
+ * The ids are the request's log ids (shared/log.ts), which the handler sets once for all its steps.
  */
-export const activityCaller = (principal: Principal, call: CallInfo): ActivityCaller => ({
-  principal,
-  api: call.api,
-  method: call.method,
-  route: call.route,
-  country: call.country ?? null,
-});
+export const activityCaller = (principal: Principal, call: CallInfo): ActivityCaller => {
+  const ids = logContext();
+  return {
+    principal,
+    api: call.api,
+    method: call.method,
+    route: call.route,
+    country: call.country ?? null,
+    requestId: ids?.request_id ?? null,
+    operationId: call.api === 'ai' ? (ids?.operation_id ?? null) : null,
+  };
+};
 
 /** Builds an event's row (in ACTIVITY_COLUMNS order) and where it goes. */
 export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs: number): ActivityEntry {
@@ -217,6 +231,8 @@ export function activityEntry(caller: ActivityCaller, event: ActivityEvent, atMs
     // Not part of the answer: lets an application-bound credential see only its application's activity.
     principal.applicationId,
     usage as unknown as KvValue,
+    text(caller.requestId),
+    text(caller.operationId),
   ];
   // An upper bound of the stored size: UTF-8 takes at most 3 bytes per UTF-16 unit.
   let bytes = usage ? 160 : 64;

@@ -40,7 +40,7 @@ export const ACTIVITY_RETENTION_MS = 30 * 24 * 3600 * 1000;
 export const ACTIVITY_COLUMNS = [
   'id', 'at_ms', 'actor_kind', 'actor_id', 'source', 'kind', 'method', 'route', 'status', 'outcome', 'error_code',
   'latency_ms', 'file_id', 'file_sha256', 'file_size', 'content_type', 'file_name', 'related', 'bytes_in', 'bytes_out',
-  'country', 'application_id', 'usage',
+  'country', 'application_id', 'usage', 'request_id', 'operation_id',
 ] as const;
 
 /** An event as written: its values in ACTIVITY_COLUMNS order. */

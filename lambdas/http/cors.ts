@@ -12,7 +12,7 @@ import { TtlCache } from '../shared/ttl-cache.js';
 /** Request headers a browser may send: the credential, JSON, and the Data API's version preconditions. */
 export const ALLOWED_HEADERS = 'authorization, content-type, if-match, if-none-match';
 /** Response headers a page may read besides the simple ones. */
-export const EXPOSED_HEADERS = 'etag, location';
+export const EXPOSED_HEADERS = 'etag, location, x-request-id';
 export const PREFLIGHT_MAX_AGE_SECONDS = 600;
 
 const listed = new TtlCache<Set<string>>();

@@ -20,7 +20,7 @@ const ORIGIN = 'https://app.example';
 const FIELDS = [
   'id', 'at_ms', 'organization_id', 'actor_kind', 'actor_id', 'source', 'kind', 'method', 'route', 'status', 'outcome',
   'error_code', 'latency_ms', 'file_id', 'file_sha256', 'file_size', 'content_type', 'file_name', 'related',
-  'bytes_in', 'bytes_out', 'country',
+  'bytes_in', 'bytes_out', 'country', 'request_id', 'operation_id',
 ];
 const SHA_A = 'a'.repeat(64);
 const SHA_B = 'b'.repeat(64);
@@ -127,6 +127,8 @@ describe('activity log', () => {
       related: null,
       bytes_out: missingBytes,
       country: null,
+      request_id: missing.headers.get('x-request-id'),
+      operation_id: null,
     });
     expect(items[1]).toEqual({
       ...common,
@@ -140,6 +142,8 @@ describe('activity log', () => {
       related: { database: 'shop', collection_id: null, record_id: null },
       bytes_out: putBytes,
       country: null,
+      request_id: put.headers.get('x-request-id'),
+      operation_id: null,
     });
     expect(items[2]).toEqual({
       ...common,
@@ -153,7 +157,12 @@ describe('activity log', () => {
       related: null,
       bytes_out: modelsBytes,
       country: 'DE',
+      // The ids the answer carried: every AI answer echoes an operation id (made up for a GET without one).
+      request_id: models.headers.get('x-request-id'),
+      operation_id: models.headers.get('x-operation-id'),
     });
+    expect(new Set(items.map((i) => i.request_id)).size).toBe(3);
+    for (const item of items) expect(item.request_id).toMatch(/^[0-9a-f-]{36}$/);
     for (const item of items) expect(item.latency_ms).toBeGreaterThanOrEqual(0);
   });
 

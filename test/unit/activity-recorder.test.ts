@@ -9,7 +9,8 @@ import { useEngine } from '../../lambdas/engine/index.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import type { RouteDef } from '../../lambdas/http/routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { ACTIVITY_FIELDS, activityEntry, activityRecordOf, activityRecorder } from '../../lambdas/activity/activity.js';
+import { ACTIVITY_FIELDS, activityCaller, activityEntry, activityRecordOf, activityRecorder } from '../../lambdas/activity/activity.js';
+import { inRequest } from '../../lambdas/shared/log.js';
 import type { Principal } from '../../lambdas/auth/principal.js';
 import {
   ACTIVITY_COLUMNS,
@@ -178,9 +179,45 @@ describe('an event through its segment', () => {
       source: 'data', kind: 'file.upload.completed', method: 'PUT', route: '/v1/databases/{database}/blobs/{sha256}', status: 201,
       outcome: 'success', error_code: null, latency_ms: 12, file_id: 'f_1', file_sha256: sha, file_size: 3, content_type: 'text/plain',
       file_name: 'a.txt', related: { database: 'db1', collection_id: null, record_id: 'r1' }, bytes_in: 3, bytes_out: 70, country: 'FR',
+      request_id: null, operation_id: null,
     });
     expect(stored.application_id).toBe('app_1');
     expect(entry).toMatchObject({ pk: 'act#org_a#2026-11-26', filePk: `actfile#org_a#${sha}`, key: `${String(at).padStart(15, '0')}#${record.id}` });
+  });
+
+  const principal: Principal = {
+    kind: 'secret_key', credentialId: 'key_1', organizationId: 'org_a', applicationId: null, workspaceId: null,
+    capabilities: null, userId: null, claims: null, origins: null, permissions: null,
+  };
+  const roundTrip = (entry: ActivityEntry, columns?: string[]) => {
+    const item = segmentItem({ pk: entry.pk, organizationId: 'org_a', filePk: null, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at });
+    if (columns) {
+      // A segment written before some columns existed: its rows hold only the columns it names.
+      item.events = (item.events as unknown[][]).map((row) => row.slice(0, columns.length));
+      item.columns = columns;
+    }
+    return activityRecordOf(segmentEvents(item)[0]);
+  };
+
+  it('keeps the request id of the call that recorded it, and the operation id on AI calls only', () => {
+    const at = Date.parse('2026-11-26T01:02:03.456Z');
+    const ids = { request_id: 'req-1', operation_id: 'op-00000001' };
+    const ai = inRequest(ids, () => activityEntry(activityCaller(principal, { api: 'ai', method: 'POST', route: '/v1/embeddings' }), { kind: 'api.call', status: 200 }, at));
+    const data = inRequest(ids, () => activityEntry(activityCaller(principal, { api: 'data', method: 'GET', route: '/v1/databases' }), { kind: 'api.call', status: 200 }, at));
+    expect(roundTrip(ai)).toMatchObject({ request_id: 'req-1', operation_id: 'op-00000001' });
+    expect(roundTrip(data)).toMatchObject({ request_id: 'req-1', operation_id: null });
+  });
+
+  it('reads a segment written before request_id and operation_id existed: both null', () => {
+    const at = Date.parse('2026-11-26T01:02:03.456Z');
+    const entry = inRequest({ request_id: 'req-1', operation_id: 'op-00000001' }, () =>
+      activityEntry(activityCaller(principal, { api: 'ai', method: 'POST', route: '/v1/embeddings' }), { kind: 'api.call', status: 200 }, at),
+    );
+    const before = ACTIVITY_COLUMNS.filter((c) => c !== 'request_id' && c !== 'operation_id');
+    expect(before).toHaveLength(ACTIVITY_COLUMNS.length - 2);
+    const record = roundTrip(entry, before);
+    expect(Object.keys(record)).toEqual([...ACTIVITY_FIELDS]);
+    expect(record).toMatchObject({ status: 200, request_id: null, operation_id: null });
   });
 });
 

@@ -22,6 +22,7 @@ import { flushActivity } from '../../lambdas/activity/activity.js';
 import { listActivity } from '../../lambdas/activity/listing.js';
 import { PlatformError, type ErrorCode } from '../../lambdas/shared/errors.js';
 import { settings, useSettings } from '../../lambdas/shared/settings.js';
+import { inRequest } from '../../lambdas/shared/log.js';
 import { chainFor } from '../../lambdas/http/chain.js';
 import { ROUTES, routeById } from '../../lambdas/http/routes.js';
 import type { HttpResponse, Middleware, RouteResult, Transport } from '../../lambdas/http/types.js';
@@ -436,7 +437,7 @@ describe('respond', () => {
   it('adds CORS headers only with cors: true and an Origin, to errors too', async () => {
     const ok: { response: HttpResponse } = { response: { status: 200, body: {} } };
     const fromApp = { event: { headers: { origin: ORIGIN } } };
-    const allowed = { vary: 'Origin', 'access-control-allow-origin': ORIGIN, 'access-control-expose-headers': 'etag, location' };
+    const allowed = { vary: 'Origin', 'access-control-allow-origin': ORIGIN, 'access-control-expose-headers': 'etag, location, x-request-id' };
     expect((await answer({ cors: true }, ok, fromApp)).headers).toMatchObject(allowed);
     expect((await answer({ cors: true }, { error: new PlatformError('forbidden', 'No.') }, fromApp)).headers).toMatchObject(allowed);
     // An origin no publishable key lists is told nothing but Vary.
@@ -447,6 +448,17 @@ describe('respond', () => {
       expect(r.headers?.vary).toBeUndefined();
       expect(r.headers?.['access-control-allow-origin']).toBeUndefined();
     }
+  });
+
+  it('names the request on every answer, errors included: x-request-id', async () => {
+    const ok = await answer({ cors: false }, { response: { status: 200, body: {} } }, { event: { requestId: 'req-ok' } });
+    const failed = await answer({ cors: true }, { error: new Error('boom') }, { event: { requestId: 'req-failed', headers: { origin: ORIGIN } } });
+    expect([ok.headers?.['x-request-id'], failed.headers?.['x-request-id']]).toEqual(['req-ok', 'req-failed']);
+    // The first step failed before it set the platform: the request's log id.
+    const early = platformRequest({ route: dataRoute, error: new Error('early') });
+    delete (early.context as Partial<typeof early.context>).platform;
+    await inRequest({ request_id: 'req-early' }, () => run(respond({ cors: false }), 'onError', early));
+    expect([early.response?.statusCode, early.response?.headers?.['x-request-id']]).toEqual([500, 'req-early']);
   });
 
   it('echoes the operation id on answers and errors, when there is one', async () => {

@@ -4,6 +4,7 @@ import { errorResponse } from '../error-response.js';
 import { toResult } from '../event.js';
 import type { HttpResponse, Middleware, PlatformContext, RouteResult } from '../types.js';
 import { corsHeaders } from '../cors.js';
+import { logContext } from '../../shared/log.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, RouteResult, Error, PlatformContext>;
 
@@ -15,12 +16,16 @@ export interface RespondOptions {
 /**
  * Outermost middleware but for activity(): turns the handler's HttpResponse, or any error, into the
  * route's result. Errors become the one JSON error shape; anything unexpected is logged and answered as
- * a bare 500 with no detail (never a stack trace). Every answer echoes the operation id when there is one.
+ * a bare 500 with no detail (never a stack trace). Every answer carries `x-request-id`, the id its log
+ * lines and activity records carry, and echoes the operation id when there is one.
  */
 export function respond(options: RespondOptions): Middleware {
   const finish = async (request: Request, res: HttpResponse) => {
     const headers = { ...res.headers };
     const platform = request.context.platform;
+    // The first step may have failed before it set the platform: the log context always names the request.
+    const requestId = platform?.requestId ?? logContext()?.request_id;
+    if (requestId) headers['x-request-id'] = requestId;
     if (platform?.operationId) headers['x-operation-id'] = platform.operationId;
     const origin = platform?.req.headers.origin;
     if (options.cors && origin !== undefined && platform.engine) {
