@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Engine, KeyValueStore, KvItem } from '../../lambdas/engine/ports.js';
+import type { Engine, KeyValueStore, KvItem, KvValue } from '../../lambdas/engine/ports.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
@@ -193,7 +193,7 @@ describe('an event through its segment', () => {
     const item = segmentItem({ pk: entry.pk, organizationId: 'org_a', filePk: null, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at });
     if (columns) {
       // A segment written before some columns existed: its rows hold only the columns it names.
-      item.events = (item.events as unknown[][]).map((row) => row.slice(0, columns.length));
+      item.events = (item.events as KvValue[][]).map((row) => row.slice(0, columns.length));
       item.columns = columns;
     }
     return activityRecordOf(segmentEvents(item)[0]);
