@@ -11,6 +11,7 @@ import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { admin, adminOk } from '../helpers/cli.js';
 import { postBytes } from '../helpers/ai-calls.js';
+import { waitFor } from '../helpers/wait.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
 
@@ -117,6 +118,19 @@ describe('Idempotency-Key, the SDKs\' own header, in an organization with option
     // The same id as X-Operation-Id: one id, whichever header carried it.
     const asOperationId = await sdk.chat.completions.create({ model: 'chat-main', messages: hi }, { headers: { 'X-Operation-Id': key } }).withResponse();
     expect(asOperationId.response.headers.get('x-idempotent-replay')).toBe('true');
+  });
+
+  it('is the operation id the activity record keeps', async () => {
+    const key = freshId();
+    const from = Date.now() - 1000;
+    await sdk.chat.completions.create({ model: 'chat-main', messages: hi }, { headers: { 'Idempotency-Key': key } });
+    let items: any[] = [];
+    await waitFor('the activity record', async () => {
+      const res = await fetch(`${p.urls.data}/v1/activity?from=${from}`, { headers: { authorization: `Bearer ${optionalKey}` } });
+      items = ((await res.json()) as any).items ?? [];
+      return items.some((i) => i.operation_id === key);
+    }, 5000);
+    expect(items.find((i) => i.operation_id === key)).toMatchObject({ method: 'POST', route: '/v1/chat/completions', status: 200 });
   });
 
   it('embeddings too', async () => {
