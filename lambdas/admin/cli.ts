@@ -1,6 +1,8 @@
 /**
  * The admin CLI: one JSON document on stdout per command, errors on stderr with a non-zero exit.
  * It acts on the engine the environment selects (DATA_DIR for the embedded one, ENGINE=aws for AWS).
+ * Each command is a definition (./command.ts): its usage line, its `--help` and the README's table
+ * are generated from it.
  */
 import { parseArgs } from 'node:util';
 import type { Engine } from '../engine/ports.js';
@@ -14,22 +16,30 @@ import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
 import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
 import { EventBusAllowListError, allowEventBus, listEventBuses, revokeEventBus } from '../events/eventbridge.js';
+import { commandHelp, PROGRAM, programHelp, usageLine, type Command, type Options } from './command.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
 }
 
-type Options = Record<string, string | boolean | undefined>;
+// Options several commands share; what one means is said where its name and placeholder do not say it.
+const id = { type: 'string', value: 'ID' } as const;
+const name = { type: 'string', value: 'N' } as const;
+const permissions = {
+  type: 'string',
+  value: 'a,b',
+  help: 'narrows it on the Events API (left out: every Events permission; list and rules in `docs/events/permissions.md`)',
+} as const;
+const LIMIT_OPTIONS = {
+  rpm: { type: 'string', value: 'N', help: 'requests a minute (`429 rate_limited`)' },
+  tpm: { type: 'string', value: 'N', help: 'tokens a minute, input estimate plus output ceiling until the real usage is known (`429 quota_exceeded`)' },
+  concurrency: { type: 'string', value: 'N', help: 'calls at once (`429 concurrency_limited`)' },
+  'budget-usd': { type: 'string', value: 'X', help: 'USD on priced routes in all (`429 budget_exhausted`)' },
+} as const;
+const LIMIT_FIELDS = { rpm: 'rpm', tpm: 'tpm', concurrency: 'concurrency', 'budget-usd': 'budget_usd' } as const;
+const LIMITS_NOTE = '`none` lifts a limit, an option left out keeps it, no option only shows them';
+const CACHE_NOTE = 'changes reach a running server within `MODEL_ROUTES_CACHE_MS`';
 
-interface Command {
-  usage: string;
-  options: Record<string, { type: 'string' | 'boolean' }>;
-  required: string[];
-  run(engine: Engine, o: Options): Promise<unknown>;
-}
-
-const s = { type: 'string' } as const;
-const b = { type: 'boolean' } as const;
 const tenants = (e: Engine) => new Tenants(e.kv, () => e.clock.now());
 const routes = (e: Engine) => new ModelRoutes(e.kv, () => e.clock.now());
 const str = (o: Options, k: string) => o[k] as string;
@@ -65,57 +75,69 @@ async function existingOrg(e: Engine, o: Options): Promise<string> {
   return id;
 }
 
-const LIMIT_OPTIONS = { rpm: 'rpm', tpm: 'tpm', concurrency: 'concurrency', 'budget-usd': 'budget_usd' } as const;
-const LIMITS_USAGE = '[--rpm N] [--tpm N] [--concurrency N] [--budget-usd X] (none lifts a limit)';
-
 /** `--rpm 60 --budget-usd none`: the limits to set; `none` lifts one (null), an absent option leaves it. */
 function limitsOptions(o: Options): Partial<AiLimits> {
   const limits: Partial<AiLimits> = {};
-  for (const [option, field] of Object.entries(LIMIT_OPTIONS)) {
+  for (const [option, field] of Object.entries(LIMIT_FIELDS)) {
     if (o[option] === undefined) continue;
     limits[field] = String(o[option]).trim().toLowerCase() === 'none' ? null : (numberOption(o, option) as number);
   }
   return checkLimits(limits);
 }
 
+const GRANT_SUMMARY =
+  "the organization's AI settings `{organization_id, granted_fields, limits}`; fields grantable on chat: `n`, `service_tier`, `store`, `metadata`, `modalities`, `audio`, `web_search_options` (any other is refused, listing them); a field not granted answers `403 field_not_allowed`; " + CACHE_NOTE;
+const EVENT_BUS_SUMMARY = "the event buses the organization's `eventbridge` subscriptions may deliver to (checked at creation and at every delivery; docs/events/eventbridge.md)";
+
 export const COMMANDS: Record<string, Command> = {
-  'org create': { usage: '--name N', options: { name: s }, required: ['name'], run: (e, o) => tenants(e).createOrganization(str(o, 'name')) },
-  'org disable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true) },
-  'org enable': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), false) },
+  'org create': {
+    summary: 'the organization `{id, name, disabled, created_at}`',
+    options: { name },
+    required: ['name'],
+    run: (e, o) => tenants(e).createOrganization(str(o, 'name')),
+  },
+  'org disable': {
+    summary: 'the organization; every key of a disabled one answers `403 organization_disabled`',
+    options: { org: id },
+    required: ['org'],
+    run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true),
+  },
+  'org enable': { summary: 'the organization, enabled again', options: { org: id }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), false) },
   'org grant-field': {
-    usage: '--org ID --field NAME',
-    options: { org: s, field: s },
+    summary: GRANT_SUMMARY,
+    options: { org: id, field: { type: 'string', value: 'NAME' } },
     required: ['org', 'field'],
     run: async (e, o) => aiSettings(e).grantField(await existingOrg(e, o), str(o, 'field')),
   },
   'org revoke-field': {
-    usage: '--org ID --field NAME',
-    options: { org: s, field: s },
+    summary: GRANT_SUMMARY,
+    options: { org: id, field: { type: 'string', value: 'NAME' } },
     required: ['org', 'field'],
     run: async (e, o) => aiSettings(e).revokeField(await existingOrg(e, o), str(o, 'field')),
   },
-  // The event buses the organization's eventbridge subscriptions may deliver to (docs/events/eventbridge.md).
   'org eventbridge-allow': {
-    usage: '--org ID --arn EVENT_BUS_ARN',
-    options: { org: s, arn: s },
+    summary: EVENT_BUS_SUMMARY,
+    options: { org: id, arn: { type: 'string', value: 'ARN' } },
     required: ['org', 'arn'],
     run: async (e, o) => allowEventBus(e, await existingOrg(e, o), str(o, 'arn')),
   },
   'org eventbridge-revoke': {
-    usage: '--org ID --arn EVENT_BUS_ARN',
-    options: { org: s, arn: s },
+    summary: EVENT_BUS_SUMMARY,
+    options: { org: id, arn: { type: 'string', value: 'ARN' } },
     required: ['org', 'arn'],
     run: async (e, o) => revokeEventBus(e, await existingOrg(e, o), str(o, 'arn')),
   },
   'org eventbridge-list': {
-    usage: '--org ID',
-    options: { org: s },
+    summary: EVENT_BUS_SUMMARY,
+    options: { org: id },
     required: ['org'],
     run: async (e, o) => ({ data: await listEventBuses(e, await existingOrg(e, o)) }),
   },
   'org limits': {
-    usage: `--org ID ${LIMITS_USAGE}`,
-    options: { org: s, rpm: s, tpm: s, concurrency: s, 'budget-usd': s },
+    summary:
+      "the AI settings and `budget {spent_usd, held_usd}`; limits of all the organization's AI calls; " +
+      `${LIMITS_NOTE}; ${CACHE_NOTE}. Design in \`docs/decisions/ai-limits.md\`, usage records in \`docs/decisions/ai-usage.md\``,
+    options: { org: id, ...LIMIT_OPTIONS },
     required: ['org'],
     run: async (e, o) => {
       const org = await existingOrg(e, o);
@@ -126,8 +148,15 @@ export const COMMANDS: Record<string, Command> = {
   },
   // Whether the organization's AI writes need X-Operation-Id (docs/decisions/operation-ids-optional.md).
   'org settings': {
-    usage: '--org ID [--operation-ids required|optional]',
-    options: { org: s, 'operation-ids': s },
+    summary: `the organization's AI settings, \`operation_ids\` among them; ${CACHE_NOTE}`,
+    options: {
+      org: id,
+      'operation-ids': {
+        type: 'string',
+        value: 'required|optional',
+        help: '`optional` lets its AI writes go without `X-Operation-Id` (the official SDKs send none; docs/ai/quickstart.md); `required` (the default) answers them `400 missing_operation_id`',
+      },
+    },
     required: ['org'],
     run: async (e, o) => {
       const org = await existingOrg(e, o);
@@ -135,14 +164,14 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   'workspace create': {
-    usage: '--org ID --name N',
-    options: { org: s, name: s },
+    summary: 'the workspace `{id, organization_id, name, created_at}`',
+    options: { org: id, name },
     required: ['org', 'name'],
     run: (e, o) => tenants(e).createWorkspace(str(o, 'org'), str(o, 'name')),
   },
   'app create': {
-    usage: '--workspace ID --name N [--capabilities a,b]',
-    options: { workspace: s, name: s, capabilities: s },
+    summary: 'the application',
+    options: { workspace: id, name, capabilities: { type: 'string', value: 'a,b', help: 'from `ai.chat`, `ai.embeddings`, `knowledge`, `decision`' } },
     required: ['workspace', 'name'],
     run: (e, o) =>
       tenants(e).createApplication(
@@ -152,8 +181,8 @@ export const COMMANDS: Record<string, Command> = {
       ),
   },
   'key create': {
-    usage: '--org ID [--app ID] [--permissions events:event.publish,...]',
-    options: { org: s, app: s, permissions: s },
+    summary: '`{id, key, permissions}`: the secret key `aik_…` is shown this once, only its hash is stored (`permissions: null`: every Events permission)',
+    options: { org: id, app: id, permissions },
     required: ['org'],
     run: async (e, o) => {
       const { id, key, record } = await tenants(e).createSecretKey(str(o, 'org'), str(o, 'app'), permissionsOption(o));
@@ -161,11 +190,21 @@ export const COMMANDS: Record<string, Command> = {
       return { id, key, permissions: record.permissions };
     },
   },
-  'key disable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), true) },
-  'key enable': { usage: '--key-id ID', options: { 'key-id': s }, required: ['key-id'], run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), false) },
+  'key disable': {
+    summary: 'the key record (never the secret); a disabled key answers `403 key_disabled` within `CREDENTIAL_CACHE_MS`',
+    options: { 'key-id': id },
+    required: ['key-id'],
+    run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), true),
+  },
+  'key enable': {
+    summary: 'the key record (never the secret), enabled again within `CREDENTIAL_CACHE_MS`',
+    options: { 'key-id': id },
+    required: ['key-id'],
+    run: (e, o) => tenants(e).setSecretKeyDisabled(str(o, 'key-id'), false),
+  },
   'key limits': {
-    usage: `--key-id ID ${LIMITS_USAGE}`,
-    options: { 'key-id': s, rpm: s, tpm: s, concurrency: s, 'budget-usd': s },
+    summary: `\`{key_id, limits, budget}\`: a secret key's own AI limits, applied on top of its organization's, as for \`org limits\`; ${LIMITS_NOTE}`,
+    options: { 'key-id': id, ...LIMIT_OPTIONS },
     required: ['key-id'],
     run: async (e, o) => {
       const keyId = str(o, 'key-id');
@@ -174,22 +213,44 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   'key routes': {
-    usage: '--key-id ID (--routes a,b | --all)',
-    options: { 'key-id': s, routes: s, all: b },
+    summary: '`{key_id, routes}`: the model routes a secret key may call (others answer `403 route_forbidden`, and `GET /v1/models` lists only these)',
+    options: { 'key-id': id, routes: { type: 'string', value: 'a,b' }, all: { type: 'boolean', help: 'lifts the list' } },
     required: ['key-id'],
-    run: async (e, o) => {
-      const list = str(o, 'routes');
-      if ((list === undefined) === !o.all) throw new UsageError('give either --routes a,b or --all');
-      return new AiKeyRoutes(e.kv, () => e.clock.now()).set(str(o, 'key-id'), o.all ? null : list!.split(',').map((r) => r.trim()));
-    },
+    oneOf: ['routes', 'all'],
+    run: async (e, o) =>
+      new AiKeyRoutes(e.kv, () => e.clock.now()).set(str(o, 'key-id'), o.all ? null : str(o, 'routes').split(',').map((r) => r.trim())),
   },
   'route set': {
-    usage:
-      '--org ID --id ROUTE --endpoint PATH --provider openai-compatible|bedrock|http|decision [--base-url URL] [--model UPSTREAM_MODEL] [--default] [--max-tokens N] [--no-tools] [--timeout-ms N] [--tiers a,b] [--price-in-per-mtok X] [--price-out-per-mtok X] [--api-key-env NAME] [--max-answer-bytes N] [--max-event-bytes N]',
+    summary: `the model route; ${CACHE_NOTE}`,
     options: {
-      org: s, id: s, endpoint: s, provider: s, 'base-url': s, model: s, default: b,
-      'max-tokens': s, 'no-tools': b, 'timeout-ms': s, tiers: s, 'price-in-per-mtok': s, 'price-out-per-mtok': s, 'api-key-env': s,
-      'max-answer-bytes': s, 'max-event-bytes': s,
+      org: id,
+      id: { type: 'string', value: 'ROUTE' },
+      endpoint: { type: 'string', value: 'PATH', help: 'one of `/v1/chat/completions`, `/v1/embeddings`, `/v1/run`' },
+      provider: {
+        type: 'string',
+        value: 'openai-compatible|bedrock|http|decision',
+        help: '`openai-compatible` (chat, embeddings; `--base-url` like `https://api.openai.com/v1`), `bedrock` (chat, embeddings; `--model` the Bedrock model id), `http` (run; `--base-url` is the whole URL the `input` is POSTed to) or `decision` (run; `--tiers` its chat routes, weakest first)',
+      },
+      'base-url': { type: 'string', value: 'URL', help: 'may not carry credentials (`user:password@`)' },
+      model: { type: 'string', value: 'UPSTREAM_MODEL', help: 'the model the upstream is asked for' },
+      default: { type: 'boolean', help: "makes it the endpoint's default and clears the flag on the others" },
+      'max-tokens': {
+        type: 'string',
+        value: 'N',
+        help: 'the output ceiling a request can only lower (a route with `--price-out-per-mtok` and no `--max-tokens` sends 4,096, the most a budget holds)',
+      },
+      'no-tools': { type: 'boolean', help: 'refuses `tools`' },
+      'timeout-ms': { type: 'string', value: 'N', help: 'the upstream timeout (default 60,000)' },
+      tiers: { type: 'string', value: 'a,b' },
+      'price-in-per-mtok': { type: 'string', value: 'X', help: 'USD per million input tokens' },
+      'price-out-per-mtok': { type: 'string', value: 'X', help: 'USD per million output tokens' },
+      'api-key-env': {
+        type: 'string',
+        value: 'NAME',
+        help: 'names the upstream key: an environment variable of `npm start`, a Secrets Manager secret in AWS (never the key itself)',
+      },
+      'max-answer-bytes': { type: 'string', value: 'N', help: "caps what is read of the upstream's answer (default 32 MiB); past it, `502 upstream_error` (docs/ai/chat.md)" },
+      'max-event-bytes': { type: 'string', value: 'N', help: 'caps one stream line (default 1 MiB), as `--max-answer-bytes` does' },
     },
     required: ['org', 'id', 'endpoint', 'provider'],
     run: async (e, o) => {
@@ -213,21 +274,27 @@ export const COMMANDS: Record<string, Command> = {
       });
     },
   },
+  'route list': {
+    summary: '`{data: [route, …]}` with the upstream settings',
+    options: { org: id },
+    required: ['org'],
+    run: (e, o) => routes(e).list(str(o, 'org')).then((data) => ({ data })),
+  },
   'oauth-client create': {
-    usage: '--app ID [--permissions events:event.publish,...]',
-    options: { app: s, permissions: s },
+    summary: '`{client_id, client_secret, permissions}`: the secret is shown this once, only its hash is stored',
+    options: { app: id, permissions },
     required: ['app'],
     run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).create(str(o, 'app'), permissionsOption(o)),
   },
   'oauth-client revoke': {
-    usage: '--client-id ID',
-    options: { 'client-id': s },
+    summary: 'the client; its tokens stop working within `CREDENTIAL_CACHE_MS`',
+    options: { 'client-id': id },
     required: ['client-id'],
     run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).revoke(str(o, 'client-id')),
   },
   'publishable-key create': {
-    usage: '--app ID --origins https://a.example,https://b.example',
-    options: { app: s, origins: s },
+    summary: '`{id, key, origins}`: the `apb_…` key may be used only from those origins',
+    options: { app: id, origins: { type: 'string', value: 'https://a.example,https://b.example' } },
     required: ['app', 'origins'],
     run: (e, o) =>
       new PublishableKeys(e.kv, () => e.clock.now()).create(
@@ -236,34 +303,57 @@ export const COMMANDS: Record<string, Command> = {
       ),
   },
   'publishable-key disable': {
-    usage: '--key-id ID',
-    options: { 'key-id': s },
+    summary: 'the key record; it answers `403 key_disabled` and leaves CORS',
+    options: { 'key-id': id },
     required: ['key-id'],
     run: (e, o) => new PublishableKeys(e.kv, () => e.clock.now()).disable(str(o, 'key-id')),
   },
-  'route list': { usage: '--org ID', options: { org: s }, required: ['org'], run: (e, o) => routes(e).list(str(o, 'org')).then((data) => ({ data })) },
 };
 
-export function usage(): string {
-  return ['usage: npm run --silent admin -- <command>', ...Object.entries(COMMANDS).map(([name, c]) => `  ${name} ${c.usage}`)].join('\n');
+/** A wrong command: what there is instead (the group's commands when the first word is one). */
+function unknownCommand(words: string[]): UsageError {
+  if (!words.length) return new UsageError(`a command is needed: ${PROGRAM} --help lists them`);
+  const group = Object.keys(COMMANDS).filter((n) => n.split(' ')[0] === words[0]);
+  const known = group.length ? `${words[0]} commands: ${group.map((n) => n.split(' ')[1]).join(', ')}` : `${PROGRAM} --help lists them`;
+  return new UsageError(`unknown command "${words.slice(0, 2).join(' ')}"; ${known}`);
+}
+
+const HELP = new Set(['--help', '-h']);
+
+/**
+ * The help `argv` asks for, or undefined: `--help` alone or with a group (`key --help`) lists the
+ * commands; with a command (`key create --help`), that command's. A wrong command is a UsageError.
+ */
+export function helpFor(argv: string[]): string | undefined {
+  if (!argv.some((a) => HELP.has(a)) && argv[0] !== 'help') return undefined;
+  const words = argv.filter((a) => !HELP.has(a) && a !== 'help' && !a.startsWith('-'));
+  if (!words.length) return programHelp(COMMANDS);
+  const name = words.slice(0, 2).join(' ');
+  if (COMMANDS[name]) return commandHelp(name, COMMANDS[name]);
+  if (words.length === 1 && Object.keys(COMMANDS).some((n) => n.split(' ')[0] === words[0])) return programHelp(COMMANDS, words[0]);
+  throw unknownCommand(words);
 }
 
 /** Runs one command; returns the JSON result or throws UsageError / a domain error. */
 export async function runCommand(engine: Engine, argv: string[]): Promise<unknown> {
   const name = argv.slice(0, 2).join(' ');
   const command = COMMANDS[name];
-  if (!command) throw new UsageError(`unknown command "${name}"\n${usage()}`);
+  if (!command) throw unknownCommand(argv);
+  const usageOf = `usage: ${usageLine(name, command)} (--help: what each option means)`;
   let values: Options;
   try {
     ({ values } = parseArgs({ args: argv.slice(2), options: command.options, strict: true, allowPositionals: false }));
   } catch (error) {
-    throw new UsageError(`${(error as Error).message}\nusage: ${name} ${command.usage}`);
+    throw new UsageError(`${(error as Error).message}\n${usageOf}`);
   }
   const missing = command.required.filter((k) => typeof values[k] !== 'string' || values[k] === '');
-  if (missing.length) throw new UsageError(`missing ${missing.map((k) => `--${k}`).join(', ')}\nusage: ${name} ${command.usage}`);
+  if (missing.length) throw new UsageError(`missing ${missing.map((k) => `--${k}`).join(', ')}\n${usageOf}`);
+  if (command.oneOf && command.oneOf.filter((k) => values[k] !== undefined).length !== 1) {
+    throw new UsageError(`give either ${command.oneOf.map((k) => `--${k}`).join(' or ')}\n${usageOf}`);
+  }
   return command.run(engine, values);
 }
 
-/** Errors a user can act on; anything else is a bug and keeps its stack on stderr. */
-export const isUserError = (e: unknown) =>
+/** Errors a user can act on (their message says what to do); anything else is reported by its kind and message. */
+export const isUserError = (e: unknown): boolean =>
   e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError;
