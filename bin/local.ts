@@ -28,7 +28,7 @@ const settings = localSettings();
 if (isLocalWorker()) {
   await runWorker(settings);
 } else {
-  const { ports, workers } = settings;
+  const { ports, opsPort, workers } = settings;
   const dataDir = localStateDir();
   // The primary bootstraps before any worker starts, so the first start creates one tenant, not one per worker.
   // One process serving the APIs takes its checkpoints off the request path; with workers, each of them does.
@@ -41,8 +41,8 @@ if (isLocalWorker()) {
     process.stderr.write(`ENGINE=aws: the first call to the table failed (${error instanceof Error ? error.message : String(error)}); check TABLE_NAME, AWS_REGION, the credentials and AWS_ENDPOINT_URL\n`);
     process.exit(1);
   });
-  let running: { urls: Record<'ai' | 'data' | 'events', string>; close(): Promise<void> };
-  if (workers === 1) running = await startPlatform({ engine, ports });
+  let running: { urls: Record<'ai' | 'data' | 'events', string>; opsUrl?: string; close(): Promise<void> };
+  if (workers === 1) running = await startPlatform({ engine, ports, opsPort });
   else {
     await engine.close();
     running = await startWorkers(settings);
@@ -50,6 +50,7 @@ if (isLocalWorker()) {
 
   const { urls } = running;
   const lines = [`AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
+  lines.push(`Operations  ${running.opsUrl}  (GET /healthz, GET /readyz; OPS_PORT)`);
   lines.push(`(${workers === 1 ? 'one process' : `${workers} worker processes`}; LOCAL_WORKERS sets how many)`);
   if (engine.name === 'aws') {
     const { tableName, bucketName } = readSettings();

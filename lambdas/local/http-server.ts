@@ -1,19 +1,21 @@
 /**
  * The local runtime's HTTP side: it only translates node:http requests into API Gateway HTTP API
  * (payload v2) events, calls the route's Lambda handler, and writes the result back (DESIGN property 1).
+ * Like API Gateway's access logs, it writes one line per request (`accessLog`).
  */
 import { STATUS_CODES, createServer, type IncomingMessage, type OutgoingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
+import { performance } from 'node:perf_hooks';
 import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { RouteFunction } from '../http/handler.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { errorBody } from '../http/error-response.js';
 import type { Api } from '../shared/api.js';
 import type { RouteDef } from '../http/routes.js';
-import type { Transport } from '../http/types.js';
+import type { PlatformContext, Transport } from '../http/types.js';
 import type { StreamGrant } from '../events/stream.js';
 import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
@@ -50,10 +52,12 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
 
   const server = createServer(async (req, res) => {
+    const access: Access = { req, startedAt: performance.now(), status: 500 };
     try {
       const url = parseTarget(req.url ?? '/');
       // Matched before the body is read: a streaming route's body is handed over unread.
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
+      access.route = route.id;
       const streaming = route.body === 'stream';
       let body: Buffer = NO_BODY;
       // A request with neither Content-Length nor Transfer-Encoding has no body (RFC 9112 6.3).
@@ -62,16 +66,22 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
         const read = await readBody(req, GATEWAY_MAX_BODY_BYTES);
         if (read === undefined) {
           const err = new PlatformError(tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
-          const headers: Record<string, string> = { 'content-type': 'application/json', connection: 'close' };
+          access.requestId = randomUUID();
+          const headers: Record<string, string> = { 'content-type': 'application/json', connection: 'close', 'x-request-id': access.requestId };
           // Every AI answer echoes the operation id, this refusal too (API Gateway's own, on AWS, cannot).
           if (API_POLICIES[api].operationIds) headers['x-operation-id'] = operationIdFor(headerOf(req, 'x-operation-id'));
+          access.status = 413;
           return send(res, 413, headers, JSON.stringify(errorBody(err)));
         }
         body = read;
       }
       const event = toEvent(api, req, url, route, params, body);
+      access.requestId = event.requestContext.requestId;
       const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, onClientGone: (listener) => clientGone(res, listener) };
-      const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
+      const context = lambdaContext(route, access.requestId, transport);
+      const result = await handlers.get(route.id)!(event, context);
+      access.status = result.statusCode ?? 200;
+      access.organizationId = context.platform?.principal?.organizationId;
       const headers: Record<string, string | number | boolean> = result.headers ?? {};
       if (streaming && !req.complete) {
         // Answered before the body was read to its end (an early error): drop the rest and the connection.
@@ -86,8 +96,12 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       // Handlers map their own errors; reaching here is a bug in the runtime itself.
       log.error('local runtime error', { error: String((error as Error)?.stack ?? error) });
       const err = new PlatformError('internal_error', 'The service failed to answer; retry later.');
-      if (!res.headersSent) send(res, 500, { 'content-type': 'application/json' }, JSON.stringify(errorBody(err)));
+      access.status = 500;
+      access.requestId ??= randomUUID();
+      if (!res.headersSent) send(res, 500, { 'content-type': 'application/json', 'x-request-id': access.requestId }, JSON.stringify(errorBody(err)));
       else res.destroy();
+    } finally {
+      accessLog(access);
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(api, error, socket));
@@ -96,14 +110,20 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
   async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, upgrades: Upgrades) {
     socket.on('error', () => socket.destroy());
     let grant: StreamGrant | undefined;
+    const access: Access = { req, startedAt: performance.now(), status: 500 };
     try {
       const url = parseTarget(req.url ?? '/');
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
+      access.route = route.id;
       // The body of an upgrade request is not read: every route sees none.
       const event = toEvent(api, req, url, route, params, NO_BODY, upgrades.extraHeaders(req));
+      access.requestId = event.requestContext.requestId;
       const offer = upgrades.handshake(req) ? { connectionId: randomUUID(), accept: (g: StreamGrant) => void (grant = g) } : undefined;
       const transport: Transport = { mode: 'piped', upgrade: offer };
-      const result = await handlers.get(route.id)!(event, lambdaContext(route, event.requestContext.requestId, transport));
+      const context = lambdaContext(route, access.requestId, transport);
+      const result = await handlers.get(route.id)!(event, context);
+      access.status = result.statusCode ?? 200;
+      access.organizationId = context.platform?.principal?.organizationId;
       if (grant && result.statusCode === 101) {
         if (socket.destroyed || !socket.writable) return upgrades.abandon(grant);
         return upgrades.complete(req, socket, head, grant);
@@ -116,7 +136,11 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       if (grant) upgrades.abandon(grant);
       log.error('local runtime error', { error: String((error as Error)?.stack ?? error) });
       const err = new PlatformError('internal_error', 'The service failed to answer; retry later.');
-      writeRaw(socket, 500, { 'content-type': 'application/json' }, JSON.stringify(errorBody(err)));
+      access.status = 500;
+      access.requestId ??= randomUUID();
+      writeRaw(socket, 500, { 'content-type': 'application/json', 'x-request-id': access.requestId }, JSON.stringify(errorBody(err)));
+    } finally {
+      accessLog(access);
     }
   }
   // Idle keep-alive connections stay open a minute (Node's default is 5 s), as load balancers keep
@@ -126,6 +150,34 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
   return server;
+}
+
+/** What the access line of a request says, filled in as the request is served. */
+interface Access {
+  req: IncomingMessage;
+  startedAt: number;
+  /** The route table's id; absent only when the runtime failed before matching. */
+  route?: string;
+  status: number;
+  requestId?: string;
+  /** Known once the credential resolved (the chain's principal). */
+  organizationId?: string;
+}
+
+/**
+ * The access line of a request, at info level, once its answer is queued or, for a piped answer,
+ * written to its end: method, route id, status, duration (0.1 ms), request id (the `x-request-id`
+ * the answer carried) and organization. No path or query: they may hold record ids and user input.
+ */
+function accessLog(a: Access) {
+  log.info('request', {
+    method: a.req.method,
+    route: a.route ?? null,
+    status: a.status,
+    duration_ms: Math.round((performance.now() - a.startedAt) * 10) / 10,
+    request_id: a.requestId ?? null,
+    organization_id: a.organizationId ?? null,
+  });
 }
 
 /**
@@ -323,8 +375,11 @@ function hasAny(map: Record<string, string>): boolean {
 const remainingTime = () => 30_000;
 const ignore = () => undefined;
 
-/** Lambda's context, plus how this runtime takes answers (a literal: it is built for every request). */
-function lambdaContext(route: RouteDef, requestId: string, transport: Transport): Context & { transport: Transport } {
+/**
+ * Lambda's context, plus how this runtime takes answers (a literal: it is built for every request).
+ * The chain keeps its state in it (`platform`): the access line reads the caller's organization there.
+ */
+function lambdaContext(route: RouteDef, requestId: string, transport: Transport): Context & { transport: Transport; platform?: PlatformContext['platform'] } {
   return {
     transport,
     callbackWaitsForEmptyEventLoop: false,

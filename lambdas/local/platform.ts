@@ -1,4 +1,7 @@
-/** Starts the local platform: the three APIs on 127.0.0.1 over one engine, with a clean shutdown. */
+/**
+ * Starts the local platform: the three APIs on 127.0.0.1 over one engine, and when asked the
+ * operations port (ops-server.ts), with a clean shutdown.
+ */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pathToFileURL } from 'node:url';
@@ -10,6 +13,7 @@ import type { Api } from '../shared/api.js';
 import { ROUTES } from '../http/routes.js';
 import { flushActivity } from '../activity/activity.js';
 import { createApiServer } from './http-server.js';
+import { createOpsServer } from './ops-server.js';
 import { LocalStreams } from './streams.js';
 import { startQueueWorkers } from './queue-workers.js';
 
@@ -18,10 +22,14 @@ export interface PlatformOptions {
   host?: string;
   /** 0 picks a free port. */
   ports: Record<Api, number>;
+  /** The operations port (`/healthz`, `/readyz`); none when absent (tests of the APIs). 0 picks a free one. */
+  opsPort?: number;
 }
 
 export interface RunningPlatform {
   urls: Record<Api, string>;
+  /** The operations port's URL, when one was asked for. */
+  opsUrl?: string;
   close(): Promise<void>;
 }
 
@@ -41,25 +49,30 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   // (an engine whose sockets API Gateway holds, in tests of the AWS adapters, takes no upgrade here).
   const streams = options.engine.connections.holdsSockets ? new LocalStreams(options.engine) : undefined;
   const urls = {} as Record<Api, string>;
+  const listen = (server: Server, port: number) =>
+    new Promise<string>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, host, () => resolve(`http://${host}:${(server.address() as AddressInfo).port}`));
+    });
   for (const api of ['ai', 'data', 'events'] as const) {
     const server = await createApiServer(api, ROUTES, (route) => loadHandler(route.handler), api === 'events' ? streams : undefined);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.ports[api], host, () => resolve());
-    });
+    urls[api] = await listen(server, options.ports[api]);
     servers[api] = server;
-    urls[api] = `http://${host}:${(server.address() as AddressInfo).port}`;
   }
+  // Last: a process answers ready only once it serves every API.
+  const ops = options.opsPort === undefined ? undefined : createOpsServer(options.engine);
+  const opsUrl = ops ? await listen(ops, options.opsPort!) : undefined;
   const queueWorkers = startQueueWorkers(options.engine);
   let closing: Promise<void> | undefined;
   return {
     urls,
+    opsUrl,
     close: () =>
       (closing ??= (async () => {
         // Stop accepting, close the open streams (1001), let in-flight requests finish, drop idle
         // keep-alive sockets, write the buffered activity events, then close the engine.
         const closed = Promise.all(
-          Object.values(servers).map(
+          [...Object.values(servers), ...(ops ? [ops] : [])].map(
             (server) =>
               new Promise<void>((resolve) => {
                 server.close(() => resolve());

@@ -17,6 +17,8 @@ import { settings, type Settings } from '../shared/settings.js';
 export interface LocalSettings {
   dataDir: string;
   ports: Record<Api, number>;
+  /** The operations port (ops-server.ts), shared by the workers as the API ports are. */
+  opsPort: number;
   /** Processes serving the APIs; 1 serves them in the primary itself. */
   workers: number;
 }
@@ -25,6 +27,7 @@ export function localSettings(config: Settings = settings()): LocalSettings {
   return {
     dataDir: config.dataDir,
     ports: { ai: config.aiPort, data: config.dataPort, events: config.eventsPort },
+    opsPort: config.opsPort,
     workers: config.localWorkers,
   };
 }
@@ -35,7 +38,7 @@ export function localSettings(config: Settings = settings()): LocalSettings {
  * answers once all did (or after FLUSH_TIMEOUT_MS: a reader is never held up longer).
  */
 type Message =
-  | { type: 'ready'; urls: Record<Api, string> }
+  | { type: 'ready'; urls: Record<Api, string>; opsUrl?: string }
   | { type: 'flush-activity'; id: string }
   | { type: 'activity-flushed'; id: string };
 
@@ -45,6 +48,7 @@ const SHUTDOWN_GRACE_MS = 10_000;
 
 export interface Supervisor {
   urls: Record<Api, string>;
+  opsUrl?: string;
   /** Has every worker finish its in-flight requests and close its engine; resolves once all exited. */
   close(): Promise<void>;
 }
@@ -52,7 +56,7 @@ export interface Supervisor {
 /** Primary: forks the workers and resolves once each serves, with the URLs they serve on. */
 export async function startWorkers(settings: LocalSettings): Promise<Supervisor> {
   let closing = false;
-  const ready = new Map<Worker, Record<Api, string>>();
+  const ready = new Map<Worker, { urls: Record<Api, string>; opsUrl?: string }>();
   const fork = () => cluster.fork();
   const replacements = new Set<Worker>();
 
@@ -66,7 +70,7 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
     if (!flush.requester.isDead()) flush.requester.send({ type: 'activity-flushed', id: flush.id } satisfies Message, () => undefined);
   };
 
-  const urls = await new Promise<Record<Api, string>>((resolve, reject) => {
+  const { urls, opsUrl } = await new Promise<{ urls: Record<Api, string>; opsUrl?: string }>((resolve, reject) => {
     cluster.on('message', (worker, message: Message) => {
       if (message?.type === 'flush-activity') {
         const key = `${worker.id}:${message.id}`;
@@ -82,9 +86,9 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
         flushes.get(message.id)?.waiting.delete(worker);
         settle(message.id);
       } else if (message?.type === 'ready') {
-        ready.set(worker, message.urls);
+        ready.set(worker, { urls: message.urls, opsUrl: message.opsUrl });
         if (replacements.delete(worker)) log.warn('local worker replaced', { pid: worker.process.pid });
-        if (ready.size === settings.workers) resolve(message.urls);
+        if (ready.size === settings.workers) resolve({ urls: message.urls, opsUrl: message.opsUrl });
       }
     });
     cluster.on('exit', (worker, code, signal) => {
@@ -102,6 +106,7 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
 
   return {
     urls,
+    opsUrl,
     close: async () => {
       closing = true;
       const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
@@ -128,7 +133,7 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
 export async function runWorker(settings: LocalSettings): Promise<void> {
   // The primary opened the same engine first and stopped on any setting it lacked.
   const engine = await openLocalEngine('thread');
-  const starting = startPlatform({ engine, ports: settings.ports });
+  const starting = startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort });
   // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
   const stop = async () => {
     await (await starting).close();
@@ -158,7 +163,8 @@ export async function runWorker(settings: LocalSettings): Promise<void> {
   });
   // SIGTERM from the primary's close(); SIGINT too, as Ctrl-C reaches every process of the terminal's group.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stop());
-  process.send!({ type: 'ready', urls: (await starting).urls } satisfies Message);
+  const { urls, opsUrl } = await starting;
+  process.send!({ type: 'ready', urls, opsUrl } satisfies Message);
 }
 
 export const isLocalWorker = () => cluster.isWorker;

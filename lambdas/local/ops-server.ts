@@ -1,0 +1,62 @@
+/**
+ * The local server's operations port (OPS_PORT), for process managers and load balancers, apart from
+ * the three APIs: an API's unknown path stays `401` without a credential (spec 5 rule 1), so a probe
+ * has nothing to call there. Two answers, as Kubernetes' probes and LiteLLM's `/health/liveliness` and
+ * `/health/readiness` split them (docs/decisions/request-ids-and-health.md):
+ *
+ *   GET /healthz   200 while the process serves: restart it when this stops answering
+ *   GET /readyz    200 when the store answers a key-value read, else 503: send it no traffic meanwhile
+ *
+ * HEAD too; anything else is 404. No credential: the answers tell nothing but up or down.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Engine } from '../engine/ports.js';
+import { errorBody } from '../http/error-response.js';
+import { PlatformError } from '../shared/errors.js';
+import { log } from '../shared/log.js';
+import { parseTarget } from './http-server.js';
+
+/** A read slower than this counts as the store not answering (DynamoDB's own retries take longer). */
+export const READY_TIMEOUT_MS = 2000;
+/** A key nothing writes: reading it costs one point read and finds nothing, on either engine. */
+const PROBE_KEY = { pk: 'ops#ready', sk: 'ops#ready' };
+
+export function createOpsServer(engine: Engine): Server {
+  const server = createServer((req, res) => {
+    const { pathname } = parseTarget(req.url ?? '/');
+    const method = req.method ?? 'GET';
+    if ((method === 'GET' || method === 'HEAD') && pathname === '/healthz') return answer(req, res, 200, { status: 'ok' });
+    if ((method === 'GET' || method === 'HEAD') && pathname === '/readyz') {
+      return void storeAnswers(engine).then((store) =>
+        answer(req, res, store === 'ok' ? 200 : 503, { status: store === 'ok' ? 'ok' : 'unavailable', checks: { store } }),
+      );
+    }
+    answer(req, res, 404, errorBody(new PlatformError('not_found', 'The operations port serves GET /healthz and GET /readyz only.')));
+  });
+  // A probe connects every few seconds: keep no idle connection past the answer's.
+  server.keepAliveTimeout = 5000;
+  return server;
+}
+
+/** `ok` when a key-value read comes back within READY_TIMEOUT_MS, `unreachable` otherwise. */
+async function storeAnswers(engine: Engine): Promise<'ok' | 'unreachable'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${READY_TIMEOUT_MS} ms`)), READY_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([engine.kv.get(PROBE_KEY), timeout]);
+    return 'ok';
+  } catch (error) {
+    log.warn('not ready: the store did not answer', { error: String(error) });
+    return 'unreachable';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function answer(req: IncomingMessage, res: ServerResponse, status: number, body: unknown) {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), 'cache-control': 'no-store' });
+  res.end(req.method === 'HEAD' ? undefined : text);
+}
