@@ -34,6 +34,11 @@ export interface Collection {
   dropped?: { name: string; version: number }[] | Record<string, number>;
   created_at: string;
   updated_at: string;
+  /**
+   * Every record of the collection is in the time indexes (keys.ts, recordTimeKeys): true for
+   * collections created since records carry them, and once record-times.ts has backfilled an older one.
+   */
+  time_keys?: boolean;
 }
 
 /** The dropped fields of a collection, from either stored form. */
@@ -189,6 +194,7 @@ export class Collections {
       compiled,
       created_at: at,
       updated_at: at,
+      time_keys: true,
     };
     await this.kv.put({ ...collectionKey(org, database, name), ...(collection as unknown as Record<string, never>) }, { ifAbsent: true });
     recent.delete(recentKey(org, database, name));
@@ -245,7 +251,7 @@ export class Collections {
     checkCollectionName(name);
     const rules = validateRules(undefined);
     const at = new Date(this.now()).toISOString();
-    const collection: Collection = { name, mode: 'free', schema_version: 1, fields: [], rules, compiled: compileRules(rules), created_at: at, updated_at: at };
+    const collection: Collection = { name, mode: 'free', schema_version: 1, fields: [], rules, compiled: compileRules(rules), created_at: at, updated_at: at, time_keys: true };
     return { collection, item: { ...collectionKey(org, database, name), ...(collection as unknown as Record<string, never>) } };
   }
 

@@ -6,6 +6,8 @@
  *   db#<org>#<database> / col#<collection>         collection (schema, rules)
  *   rec#<org>#<database>#<collection> / <id>       record
  *   uniq#<org>#<database>#<collection>#<field>@<gen> / <value>        unique guard -> record id
+ *     gsi1: recc#<org>#<database>#<collection> / <created_at>#<id>   the record by creation time
+ *     gsi2: recu#<org>#<database>#<collection> / <updated_at>#<id>   the record by its last write
  *   idx#<org>#<database>#<collection>#<field>@<gen> / <value>#<id>    index entry (indexed fields, and blob
  *                                                   fields: which records reference a file, blob-rules.ts)
  *   arrivals#<org>#<database> / <sha256>.<gen>     a file sent straight to the blob store, not yet checked (blobs.ts)
@@ -19,6 +21,21 @@ export const databasesPrefix = (org: string) => ({ pk: `org#${org}`, prefix: 'db
 export const collectionKey = (org: string, database: string, collection: string) => ({ pk: `db#${org}#${database}`, sk: `col#${collection}` });
 export const recordPartition = (org: string, database: string, collection: string) => `rec#${org}#${database}#${collection}`;
 export const recordKey = (org: string, database: string, collection: string, id: string) => ({ pk: recordPartition(org, database, collection), sk: id });
+/** The record times a list may sort by, and the generic index that orders a collection's records by each. */
+export const RECORD_TIME_INDEXES = { created_at: 'gsi1', updated_at: 'gsi2' } as const;
+export type RecordTime = keyof typeof RECORD_TIME_INDEXES;
+export const recordTimePartition = (org: string, database: string, collection: string, time: RecordTime) =>
+  `${time === 'created_at' ? 'recc' : 'recu'}#${org}#${database}#${collection}`;
+/**
+ * A record item's index keys: its times are ISO 8601 with milliseconds, one length, so the key's
+ * order is time order and ties go by id.
+ */
+export const recordTimeKeys = (org: string, database: string, collection: string, meta: { id: string; created_at: string; updated_at: string }) => ({
+  gsi1pk: recordTimePartition(org, database, collection, 'created_at'),
+  gsi1sk: `${meta.created_at}#${meta.id}`,
+  gsi2pk: recordTimePartition(org, database, collection, 'updated_at'),
+  gsi2sk: `${meta.updated_at}#${meta.id}`,
+});
 export const uniquePartition = (org: string, database: string, collection: string, field: string, generation: number) =>
   `uniq#${org}#${database}#${collection}#${field}@${generation}`;
 export const indexPartition = (org: string, database: string, collection: string, field: string, generation: number) =>

@@ -12,7 +12,7 @@ import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseQuery, queryInteger } from '../shared/validate.js';
 import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
-import { indexPartition, recordKey, recordPartition } from './keys.js';
+import { indexPartition, RECORD_TIME_INDEXES, recordKey, recordPartition, recordTimePartition, type RecordTime } from './keys.js';
 import type { Collection } from './collections.js';
 import { encodeKeyValue, keyBounds, parseQueryValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
@@ -52,7 +52,7 @@ interface Condition {
 export interface ListQuery {
   limit: number;
   cursor?: string;
-  sort: { field: 'id' | StoredField; descending: boolean };
+  sort: { field: 'id' | RecordTime | StoredField; descending: boolean };
   conditions: Condition[];
   terms: string[];
 }
@@ -65,7 +65,7 @@ export const listQuerySchema = onFirstUse(() =>
   z.strictObject({
     limit: queryInteger({ min: 1, max: MAX_LIMIT }, DEFAULT_LIMIT).check(z.describe(`1 to ${MAX_LIMIT}, default ${DEFAULT_LIMIT}.`)),
     cursor: z.optional(z.string().check(z.describe('The previous next_cursor, unchanged.'))),
-    sort: z.optional(z.string().check(z.describe('"id" or an indexed field, optionally prefixed with "-" (descending).'))),
+    sort: z.optional(z.string().check(z.describe('"id", "created_at", "updated_at" or an indexed field, optionally prefixed with "-" (descending).'))),
     q: z.optional(z.string().check(z.describe('Words to find in the fulltext fields.'))),
   }),
 );
@@ -88,10 +88,12 @@ export function parseListQuery(c: Collection, query: Record<string, string>): Li
   if (params.sort !== undefined) {
     const descending = params.sort.startsWith('-');
     const name = descending ? params.sort.slice(1) : params.sort;
-    if (name === 'id') sort = { field: 'id', descending };
-    else {
+    if (name === 'id' || isRecordTime(name)) {
+      if (name !== 'id' && !c.time_keys) throw invalidQuery(`sort=${name}: this collection's records predate the time indexes; an operator backfills them first (docs/decisions/list-queries.md).`, 'sort');
+      sort = { field: name, descending };
+    } else {
       const f = fields.get(name);
-      if (!f?.indexed) throw invalidQuery(`sort takes "id" or an indexed field, optionally prefixed with "-".`, 'sort');
+      if (!f?.indexed) throw invalidQuery(`sort takes "id", "created_at", "updated_at" or an indexed field, optionally prefixed with "-".`, 'sort');
       sort = { field: f, descending };
     }
   }
@@ -114,6 +116,8 @@ export function parseListQuery(c: Collection, query: Record<string, string>): Li
   if (driver && params.sort === undefined) sort = { field: driver.field, descending: false };
   return { limit, cursor, sort, conditions, terms };
 }
+
+const isRecordTime = (name: string): name is RecordTime => Object.hasOwn(RECORD_TIME_INDEXES, name);
 
 function parseValue(f: StoredField, raw: string, param: string): unknown {
   try {
@@ -208,7 +212,7 @@ const MAX_STORE_CURSOR = 8192;
  */
 function listBinding(principal: Principal, database: string, c: Collection, q: ListQuery): string {
   const conditions = q.conditions.map((x) => JSON.stringify([x.field.name, x.op, x.values.map((v) => encodeKeyValue(x.field.type, v))])).sort();
-  const sort = [q.sort.field === 'id' ? 'id' : q.sort.field.name, q.sort.descending];
+  const sort = [typeof q.sort.field === 'string' ? q.sort.field : q.sort.field.name, q.sort.descending];
   return JSON.stringify(['records', principal.organizationId, principal.applicationId, principal.kind, principal.credentialId, database, c.name, sort, conditions, q.terms]);
 }
 
@@ -269,7 +273,8 @@ export class RecordReader {
     }
     // The sort's index drives (parseListQuery made a filtered, unsorted list sorted by its driving
     // filter); the filters on that field bound the range read, every filter checks the records read.
-    const field = q.sort.field === 'id' ? undefined : q.sort.field;
+    const field = typeof q.sort.field === 'string' ? undefined : q.sort.field;
+    const time = q.sort.field === 'created_at' || q.sort.field === 'updated_at' ? q.sort.field : undefined;
     const onField = field ? q.conditions.filter((x) => x.field.name === field.name) : [];
     const rangeList = ranges(pickDriver(onField), onField, q.sort.descending);
     // Records read may be left out (other fields' filters, q, the list rule): read in larger steps
@@ -288,7 +293,13 @@ export class RecordReader {
       const range = rangeList[state.r];
       const want = q.limit - records.length;
       const query = {
-        pk: field ? indexPartition(this.org, this.database, c.name, field.name, field.generation) : recordPartition(this.org, this.database, c.name),
+        // Records by time: the record items themselves, through the generic index that orders them.
+        ...(time ? { index: RECORD_TIME_INDEXES[time] } : {}),
+        pk: time
+          ? recordTimePartition(this.org, this.database, c.name, time)
+          : field
+            ? indexPartition(this.org, this.database, c.name, field.name, field.generation)
+            : recordPartition(this.org, this.database, c.name),
         sk: rangeCondition(range),
         descending: q.sort.descending,
         limit: Math.min(sifted ? MAX_LIMIT : want, MAX_SCANNED - scanned),

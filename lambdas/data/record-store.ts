@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Engine, KvItem } from '../engine/ports.js';
 import { itemSize, unstorableValue } from '../engine/item-size.js';
-import { recordBodyKey } from './keys.js';
+import { recordBodyKey, recordTimeKeys } from './keys.js';
 import { droppedFields, type Collection } from './collections.js';
 
 /** Values up to this size stay in the item; larger ones go to the blob store. */
@@ -125,16 +125,18 @@ export async function recordItem(
   serialized: string,
 ): Promise<{ item: KvItem; bodyKey: string | null }> {
   const bytes = Buffer.byteLength(serialized);
+  // In the time indexes, which lists sorted by created_at or updated_at read (record-reads.ts).
+  const timeKeys = recordTimeKeys(where.org, where.database, where.collection, meta);
   // Values DynamoDB cannot hold exactly (numbers past 2^53 or under 1e-130, deep nesting, a `__proto__`
   // key) go to a body, which is JSON text and holds any of them, on both engines alike.
   if (bytes <= INLINE_BODY_BYTES && unstorableValue(values, 2) === undefined) {
     // `size`: the values' JSON bytes, so a list can keep its page under its byte budget without measuring.
-    const item: KvItem = { ...key, ...meta, size: bytes, values: values as never };
+    const item: KvItem = { ...key, ...timeKeys, ...meta, size: bytes, values: values as never };
     // Decided by the measure the store enforces: DynamoDB counts a list of small numbers at up to 1.5x
     // its JSON, so a 300 KB JSON body can make a 450 KB item.
     if (bytes * 2 <= INLINE_ITEM_BYTES || itemSize(item) <= INLINE_ITEM_BYTES) return { item, bodyKey: null };
   }
   const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version, randomBytes(8).toString('hex'));
   await engine.blobs.put(bodyKey, Buffer.from(serialized));
-  return { item: { ...key, ...meta, body: bodyKey, size: Buffer.byteLength(serialized) }, bodyKey };
+  return { item: { ...key, ...timeKeys, ...meta, body: bodyKey, size: Buffer.byteLength(serialized) }, bodyKey };
 }

@@ -417,7 +417,8 @@ export class RecordWriter {
 
 /** The record item without its key, to copy into index entries. */
 function copyOf(item: KvItem): Record<string, KvValue> {
-  const { pk: _pk, sk: _sk, ...rest } = item;
+  // Not the record's time-index keys: an entry in those indexes would be listed as a second record.
+  const { pk: _pk, sk: _sk, gsi1pk: _g1, gsi1sk: _g2, gsi2pk: _g3, gsi2sk: _g4, ...rest } = item;
   return rest as Record<string, KvValue>;
 }
 
