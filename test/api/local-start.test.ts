@@ -1,6 +1,7 @@
 /**
- * `npm start` as a new user runs it (through the tsx CLI): the bootstrap printed once and written
- * 0600, state reused on the next start, and a clean exit on SIGTERM and SIGINT.
+ * The local server's lifecycle, run through the tsx CLI (as `npx tsx bin/local.ts` runs it; `npm
+ * start` itself is in local-start-signals.test.ts): the bootstrap printed once and written 0600, state
+ * reused on the next start, and a clean exit on SIGTERM and SIGINT.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';

@@ -21,9 +21,9 @@ export interface LocalProcess {
 
 /**
  * Starts `bin/local.ts` with `env` over the defaults (free ports, silent logs) and resolves once it
- * printed the Events API's URL. `via: 'tsx'` runs it as `npm start` does, through the tsx CLI (which
- * runs the server in a child and relays SIGINT/SIGTERM); `'node'` (default) makes the server itself
- * the child, so a SIGKILL reaches it and not a CLI in front of it.
+ * printed the Events API's URL. `via: 'tsx'` runs it through the tsx CLI (which runs the server in a
+ * child and relays SIGINT/SIGTERM); `'node'` (default) runs it as `npm start` does, node with tsx's
+ * loader: the server itself is the child, so a signal reaches it and not a CLI in front of it.
  */
 export async function startLocalProcess(env: Record<string, string>, options: { via?: 'node' | 'tsx' } = {}): Promise<LocalProcess> {
   const [command, args] =
