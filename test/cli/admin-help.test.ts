@@ -109,16 +109,17 @@ describe('admin errors', () => {
 
   it('an unexpected failure (AWS unreachable) is its kind and message with what to check, no stack trace', () => {
     const dir = tempDir();
-    const r = cli(
-      dir,
-      { ENGINE: 'aws', TABLE_NAME: 'nowhere', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_MAX_ATTEMPTS: '1' },
-      'org', 'create', '--name', 'x',
-    );
+    const unreachable = { ENGINE: 'aws', TABLE_NAME: 'nowhere', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'x', AWS_ENDPOINT_URL: 'http://127.0.0.1:1', AWS_MAX_ATTEMPTS: '1' };
+    const r = cli(dir, unreachable, 'org', 'create', '--name', 'x');
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
     noStack(r.stderr);
     const lines = r.stderr.trim().split('\n').filter((l) => l.startsWith('{'));
     expect(JSON.parse(lines.at(-1)!).error).toMatch(/ECONNREFUSED.*check TABLE_NAME, AWS_REGION, the credentials and AWS_ENDPOINT_URL/);
+    // The stack only on request, as a field of the same document.
+    const debug = cli(dir, { ...unreachable, LOG_LEVEL: 'debug' }, 'org', 'create', '--name', 'x');
+    const last = JSON.parse(debug.stderr.trim().split('\n').filter((l) => l.startsWith('{')).at(-1)!);
+    expect(last).toEqual({ error: expect.stringMatching(/ECONNREFUSED/), stack: expect.stringMatching(/\n\s+at /) });
   });
 
   it('warns on stderr, naming the folder, when it creates a store no running server uses; not when the store is there', () => {
