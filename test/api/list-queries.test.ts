@@ -9,7 +9,8 @@ import { startTestPlatform, bearer } from '../helpers/platform.js';
 import { callApi, expectError, ok } from '../helpers/data-api.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { MAX_SCANNED } from '../../lambdas/data/record-reads.js';
-import { collectionKey } from '../../lambdas/data/keys.js';
+import { collectionKey, recordKey } from '../../lambdas/data/keys.js';
+import { backfillTimeKeys } from '../../lambdas/data/record-times.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -194,15 +195,26 @@ describe('sorts by created_at and updated_at', () => {
     expect((await listAll('timed', 'sort=created_at&limit=3')).ids).toEqual([...stamped].sort(byTime('created_at')).map((x) => x.id).filter((id) => id !== 't20'));
   });
 
-  it('refuses a time sort on a collection whose records predate the time indexes, naming the way out', async () => {
-    await ok(call('PUT', `/v1/databases/${DB}/collections/older`, { fields: [{ name: 'n', type: 'integer' }] }), 201);
+  it('refuses a time sort on a collection whose records predate the time indexes, until they are backfilled', async () => {
+    await ok(call('PUT', `/v1/databases/${DB}/collections/older`, { fields: [{ name: 'n', type: 'integer', indexed: true }] }), 201);
+    // A collection created before records carried their time keys (a PUT that creates a collection
+    // leaves it out of the collection cache: the next read sees the change), and two records written then.
     await p.engine.kv.update({ key: collectionKey(p.org, DB, 'older'), remove: ['time_keys'] });
-    // (A PUT that creates a collection leaves it out of the collection cache: the next read sees the change.)
+    const ids = ['o3', 'o1', 'o2'];
+    for (const [n, id] of ids.entries()) await ok(call('POST', recs('older'), { id, n }), 201);
+    for (const id of ids.slice(0, 2)) await p.engine.kv.update({ key: recordKey(p.org, DB, 'older', id), remove: ['gsi1pk', 'gsi1sk', 'gsi2pk', 'gsi2sk'] });
     const r = await list('older', 'sort=created_at');
     expectError(r, 400, 'invalid_query');
     expect(r.body.error).toMatchObject({ param: 'sort', message: expect.stringContaining('backfill') });
-    expect((await ok(list('older', 'sort=id'))).records).toEqual([]);
+    expect((await ok(list('older', 'sort=id'))).records.map((x: { id: string }) => x.id)).toEqual(['o1', 'o2', 'o3']);
     expectError(await list('timed', 'filter[created_at][gte]=2020-01-01T00:00:00Z'), 400, 'invalid_query');
+
+    expect(await backfillTimeKeys(p.engine, p.org, DB, 'older')).toEqual({ records: 3, updated: 2 });
+    expect(await backfillTimeKeys(p.engine, p.org, DB, 'older')).toEqual({ records: 3, updated: 0 });
+    // Past the collection cache's second, the collection says its records are all indexed.
+    await new Promise((resolve) => setTimeout(resolve, 1100));
+    expect((await listAll('older', 'sort=created_at&limit=2')).ids).toEqual(ids);
+    expect((await listAll('older', 'filter[n][gte]=1&sort=-updated_at&limit=1')).ids).toEqual(['o2', 'o1']);
   });
 });
 });
