@@ -7,15 +7,39 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { request } from 'node:http';
 import { flushActivity } from '../../lambdas/activity/activity.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
+import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
+import { waitFor } from '../helpers/wait.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 let p: TestPlatform;
+let upstream: FakeOpenAi;
 beforeAll(async () => {
   p = await startTestPlatform();
+  upstream = await startFakeOpenAi();
+  await new ModelRoutes(p.engine.kv, () => p.engine.clock.now()).set(p.credentials.organization_id, {
+    id: 'chat', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: upstream.baseUrl, upstream_model: 'gpt-fake', default: true,
+  });
 });
-afterAll(() => p.close());
+afterAll(async () => {
+  await upstream.close();
+  await p.close();
+});
+
+interface Listed {
+  kind: string;
+  route: string;
+  request_id: string;
+  operation_id: string | null;
+}
+
+async function activitySince(from: number): Promise<Listed[]> {
+  await flushActivity(p.engine);
+  const listed = await fetch(`${p.urls.data}/v1/activity?from=${from}`, { headers: bearer(p.credentials.secret_key) });
+  return ((await listed.json()) as { items: Listed[] }).items;
+}
 afterEach(() => {
   useSettings(undefined);
   vi.restoreAllMocks();
@@ -81,12 +105,35 @@ describe('x-request-id', () => {
       body: JSON.stringify({ text: 'hello' }),
     });
     expect(created.status).toBe(201);
-    await flushActivity(p.engine);
-    const listed = await fetch(`${p.urls.data}/v1/activity?from=${from}`, { headers: bearer(p.credentials.secret_key) });
-    const items = ((await listed.json()) as { items: { kind: string; route: string; request_id: string; operation_id: string | null }[] }).items;
+    const items = await activitySince(from);
     const ofCreate = items.filter((i) => i.request_id === created.headers.get('x-request-id'));
     expect(ofCreate.map((i) => i.kind).sort()).toEqual(['api.call', 'record.write']);
     expect(items.find((i) => i.request_id === put.headers.get('x-request-id'))).toMatchObject({ kind: 'api.call', route: '/v1/databases/{database}', operation_id: null });
+  });
+
+  it('is the request_id, beside the echoed operation_id, of an AI call’s api.call and ai.usage, streamed or not', async () => {
+    const from = Date.now();
+    const answers = [];
+    for (const stream of [false, true]) {
+      const res = await fetch(`${p.urls.ai}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { ...bearer(p.credentials.secret_key), 'content-type': 'application/json', 'x-operation-id': `op-request-ids-${stream}-${from}` },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'Hi' }], stream }),
+      });
+      await res.text();
+      expect(res.status).toBe(200);
+      answers.push(res);
+    }
+    // A streamed call's usage is recorded once the gateway settles it, which may follow the last chunk.
+    let items: Listed[] = [];
+    await waitFor('both calls’ ai.usage', async () => (items = await activitySince(from)).filter((i) => i.kind === 'ai.usage').length === 2, 5000, 20);
+    for (const res of answers) {
+      const ofCall = items.filter((i) => i.request_id === res.headers.get('x-request-id'));
+      expect(ofCall.map((i) => [i.kind, i.operation_id]).sort()).toEqual([
+        ['ai.usage', res.headers.get('x-operation-id')],
+        ['api.call', res.headers.get('x-operation-id')],
+      ]);
+    }
   });
 });
 
