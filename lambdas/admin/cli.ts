@@ -15,6 +15,7 @@ import { AiKeyRoutes, AiKeyRoutesError } from '../ai/key-routes.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
 import { PublishableKeys } from '../auth/publishable-keys.js';
 import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
+import { backfillTimeKeys } from '../data/record-times.js';
 import { EventBusAllowListError, allowEventBus, listEventBuses, revokeEventBus } from '../events/eventbridge.js';
 import { commandHelp, PROGRAM, programHelp, usageLine, type Command, type Options } from './command.js';
 
@@ -307,6 +308,13 @@ export const COMMANDS: Record<string, Command> = {
     options: { 'key-id': id },
     required: ['key-id'],
     run: (e, o) => new PublishableKeys(e.kv, () => e.clock.now()).disable(str(o, 'key-id')),
+  },
+  'collection backfill-times': {
+    summary:
+      '`{records, updated}`: gives every record of a collection created before lists could sort by `created_at` / `updated_at` its place in the time indexes, then lets its lists sort by them (docs/decisions/list-queries.md); run it once every instance runs this version',
+    options: { org: id, database: { type: 'string', value: 'KEY' }, collection: name },
+    required: ['org', 'database', 'collection'],
+    run: (e, o) => backfillTimeKeys(e, str(o, 'org'), str(o, 'database'), str(o, 'collection')),
   },
 };
 

@@ -11,6 +11,7 @@ import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { MAX_SCANNED } from '../../lambdas/data/record-reads.js';
 import { collectionKey, recordKey } from '../../lambdas/data/keys.js';
 import { backfillTimeKeys } from '../../lambdas/data/record-times.js';
+import { runCommand } from '../../lambdas/admin/cli.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -209,8 +210,10 @@ describe('sorts by created_at and updated_at', () => {
     expect((await ok(list('older', 'sort=id'))).records.map((x: { id: string }) => x.id)).toEqual(['o1', 'o2', 'o3']);
     expectError(await list('timed', 'filter[created_at][gte]=2020-01-01T00:00:00Z'), 400, 'invalid_query');
 
-    expect(await backfillTimeKeys(p.engine, p.org, DB, 'older')).toEqual({ records: 3, updated: 2 });
+    // What `admin collection backfill-times` runs; a second run finds nothing left to do.
+    expect(await runCommand(p.engine, ['collection', 'backfill-times', '--org', p.org, '--database', DB, '--collection', 'older'])).toEqual({ records: 3, updated: 2 });
     expect(await backfillTimeKeys(p.engine, p.org, DB, 'older')).toEqual({ records: 3, updated: 0 });
+    await expect(backfillTimeKeys(p.engine, p.org, DB, 'nope')).rejects.toMatchObject({ code: 'collection_not_found' });
     // Past the collection cache's second, the collection says its records are all indexed.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     expect((await listAll('older', 'sort=created_at&limit=2')).ids).toEqual(ids);
