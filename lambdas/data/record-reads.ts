@@ -89,7 +89,7 @@ export function parseListQuery(c: Collection, query: Record<string, string>): Li
     const descending = params.sort.startsWith('-');
     const name = descending ? params.sort.slice(1) : params.sort;
     if (name === 'id' || isRecordTime(name)) {
-      if (name !== 'id' && !c.time_keys) throw invalidQuery(`sort=${name}: this collection's records predate the time indexes; an operator backfills them first (docs/decisions/list-queries.md).`, 'sort');
+      if (name !== 'id' && !c.time_keys) throw invalidQuery(`sort=${name}: this collection's records predate the time indexes; an operator backfills them first (admin collection backfill-times).`, 'sort');
       sort = { field: name, descending };
     } else {
       const f = fields.get(name);
