@@ -17,7 +17,8 @@
  * encoding is the order of the values (strings by UTF-8 bytes, numbers numerically)"): a list sorted
  * by an indexed field holds the records that have the field, by value (text by UTF-8 bytes, numbers
  * numerically with -0 = 0, false before true), ties by id; descending is the exact reverse. `id` order
- * is the ids' byte order. A list with a sort is in that order, whatever it filters on (filters on
+ * is the ids' byte order; `created_at` / `updated_at` order is the times' (as the write answers gave
+ * them), ties by id. A list with a sort is in that order, whatever it filters on (filters on
  * other indexed fields sift the records the sort's index reads); a filtered list without one is driven
  * (and sorted) by its first `eq` condition, else its first `in`, else its first range condition, in
  * query-string order.
@@ -146,6 +147,8 @@ interface MRec {
   id: string;
   version: number;
   created_at?: string;
+  /** As the last write's answer gave it (lists sorted by updated_at are compared in its order). */
+  updated_at?: string;
   values: Map<string, unknown>;
 }
 type Store = Map<string, MRec>;
@@ -419,6 +422,8 @@ function parseRaw(f: FDef, raw: string): { ok: true; value: unknown } | { ok: fa
 
 const tokenize = (text: string) => text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
 
+type Time = 'created_at' | 'updated_at';
+
 /** The ids a list query yields, in order, or the error it is. */
 export function expectedList(m: Model, qy: Query): { error: Err } | { ids: string[] } {
   const bad = { error: { code: 'invalid_query' } };
@@ -426,12 +431,13 @@ export function expectedList(m: Model, qy: Query): { error: Err } | { ids: strin
   const fields = qy.collection === TYPED ? FIELD : new Map<string, FDef>();
   const sort = sortParam(qy);
   if (qy.limit !== undefined && (qy.limit < 1 || qy.limit > MAX_LIMIT)) return bad;
-  let sortField: FDef | 'id' = 'id';
+  let sortField: FDef | 'id' | Time = 'id';
   let desc = false;
   if (sort !== undefined) {
     desc = sort.startsWith('-');
     const name = desc ? sort.slice(1) : sort;
-    if (name !== 'id') {
+    if (name === 'created_at' || name === 'updated_at') sortField = name;
+    else if (name !== 'id') {
       const f = fields.get(name);
       if (!f?.indexed) return bad;
       sortField = f;
@@ -455,7 +461,11 @@ export function expectedList(m: Model, qy: Query): { error: Err } | { ids: strin
   const driver = driverOf(conds);
   if (driver && sort === undefined) sortField = driver.field;
   let recs = [...store.values()];
-  if (sortField !== 'id') {
+  if (sortField === 'created_at' || sortField === 'updated_at') {
+    // Times are ISO 8601 with milliseconds, one length: string order is time order; ties by id.
+    const t = sortField;
+    recs.sort((a, b) => (a[t]! < b[t]! ? -1 : a[t]! > b[t]! ? 1 : compareIds(a.id, b.id)));
+  } else if (sortField !== 'id') {
     const f = sortField;
     recs = recs.filter((r) => r.values.has(f.name));
     recs.sort((a, b) => compareValues(f.type, a.values.get(f.name), b.values.get(f.name)) || compareIds(a.id, b.id));
@@ -578,6 +588,7 @@ export class Real {
   private expectRecord(what: string, got: any, r: MRec) {
     if (serverView(got) !== modelView(r)) fail(`${what}: record differs from the model`, `server: ${serverView(got)}\nmodel:  ${modelView(r)}`);
     if (r.created_at !== undefined && got.created_at !== r.created_at) fail(`${what}: created_at changed`, { got: got.created_at, model: r.created_at });
+    if (r.updated_at !== undefined && got.updated_at !== r.updated_at) fail(`${what}: updated_at is not the last write's`, { got: got.updated_at, model: r.updated_at });
     if (typeof got.created_at !== 'string' || typeof got.updated_at !== 'string') fail(`${what}: times missing`, got);
   }
 
@@ -615,6 +626,7 @@ export class Real {
       rec.id = id;
     }
     rec.created_at = w.op === 'create' ? a.body.created_at : rec.created_at;
+    rec.updated_at = a.body.updated_at;
     this.expectRecord(what, a.body, rec);
     this.expectEtag(what, a, rec.version);
     store.set(id, rec);
@@ -677,6 +689,7 @@ export class Real {
         next.colls[w.collection].set(id, rec);
       }
       if (w.op === 'create') rec.created_at = res.created_at;
+      rec.updated_at = res.updated_at;
       this.expectRecord(`${what}: result ${i}`, res, rec);
     });
     m.colls.typed = next.colls.typed;
@@ -768,9 +781,10 @@ export class Real {
   /** After a run: every sort both ways, every op on every indexed field around values the records hold (low, middle, high). */
   async exhaustive(m: Model) {
     const qs: Query[] = [];
-    for (const name of ['id', '-id']) {
+    for (const name of ['id', '-id', 'created_at', '-created_at', 'updated_at', '-updated_at']) {
       qs.push({ collection: FREE, conds: [], sort: { kind: 'name', name }, limit: 3 });
-      qs.push({ collection: TYPED, conds: [], sort: { kind: 'name', name } });
+      // One a page: a page boundary between every two records (an entry listed twice would show).
+      qs.push({ collection: TYPED, conds: [], sort: { kind: 'name', name }, limit: name.includes('_at') ? 1 : undefined });
     }
     const ops: Op[] = ['eq', 'eqShort', 'gt', 'gte', 'lt', 'lte', 'in'];
     for (const f of INDEXED) {
@@ -798,6 +812,7 @@ export class Real {
       if (thirdHeld.length >= 2) sifted.push({ field: third.name, op: 'lte', raw: raw(thirdHeld[thirdHeld.length >> 1]) });
       qs.push({ collection: TYPED, conds: sifted, sort: { kind: 'name', name: next.name }, limit: 2 });
       qs.push({ collection: TYPED, conds: sifted, sort: { kind: 'name', name: `-${next.name}` }, limit: 5 });
+      qs.push({ collection: TYPED, conds: sifted, sort: { kind: 'name', name: INDEXED.indexOf(f) % 2 ? '-updated_at' : 'created_at' }, limit: 3 });
       if (held.length >= 2) {
         const lo = raw(held[0]);
         const hi = raw(held[held.length - 1]);
@@ -1077,7 +1092,10 @@ export function arbitraries(n: Narrowing) {
     { arbitrary: fc.constant({ kind: 'none' as const }), weight: 3 },
     { arbitrary: fc.boolean().map((desc) => ({ kind: 'driver' as const, desc })), weight: 4 },
     // Named sorts: with filters on other fields, the sort's index drives and the filters sift.
-    { arbitrary: fc.constantFrom('id', '-id', ...INDEXED.flatMap((f) => [f.name, `-${f.name}`]), 'rank', 'meta').map((name) => ({ kind: 'name' as const, name })), weight: 3 },
+    {
+      arbitrary: fc.constantFrom('id', '-id', 'created_at', '-created_at', 'updated_at', '-updated_at', ...INDEXED.flatMap((f) => [f.name, `-${f.name}`]), 'rank', 'meta').map((name) => ({ kind: 'name' as const, name })),
+      weight: 3,
+    },
   );
   const typedQuery: fc.Arbitrary<Query> = fc.record({
     collection: fc.constant(TYPED as Coll),
@@ -1090,7 +1108,7 @@ export function arbitraries(n: Narrowing) {
     collection: fc.constant(FREE as Coll),
     conds: fc.oneof({ arbitrary: fc.constant<Cond[]>([]), weight: 8 }, { arbitrary: fc.constant<Cond[]>([{ field: 'a', op: 'eq', raw: '1' }]), weight: 1 }),
     sort: fc.oneof(
-      { arbitrary: fc.constantFrom('id', '-id').map((name): SortSpec => ({ kind: 'name', name })), weight: 4 },
+      { arbitrary: fc.constantFrom('id', '-id', 'created_at', '-updated_at').map((name): SortSpec => ({ kind: 'name', name })), weight: 4 },
       { arbitrary: fc.constant<SortSpec>({ kind: 'none' }), weight: 2 },
       { arbitrary: fc.constant<SortSpec>({ kind: 'name', name: 'a' }), weight: 1 },
     ),
