@@ -40,8 +40,8 @@ export interface Upgrades {
   handshake(req: IncomingMessage): boolean;
   /** Headers the route's function sees beside the request's own (a browser's `bearer.<key>` subprotocol as Authorization). */
   extraHeaders(req: IncomingMessage): Record<string, string> | undefined;
-  /** Completes the upgrade the route accepted and serves the socket. */
-  complete(req: IncomingMessage, socket: Duplex, head: Buffer, grant: StreamGrant): void;
+  /** Completes the upgrade the route accepted and serves the socket; `headers` go on the 101 (the route's answer headers, x-request-id among them). */
+  complete(req: IncomingMessage, socket: Duplex, head: Buffer, grant: StreamGrant, headers?: Record<string, string>): void;
   /** The route accepted but the upgrade cannot go on (the client left): give back what it took. */
   abandon(grant: StreamGrant): void;
 }
@@ -126,7 +126,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       access.organizationId = context.platform?.principal?.organizationId;
       if (grant && result.statusCode === 101) {
         if (socket.destroyed || !socket.writable) return upgrades.abandon(grant);
-        return upgrades.complete(req, socket, head, grant);
+        return upgrades.complete(req, socket, head, grant, result.headers as Record<string, string> | undefined);
       }
       if (grant) upgrades.abandon(grant);
       result.stream?.destroy();

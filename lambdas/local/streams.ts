@@ -31,6 +31,8 @@ export class LocalStreams implements Upgrades {
   private readonly alive = new WeakSet<WebSocket>();
   private readonly pending = new Set<Promise<void>>();
   private readonly pinger: NodeJS.Timeout;
+  /** Headers of the route's answer, for the 101 of the upgrade it accepted (ws writes the 101 itself). */
+  private readonly answerHeaders = new WeakMap<IncomingMessage, Record<string, string>>();
   private closing = false;
 
   constructor(private readonly engine: Engine) {
@@ -44,6 +46,10 @@ export class LocalStreams implements Upgrades {
       clientTracking: false,
       // The route refused every handshake without it; the bearer.<key> protocol is never echoed.
       handleProtocols: (protocols) => (protocols.has(STREAM_SUBPROTOCOL) ? STREAM_SUBPROTOCOL : false),
+    });
+    this.wss.on('headers', (lines: string[], req: IncomingMessage) => {
+      const requestId = this.answerHeaders.get(req)?.['x-request-id'];
+      if (requestId) lines.push(`x-request-id: ${requestId}`);
     });
     this.pinger = setInterval(() => {
       for (const ws of this.open.keys()) {
@@ -74,7 +80,8 @@ export class LocalStreams implements Upgrades {
     return authorization ? { authorization } : undefined;
   }
 
-  complete(req: IncomingMessage, socket: Duplex, head: Buffer, grant: StreamGrant): void {
+  complete(req: IncomingMessage, socket: Duplex, head: Buffer, grant: StreamGrant, headers?: Record<string, string>): void {
+    if (headers) this.answerHeaders.set(req, headers);
     if (this.closing) {
       this.abandon(grant);
       socket.destroy();

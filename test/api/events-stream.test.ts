@@ -39,6 +39,8 @@ async function acked(c: Client, ids: string[]): Promise<void> {
 /** An open stream: the frames it received (parsed), and how it closed. */
 class Client {
   frames: any[] = [];
+  /** The 101's headers. */
+  upgradeHeaders: Record<string, string | string[] | undefined> = {};
   closed?: { code: number; reason: string };
   constructor(readonly ws: WebSocket) {
     ws.on('message', (data) => this.frames.push(JSON.parse(String(data))));
@@ -72,6 +74,7 @@ function open(sub: string, options: OpenOptions = {}): Promise<Opened> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(url, options.protocols ?? ['service.v1'], { headers: options.headers ?? key });
     const client = new Client(ws);
+    ws.once('upgrade', (res) => (client.upgradeHeaders = res.headers));
     ws.once('open', () => resolve({ client }));
     ws.once('unexpected-response', (_req, res) => {
       let text = '';
@@ -121,6 +124,8 @@ describe('opening a stream', () => {
     await refused(sub, 426, 'upgrade_required', { protocols: ['other.v1'] });
     const client = await opened(sub, { protocols: ['other.v1', 'service.v1'] });
     expect(client.ws.protocol).toBe('service.v1');
+    // The 101 names its request as every other answer does.
+    expect(client.upgradeHeaders['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     await client.close();
   });
 
