@@ -232,6 +232,7 @@ describe('curl examples of the references, run as written', () => {
     // What the text says each answered.
     const status = (id: string) => ran.filter((r) => r.route.id === id).map((r) => r.status);
     expect(status('data.blobs.put')).toEqual([201]);
+    expect([...status('data.blobs.head'), ...status('data.blobs.get')]).toEqual([200, 200]);
     expect(status('data.blobs.delete')).toEqual([204]);
     expect(status('data.uploads.create')).toEqual([201, 201]);
     expect(ran.find((r) => r.route.id === 'data.uploads.complete')!.body).toEqual({ sha256: env.SHA, size: 33 });
@@ -252,6 +253,7 @@ describe('curl examples of the references, run as written', () => {
   it('Data: the OAuth token and end-user tokens', async () => {
     const ran = await runDoc('docs/data/tokens.md', () => ok);
     for (const r of ran) dataRoutesShown.add(r.route.id);
+    expect(ran.find((r) => r.route.id === 'data.oauth.token')!.body).toMatchObject({ token_type: 'Bearer', expires_in: 3600 });
     expect(ran.find((r) => r.route.id === 'data.end_user_tokens.create')!.body.token).toMatch(/^eyJ/);
   });
 
