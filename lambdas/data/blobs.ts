@@ -74,6 +74,11 @@ export const UPLOAD_TTL_SECONDS = 7 * 24 * 3600;
 const UPLOAD_ID_PATTERN = /^upl_[0-9a-z]{26}$/;
 /** How long a redirect's URL works: long enough to start a 100 MiB upload on a slow link, short enough to be useless if leaked. */
 export const REDIRECT_URL_SECONDS = 15 * 60;
+/**
+ * Announcements of one file whose URLs still work: past this many, another is refused (429) until one
+ * is settled or expires. A read that misses the file looks at each (one HEAD), so they stay few.
+ */
+export const MAX_OPEN_ARRIVALS = 100;
 /** An arrival nobody settled is dropped a day after its URL stopped working (the item's TTL too). */
 const ARRIVAL_TTL_SECONDS = REDIRECT_URL_SECONDS + 24 * 3600;
 
@@ -416,6 +421,14 @@ export class BlobService {
   private async arrive(database: string, sha256: string, size: number, contentType: string | null): Promise<string> {
     const gen = newGeneration();
     const now = this.scope.engine.clock.now();
+    const { pk, prefix } = arrivalsOf(this.org, database, sha256);
+    const announced = await this.kv.query({ pk, sk: { beginsWith: prefix }, limit: MAX_OPEN_ARRIVALS });
+    const open = announced.items.filter((a) => Number(a.url_expires_at) >= Math.floor(now / 1000)).length;
+    if (open >= MAX_OPEN_ARRIVALS) {
+      throw new PlatformError('rate_limited', `${MAX_OPEN_ARRIVALS} uploads of this file are announced and not yet sent; send one, or retry once their URLs expire.`, {
+        retryAfterSeconds: REDIRECT_URL_SECONDS,
+      });
+    }
     await this.kv.put({
       ...arrivalKey(this.org, database, sha256, gen),
       sha256,

@@ -25,6 +25,7 @@ import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import type { S3rverBucket } from '../helpers/s3rver.js';
 import { deliverNotifications, type BucketNotifications } from '../helpers/bucket-notifications.js';
 import { handler as settleNotification } from '../../lambdas/consumers/blob-arrivals.js';
+import { MAX_OPEN_ARRIVALS } from '../../lambdas/data/blobs.js';
 import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 
 const MiB = 1024 * 1024;
@@ -452,6 +453,29 @@ describe('races', () => {
     expect(await wholeOrAbsent(hash)).toBe(true);
   }, 30_000);
 
+});
+
+describe('announcements nobody follows', () => {
+  it(`one file announced ${MAX_OPEN_ARRIVALS} times without its bytes: the next announcement is 429 with no URL, and once one is sent another is taken`, async () => {
+    const bytes = randomBytes(SIX);
+    const hash = sha(bytes);
+    await withoutNotifications(async () => {
+      const urls: string[] = [];
+      for (let i = 0; i < MAX_OPEN_ARRIVALS; i++) {
+        const r = await announce(server, blobPath(hash), SIX);
+        expect(r.status).toBe(307);
+        urls.push(r.headers.get('location')!);
+      }
+      const refused = await announce(server, blobPath(hash), SIX);
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('location')).toBeNull();
+      expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('rate_limited');
+      // The bytes sent to one URL and settled by a read: that arrival is no longer open.
+      expect((await fetch(urls[0], { method: 'PUT', body: bytes })).status).toBe(200);
+      expect((await api(server, 'HEAD', blobPath(hash))).status).toBe(200);
+      expect((await announce(server, blobPath(hash), SIX)).status).toBe(307);
+    });
+  }, 60_000);
 });
 
 describe('ids that name object prototypes', () => {
