@@ -110,8 +110,6 @@ export function placeholderOf(value: unknown, resources: Record<string, { Type: 
   throw new Error(`no placeholder for ${JSON.stringify(value)}`);
 }
 
-/** The esbuild options CDK's NodejsFunction derives from the stack's bundling settings (and a function's defines). */
-export const stackBuildOptions = esbuildOptions;
 
 export interface Bundle {
   file: string;
@@ -145,7 +143,7 @@ export async function buildBundles(targets: BundleTarget[], outdir: string): Pro
       const dir = join(outdir, `defines-${g}`);
       const byName = new Map(group.map((t, i) => [`entry-${i}`, t]));
       const result = await build({
-        ...stackBuildOptions(group[0].define),
+        ...esbuildOptions(group[0].define),
         entryPoints: Object.fromEntries([...byName].map(([name, t]) => [name, resolve(PROJECT_ROOT, t.entry)])),
         outdir: dir,
         outExtension: { '.js': '.mjs' },
