@@ -250,6 +250,62 @@ export interface UpstreamKeys {
   get(name: string): Promise<string | undefined>;
 }
 
+// ---------- vector index (shaped like an Amazon S3 Vectors index) ----------
+
+/** A filterable metadata value: a string, a number, a boolean, or an array of strings (matched by any element). */
+export type VectorMetadataValue = string | number | boolean | string[];
+export type VectorMetadata = Record<string, VectorMetadataValue>;
+export type VectorScalar = string | number | boolean;
+/**
+ * Every key must hold. A scalar is equality (against an array value: any element equals it);
+ * `{$in: [...]}` (1 to 20 values) is equality with any of them. A key an entry lacks never matches.
+ */
+export type VectorFilter = Record<string, VectorScalar | { $in: VectorScalar[] }>;
+
+export interface VectorEntry {
+  /** 1 to 1,024 bytes, unique in its index: a put of a stored key replaces the entry. */
+  key: string;
+  /** Exactly the index's dimensions, every component finite. */
+  vector: Float32Array;
+  /** What filters test; at most 2 KiB as JSON (S3 Vectors' filterable metadata) and 40 keys. */
+  filterable: VectorMetadata;
+  /** Returned with each hit, never filtered on; at most 32 KiB (S3 Vectors' non-filterable metadata). */
+  payload: string;
+}
+
+export interface VectorHit {
+  key: string;
+  /** Cosine similarity to the query vector: 1 is the same direction, higher is closer. */
+  score: number;
+  payload: string;
+}
+
+/** Most entries a put or delete takes, and most hits a query returns (S3 Vectors' limits). */
+export const VECTOR_BATCH_MAX = 500;
+export const VECTOR_TOP_K_MAX = 100;
+
+/**
+ * Named vector indexes of one dimension each, cosine metric. Every write is durable and visible to
+ * every process once it resolves (a put in one worker is found by the next query in another); a
+ * write is whole per entry, not across entries (the vector database orders its own commits,
+ * lambdas/vector/ledger.ts).
+ */
+export interface VectorIndex {
+  /** Creates the index if absent; an index of that name with other dimensions is an Error. */
+  createIndex(index: string, dimensions: number): Promise<void>;
+  /** Removes the index and every entry in it; a missing index is not an error. */
+  deleteIndex(index: string): Promise<void>;
+  /** Stores up to VECTOR_BATCH_MAX entries. A missing index is an Error. */
+  put(index: string, entries: VectorEntry[]): Promise<void>;
+  /** Removes up to VECTOR_BATCH_MAX keys; missing keys are not an error. */
+  delete(index: string, keys: string[]): Promise<void>;
+  /**
+   * The `topK` (1 to VECTOR_TOP_K_MAX) entries most similar to `vector` among those `filter` keeps,
+   * best first: fewer only when fewer are kept, however selective the filter.
+   */
+  query(index: string, query: { vector: Float32Array; topK: number; filter?: VectorFilter }): Promise<VectorHit[]>;
+}
+
 // ---------- clock ----------
 
 export interface Clock {
@@ -267,6 +323,7 @@ export interface Engine {
   signer: Signer;
   secret: ServerSecret;
   upstreamKeys: UpstreamKeys;
+  vectors: VectorIndex;
   clock: Clock;
   close(): Promise<void>;
 }
