@@ -109,6 +109,7 @@ export interface Settings {
   dataDir: string;
   tableName?: string;
   bucketName?: string;
+  vectorBucketName?: string;
   queueUrls?: Record<string, string>;
   connectionsEndpoint?: string;
   connectionsTable?: string;
@@ -141,6 +142,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   dataDir: define('DATA_DIR', nonEmpty, '.platform', 'embedded: the directory of the SQLite database, blobs and keys.'),
   tableName: define('TABLE_NAME', nonEmpty, undefined, 'aws: the DynamoDB table.'),
   bucketName: define('BUCKET_NAME', nonEmpty, undefined, 'aws: the S3 bucket of blobs.'),
+  vectorBucketName: define(
+    'VECTOR_BUCKET_NAME',
+    nonEmpty,
+    undefined,
+    "aws: the S3 Vectors vector bucket holding the vector databases' indexes (functions granted `vectors:read` or `vectors:write`). `ENGINE=aws npm start` without it keeps the embedded engine's vector index.",
+  ),
   queueUrls: define('QUEUE_URLS', jsonOf(urlsByName), undefined, 'aws: JSON object, queue name (engine/queues.ts) -> SQS queue URL.'),
   connectionsEndpoint: define('CONNECTIONS_ENDPOINT', url, undefined, 'aws: https endpoint of the WebSocket API stage (API Gateway Management API).'),
   connectionsTable: define('CONNECTIONS_TABLE', nonEmpty, undefined, 'aws: the DynamoDB table of open WebSocket connections (what each serves).'),
