@@ -144,7 +144,7 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   bucketName: define('BUCKET_NAME', nonEmpty, undefined, 'aws: the S3 bucket of blobs.'),
   vectorBucketName: define(
     'VECTOR_BUCKET_NAME',
-    nonEmpty,
+    matching(/^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/, 'must be a vector bucket name: 3 to 63 lowercase letters, digits and hyphens'),
     undefined,
     "aws: the S3 Vectors vector bucket holding the vector databases' indexes (functions granted `vectors:read` or `vectors:write`). `ENGINE=aws npm start` without it keeps the embedded engine's vector index.",
   ),
