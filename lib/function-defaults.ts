@@ -45,6 +45,7 @@ export const OPTIONAL_PORTS = {
   QUEUE: ENV.queueUrls,
   CONNECTIONS: ENV.connectionsEndpoint,
   SECRET: ENV.serverSecretArn,
+  VECTORS: ENV.vectorBucketName,
   UPSTREAM_KEYS: undefined,
 } as const;
 

@@ -13,6 +13,7 @@ declare global {
   var PLATFORM_PORT_CONNECTIONS: 'absent' | undefined;
   var PLATFORM_PORT_SECRET: 'absent' | undefined;
   var PLATFORM_PORT_UPSTREAM_KEYS: 'absent' | undefined;
+  var PLATFORM_PORT_VECTORS: 'absent' | undefined;
 }
 
 export {};

@@ -1,5 +1,5 @@
 /**
- * The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS and Secrets Manager, configured
+ * The AWS engine: DynamoDB, S3, SQS, the API Gateway Management API, KMS, Secrets Manager and S3 Vectors, configured
  * from the environment the stack sets. Every client is built without an endpoint, so the SDK's own
  * `AWS_ENDPOINT_URL` and `AWS_ENDPOINT_URL_<SERVICE>` point it at an emulator; the API Gateway
  * Management API has no regional endpoint and takes CONNECTIONS_ENDPOINT (docs/decisions/aws-engine-emulators.md).
@@ -15,7 +15,7 @@ import { ApiGatewayConnectionGateway } from './connections.js';
 import { onFirstCall } from '../adapter-kit/memo.js';
 
 export function createAwsEngine(config: Settings): Engine {
-  const need = <K extends 'tableName' | 'bucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
+  const need = <K extends 'tableName' | 'bucketName' | 'vectorBucketName' | 'queueUrls' | 'connectionsEndpoint' | 'connectionsTable' | 'signingKeyIds' | 'serverSecretArn'>(name: K): NonNullable<Settings[K]> => {
     const value = config[name];
     if (value === undefined) throw new Error(`${ENV[name]} is not set`);
     return value as NonNullable<Settings[K]>;
@@ -93,6 +93,14 @@ export function createAwsEngine(config: Settings): Engine {
         : onFirstCall(async () => {
             const [{ SecretsManagerClient }, { SecretsManagerSecret }] = await Promise.all([import('@aws-sdk/client-secrets-manager'), import('./secret.js')]);
             return new SecretsManagerSecret(made(new SecretsManagerClient({})), need('serverSecretArn'));
+          }),
+    vectors:
+      globalThis.PLATFORM_PORT_VECTORS === 'absent'
+        ? lazy(absent('vectors'))
+        : onFirstCall(async () => {
+            const [{ S3VectorsClient }, { S3VectorIndex }] = await Promise.all([import('@aws-sdk/client-s3vectors'), import('./vectors.js')]);
+            // One attempt a send: the adapter retries throttling and 5xx itself, with longer pauses (vectors.ts RETRY).
+            return new S3VectorIndex(made(new S3VectorsClient({ maxAttempts: 1 })), need('vectorBucketName'));
           }),
     upstreamKeys:
       globalThis.PLATFORM_PORT_UPSTREAM_KEYS === 'absent'
