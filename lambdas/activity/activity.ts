@@ -23,11 +23,13 @@ import {
 
 /**
  * The spec's named kinds, plus any other `file.*` kind, plus `ai.usage` (one AI call's tokens and
- * cost; an extension of spec section 2, docs/decisions/ai-usage.md).
+ * cost; an extension of spec section 2, docs/decisions/ai-usage.md) and `ai.rerank` (one call of a
+ * vector query's reranker, docs/decisions/rerank.md).
  */
 export const NAMED_ACTIVITY_KINDS = [
   'api.call',
   'ai.usage',
+  'ai.rerank',
   'record.write',
   'record.delete',
   'blob.write',
@@ -73,14 +75,14 @@ export interface ActivityEvent {
   latency_ms?: number | null;
   bytes_in?: number | null;
   bytes_out?: number | null;
-  /** `ai.usage` only. */
+  /** `ai.usage` and `ai.rerank` only. */
   usage?: ActivityUsage | null;
 }
 
 /**
  * One entry of the log: the fields of spec section 2, then `request_id` and `operation_id` (the
  * request's ids, as its answer and log lines carry them; null on records written before they were
- * kept), and on `ai.usage` events only, `usage`.
+ * kept), and on `ai.usage` and `ai.rerank` events only, `usage`.
  */
 export interface ActivityRecord {
   id: string;

@@ -18,6 +18,8 @@ import { EVENTS_PERMISSIONS, unknownPermissions } from '../auth/permissions.js';
 import { backfillTimeKeys } from '../data/record-times.js';
 import { EventBusAllowListError, allowEventBus, listEventBuses, revokeEventBus } from '../events/eventbridge.js';
 import { commandHelp, PROGRAM, programHelp, usageLine, type Command, type Options } from './command.js';
+import { RERANK_COMMANDS } from './rerank-commands.js';
+import { RerankProfileError } from '../vector/rerank-profiles.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -316,6 +318,7 @@ export const COMMANDS: Record<string, Command> = {
     required: ['org', 'database', 'collection'],
     run: (e, o) => backfillTimeKeys(e, str(o, 'org'), str(o, 'database'), str(o, 'collection')),
   },
+  ...RERANK_COMMANDS,
 };
 
 /** A wrong command: what there is instead (the group's commands when the first word is one). */
@@ -364,4 +367,4 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
 
 /** Errors a user can act on (their message says what to do); anything else is reported by its kind and message. */
 export const isUserError = (e: unknown): boolean =>
-  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError;
+  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError || e instanceof RerankProfileError;

@@ -109,7 +109,7 @@ const PROVIDER_ENDPOINTS: Record<Provider, readonly Endpoint[]> = {
   http: ['/v1/run'],
   decision: ['/v1/run'],
 };
-const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_./-]{0,255}$/;
+export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_./-]{0,255}$/;
 
 const key = (organizationId: string, routeId: string) => ({ pk: `org#${organizationId}`, sk: `route#${routeId}` });
 

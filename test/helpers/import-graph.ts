@@ -21,8 +21,8 @@ export function layerOf(file: string): string | undefined {
   if (p[0] !== 'lambdas') return undefined;
   // Settings are read by every layer and import no project file: a leaf of their own.
   if (file === SETTINGS) return 'settings';
-  // The one AI provider that speaks through an AWS SDK is a layer of its own, so `ai` stays SDK-free.
-  if (p[1] === 'ai' && p[2] === 'providers' && p[3] === 'bedrock') return 'ai/providers/bedrock';
+  // The AI providers that speak through an AWS SDK (Bedrock's, and its reranker) are a layer of their own, so `ai` stays SDK-free.
+  if (p[1] === 'ai' && p[2] === 'providers' && (p[3] === 'bedrock' || file === 'lambdas/ai/providers/rerank/bedrock.ts')) return 'ai/providers/bedrock';
   if (p[1] === 'engine') {
     // The adapters, the helpers only they share, and the selector that loads both adapters.
     if (p[2] === 'aws' || p[2] === 'embedded' || p[2] === 'adapter-kit') return `engine/${p[2]}`;
@@ -65,8 +65,9 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   activity: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   data: { layers: ['auth', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   ai: { layers: ['auth', 'activity', 'ai/providers/bedrock', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
-  // The Bedrock provider (registered by ai/providers/index.ts): the Bedrock Runtime SDK, nothing else of AWS.
-  'ai/providers/bedrock': { layers: ['ai', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@aws-sdk/client-bedrock-runtime'] },
+  // The Bedrock providers (registered by ai/providers/index.ts and ai/providers/rerank/index.ts): the Bedrock Runtime
+  // and Agent Runtime (Rerank) SDKs, nothing else of AWS.
+  'ai/providers/bedrock': { layers: ['ai', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-bedrock-agent-runtime'] },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
