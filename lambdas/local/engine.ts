@@ -4,7 +4,7 @@
  * createEngine), in AWS or on an emulator the SDK reaches through AWS_ENDPOINT_URL(_<SERVICE>).
  *
  * DynamoDB and S3 are required. An emulator pair such as dynalite and s3rver has no SQS, KMS,
- * Secrets Manager or WebSocket API, so each of those ports stays the embedded one unless its own
+ * Secrets Manager, S3 Vectors or WebSocket API, so each of those ports stays the embedded one unless its own
  * setting is given, as a function without a grant does without the port
  * (docs/decisions/aws-engine-emulators.md).
  */
@@ -49,6 +49,8 @@ export async function openLocalEngine(checkpoints: 'auto' | 'thread', config: Se
     signer: config.signingKeyIds !== undefined ? aws.signer : local.signer,
     secret: secrets ? aws.secret : local.secret,
     upstreamKeys: secrets ? aws.upstreamKeys : local.upstreamKeys,
+    // S3 Vectors has no emulator: without a vector bucket the vector databases live in the embedded index.
+    vectors: config.vectorBucketName !== undefined ? aws.vectors : local.vectors,
     clock: aws.clock,
     async close() {
       await Promise.all([aws.close(), local.close()]);
