@@ -14,6 +14,7 @@ import { LocalConnectionGateway } from './connections.js';
 import { FileSigner } from './signer.js';
 import { FileSecret } from './secret.js';
 import { EnvironmentUpstreamKeys } from './upstream-keys.js';
+import { SqliteVectorIndex } from './vectors.js';
 
 export interface EmbeddedEngine extends Engine {
   name: 'embedded';
@@ -21,6 +22,7 @@ export interface EmbeddedEngine extends Engine {
   queue: SqliteQueue;
   connections: LocalConnectionGateway;
   signer: FileSigner;
+  vectors: SqliteVectorIndex;
   dataDir: string;
 }
 
@@ -63,6 +65,8 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock; 
   }
   const sweeper = setInterval(() => void kv.sweepExpired().catch(() => undefined), SWEEP_MS);
   sweeper.unref();
+  // Its own SQLite file (vectors.db), opened at first use: docs/decisions/vector-index-embedded.md.
+  const vectors = new SqliteVectorIndex(options.dataDir);
   return {
     name: 'embedded',
     dataDir: options.dataDir,
@@ -73,10 +77,12 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock; 
     signer: new FileSigner(join(options.dataDir, 'signing-keys.json')),
     secret: new FileSecret(join(options.dataDir, 'server-secret.key')),
     upstreamKeys: new EnvironmentUpstreamKeys(),
+    vectors,
     clock,
     async close() {
       clearInterval(sweeper);
       await kv.drain();
+      await vectors.close();
       await checkpointer?.stop();
       if (db.open) db.close();
     },
