@@ -58,7 +58,7 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // What both adapters share (cursor encoding, update semantics, request checks, memos): adapters only.
   'engine/adapter-kit': { layers: ['engine', 'shared'], packages: [] },
   'engine/aws': { layers: ['engine', 'engine/adapter-kit', 'shared'], packages: ['@aws-sdk/', 'aws-lambda'] },
-  'engine/embedded': { layers: ['engine', 'engine/adapter-kit', 'shared'], packages: ['better-sqlite3', 'ws'] },
+  'engine/embedded': { layers: ['engine', 'engine/adapter-kit', 'shared'], packages: ['better-sqlite3', 'hnswlib-node', 'ws'] },
   'engine/index': { layers: ['engine', 'engine/adapter-kit', 'engine/aws', 'engine/embedded', 'shared'], packages: [] },
   // Domain modules: never http, never an adapter or its helpers, never an AWS SDK.
   auth: { layers: ['engine', 'shared'], packages: DOMAIN_PACKAGES },
