@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { mockClient } from 'aws-sdk-client-mock';
-import { BedrockAgentRuntimeClient, RerankCommand, ThrottlingException } from '@aws-sdk/client-bedrock-agent-runtime';
+import { BedrockAgentRuntimeClient, RerankCommand, ThrottlingException, type RerankCommandOutput } from '@aws-sdk/client-bedrock-agent-runtime';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -86,9 +86,10 @@ describe('rerank through bedrock', () => {
     ['no results', {}, 'the answer has no results list'],
     ['a score missing', { results: [{ index: 0 }, { index: 1, relevanceScore: 0.2 }] }, 'the answer has a score that is not a finite number (index 0)'],
     ['an index out of range', { results: [{ index: 3, relevanceScore: 0.2 }, { index: 1, relevanceScore: 0.2 }] }, 'the answer has an index out of range (3)'],
-    ['too few', { results: [{ index: 1, relevanceScore: 0.2 }] }, 'the answer has 1 results, not 2'],
+    ['too few', { results: [{ index: 1, relevanceScore: 0.2 }] }, 'the answer has only 1 of the 2 results asked for'],
   ])('is rerank_failed on an answer with %s', async (_name, answer, reason) => {
-    mock.on(RerankCommand).resolves(answer);
+    // Malformed on purpose: not what the SDK's types allow.
+    mock.on(RerankCommand).resolves(answer as unknown as RerankCommandOutput);
     expect(await rerank(engine, principalOf('org_b4'), profileOf(), 'q', DOCUMENTS, 2)).toEqual({ outcome: 'rerank_failed', reason });
   });
 

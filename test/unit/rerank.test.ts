@@ -128,7 +128,7 @@ describe('rerank through openai-compatible', () => {
     ['index-repeated', /^the answer has index \d twice$/],
     ['score-not-finite', /^the answer has a score that is not a finite number/],
     ['score-missing', /^the answer has a score that is not a finite number/],
-    ['too-few', 'the answer has 2 results, not 3'],
+    ['too-few', 'the answer has only 2 of the 3 results asked for'],
   ] as const)('is rerank_failed on a malformed answer: %s', async (mode, reason) => {
     const org = `org_bad_${seq++}`;
     fake.mode = mode;

@@ -56,7 +56,7 @@ export function checkedResults(raw: unknown, documents: number, topN: number, fi
     results.push({ index: index as number, relevance_score: score });
   }
   const wanted = Math.min(topN, documents);
-  if (results.length < wanted) throw new RerankFailure(`the answer has ${results.length} results, not ${wanted}`);
+  if (results.length < wanted) throw new RerankFailure(`the answer has only ${results.length} of the ${wanted} results asked for`);
   results.sort((a, b) => b.relevance_score - a.relevance_score || a.index - b.index);
   return results.slice(0, wanted);
 }
