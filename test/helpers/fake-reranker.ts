@@ -20,6 +20,8 @@ export type FakeRerankMode =
   | 'fail'
   /** No bytes for `slowMs`, then a good answer. */
   | 'slow'
+  /** Every document ranked, whatever `top_n` asked (some servers do). */
+  | 'ignore-top-n'
   /** Each a malformed answer. */
   | 'not-json'
   | 'no-results'
@@ -74,7 +76,7 @@ export async function startFakeReranker(): Promise<FakeReranker> {
       const ranked = documents
         .map((d, index) => ({ index, relevance_score: fakeScore(String(body.query ?? ''), d) / 10 }))
         .sort((a, b) => b.relevance_score - a.relevance_score || b.index - a.index)
-        .slice(0, topN);
+        .slice(0, fake.mode === 'ignore-top-n' ? documents.length : topN);
       // Worst first on purpose: the provider sorts.
       const results = ranked.slice().reverse();
       const answer = (r: unknown) => send(200, JSON.stringify({ id: 'rr-fake', model: body.model, results: r, usage: { total_tokens: 42 } }));

@@ -15,7 +15,7 @@ import type { Principal } from '../../lambdas/auth/principal.js';
 import { rerank } from '../../lambdas/vector/rerank.js';
 import { DEFAULT_RERANK_TIMEOUT_MS, type RerankProfile } from '../../lambdas/vector/rerank-profiles.js';
 import { MAX_RERANK_ANSWER_BYTES } from '../../lambdas/ai/providers/rerank/openai-compatible.js';
-import { activityRecordOf, flushActivity, type ActivityRecord } from '../../lambdas/activity/activity.js';
+import { activityRecordOf, flushActivity, isActivityKind, type ActivityRecord } from '../../lambdas/activity/activity.js';
 import { segmentEvents } from '../../lambdas/activity/segments.js';
 import { fakeScore, startFakeReranker, type FakeReranker } from '../helpers/fake-reranker.js';
 
@@ -93,6 +93,13 @@ describe('rerank through openai-compatible', () => {
     expect(one.outcome === 'reranked' && one.results).toEqual([{ index: 2, relevance_score: 0.3 }]);
     expect(await rerank(engine, principalOf(org), profileOf(org), QUERY, [], 5)).toEqual({ outcome: 'reranked', results: [] });
     expect(fake.requests).toHaveLength(2);
+  });
+
+  it('keeps the best topN of an answer that ranked every document', async () => {
+    const org = `org_all_${seq++}`;
+    fake.mode = 'ignore-top-n';
+    const out = await rerank(engine, principalOf(org), profileOf(org), QUERY, DOCUMENTS, 2);
+    expect(out).toEqual({ outcome: 'reranked', results: [{ index: 2, relevance_score: 0.3 }, { index: 1, relevance_score: 0.2 }] });
   });
 
   it('is rerank_failed on an error answer, with only its status in the reason', async () => {
@@ -186,6 +193,8 @@ describe('rerank metering', () => {
     // No documents: no call, nothing metered.
     await rerank(engine, principal, profileOf(org), QUERY, [], 3);
 
+    // A kind of its own, which `GET /v1/activity?kind=ai.rerank` selects.
+    expect(isActivityKind('ai.rerank')).toBe(true);
     const events = (await eventsOf(org)).sort((a, b) => a.id.localeCompare(b.id));
     expect(events.map((e) => [e.kind, e.route, e.status, e.outcome, e.error_code])).toEqual([
       ['ai.rerank', 'jina', 200, 'success', null],
