@@ -139,6 +139,7 @@ export interface WildcardTargets {
   readonly table: { readonly tableArn: string };
   readonly bucket: { readonly bucketArn: string };
   readonly connections?: { readonly manageArns: readonly string[] };
+  readonly vectors?: { readonly indexArns: string };
 }
 
 /** The wildcards CDK's grant methods put into a route function's policy, acknowledged per grant. */
@@ -159,6 +160,8 @@ export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Gr
   }
 
   if (grants.has('connections:post') && t.connections) acknowledgeConnectionArns(fn, t.connections.manageArns);
+
+  if ((grants.has('vectors:read') || grants.has('vectors:write')) && t.vectors) acknowledgeVectorIndexes(fn, t.vectors.indexArns);
 
   if (grants.has('upstream-keys:read')) {
     iam5(
@@ -183,6 +186,15 @@ export function acknowledgeTableIndexes(scope: IConstruct, tableArn: string): vo
     scope,
     `AwsSolutions-IAM5[Resource::${flat(scope, tableArn)}/index/*]`,
     "Queries on the platform table's GSIs (gsi1, gsi2) need the index ARNs; the wildcard covers only this one table's indexes.",
+  );
+}
+
+/** The vector bucket's indexes (lib/vector-bucket.ts): a role whose policy names `<vector bucket>/index/*`. */
+export function acknowledgeVectorIndexes(scope: IConstruct, indexArns: string): void {
+  ack(
+    scope,
+    `AwsSolutions-IAM5[Resource::${flat(scope, indexArns)}]`,
+    "Each vector database has its own S3 Vectors index, named at run time (`vector-db create`); the wildcard covers only the indexes of this stack's one vector bucket, with the grant's own actions.",
   );
 }
 

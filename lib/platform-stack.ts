@@ -6,7 +6,9 @@ import { SigningKey } from './signing.js';
 import { ServerSecret } from './server-secret.js';
 import { SOCKET_STAGE, SocketApi } from './socket-api.js';
 import { Storage } from './storage.js';
+import { VectorBucket } from './vector-bucket.js';
 import { WebhookDelivery } from './webhook-delivery.js';
+import { JobsConsumer } from './jobs-consumer.js';
 import { StreamDelivery } from './stream-delivery.js';
 import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
@@ -20,15 +22,17 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
+  readonly vectors: VectorBucket;
   readonly queues: Queues;
   readonly signing: SigningKey;
   readonly secret: ServerSecret;
   readonly socket: SocketApi;
   readonly http: HttpApis;
   readonly webhookDelivery: WebhookDelivery;
+  readonly jobs: JobsConsumer;
   readonly streamDelivery: StreamDelivery;
   readonly eventsEdge: EventsEdge;
   readonly aiEdge: AiEdge;
@@ -40,18 +44,22 @@ export class PlatformStack extends Stack {
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
     this.storage = new Storage(this, 'Storage');
+    // The vector databases' indexes (Amazon S3 Vectors; docs/decisions/vector-index-aws.md).
+    this.vectors = new VectorBucket(this, 'Vectors');
     this.queues = new Queues(this, 'Queues');
     this.signing = new SigningKey(this, 'Signing');
     this.secret = new ServerSecret(this, 'ServerSecret');
     // Every alarm of the stack notifies this topic (docs/decisions/operations.md).
     this.alarms = new AlarmTopic(this, 'Alarms');
     const alarmAction = this.alarms.action;
-    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret };
+    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret, vectors: this.vectors };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
     const httpTargets = { ...targets, connections: this.socket.connections };
     this.http = new HttpApis(this, 'Http', { targets: httpTargets, alarmAction });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret, alarmAction });
+    // Background jobs: the jobs queue's consumer (vector database removal).
+    this.jobs = new JobsConsumer(this, 'Jobs', { table: this.storage.table, queues: this.queues, vectors: this.vectors });
     // Files sent straight to the bucket (docs/data/blobs.md, "Large files on AWS").
     this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });

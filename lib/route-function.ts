@@ -11,6 +11,7 @@ import type { Grant } from '../lambdas/http/routes.js';
 import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
+import type { VectorBucket } from './vector-bucket.js';
 import { acknowledgeGrantWildcards } from './nag.js';
 import { grantUpstreams } from './upstream-grants.js';
 import { platformStackName } from './stack-name.js';
@@ -40,6 +41,8 @@ export interface GrantTargets {
   readonly signing: SigningKey;
   /** The server secret: read by `secret:read` functions (routes that give out list cursors). */
   readonly secret: ServerSecret;
+  /** The vector bucket: `vectors:read` queries its indexes, `vectors:write` writes, makes and removes them. */
+  readonly vectors: VectorBucket;
   readonly connections?: ConnectionsTarget;
 }
 
@@ -114,6 +117,7 @@ function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets):
   if (grants.has('connections:post')) env[ENV.connectionsEndpoint] = connections(routeId, t).endpoint;
   if (grants.has('connections:table')) env[ENV.connectionsTable] = connections(routeId, t).table.tableName;
   if (grants.has('secret:read')) env[ENV.serverSecretArn] = t.secret.secret.secretArn;
+  if (grants.has('vectors:read') || grants.has('vectors:write')) env[ENV.vectorBucketName] = t.vectors.bucketName;
   return env;
 }
 
@@ -139,6 +143,8 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   // The gateway's three calls on the connection table, no scans or queries.
   if (grants.has('connections:table')) connections(routeId, t).table.grant(role, ...CONNECTION_TABLE_ACTIONS);
   if (grants.has('upstream-keys:read')) grantUpstreams(role);
+  if (grants.has('vectors:read')) t.vectors.grantRead(role);
+  if (grants.has('vectors:write')) t.vectors.grantWrite(role);
 }
 
 /** What the connection gateway does with a connection record: remember, recall, forget. */

@@ -200,6 +200,7 @@ export function expectedEnvNames(grants: readonly Grant[]): string[] {
   if (g.has('connections:post')) names.push(ENV.connectionsEndpoint);
   if (g.has('connections:table')) names.push(ENV.connectionsTable);
   if (g.has('secret:read')) names.push(ENV.serverSecretArn);
+  if (g.has('vectors:read') || g.has('vectors:write')) names.push(ENV.vectorBucketName);
   return names.sort();
 }
 

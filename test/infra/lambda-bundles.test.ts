@@ -206,6 +206,17 @@ function caseOf(f: StackFunction): Case {
       },
     };
   }
+  if (f.name === 'jobs') {
+    return {
+      events: [sqsEvent(JSON.stringify({ kind: 'no-such-kind' })), { Records: [] }],
+      check([unknown, none], calls) {
+        // A job of a kind nobody runs is dropped (logged), not failed: it never would succeed.
+        expect(unknown).toEqual({ batchItemFailures: [] });
+        expect(none).toEqual({ batchItemFailures: [] });
+        expect(calls).toEqual([]);
+      },
+    };
+  }
   if (f.kind === 'edge') {
     // The Data distribution's upload relay: a GET (or a body that fits a function) goes on untouched.
     const request = { clientIp: '203.0.113.1', method: 'GET', uri: '/v1/databases', querystring: '', headers: { host: [{ key: 'Host', value: 'd.example' }] } };
@@ -242,12 +253,12 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat, the five consumers and the upload relay (51)', () => {
+  it('the stack has a function for every route, the streaming chat, the six consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name)).toEqual(['ai.chat.completions']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 7);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 8);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });
