@@ -62,7 +62,7 @@ export class JobsConsumer extends Construct {
     fn.addEventSource(sqsSource(queue, JOBS));
     props.table.grantReadWriteData(role);
     acknowledgeTableIndexes(this, props.table.tableArn);
-    props.vectors.grantWrite(role);
+    props.vectors.grant(role, { write: true });
     acknowledgeVectorIndexes(this, props.vectors.indexArns);
     queue.grantSendMessages(role);
   }

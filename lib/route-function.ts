@@ -143,8 +143,7 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   // The gateway's three calls on the connection table, no scans or queries.
   if (grants.has('connections:table')) connections(routeId, t).table.grant(role, ...CONNECTION_TABLE_ACTIONS);
   if (grants.has('upstream-keys:read')) grantUpstreams(role);
-  if (grants.has('vectors:read')) t.vectors.grantRead(role);
-  if (grants.has('vectors:write')) t.vectors.grantWrite(role);
+  t.vectors.grant(role, { read: grants.has('vectors:read'), write: grants.has('vectors:write') });
 }
 
 /** What the connection gateway does with a connection record: remember, recall, forget. */

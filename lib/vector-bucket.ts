@@ -37,11 +37,9 @@ export class VectorBucket extends Construct {
     this.indexArns = `${this.bucketArn}/index/*`;
   }
 
-  grantRead(grantee: IGrantable): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions: [...VECTOR_ACTIONS.read], resources: [this.indexArns] }));
-  }
-
-  grantWrite(grantee: IGrantable): void {
-    grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions: [...VECTOR_ACTIONS.write], resources: [this.indexArns] }));
+  /** One statement: the actions of the grants asked for (GetIndex once when both are). */
+  grant(grantee: IGrantable, access: { read?: boolean; write?: boolean }): void {
+    const actions = [...new Set([...(access.read ? VECTOR_ACTIONS.read : []), ...(access.write ? VECTOR_ACTIONS.write : [])])];
+    if (actions.length) grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ actions, resources: [this.indexArns] }));
   }
 }

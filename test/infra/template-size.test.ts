@@ -10,8 +10,11 @@ import { stackTemplates, synthStack } from './helpers.js';
  */
 export const RESOURCE_LIMIT = 500;
 export const RESOURCE_LINE = RESOURCE_LIMIT * 0.6;
-/** Routes still to come (vector database, uploads, collections, knowledge jobs), nearly all on the AI API. */
-const ROUTES_TO_COME = 25;
+/**
+ * Routes still to come (uploads, collections, knowledge jobs), nearly all on the AI API: the 25 the
+ * layout was planned for (docs/decisions/stack-layout.md), less the vector database's four, now in the table.
+ */
+const ROUTES_TO_COME = 21;
 
 describe('template size', () => {
   const { stack } = synthStack();

@@ -24,6 +24,7 @@ vi.mock('../../lambdas/http/routes.js', async (importOriginal) => {
   const extra: RouteDef[] = [
     { id: 'ai.test.vectors-read', api: 'ai', method: 'POST', path: '/v1/test/vectors/query', handler, grants: ['table:read', 'vectors:read'] },
     { id: 'ai.test.vectors-write', api: 'ai', method: 'POST', path: '/v1/test/vectors/ingest', handler, grants: ['table:write', 'vectors:write'] },
+    { id: 'ai.test.vectors-both', api: 'ai', method: 'POST', path: '/v1/test/vectors/both', handler, grants: ['table:write', 'vectors:read', 'vectors:write'] },
   ];
   return { ...actual, ROUTES: [...actual.ROUTES, ...extra] };
 });
@@ -69,6 +70,9 @@ describe('vectors grants', () => {
   it('vectors:write writes, makes and removes indexes, and cannot query them', () => {
     const fn = routeFunctions(template).get('ai.test.vectors-write')!;
     expect(vectorStatements(fn)).toEqual([{ actions: [...VECTOR_ACTIONS.write], resources: indexArns() }]);
+    // Both grants: one statement, their union.
+    const both = routeFunctions(template).get('ai.test.vectors-both')!;
+    expect(vectorStatements(both)).toEqual([{ actions: [...new Set([...VECTOR_ACTIONS.read, ...VECTOR_ACTIONS.write])], resources: indexArns() }]);
     expect(VECTOR_ACTIONS.write).not.toContain('s3vectors:QueryVectors');
     expect(fn.props.Environment.Variables.VECTOR_BUCKET_NAME).toEqual(bucketNameOf());
   });
@@ -81,10 +85,19 @@ describe('vectors grants', () => {
       const write = route.grants.includes('vectors:write');
       const actions = vectorStatements(fn).flatMap((s) => s.actions).sort();
       const expected = [...new Set([...(read ? VECTOR_ACTIONS.read : []), ...(write ? VECTOR_ACTIONS.write : [])])].sort();
+      expect(vectorStatements(fn).length, route.id).toBe(read || write ? 1 : 0);
       expect(actions, route.id).toEqual(expected);
       expect('VECTOR_BUCKET_NAME' in fn.props.Environment.Variables, route.id).toBe(read || write);
       expect(definesOf(fn)['globalThis.PLATFORM_PORT_VECTORS'], route.id).toBe(read || write ? undefined : '"absent"');
     }
+  });
+
+  it("the vector database's routes: a query reads, an ingest and a document delete also write, a document list never touches the bucket", () => {
+    const fns = routeFunctions(template);
+    const actionsOf = (id: string) => vectorStatements(fns.get(id)!).flatMap((s) => s.actions);
+    expect(actionsOf('ai.vector.query')).toEqual([...VECTOR_ACTIONS.read]);
+    for (const id of ['ai.vector.ingest', 'ai.vector.documents.delete']) expect(actionsOf(id).sort(), id).toEqual([...new Set([...VECTOR_ACTIONS.read, ...VECTOR_ACTIONS.write])].sort());
+    expect(actionsOf('ai.vector.documents.list')).toEqual([]);
   });
 
   it('no statement of any role is broader: S3 Vectors actions are named one by one, on the index wildcard only', () => {
