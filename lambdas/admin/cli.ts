@@ -19,6 +19,8 @@ import { backfillTimeKeys } from '../data/record-times.js';
 import { EventBusAllowListError, allowEventBus, listEventBuses, revokeEventBus } from '../events/eventbridge.js';
 import { commandHelp, PROGRAM, programHelp, usageLine, type Command, type Options } from './command.js';
 import { RERANK_COMMANDS } from './rerank-commands.js';
+import { VECTOR_COMMANDS } from './vector-commands.js';
+import { VectorDatabaseError } from '../vector/databases.js';
 import { RerankProfileError } from '../vector/rerank-profiles.js';
 
 export class UsageError extends Error {
@@ -254,6 +256,7 @@ export const COMMANDS: Record<string, Command> = {
       },
       'max-answer-bytes': { type: 'string', value: 'N', help: "caps what is read of the upstream's answer (default 32 MiB); past it, `502 upstream_error` (docs/ai/chat.md)" },
       'max-event-bytes': { type: 'string', value: 'N', help: 'caps one stream line (default 1 MiB), as `--max-answer-bytes` does' },
+      force: { type: 'boolean', help: "changes the upstream of a route a vector database is stamped with (its stored vectors came from the old model; docs/ai/vector.md)" },
     },
     required: ['org', 'id', 'endpoint', 'provider'],
     run: async (e, o) => {
@@ -274,7 +277,7 @@ export const COMMANDS: Record<string, Command> = {
         api_key_env: str(o, 'api-key-env'),
         max_answer_bytes: numberOption(o, 'max-answer-bytes'),
         max_event_bytes: numberOption(o, 'max-event-bytes'),
-      });
+      }, { force: o.force === true });
     },
   },
   'route list': {
@@ -318,6 +321,7 @@ export const COMMANDS: Record<string, Command> = {
     required: ['org', 'database', 'collection'],
     run: (e, o) => backfillTimeKeys(e, str(o, 'org'), str(o, 'database'), str(o, 'collection')),
   },
+  ...VECTOR_COMMANDS,
   ...RERANK_COMMANDS,
 };
 
@@ -367,4 +371,4 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
 
 /** Errors a user can act on (their message says what to do); anything else is reported by its kind and message. */
 export const isUserError = (e: unknown): boolean =>
-  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError || e instanceof RerankProfileError;
+  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError || e instanceof VectorDatabaseError || e instanceof RerankProfileError;

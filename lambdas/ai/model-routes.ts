@@ -112,6 +112,11 @@ const PROVIDER_ENDPOINTS: Record<Provider, readonly Endpoint[]> = {
 export const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_./-]{0,255}$/;
 
 const key = (organizationId: string, routeId: string) => ({ pk: `org#${organizationId}`, sk: `route#${routeId}` });
+/**
+ * A route stamped on a vector database (lambdas/vector/databases.ts) is marked `org#<org>` /
+ * `vector-route#<route>#<workspace>`: its upstream model then changes only when forced.
+ */
+export const vectorStampKey = (organizationId: string, routeId: string, workspaceId: string) => ({ pk: `org#${organizationId}`, sk: `vector-route#${routeId}#${workspaceId}` });
 
 /**
  * Every AI call reads its organization's routes, so a process keeps them for MODEL_ROUTES_CACHE_MS
@@ -137,8 +142,12 @@ export class ModelRoutes {
     return routes;
   }
 
-  /** Creates or replaces a route; making it the default clears the flag on the endpoint's other routes in the same transaction. */
-  async set(organizationId: string, input: RouteInput): Promise<ModelRoute> {
+  /**
+   * Creates or replaces a route; making it the default clears the flag on the endpoint's other routes
+   * in the same transaction. A route stamped on a vector database keeps its upstream (provider, URL,
+   * model, endpoint) unless `force`: vectors of two models in one database would compare as noise.
+   */
+  async set(organizationId: string, input: RouteInput, options: { force?: boolean } = {}): Promise<ModelRoute> {
     if (!ROUTE_ID_PATTERN.test(input.id) || input.id === 'auto') {
       throw new ModelRouteError('route id: 1 to 128 of letters, digits, ".", "_", ":", "/", "-", starting with a letter or digit; not "auto"');
     }
@@ -179,6 +188,18 @@ export class ModelRoutes {
       }
     } else if (input.tiers !== undefined) throw new ModelRouteError('--tiers is for decision routes only');
     const previous = existing.find((r) => r.id === input.id);
+    const upstreamChanges =
+      previous &&
+      (previous.endpoint !== input.endpoint || previous.provider !== input.provider || previous.base_url !== (input.base_url ?? null) || previous.upstream_model !== (input.upstream_model ?? null));
+    if (upstreamChanges && !options.force) {
+      const stamps = await this.kv.query({ pk: `org#${organizationId}`, sk: { beginsWith: vectorStampKey(organizationId, input.id, '').sk }, limit: 5 });
+      if (stamps.items.length) {
+        const workspaces = stamps.items.map((s) => s.workspace_id).join(', ');
+        throw new ModelRouteError(
+          `route ${input.id} embeds for the vector database of workspace ${workspaces}: another upstream model would mix its vectors with the stored ones. Re-create the database with the new route (vector-db delete, vector-db create), or pass --force to change it anyway (queries then answer 502 if the dimensions change).`,
+        );
+      }
+    }
     const route: ModelRoute = {
       id: input.id,
       organization_id: organizationId,

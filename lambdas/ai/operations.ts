@@ -26,8 +26,10 @@ export const AI_OPERATIONS: OperationRules = { scope: 'ai.op', ttlSeconds: OPERA
  * replaying the id on an endpoint it may call.
  */
 export interface OperationContext {
-  endpoint: ModelRoute['endpoint'];
-  route: string;
+  /** The AI endpoint: a route's (chat, embeddings, run) or a vector one (`/v1/vector/ingest`...). */
+  endpoint: string;
+  /** The model route called; null where the caller names none (vector calls use their database's). */
+  route: string | null;
   /** The calling credential's application; null for an organization-wide credential. */
   application: string | null;
   /** What an application-bound credential needs to make the call (chat, embeddings, a decision run). */
@@ -52,7 +54,7 @@ export const operationContext = (principal: Principal, route: ModelRoute): Opera
  * and application (else 409 operation_id_reused: the id names another call), then the key's route list
  * and the application's capabilities (the refusal the caller would get making that call itself).
  */
-async function checkReplay(engine: Engine, principal: Principal, now: OperationContext, kept: OperationContext | undefined): Promise<void> {
+export async function checkReplay(engine: Engine, principal: Principal, now: OperationContext, kept: OperationContext | undefined): Promise<void> {
   if (!kept) return;
   if (kept.endpoint !== now.endpoint) {
     throw new PlatformError('operation_id_reused', `This X-Operation-Id was used for a call to ${kept.endpoint}; use a new id for this call.`);
@@ -63,7 +65,7 @@ async function checkReplay(engine: Engine, principal: Principal, now: OperationC
   if (kept.capability !== null && principal.capabilities !== null && !principal.capabilities.includes(kept.capability)) {
     throw new PlatformError('capability_not_enabled', `This application has not enabled the "${kept.capability}" capability.`);
   }
-  await checkRouteAllowed(engine, principal, { id: kept.route });
+  if (kept.route !== null) await checkRouteAllowed(engine, principal, { id: kept.route });
 }
 
 /** A call on `route`'s claim on its operation id: kept with its context, replayed only past checkReplay. */

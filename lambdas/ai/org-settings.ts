@@ -32,11 +32,16 @@ export interface AiLimits {
 export const OPERATION_ID_MODES = ['required', 'optional'] as const;
 export type OperationIdMode = (typeof OPERATION_ID_MODES)[number];
 
+/** Features an organization can be switched off from (`org features`); switching off keeps the data. */
+export const FEATURES = ['vector', 'collections'] as const;
+export type Feature = (typeof FEATURES)[number];
+
 export interface AiSettings {
   organization_id: string;
   granted_fields: GrantableField[];
   limits: AiLimits;
   operation_ids: OperationIdMode;
+  disabled_features: Feature[];
 }
 
 export const NO_LIMITS: AiLimits = { rpm: null, tpm: null, concurrency: null, budget_usd: null };
@@ -61,12 +66,19 @@ export class AiOrgSettings {
       granted_fields: (item?.granted_fields as GrantableField[] | undefined) ?? [],
       limits: { ...NO_LIMITS, ...((item?.limits as Partial<AiLimits> | undefined) ?? {}) },
       operation_ids: item?.operation_ids === 'optional' ? 'optional' : 'required',
+      disabled_features: ((item?.disabled_features as string[] | undefined) ?? []).filter((f): f is Feature => (FEATURES as readonly string[]).includes(f)),
     };
   }
 
   private async write(organizationId: string, change: (current: AiSettings) => AiSettings): Promise<AiSettings> {
     const next = change(await this.read(organizationId));
-    await this.kv.put({ ...key(organizationId), granted_fields: next.granted_fields, limits: { ...next.limits }, operation_ids: next.operation_ids });
+    await this.kv.put({
+      ...key(organizationId),
+      granted_fields: next.granted_fields,
+      limits: { ...next.limits },
+      operation_ids: next.operation_ids,
+      disabled_features: next.disabled_features,
+    });
     cache.delete(organizationId);
     return next;
   }
@@ -89,6 +101,19 @@ export class AiOrgSettings {
   setOperationIds(organizationId: string, mode: string): Promise<AiSettings> {
     if (!(OPERATION_ID_MODES as readonly string[]).includes(mode)) throw new OrgSettingsError(`operation ids must be one of ${OPERATION_ID_MODES.join(', ')}`);
     return this.write(organizationId, (s) => ({ ...s, operation_ids: mode as OperationIdMode }));
+  }
+
+  /** Switches features off (`disable`) or on again (`enable`); the data they hold is kept either way. */
+  setFeatures(organizationId: string, change: { disable?: string[]; enable?: string[] }): Promise<AiSettings> {
+    const named = [...(change.disable ?? []), ...(change.enable ?? [])];
+    const unknown = named.filter((f) => !(FEATURES as readonly string[]).includes(f));
+    if (unknown.length) throw new OrgSettingsError(`unknown features: ${unknown.join(', ')} (features: ${FEATURES.join(', ')})`);
+    return this.write(organizationId, (s) => {
+      const off = new Set<Feature>(s.disabled_features);
+      for (const f of change.disable ?? []) off.add(f as Feature);
+      for (const f of change.enable ?? []) off.delete(f as Feature);
+      return { ...s, disabled_features: FEATURES.filter((f) => off.has(f)) };
+    });
   }
 }
 

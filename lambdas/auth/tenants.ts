@@ -6,6 +6,8 @@
  *   key#<sha256> / key             secret key, looked up by the hash of the presented secret; `permissions`
  *                                  (Events) only when narrowed at creation, absent = every Events permission
  *   keyid#<id> / keyid             pointer from a key id to its hash, to disable by id
+ *   org#<id> / default-workspace   the workspace an organization-wide key works in where a route
+ *                                  names none (vectors); absent: the organization's first workspace
  */
 import type { KeyValueStore } from '../engine/ports.js';
 import type { Capability } from './principal.js';
@@ -107,6 +109,21 @@ export class Tenants {
   async getWorkspace(id: string): Promise<Workspace | undefined> {
     const item = await this.kv.get({ pk: `ws#${id}`, sk: 'ws' });
     return item && strip<Workspace>(item);
+  }
+
+  /** The organization's default workspace: the one `setDefaultWorkspace` named, else its first (ids sort by creation). */
+  async defaultWorkspace(organizationId: string): Promise<string | undefined> {
+    const chosen = await this.kv.get({ pk: `org#${organizationId}`, sk: 'default-workspace' });
+    if (typeof chosen?.workspace_id === 'string') return chosen.workspace_id;
+    const first = await this.kv.query({ index: 'gsi1', pk: `org#${organizationId}`, sk: { beginsWith: 'ws#' }, limit: 1 });
+    return first.items[0]?.id as string | undefined;
+  }
+
+  async setDefaultWorkspace(organizationId: string, workspaceId: string): Promise<{ organization_id: string; workspace_id: string }> {
+    const ws = await this.getWorkspace(workspaceId);
+    if (!ws || ws.organization_id !== organizationId) throw new TenantError(`no workspace ${workspaceId} in organization ${organizationId}`);
+    await this.kv.put({ pk: `org#${organizationId}`, sk: 'default-workspace', workspace_id: workspaceId });
+    return { organization_id: organizationId, workspace_id: workspaceId };
   }
 
   async createApplication(workspaceId: string, name: string, capabilities: Capability[]): Promise<Application> {

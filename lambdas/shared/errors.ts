@@ -21,6 +21,7 @@ export const ERROR_STATUS = {
   invalid_decision_input: 400,
   invalid_escalate: 400,
   invalid_input: 400,
+  invalid_field: 400,
   invalid_operation_id: 400,
   missing_operation_id: 400,
   missing_field: 400,
@@ -71,6 +72,7 @@ export const ERROR_STATUS = {
   upload_not_found: 404,
   subscription_not_found: 404,
   dead_event_not_found: 404,
+  document_not_found: 404,
   // 409: conflict
   already_exists: 409,
   unique_violation: 409,

@@ -1,4 +1,42 @@
-import type { Engine } from '../engine/ports.js';
+/**
+ * A workspace's vector database (docs/ai/vector.md): created before use by an operator, stamped with
+ * the embedding route, its upstream model and the dimensions one embeddings call showed; deleted by
+ * moving it to `deleting`, after which a job removes its passages and then the database itself.
+ */
+import type { Principal } from '../auth/principal.js';
+import { Tenants, TenantError } from '../auth/tenants.js';
+import type { Engine, KvItem } from '../engine/ports.js';
+import { ModelRoutes, type ModelRoute } from '../ai/model-routes.js';
+import { AiOrgSettings } from '../ai/org-settings.js';
+import { embeddings } from '../ai/gateway.js';
+import { estimateEmbeddings } from '../ai/estimate.js';
+import { shapeEmbeddings } from '../ai/embeddings.js';
+import { PlatformError } from '../shared/errors.js';
+import { ulid } from '../shared/ids.js';
+import { databaseKey, documentPk, intentPk, leaseKey, memberPk, passagePk, routeStampKey, scopeRegistryPk } from './keys.js';
+
+export type DatabaseState = 'active' | 'deleting';
+
+export interface VectorDatabase {
+  workspace_id: string;
+  organization_id: string;
+  /** New at each creation: the partitions and the index of one database never meet another's. */
+  database_id: string;
+  state: DatabaseState;
+  embedding_route: string;
+  upstream_model: string | null;
+  dimensions: number;
+  /** The engine's index (VectorIndex) holding the vectors. */
+  index: string;
+  created_at: string;
+  /** Passages visible, and their bytes (id, text and metadata as JSON). */
+  passages: number;
+  bytes: number;
+}
+
+export class VectorDatabaseError extends Error {
+  override name = 'VectorDatabaseError';
+}
 
 export interface RemoveVectorDatabaseJob {
   kind: 'vector-db.remove';
@@ -6,6 +44,158 @@ export interface RemoveVectorDatabaseJob {
   database_id: string;
 }
 
-export async function removeVectorDatabase(_engine: Engine, _job: RemoveVectorDatabaseJob): Promise<void> {
-  throw new Error('not yet');
+const tenants = (engine: Engine) => new Tenants(engine.kv, () => engine.clock.now());
+
+function fromItem(item: KvItem): VectorDatabase {
+  const { pk: _pk, sk: _sk, ...rest } = item;
+  return { passages: 0, bytes: 0, ...rest } as unknown as VectorDatabase;
+}
+
+export async function readDatabase(engine: Engine, workspaceId: string): Promise<VectorDatabase | undefined> {
+  const item = await engine.kv.get(databaseKey(workspaceId));
+  return item && fromItem(item);
+}
+
+/** The principal an operator's own calls run as: organization-wide, charged to the organization. */
+const operatorOf = (organizationId: string): Principal => ({
+  kind: 'secret_key',
+  credentialId: 'operator',
+  organizationId,
+  applicationId: null,
+  workspaceId: null,
+  capabilities: null,
+  userId: null,
+  claims: null,
+  origins: null,
+  permissions: null,
+});
+
+async function embeddingRoute(engine: Engine, organizationId: string, routeId: string): Promise<ModelRoute | undefined> {
+  const routes = await new ModelRoutes(engine.kv, () => engine.clock.now()).list(organizationId);
+  return routes.find((r) => r.id === routeId && r.endpoint === '/v1/embeddings');
+}
+
+/** `vector-db create`: learns the dimensions from one embeddings call, then stamps the database and the route. */
+export async function createVectorDatabase(engine: Engine, workspaceId: string, routeId: string): Promise<VectorDatabase> {
+  const workspace = await tenants(engine).getWorkspace(workspaceId);
+  if (!workspace) throw new TenantError(`no workspace ${workspaceId}`);
+  const existing = await readDatabase(engine, workspaceId);
+  if (existing?.state === 'active') throw new VectorDatabaseError(`workspace ${workspaceId} already has a vector database (route ${existing.embedding_route}); delete it first to change its route`);
+  if (existing?.state === 'deleting') throw new VectorDatabaseError(`the vector database of workspace ${workspaceId} is still being deleted; try again when \`vector-db show\` says it is gone`);
+  const route = await embeddingRoute(engine, workspace.organization_id, routeId);
+  if (!route) throw new VectorDatabaseError(`no embeddings route ${routeId} in organization ${workspace.organization_id} (\`route list\` shows them)`);
+  const probe = ['dimensions probe'];
+  let list;
+  try {
+    list = shapeEmbeddings(await embeddings({ engine, principal: operatorOf(workspace.organization_id) }, route, { input: probe, encoding_format: 'float' }, estimateEmbeddings(probe)), 1, 'float');
+  } catch (error) {
+    throw new VectorDatabaseError(`route ${routeId} did not answer an embeddings call: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const dimensions = (list.data[0].embedding as number[]).length;
+  if (dimensions < 1 || dimensions > 4096) throw new VectorDatabaseError(`route ${routeId} answered vectors of ${dimensions} dimensions; a vector database takes 1 to 4,096`);
+  const id = ulid(engine.clock.now()).toLowerCase();
+  const database: VectorDatabase = {
+    workspace_id: workspaceId,
+    organization_id: workspace.organization_id,
+    database_id: `vdb_${id}`,
+    state: 'active',
+    embedding_route: route.id,
+    upstream_model: route.upstream_model,
+    dimensions,
+    index: `vdb-${id}`,
+    created_at: new Date(engine.clock.now()).toISOString(),
+    passages: 0,
+    bytes: 0,
+  };
+  await engine.vectors.createIndex(database.index, dimensions);
+  await engine.kv.transact([
+    // Absent, or the last one's leftovers gone: two creations at once make one database.
+    { put: { ...databaseKey(workspaceId), ...database }, condition: { ifAbsent: true } },
+    { put: { ...routeStampKey(workspace.organization_id, route.id, workspaceId), workspace_id: workspaceId } },
+  ]).catch(async (error) => {
+    await engine.vectors.deleteIndex(database.index).catch(() => undefined);
+    throw error;
+  });
+  return database;
+}
+
+/** `vector-db delete`: `deleting` at once (every route answers 409 vector_database_deleting), then the removal job. */
+export async function deleteVectorDatabase(engine: Engine, workspaceId: string): Promise<VectorDatabase> {
+  const database = await readDatabase(engine, workspaceId);
+  if (!database) throw new VectorDatabaseError(`workspace ${workspaceId} has no vector database`);
+  if (database.state === 'active') {
+    await engine.kv.update({ key: databaseKey(workspaceId), set: { state: 'deleting' }, condition: { ifEquals: { database_id: database.database_id, state: 'active' } } });
+  }
+  // Sent again when already deleting: a removal whose job was lost is started over.
+  const job: RemoveVectorDatabaseJob = { kind: 'vector-db.remove', workspace_id: workspaceId, database_id: database.database_id };
+  await engine.queue.send('jobs', JSON.stringify(job));
+  return { ...database, state: 'deleting' };
+}
+
+/** Deletes every item of partition `pk`, 25 at a time. */
+async function clearPartition(engine: Engine, pk: string): Promise<void> {
+  for (;;) {
+    const page = await engine.kv.query({ pk, limit: 25 });
+    if (!page.items.length) return;
+    await Promise.all(page.items.map((item) => engine.kv.delete({ pk: item.pk, sk: item.sk })));
+  }
+}
+
+/** The job: the index (all vectors at once), then every scope's passages, documents and members, then the database. */
+export async function removeVectorDatabase(engine: Engine, job: RemoveVectorDatabaseJob): Promise<void> {
+  const database = await readDatabase(engine, job.workspace_id);
+  if (!database || database.database_id !== job.database_id || database.state !== 'deleting') return;
+  const db = database.database_id;
+  await engine.vectors.deleteIndex(database.index);
+  for (;;) {
+    const scopes = await engine.kv.query({ pk: scopeRegistryPk(db), limit: 25 });
+    if (!scopes.items.length) break;
+    for (const { sk: scope } of scopes.items) {
+      for (;;) {
+        const documents = await engine.kv.query({ pk: documentPk(db, scope), limit: 25 });
+        if (!documents.items.length) break;
+        for (const document of documents.items) {
+          await clearPartition(engine, memberPk(db, scope, document.sk));
+          await engine.kv.delete({ pk: document.pk, sk: document.sk });
+        }
+      }
+      await clearPartition(engine, passagePk(db, scope));
+      await clearPartition(engine, intentPk(db, scope));
+      await engine.kv.delete(leaseKey(db, scope));
+      await engine.kv.delete({ pk: scopeRegistryPk(db), sk: scope });
+    }
+  }
+  await engine.kv.transact([
+    { delete: databaseKey(job.workspace_id), condition: { ifEquals: { database_id: db } } },
+    { delete: routeStampKey(database.organization_id, database.embedding_route, job.workspace_id) },
+  ]);
+}
+
+/** The workspace a vector call works in: an application's own; for an organization-wide key, the organization's default. */
+export async function vectorWorkspace(engine: Engine, principal: Principal): Promise<string | undefined> {
+  if (principal.applicationId !== null) return principal.workspaceId ?? undefined;
+  return tenants(engine).defaultWorkspace(principal.organizationId);
+}
+
+/**
+ * The database a vector call works on, or the refusal: 403 vector_database_disabled (the
+ * organization's switch), 409 vector_database_not_created, 409 vector_database_deleting.
+ */
+export async function openVectorDatabase(engine: Engine, principal: Principal): Promise<VectorDatabase> {
+  const settings = await new AiOrgSettings(engine.kv, () => engine.clock.now()).get(principal.organizationId);
+  if (settings.disabled_features.includes('vector')) throw new PlatformError('vector_database_disabled', 'The vector database is disabled for this organization.');
+  const workspaceId = await vectorWorkspace(engine, principal);
+  const database = workspaceId === undefined ? undefined : await readDatabase(engine, workspaceId);
+  if (!database) throw new PlatformError('vector_database_not_created', "This workspace has no vector database; an operator creates it with `vector-db create`.");
+  if (database.state === 'deleting') throw new PlatformError('vector_database_deleting', "This workspace's vector database is being deleted; it can be created again once it is gone.");
+  return database;
+}
+
+/** The stamped route as it is now; gone or no longer an embeddings route: 503, nothing is embedded with another model. */
+export async function stampedRoute(engine: Engine, database: VectorDatabase): Promise<ModelRoute> {
+  const route = await embeddingRoute(engine, database.organization_id, database.embedding_route);
+  if (!route) {
+    throw new PlatformError('service_unavailable', `The vector database's embedding route ${database.embedding_route} no longer exists; restore it, or re-create the database.`, { retryAfterSeconds: 60 });
+  }
+  return route;
 }

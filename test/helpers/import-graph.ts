@@ -68,21 +68,23 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // The Bedrock providers (registered by ai/providers/index.ts and ai/providers/rerank/index.ts): the Bedrock Runtime
   // and Agent Runtime (Rerank) SDKs, nothing else of AWS.
   'ai/providers/bedrock': { layers: ['ai', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-bedrock-agent-runtime'] },
+  // The vector database: embeds through the AI gateway, reranks through the AI providers.
+  vector: { layers: ['auth', 'activity', 'ai', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
-  http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
+  http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events and runs the embedded engine.
   local: { layers: ['http', 'auth', 'activity', 'events', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
   // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
   // the after-commit hook bindings the HTTP functions bind too (a consumer running a data service fires
   // the same activity entries and platform events).
-  consumers: { layers: ['events', 'data', 'activity', 'engine', 'engine/aws', 'engine/index', 'shared'], files: ['lambdas/http/hook-bindings.ts'], packages: ['aws-lambda'] },
+  consumers: { layers: ['events', 'data', 'vector', 'activity', 'engine', 'engine/aws', 'engine/index', 'shared'], files: ['lambdas/http/hook-bindings.ts'], packages: ['aws-lambda'] },
   // Lambda@Edge functions (no environment, us-east-1): a header rewrite and an HTTP call to the API; the
   // body limit and the error shape they share with the routes, nothing that reaches a store.
   edge: { layers: ['shared'], files: ['lambdas/http/event.ts', 'lambdas/http/error-response.ts'], packages: ['aws-lambda'] },
-  admin: { layers: ['auth', 'ai', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
+  admin: { layers: ['auth', 'ai', 'vector', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
     layers: ['lib'],

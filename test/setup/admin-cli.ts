@@ -19,7 +19,7 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
-  // Inside node_modules so the one package left out (better-sqlite3, native) resolves from it.
+  // Inside node_modules so the native packages left out (better-sqlite3, hnswlib-node) resolve from it.
   const dir = join(ROOT, 'node_modules', '.cache', 'test-admin-cli');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, 'admin.mjs');
@@ -32,7 +32,7 @@ export default async function setup(project: TestProject) {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    external: ['better-sqlite3'],
+    external: ['better-sqlite3', 'hnswlib-node'],
     // Bundled CommonJS dependencies call require().
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     logLevel: 'warning',

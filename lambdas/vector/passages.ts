@@ -1,0 +1,156 @@
+/**
+ * An ingest call's body (spec 4.6, "Vector passage"): the whole-call checks answer 400; a passage that
+ * cannot be stored is set aside with one reason of SKIP_REASONS and the others go on
+ * (docs/ai/vector.md, "Ingest").
+ */
+import { createHash } from 'node:crypto';
+import { PlatformError } from '../shared/errors.js';
+import type { VectorMetadata } from '../engine/ports.js';
+import type { ScopeName } from './keys.js';
+
+/** Why a passage was not stored: the fixed list an ingest answer's `skipped[].reason` takes. */
+export const SKIP_REASONS = ['passage_too_large', 'invalid_id', 'invalid_text', 'invalid_metadata', 'stale_generation', 'document_deleted', 'duplicate_in_call'] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+
+export interface Skipped {
+  index: number;
+  /** The passage's id when it had one that is a string; else null. */
+  id: string | null;
+  reason: SkipReason;
+}
+
+/** The metadata keys filters take (spec 2). */
+export const FILTERABLE_KEYS = ['kind', 'source', 'category', 'tag', 'language', 'created_at'] as const;
+export type FilterableKey = (typeof FILTERABLE_KEYS)[number];
+
+export const MAX_DOCUMENTS = 100;
+export const MAX_PASSAGE_BYTES = 10 * 1024;
+export const MAX_ID_BYTES = 256;
+/** The filterable keys of one passage together, as JSON: what S3 Vectors filters on (2 KiB less our scope key). */
+export const MAX_FILTERABLE_BYTES = 1536;
+export const MAX_GENERATION = Number.MAX_SAFE_INTEGER;
+
+export interface Passage {
+  /** Position in the call's `documents`. */
+  index: number;
+  id: string;
+  text: string;
+  metadata: Record<string, string | number | boolean | string[]>;
+  document_id: string | null;
+  /** As sent; null: the document's current generation (1 for a new document). */
+  generation: number | null;
+  /** id + text + metadata as JSON, in UTF-8 bytes. */
+  bytes: number;
+  /** SHA-256 of the text, hex: what a document's content hash is made of. */
+  text_sha256: string;
+}
+
+export interface IngestRequest {
+  scope: ScopeName;
+  passages: Passage[];
+  skipped: Skipped[];
+}
+
+const PASSAGE_FIELDS = new Set(['id', 'text', 'metadata', 'document_id', 'generation', 'content_sha256']);
+const TOP_FIELDS = new Set(['scope', 'documents']);
+const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Flat metadata: strings, finite numbers (-0 kept as 0), booleans, arrays of strings. */
+function flatMetadata(value: unknown): Passage['metadata'] | undefined {
+  if (value === undefined) return {};
+  if (!isObject(value)) return undefined;
+  // No prototype: a key named `__proto__` is a key like any other.
+  const out: Passage['metadata'] = Object.create(null);
+  for (const [key, v] of Object.entries(value)) {
+    if (key.length === 0 || key.length > 64) return undefined;
+    if (typeof v === 'string' || typeof v === 'boolean') out[key] = v;
+    else if (typeof v === 'number') {
+      if (!Number.isFinite(v)) return undefined;
+      out[key] = v === 0 ? 0 : v;
+    } else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) out[key] = [...v];
+    else return undefined;
+  }
+  return out;
+}
+
+/** The filterable part of a passage's metadata, as the index stores it. */
+export function filterableOf(metadata: Passage['metadata']): VectorMetadata {
+  const out: VectorMetadata = {};
+  for (const key of FILTERABLE_KEYS) if (Object.hasOwn(metadata, key)) out[key] = metadata[key];
+  return out;
+}
+
+/**
+ * The body: `400 invalid_body` for what is wrong with the call as a whole (not an object, `scope`,
+ * `documents` not an array of 1 to 100 objects, a document field of the wrong shape), `400
+ * unsupported_field` for a field the endpoint does not take; each passage's own faults are skips.
+ */
+export function parseIngestRequest(body: unknown): IngestRequest {
+  if (!isObject(body)) throw new PlatformError('invalid_body', 'The body is a JSON object with `scope` and `documents`.');
+  for (const key of Object.keys(body)) if (!TOP_FIELDS.has(key)) throw new PlatformError('unsupported_field', `Unknown field "${key}".`, key);
+  if (body.scope !== 'shared' && body.scope !== 'local') throw new PlatformError('invalid_body', 'scope is "shared" or "local".', 'scope');
+  const documents = body.documents;
+  if (!Array.isArray(documents) || documents.length < 1 || documents.length > MAX_DOCUMENTS) {
+    throw new PlatformError('invalid_body', `documents is an array of 1 to ${MAX_DOCUMENTS} passages.`, 'documents');
+  }
+  const passages: Passage[] = [];
+  const skipped: Skipped[] = [];
+  documents.forEach((doc, index) => {
+    const param = `documents.${index}`;
+    if (!isObject(doc)) throw new PlatformError('invalid_body', 'Each passage is a JSON object.', param);
+    for (const key of Object.keys(doc)) if (!PASSAGE_FIELDS.has(key)) throw new PlatformError('unsupported_field', `Unknown passage field "${key}".`, `${param}.${key}`);
+    const { id, text, document_id, generation, content_sha256 } = doc;
+    if (document_id !== undefined && document_id !== null && (typeof document_id !== 'string' || utf8(document_id) < 1 || utf8(document_id) > MAX_ID_BYTES)) {
+      throw new PlatformError('invalid_body', `document_id is a string of 1 to ${MAX_ID_BYTES} bytes.`, `${param}.document_id`);
+    }
+    if (generation !== undefined && generation !== null && !(Number.isSafeInteger(generation) && (generation as number) >= 1)) {
+      throw new PlatformError('invalid_body', 'generation is a whole number from 1.', `${param}.generation`);
+    }
+    if (generation !== undefined && generation !== null && (document_id === undefined || document_id === null)) {
+      throw new PlatformError('invalid_body', 'generation needs a document_id: it is the generation of that document.', `${param}.generation`);
+    }
+    if (content_sha256 !== undefined && (typeof content_sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(content_sha256))) {
+      throw new PlatformError('invalid_body', 'content_sha256 is 64 lowercase hex characters.', `${param}.content_sha256`);
+    }
+    const idText = typeof id === 'string' ? id : null;
+    const skip = (reason: SkipReason) => skipped.push({ index, id: idText, reason });
+    if (idText === null || utf8(idText) < 1 || utf8(idText) > MAX_ID_BYTES) return skip('invalid_id');
+    if (typeof text !== 'string' || text.trim().length === 0) return skip('invalid_text');
+    const metadata = flatMetadata(doc.metadata);
+    if (!metadata || utf8(JSON.stringify(filterableOf(metadata))) > MAX_FILTERABLE_BYTES) return skip('invalid_metadata');
+    const bytes = utf8(idText) + utf8(text) + utf8(JSON.stringify(metadata));
+    if (bytes > MAX_PASSAGE_BYTES) return skip('passage_too_large');
+    passages.push({
+      index,
+      id: idText,
+      text,
+      metadata,
+      document_id: typeof document_id === 'string' ? document_id : null,
+      generation: typeof generation === 'number' ? generation : null,
+      bytes,
+      text_sha256: createHash('sha256').update(text, 'utf8').digest('hex'),
+    });
+  });
+  // Of two passages with one id, the later is stored: the earlier is set aside.
+  const last = new Map<string, number>();
+  for (const p of passages) last.set(p.id, p.index);
+  const kept = passages.filter((p) => {
+    if (last.get(p.id) === p.index) return true;
+    skipped.push({ index: p.index, id: p.id, reason: 'duplicate_in_call' });
+    return false;
+  });
+  skipped.sort((a, b) => a.index - b.index);
+  return { scope: body.scope, passages: kept, skipped };
+}
+
+/**
+ * A document's `content_sha256` (docs/ai/vector.md): SHA-256 over its passages in ascending order of
+ * their ids' UTF-8 bytes, each as `<id>\n<SHA-256 of its text, hex>\n`.
+ */
+export function contentSha256(members: readonly { id: string; text_sha256: string }[]): string {
+  const sorted = [...members].sort((a, b) => Buffer.compare(Buffer.from(a.id, 'utf8'), Buffer.from(b.id, 'utf8')));
+  const hash = createHash('sha256');
+  for (const m of sorted) hash.update(`${m.id}\n${m.text_sha256}\n`, 'utf8');
+  return hash.digest('hex');
+}
