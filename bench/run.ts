@@ -10,6 +10,8 @@
  * them (1, 2, then 2, 1 ...) for BENCH_WORKER_ROUNDS rounds (2), then one table of every run's headline
  * figures, the benchmarks' own baselines among them, side by side: the worker-count comparison of
  * docs/decisions/local-runtime.md in one command.
+ *
+ * Any other `--<name> <value>` sets the environment knob BENCH_<NAME>: `npm run bench -- vector --n 5000`.
  */
 import { readdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -29,6 +31,15 @@ const workerCounts = workersAt >= 0 ? args.splice(workersAt, 2)[1]?.split(',').m
 if (workerCounts && (!workerCounts.length || workerCounts.some((n) => !Number.isInteger(n) || n < 1))) {
   process.stderr.write('--workers takes worker counts separated by commas, e.g. --workers 1,2\n');
   process.exit(2);
+}
+// `--<name> <value>` (other than --workers) sets BENCH_<NAME> for the benchmarks: `-- vector --n 5000`.
+for (let at = args.findIndex((a) => a.startsWith('--')); at >= 0; at = args.findIndex((a) => a.startsWith('--'))) {
+  const [flag, value] = args.splice(at, 2);
+  if (value === undefined) {
+    process.stderr.write(`${flag} takes a value\n`);
+    process.exit(2);
+  }
+  process.env[`BENCH_${flag.slice(2).toUpperCase().replace(/-/g, '_')}`] = value;
 }
 const wanted = args;
 
