@@ -1,30 +1,67 @@
 /**
  * The queue consumers of the local runtime, in every worker process, as SQS triggers a function per
- * batch in AWS: webhook deliveries, and the sweep of outbox entries a crashed publish left behind.
+ * batch in AWS: webhook deliveries, background jobs (a vector database's removal), and the sweep of
+ * outbox entries a crashed publish left behind.
  *
- * One receiver per process takes up to 10 messages at a time and hands each to the consumer on its
- * own, deleting it when its attempt is done: a receiver that takes its 10 seconds holds up its own
- * message only, never the deliveries to other receivers (at most MAX_IN_FLIGHT at once). A receive is
- * a write transaction on the shared SQLite file, so an idle receiver waits IDLE_MS between tries
+ * One receiver per queue and process takes up to 10 messages at a time and hands each to the consumer
+ * on its own, deleting it when its attempt is done: a receiver that takes its 10 seconds holds up its
+ * own message only, never the deliveries to other receivers (at most its `maxInFlight` at once). A
+ * failed message is not deleted: it stays leased and comes back when its lease ends, as in SQS. A
+ * receive is a write transaction on the shared SQLite file, so an idle receiver waits between tries
  * rather than spinning against the publishers.
  */
-import type { Engine, QueueMessage } from '../engine/ports.js';
-import { QUEUES } from '../engine/queues.js';
+import type { Engine, QueueConsumer, QueueMessage } from '../engine/ports.js';
+import { QUEUES, type QueueName } from '../engine/queues.js';
 import { webhookConsumer } from '../events/delivery.js';
 import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
+import { jobsConsumer } from '../consumers/jobs.js';
 import { inRequest, log } from '../shared/log.js';
 
-const MAX_IN_FLIGHT = 64;
 const BATCH = 10;
-/** Pause of an idle receiver, real time (the engine's clock may be a test's manual one). */
-const IDLE_MS = 25;
 const SWEEP_EVERY_MS = 5_000;
+
+/** What each local receiver does: its consumer, how many messages at once, how long it idles (real time: the engine's clock may be a test's manual one). */
+interface ReceiverOptions {
+  queue: QueueName;
+  consumer: QueueConsumer;
+  maxInFlight: number;
+  idleMs: number;
+  /** Wakes an idle receiver early when this process queues a message (a hint; other processes' messages are found by polling). */
+  onQueued?: (listener: () => void) => () => void;
+}
+
+export const RECEIVERS = {
+  /** Deliveries wait on receivers for up to 10 s each: many at once, polled often. */
+  webhooks: { maxInFlight: 64, idleMs: 25 },
+  /** Jobs are long and write the vector index (throttled per index on S3 Vectors): a few at once, polled less often. */
+  jobs: { maxInFlight: 4, idleMs: 250 },
+} as const;
 
 export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const onError = (error: unknown) => log.error('queue consumer failed', { error: String(error) });
-  const consumer = webhookConsumer(engine, { eventBus: eventBusSender() });
+  const receivers = [
+    startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: onDeliveryQueued }, onError),
+    startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
+  ];
+
+  const sweeper = setInterval(() => {
+    void sweepOutbox(engine).catch(onError);
+    void sweepPlatformEvents(engine).catch(onError);
+  }, SWEEP_EVERY_MS);
+  sweeper.unref();
+  return {
+    async stop() {
+      clearInterval(sweeper);
+      await Promise.all(receivers.map((r) => r.stop()));
+    },
+  };
+}
+
+/** Receives `queue` until stopped, each message handed to the consumer alone and deleted once it succeeded. */
+export function startReceiver(engine: Engine, options: ReceiverOptions, onError: (error: unknown) => void): { stop(): Promise<void> } {
+  const { queue, consumer, maxInFlight, idleMs } = options;
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
 
@@ -34,18 +71,18 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
       try {
         const { failed } = await consumer([message]);
         // A failed attempt stays leased and comes back when its lease ends, as in SQS.
-        if (!failed.length) await engine.queue.delete('webhooks', message.receipt);
+        if (!failed.length) await engine.queue.delete(queue, message.receipt);
       } catch (error) {
         onError(error);
       }
     });
 
-  // An idle receiver sleeps IDLE_MS, or less when this process queues a delivery meanwhile.
+  // An idle receiver sleeps idleMs, or less when this process queues a message meanwhile.
   let wake: (() => void) | undefined;
-  const unsubscribe = onDeliveryQueued(() => wake?.());
+  const unsubscribe = options.onQueued?.(() => wake?.());
   const idle = () =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(() => (wake = undefined, resolve()), IDLE_MS);
+      const timer = setTimeout(() => (wake = undefined, resolve()), idleMs);
       wake = () => {
         clearTimeout(timer);
         wake = undefined;
@@ -55,11 +92,11 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
 
   const receiving = (async () => {
     while (!stopped) {
-      const room = Math.min(BATCH, MAX_IN_FLIGHT - inFlight.size);
+      const room = Math.min(BATCH, maxInFlight - inFlight.size);
       let messages: QueueMessage[] = [];
       if (room > 0) {
         try {
-          messages = await engine.queue.receive('webhooks', { max: room, visibilitySeconds: QUEUES.webhooks.visibilitySeconds });
+          messages = await engine.queue.receive(queue, { max: room, visibilitySeconds: QUEUES[queue].visibilitySeconds });
         } catch (error) {
           onError(error);
         }
@@ -72,17 +109,11 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
     }
   })();
 
-  const sweeper = setInterval(() => {
-    void sweepOutbox(engine).catch(onError);
-    void sweepPlatformEvents(engine).catch(onError);
-  }, SWEEP_EVERY_MS);
-  sweeper.unref();
   return {
     async stop() {
       stopped = true;
-      unsubscribe();
+      unsubscribe?.();
       wake?.();
-      clearInterval(sweeper);
       await receiving;
       await Promise.all(inFlight);
     },

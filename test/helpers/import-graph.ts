@@ -74,8 +74,9 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
   http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
-  // The local runtime translates node:http into API Gateway events and runs the embedded engine.
-  local: { layers: ['http', 'auth', 'activity', 'events', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
+  // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
+  // runs the queue consumers the functions in AWS run (consumers/jobs.ts: jobsConsumer).
+  local: { layers: ['http', 'auth', 'activity', 'events', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
   // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
   // the after-commit hook bindings the HTTP functions bind too (a consumer running a data service fires

@@ -1,0 +1,121 @@
+/**
+ * The local runtime's queue receivers (lambdas/local/queue-workers.ts) on the embedded queue: a
+ * message whose consumer succeeds is deleted, a failed one stays leased and comes back when its lease
+ * ends (as SQS does), at most `maxInFlight` run at once; and the jobs queue has its receiver beside
+ * the webhooks one, running the jobs consumer.
+ */
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
+import { ManualClock } from '../../lambdas/engine/clock.js';
+import type { Engine, QueueMessage } from '../../lambdas/engine/ports.js';
+import { QUEUES } from '../../lambdas/engine/queues.js';
+import { startQueueWorkers, startReceiver } from '../../lambdas/local/queue-workers.js';
+import { waitFor } from '../helpers/wait.js';
+
+let dir: string;
+let engine: Engine;
+let clock: ManualClock;
+const errors: unknown[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'queue-workers-'));
+  clock = new ManualClock(Date.UTC(2026, 10, 27));
+
+  engine = createEmbeddedEngine({ dataDir: dir, clock });
+  errors.length = 0;
+});
+afterEach(async () => {
+  await engine.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** What is in the queue now, received and handed back at once (a 0 s lease). */
+const pending = async (queue: string) => (await engine.queue.receive(queue, { max: 10, visibilitySeconds: 0 })).map((m) => m.body).sort();
+
+describe('a local receiver', () => {
+  it('deletes a message its consumer took, and leaves a failed one leased until its lease ends', async () => {
+    const seen: string[] = [];
+    const receiver = startReceiver(
+      engine,
+      {
+        queue: 'jobs',
+        consumer: async ([m]) => (seen.push(m.body), { failed: m.body === 'bad' ? [m.id] : [] }),
+        maxInFlight: 4,
+        idleMs: 5,
+      },
+      (e) => errors.push(e),
+    );
+    await engine.queue.send('jobs', 'good');
+    await engine.queue.send('jobs', 'bad');
+    await waitFor('both messages', () => seen.length === 2, 5000);
+    // Still leased: not received again while its lease runs.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen.sort()).toEqual(['bad', 'good']);
+    // The lease ends: it comes back, is tried again (and stays, failing).
+    clock.advance(QUEUES.jobs.visibilitySeconds * 1000 + 1);
+    await waitFor('the failed message again', () => seen.length === 3, 5000);
+    expect(seen.filter((b) => b === 'bad')).toHaveLength(2);
+    await receiver.stop();
+    clock.advance(QUEUES.jobs.visibilitySeconds * 1000 + 1);
+    expect(await pending('jobs')).toEqual(['bad']);
+    expect(errors).toEqual([]);
+  });
+
+  it(`runs at most maxInFlight messages at once`, async () => {
+    let running = 0;
+    let most = 0;
+    let started = 0;
+    const release: (() => void)[] = [];
+    const receiver = startReceiver(
+      engine,
+      {
+        queue: 'jobs',
+        consumer: async () => {
+          started++;
+          most = Math.max(most, ++running);
+          await new Promise<void>((r) => release.push(r));
+          running--;
+          return { failed: [] };
+        },
+        maxInFlight: 3,
+        idleMs: 5,
+      },
+      (e) => errors.push(e),
+    );
+    for (let i = 0; i < 7; i++) await engine.queue.send('jobs', `m${i}`);
+    await waitFor('three running', () => release.length === 3, 5000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(most).toBe(3);
+    // Let them finish a round at a time until all seven ran.
+    await waitFor(
+      'all seven',
+      () => {
+        release.splice(0).forEach((r) => r());
+        return started === 7 && running === 0;
+      },
+      10_000,
+    );
+    await receiver.stop();
+    expect(most).toBe(3);
+    expect(await pending('jobs')).toEqual([]);
+  });
+});
+
+describe('the local queue workers', () => {
+  it('run the jobs consumer on the jobs queue: a job of no known kind is dropped (deleted), not retried', async () => {
+    const workers = startQueueWorkers(engine);
+    await engine.queue.send('jobs', JSON.stringify({ kind: 'no-such-kind' }));
+    await engine.queue.send('jobs', 'not json');
+    // The jobs receiver polls every 250 ms when idle: give it a few turns.
+    await new Promise((r) => setTimeout(r, 1000));
+    await workers.stop();
+    // Both taken and deleted: nothing comes back after their leases, nothing went to jobs-dead.
+    clock.advance(QUEUES.jobs.visibilitySeconds * 1000 + 1);
+    expect(await pending('jobs')).toEqual([]);
+    const dead: QueueMessage[] = await engine.queue.receive('jobs-dead', { max: 10, visibilitySeconds: 0 });
+    expect(dead).toEqual([]);
+  });
+});
