@@ -42,6 +42,20 @@ describe('vector index view', () => {
     expect(filtered[0].score).toBeCloseTo(Math.cos(0.2), 5);
   });
 
+  it('walks the graph without a filter callback when the filter keeps every entry (a shared scope)', () => {
+    const v = new IndexView(1, 2, undefined, 0);
+    for (let id = 1; id <= 20; id++) v.add(id, unit(Math.cos(id / 10), Math.sin(id / 10)), { scope: 'ws', kind: id % 2 ? 'odd' : 'even' });
+    const graph = shortGraph(Array.from({ length: 20 }, (_, i) => i + 1));
+    const filters: unknown[] = [];
+    const searchKnn = graph.searchKnn;
+    graph.searchKnn = (q, k, filter) => (filters.push(filter), searchKnn(q, k, filter));
+    v.attachGraph(graph as never);
+    expect(v.search(unit(1, 0), 3, { scope: 'ws' }).map((h) => h.id)).toEqual([1, 2, 3]);
+    expect(filters.pop()).toBeUndefined();
+    expect(v.search(unit(1, 0), 3, { scope: 'ws', kind: 'odd' }).map((h) => h.id)).toEqual([1, 3, 5]);
+    expect(filters.pop()).toBeTypeOf('function');
+  });
+
   it('merges the entries not yet in the graph (the tail) with its answer', () => {
     const v = view();
     v.add(100, unit(1, 0), { kind: 'even' });

@@ -192,16 +192,19 @@ export class IndexView {
   /** The `k` entries most similar to `query` (normalized) among those `filter` keeps, best first. */
   search(query: Float32Array, k: number, filter?: VectorFilter): Hit[] {
     if (this.size === 0) return [];
-    const filtered = filter !== undefined && Object.keys(filter).length > 0;
-    const keep = filtered ? (slot: number) => matches(this.meta[slot]!, filter) : undefined;
+    let filtered = filter !== undefined && Object.keys(filter).length > 0;
     let share = 1;
     if (filtered) {
-      const sources = this.candidates(filter);
+      const sources = this.candidates(filter!);
       const estimate = sources.reduce((n, s) => n + s.size, 0);
       if (estimate === 0) return [];
-      if (estimate <= this.scanMax) return this.hits(this.scanSets(query, k, sources, keep!));
+      if (estimate <= this.scanMax) return this.hits(this.scanSets(query, k, sources, (slot) => matches(this.meta[slot]!, filter!)));
       share = Math.min(1, estimate / this.size);
-    } else if (this.size <= Math.min(this.scanMax, PLAIN_SCAN_MAX)) return this.hits(this.scanAll(query, k));
+      // One value every entry holds (a scope the whole index shares): no filter at all.
+      if (Object.keys(filter!).length === 1 && sources.length === 1 && estimate === this.size) filtered = false;
+    }
+    const keep = filtered ? (slot: number) => matches(this.meta[slot]!, filter!) : undefined;
+    if (!filtered && this.size <= Math.min(this.scanMax, PLAIN_SCAN_MAX)) return this.hits(this.scanAll(query, k));
     const best = new Best(k);
     this.searchGraph(query, k, keep, best, share);
     this.scanQueue(query, keep, best);
