@@ -19,7 +19,7 @@ const NO_BUDGET_USE = { spent_usd: 0, held_usd: 0 };
 describe('admin CLI: AI settings', () => {
   it('grants and revokes chat fields, refusing a field that is not grantable with the list of those that are', () => {
     expect(adminOk(dir, 'org', 'grant-field', '--org', org, '--field', 'n')).toEqual({
-      organization_id: org, granted_fields: ['n'], limits: { rpm: null, tpm: null, concurrency: null, budget_usd: null }, operation_ids: 'required',
+      organization_id: org, granted_fields: ['n'], limits: { rpm: null, tpm: null, concurrency: null, budget_usd: null }, operation_ids: 'required', disabled_features: [],
     });
     expect(adminOk(dir, 'org', 'grant-field', '--org', org, '--field', 'store').granted_fields).toEqual(['n', 'store']);
     expect(adminOk(dir, 'org', 'revoke-field', '--org', org, '--field', 'n').granted_fields).toEqual(['store']);
@@ -38,7 +38,7 @@ describe('admin CLI: AI settings', () => {
   it('sets, shows and lifts limits (none lifts one; absent leaves it)', () => {
     const set = adminOk(dir, 'org', 'limits', '--org', org, '--rpm', '60', '--tpm', '100000', '--concurrency', '4', '--budget-usd', '12.5');
     expect(set).toEqual({
-      organization_id: org, granted_fields: ['store'], limits: { rpm: 60, tpm: 100000, concurrency: 4, budget_usd: 12.5 }, operation_ids: 'required', budget: NO_BUDGET_USE,
+      organization_id: org, granted_fields: ['store'], limits: { rpm: 60, tpm: 100000, concurrency: 4, budget_usd: 12.5 }, operation_ids: 'required', disabled_features: [], budget: NO_BUDGET_USE,
     });
     expect(adminOk(dir, 'org', 'limits', '--org', org, '--rpm', 'none', '--budget-usd', 'NONE').limits).toEqual({ rpm: null, tpm: 100000, concurrency: 4, budget_usd: null });
     // No option: shows the settings as they are.
