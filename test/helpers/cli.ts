@@ -3,7 +3,7 @@
  * is plain `node` on the bundle test/setup/admin-cli.ts built for this run from bin/admin.ts (tsx in
  * every process cost most of the suite's CLI time); `via: 'npm'` runs `npm run --silent admin` itself.
  */
-import { spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { inject } from 'vitest';
 
@@ -25,25 +25,46 @@ export function adminViaNpm(dataDir: string, ...args: string[]): CliResult {
   return run(dataDir, 'npm', ['run', '--silent', 'admin', '--', ...args]);
 }
 
-function run(dataDir: string, command: string, args: string[]): CliResult {
-  const r = spawnSync(command, args, {
-    cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, ENGINE: 'embedded' },
-    encoding: 'utf8',
-    timeout: 30_000,
+/**
+ * As admin(), without blocking this process: for a command that calls a fake upstream served by the
+ * test itself (`vector-db create` embeds once), which a blocked event loop could not answer.
+ */
+export function adminAsync(dataDir: string, ...args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [inject('adminCli'), ...args], { cwd: ROOT, env: envFor(dataDir), encoding: 'utf8', timeout: 30_000 }, (_error, stdout, stderr) =>
+      resolve(result(child.exitCode, stdout, stderr)),
+    );
   });
+}
+
+const envFor = (dataDir: string) => ({ ...process.env, DATA_DIR: dataDir, ENGINE: 'embedded' });
+
+function run(dataDir: string, command: string, args: string[]): CliResult {
+  const r = spawnSync(command, args, { cwd: ROOT, env: envFor(dataDir), encoding: 'utf8', timeout: 30_000 });
+  return result(r.status, r.stdout, r.stderr);
+}
+
+function result(status: number | null, stdout: string, stderr: string): CliResult {
   let json: unknown;
   try {
-    json = JSON.parse(r.stdout);
+    json = JSON.parse(stdout);
   } catch {
     json = undefined;
   }
-  return { status: r.status, stdout: r.stdout, stderr: r.stderr, json };
+  return { status, stdout, stderr, json };
 }
 
 /** Like admin(), but fails the test with the CLI's stderr when the command fails. */
 export function adminOk(dataDir: string, ...args: string[]): any {
-  const r = admin(dataDir, ...args);
+  return okOf(admin(dataDir, ...args), args);
+}
+
+/** Like adminAsync(), failing as adminOk() does. */
+export async function adminAsyncOk(dataDir: string, ...args: string[]): Promise<any> {
+  return okOf(await adminAsync(dataDir, ...args), args);
+}
+
+function okOf(r: CliResult, args: string[]): any {
   if (r.status !== 0) throw new Error(`admin ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   return r.json;
 }
