@@ -243,3 +243,191 @@ describe('many writers of one document at once', () => {
     }
   });
 });
+
+describe('crafted document ids in the DELETE path', () => {
+  const crafted = ['a/b', '..', '.', 'é文🐱', '%41', 'a?b#c', ' spaced ', 'x'.repeat(256), '\u0000nul'];
+
+  beforeAll(async () => {
+    const documents = crafted.map((documentId, i) => ({ id: `crafted-${i}`, text: `crafted document ${i}`, document_id: documentId, metadata: { category: 'crafted' } }));
+    expect((await ingest({ scope: 'shared', documents })).body).toEqual({ ingested: crafted.length, skipped: [] });
+  });
+
+  it('an encoded id deletes exactly the document it names, whatever its characters', async () => {
+    for (const [i, documentId] of crafted.entries()) {
+      const del = await deleteDocument(documentId);
+      expect([del.status, del.body]).toEqual([200, { document_id: documentId, generation: 1, deleted: 1 }]);
+      const left = await query({ mode: 'shared', query: 'crafted document', top_k: 50, filter: { category: 'crafted' } });
+      expect(ids(left).sort()).toEqual(crafted.slice(i + 1).map((_, j) => `crafted-${i + 1 + j}`).sort());
+    }
+  });
+
+  it('dot segments, raw slashes, bad escapes, other normal forms and sizes never reach another document nor fail with 5xx', async () => {
+    // key2's local scope holds one document only, "é" (precomposed).
+    expect((await ingest({ scope: 'local', documents: [{ id: 'keeper', text: 'a document that must survive', document_id: 'é' }] }, key2)).body.ingested).toBe(1);
+    const answers = await Promise.all(['..', '../..', '%2e%2e', '.%2F..', 'a/b', '%E0%A4%A', '%', '%00', 'e%CC%81', '%C3', '', '%20', '*', '%2A'].map((raw) => deletePath(raw, 'local', key2)));
+    for (const a of answers) {
+      expect(a.status).toBeLessThan(500);
+      expect(a.body.error.code).toMatch(/^(document_not_found|not_found|invalid_field)$/);
+    }
+    // e + combining acute (the other normal form) is another id: the document is still there.
+    expect((await listed('é', 'local', key2))?.passages).toBe(1);
+    const long = await deleteDocument('y'.repeat(257), 'local', key2);
+    expect([long.status, long.body.error.code, long.body.error.param]).toEqual([400, 'invalid_field', 'document_id']);
+    const fourByte = await deleteDocument('🐱'.repeat(65), 'local', key2);
+    expect([fourByte.status, fourByte.body.error.param]).toEqual([400, 'document_id']);
+    expect((await deleteDocument('🐱'.repeat(64), 'local', key2)).body.error.code).toBe('document_not_found');
+    expect((await deleteDocument('é', 'local', key2)).body).toEqual({ document_id: 'é', generation: 1, deleted: 1 });
+  });
+
+  it('a DELETE without an operation id, or with a scope that is not one, is refused before anything is removed', async () => {
+    await ingest({ scope: 'shared', documents: [{ id: 'guarded', text: 'guarded passage', document_id: 'guarded' }] });
+    const none = await send('DELETE', '/v1/vector/documents/guarded?scope=shared');
+    expect([none.status, none.body.error.code]).toEqual([400, 'missing_operation_id']);
+    for (const scope of ['', 'SHARED', 'local.other', 'shared&scope=local', '__proto__']) {
+      const a = await deletePath('guarded', scope);
+      expect(a.status).toBe(400);
+    }
+    expect((await listed('guarded'))?.passages).toBe(1);
+  });
+});
+
+describe('cursors', () => {
+  let first: Answer;
+
+  beforeAll(async () => {
+    for (let i = 0; i < 3; i++) await ingest({ scope: 'shared', documents: [{ id: `cursor-${i}`, text: `cursor page ${i}`, document_id: `cursor-doc-${i}` }] });
+    first = await send('GET', '/v1/vector/documents?scope=shared&limit=1');
+    expect(first.body.next_cursor).toEqual(expect.any(String));
+  });
+
+  it('a cursor replayed gives the same page; tampered, truncated, foreign or huge ones are 400 invalid_cursor', async () => {
+    const cursor: string = first.body.next_cursor;
+    const page = (c: string, k = key, scope = 'shared') => send('GET', `/v1/vector/documents?scope=${scope}&limit=1&cursor=${c}`, k);
+    const once = await page(cursor);
+    expect(once.status).toBe(200);
+    expect((await page(cursor)).body.data).toEqual(once.body.data);
+    const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
+    const invalid = [flip(cursor, 0), flip(cursor, Math.floor(cursor.length / 2)), flip(cursor, cursor.length - 1), cursor.slice(0, -4), `${cursor}AAAA`, 'A'.repeat(8_000), '%FF%FE', encodeURIComponent('{"p":"vd#x"}'), ''];
+    for (const c of invalid) {
+      const a = await page(c);
+      expect([c.slice(0, 20), a.status, a.body?.error?.code]).toEqual([c.slice(0, 20), 400, c === '' ? expect.stringMatching(/invalid_cursor|invalid_field/) : 'invalid_cursor']);
+    }
+    // The same listing's cursor in the key's local scope, or another workspace's database.
+    expect((await page(cursor, key, 'local')).body.error.code).toBe('invalid_cursor');
+    const { key: elsewhere } = await freshWorkspace('cursor-elsewhere');
+    expect((await page(cursor, elsewhere)).body.error.code).toBe('invalid_cursor');
+    // Far too large for a request line: refused by the server, never a 5xx.
+    const huge = await page('A'.repeat(200_000));
+    expect(huge.status).toBeGreaterThanOrEqual(400);
+    expect(huge.status).toBeLessThan(500);
+  });
+
+  it("a cursor of a database that was deleted and created again is not the new one's", async () => {
+    const { ws, key: k } = await freshWorkspace('cursor-recreated');
+    const fill = async () => {
+      for (let i = 0; i < 3; i++) expect((await ingest({ scope: 'shared', documents: [{ id: `r-${i}`, text: `recreated ${i}`, document_id: `r-doc-${i}` }] }, k)).body.ingested).toBe(1);
+    };
+    await fill();
+    const old = (await send('GET', '/v1/vector/documents?scope=shared&limit=1', k)).body.next_cursor;
+    expect((await send('GET', `/v1/vector/documents?scope=shared&limit=1&cursor=${old}`, k)).status).toBe(200);
+    await deleteVectorDatabase(p.engine, ws);
+    await waitFor('the removal job', async () => (await readDatabase(p.engine, ws)) === undefined, 20_000);
+    await createVectorDatabase(p.engine, ws, 'emb');
+    await fill();
+    const again = await send('GET', `/v1/vector/documents?scope=shared&limit=1&cursor=${old}`, k);
+    expect([again.status, again.body.error.code]).toEqual([400, 'invalid_cursor']);
+  });
+});
+
+describe('prototype-named ids and keys', () => {
+  const names = ['__proto__', 'constructor', 'prototype', 'toString', 'hasOwnProperty', '__defineGetter__', 'valueOf'];
+
+  it('are passage ids, document ids and metadata keys like any other', async () => {
+    const documents = names.map((name, i) => ({ id: name, text: `prototype named passage ${name}`, document_id: names[(i + 1) % names.length], generation: 2, metadata: JSON.parse(`{"${name}": "v", "category": "proto"}`) }));
+    expect((await ingest({ scope: 'local', documents })).body).toEqual({ ingested: names.length, skipped: [] });
+    const q = await query({ mode: 'local', query: 'prototype named passage', top_k: 50, filter: { category: 'proto' } });
+    expect(ids(q).sort()).toEqual([...names].sort());
+    for (const m of q.body.matches) expect(Object.keys(m.metadata).sort()).toEqual([m.id, 'category'].sort());
+    const docs = (await allDocuments('local')).filter((d) => names.includes(d.document_id));
+    expect(docs.map((d) => [d.document_id, d.generation, d.passages]).sort()).toEqual(names.map((n) => [n, 2, 1]).sort());
+    expect((await deleteDocument('__proto__', 'local')).body).toEqual({ document_id: '__proto__', generation: 2, deleted: 1 });
+    expect((await ingest({ scope: 'local', documents: [{ id: 'again', text: 'back again', document_id: '__proto__', generation: 2 }] })).body.skipped).toEqual([{ index: 0, id: 'again', reason: 'document_deleted' }]);
+    expect((await ingest({ scope: 'local', documents: [{ id: 'dup', text: 'one', document_id: 'constructor' }, { id: '__proto__', text: 'two' }, { id: '__proto__', text: 'three' }] })).body.skipped).toEqual([{ index: 1, id: '__proto__', reason: 'duplicate_in_call' }]);
+  });
+
+  it('as filter keys or operators, or nesting metadata, are refused', async () => {
+    const refused = async (raw: string, param: string) => {
+      const a = await postBytes(`${p.urls.ai}/v1/vector/query`, `{"mode":"shared","query":"x","filter":${raw}}`, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+      expect([raw, a.status, a.body.error.code, a.body.error.param]).toEqual([raw, 400, 'invalid_field', param]);
+    };
+    await refused('{"__proto__":"x"}', 'filter.__proto__');
+    await refused('{"constructor":"x"}', 'filter.constructor');
+    await refused('{"kind":{"__proto__":["x"]}}', 'filter.kind');
+    await refused('{"kind":{"$in":["a"],"__proto__":1}}', 'filter.kind');
+    await refused('{"kind":{"$in":{"0":"a","length":1}}}', 'filter.kind');
+    const nested = await ingest({ scope: 'shared', documents: [{ id: 'p1', text: 'x', metadata: JSON.parse('{"__proto__":{"kind":"x"}}') }] });
+    expect(nested.body.skipped).toEqual([{ index: 0, id: 'p1', reason: 'invalid_metadata' }]);
+    const field = await postBytes(`${p.urls.ai}/v1/vector/ingest`, '{"scope":"shared","documents":[{"id":"p2","text":"x","__proto__":{"id":"y"}}]}', { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+    expect([field.status, field.body.error.code, field.body.error.param]).toEqual([400, 'unsupported_field', 'documents.0.__proto__']);
+    const top = await postBytes(`${p.urls.ai}/v1/vector/ingest`, '{"scope":"shared","documents":[{"id":"p3","text":"x"}],"__proto__":{"scope":"local"}}', { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+    expect([top.status, top.body.error.code]).toEqual([400, 'unsupported_field']);
+  });
+});
+
+describe('numbers in metadata and filters', () => {
+  beforeAll(async () => {
+    const raw = `{"scope":"shared","documents":[
+      {"id":"n-negzero","text":"number negative zero","metadata":{"created_at":-0,"category":"numbers"}},
+      {"id":"n-max","text":"number largest double","metadata":{"created_at":1.7976931348623157e308,"category":"numbers"}},
+      {"id":"n-min","text":"number most negative","metadata":{"created_at":-1.7976931348623157e308,"category":"numbers"}},
+      {"id":"n-tiny","text":"number smallest subnormal","metadata":{"created_at":5e-324,"category":"numbers"}},
+      {"id":"n-unsafe","text":"number beyond safe integers","metadata":{"created_at":9007199254740993,"category":"numbers"}},
+      {"id":"n-inf","text":"number overflowing","metadata":{"created_at":1e400,"category":"numbers"}},
+      {"id":"n-neginf","text":"number overflowing negative","metadata":{"created_at":-1e400,"category":"numbers"}}
+    ]}`;
+    const a = await postBytes(`${p.urls.ai}/v1/vector/ingest`, raw, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+    expect(a.body).toEqual({ ingested: 5, skipped: [{ index: 5, id: 'n-inf', reason: 'invalid_metadata' }, { index: 6, id: 'n-neginf', reason: 'invalid_metadata' }] });
+  });
+
+  const filtered = (filter: string) =>
+    postBytes(`${p.urls.ai}/v1/vector/query`, `{"mode":"shared","query":"number","top_k":50,"filter":{"category":"numbers","created_at":${filter}}}`, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+
+  it('-0 is 0, extremes are found by equality, an overflow is refused', async () => {
+    for (const [filter, expected] of [
+      ['0', ['n-negzero']],
+      ['-0', ['n-negzero']],
+      ['0.0', ['n-negzero']],
+      ['1.7976931348623157e308', ['n-max']],
+      ['-1.7976931348623157e308', ['n-min']],
+      ['5e-324', ['n-tiny']],
+      ['9007199254740992', ['n-unsafe']],
+      ['{"$in":[-0,5e-324,1.7976931348623157e308]}', ['n-max', 'n-negzero', 'n-tiny']],
+      ['1e-400', ['n-negzero']],
+    ] as const) {
+      const a = await filtered(filter);
+      expect([filter, a.status, ids(a).sort()]).toEqual([filter, 200, expected]);
+    }
+    const q = await query({ mode: 'shared', query: 'number negative zero', top_k: 1, filter: { category: 'numbers' } });
+    expect(Object.is(q.body.matches[0].metadata.created_at, 0)).toBe(true);
+    for (const filter of ['1e400', '-1e400', '{"$in":[1,1e400]}', 'null', '[0]', '{"$in":[null]}', '{"$in":[[1]]}']) {
+      const a = await filtered(filter);
+      expect([filter, a.status, a.body.error?.code, a.body.error?.param]).toEqual([filter, 400, 'invalid_field', 'filter.created_at']);
+    }
+  });
+
+  it('top_k and generation refuse what is not a whole number in range', async () => {
+    for (const topK of ['1e400', '-0.5', '1e2', '50.0000000000001', '"5"', 'true', '[5]']) {
+      const a = await postBytes(`${p.urls.ai}/v1/vector/query`, `{"mode":"shared","query":"x","top_k":${topK}}`, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+      expect([topK, a.status, a.body.error.param]).toEqual([topK, 400, 'top_k']);
+    }
+    // 50.0 is 50 to JSON: a whole number.
+    expect((await postBytes(`${p.urls.ai}/v1/vector/query`, '{"mode":"shared","query":"x","top_k":50.0}', { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() })).status).toBe(200);
+    for (const generation of ['9007199254740992', '1.5', '-1', '"2"', '1e400']) {
+      const a = await postBytes(`${p.urls.ai}/v1/vector/ingest`, `{"scope":"shared","documents":[{"id":"g","text":"g","document_id":"gdoc","generation":${generation}}]}`, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+      expect([generation, a.status, a.body.error.param]).toEqual([generation, 400, 'documents.0.generation']);
+    }
+    const top = await ingest({ scope: 'shared', documents: [{ id: 'g', text: 'top generation', document_id: 'gdoc', generation: Number.MAX_SAFE_INTEGER }] });
+    expect(top.body.ingested).toBe(1);
+    expect(await listed('gdoc')).toMatchObject({ generation: Number.MAX_SAFE_INTEGER, passages: 1 });
+  });
+});
