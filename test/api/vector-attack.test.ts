@@ -431,3 +431,163 @@ describe('numbers in metadata and filters', () => {
     expect(await listed('gdoc')).toMatchObject({ generation: Number.MAX_SAFE_INTEGER, passages: 1 });
   });
 });
+
+describe('bodies', () => {
+  const json = { 'content-type': 'application/json' };
+  const rawIngest = (body: string, k = key) => postBytes(`${p.urls.ai}/v1/vector/ingest`, body, { authorization: `Bearer ${k}`, ...json, 'x-operation-id': op() });
+  const rawQuery = (body: string, k = key) => postBytes(`${p.urls.ai}/v1/vector/query`, body, { authorization: `Bearer ${k}`, ...json, 'x-operation-id': op() });
+  /** An object nesting `levels` deep ({} is 1). */
+  const nest = (levels: number): string => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+
+  it('nesting up to the chain\'s depth is parsed (and the metadata skipped); deeper, even 100,000 levels, is 400 invalid_body', async () => {
+    // body 1, documents 2, the passage 3, its metadata 4 onwards: 64 levels in all.
+    const at = await rawIngest(`{"scope":"shared","documents":[{"id":"deep","text":"deep","metadata":${nest(61)}}]}`);
+    expect([at.status, at.body]).toEqual([200, { ingested: 0, skipped: [{ index: 0, id: 'deep', reason: 'invalid_metadata' }] }]);
+    const over = await rawIngest(`{"scope":"shared","documents":[{"id":"deep","text":"deep","metadata":${nest(62)}}]}`);
+    expect([over.status, over.body.error.code]).toEqual([400, 'invalid_body']);
+    const abyss = await rawIngest(`{"scope":"shared","documents":[{"id":"deep","text":"deep","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}]}`);
+    expect([abyss.status, abyss.body.error.code]).toEqual([400, 'invalid_body']);
+    const filter = await rawQuery(`{"mode":"shared","query":"x","filter":{"kind":{"$in":${'['.repeat(30_000)}${']'.repeat(30_000)}}}}`);
+    expect([filter.status, filter.body.error.code]).toEqual([400, 'invalid_body']);
+  });
+
+  it('an ingest of exactly 5 MiB is read; one byte more is 413; a query over its 64 KiB is 413', async () => {
+    const head = '{"scope":"shared","documents":[{"id":"padded","text":"padded body passage"}]';
+    const exact = head + ' '.repeat(5 * 1024 * 1024 - head.length - 1) + '}';
+    expect(Buffer.byteLength(exact)).toBe(5 * 1024 * 1024);
+    const ok = await rawIngest(exact);
+    expect([ok.status, ok.body]).toEqual([200, { ingested: 1, skipped: [] }]);
+    const over = await rawIngest(`${exact} `);
+    expect([over.status, over.body.error.code]).toEqual([413, 'request_too_large']);
+    const bigQuery = await rawQuery(JSON.stringify({ mode: 'shared', query: 'x', filter: { kind: 'y'.repeat(5 * 1024 * 1024) } }));
+    expect([bigQuery.status, bigQuery.body.error.code]).toEqual([413, 'request_too_large']);
+  });
+
+  it('100 passages of exactly 10 KiB each are stored whole; one byte more each is passage_too_large', async () => {
+    const metadata = { category: 'ten-kib' };
+    const passage = (i: number, bytes: number) => {
+      const id = `kib-${String(i).padStart(3, '0')}`;
+      const prefix = `ten kib passage ${i} é `;
+      const fixed = Buffer.byteLength(id) + Buffer.byteLength(JSON.stringify(metadata)) + Buffer.byteLength(prefix);
+      return { id, text: prefix + 'x'.repeat(bytes - fixed), metadata };
+    };
+    const full = Array.from({ length: 100 }, (_, i) => passage(i, 10 * 1024));
+    const stored = await ingest({ scope: 'shared', documents: full });
+    expect([stored.status, stored.body]).toEqual([200, { ingested: 100, skipped: [] }]);
+    const q = await query({ mode: 'shared', query: 'ten kib passage 42 é', top_k: 50, filter: { category: 'ten-kib' } });
+    expect(q.body.matches).toHaveLength(50);
+    for (const m of q.body.matches) expect(m.text).toBe(full[Number(m.id.slice(4))].text);
+    const over = await ingest({ scope: 'shared', documents: Array.from({ length: 100 }, (_, i) => ({ ...passage(i, 10 * 1024 + 1), id: `kib-over-${i}`.padEnd(7, '-').slice(0, 7) })) });
+    expect(over.body.ingested).toBe(0);
+    expect(new Set(over.body.skipped.map((s: any) => s.reason))).toEqual(new Set(['passage_too_large']));
+  });
+});
+
+describe('scopes and workspaces cannot be crossed', () => {
+  const secret = { id: 'secret-local', text: 'the private plans of the first key', document_id: 'secret-doc', metadata: { scope: 'shared', kind: 'secret-kind', category: 'secret', tag: ['secret'], source: 'local.operator' } };
+  const every = [undefined, { kind: 'secret-kind' }, { category: 'secret' }, { tag: { $in: ['secret', 'other'] } }, { source: 'local.operator' }];
+
+  beforeAll(async () => {
+    expect((await ingest({ scope: 'local', documents: [secret] })).body.ingested).toBe(1);
+    expect((await ingest({ scope: 'shared', documents: [{ id: 'ws1-shared', text: 'first workspace shared notes', document_id: 'ws1-doc', metadata: { category: 'ws1' } }] })).body.ingested).toBe(1);
+  });
+
+  it('filters naming the internal scope key or operators are refused', async () => {
+    for (const name of ['scope', '$and', '$or', '$in', '$not', '$exists', 'Scope', 'scope ', '']) {
+      const a = await query({ mode: 'hybrid', query: secret.text, filter: { [name]: name === '$and' || name === '$or' ? [{ scope: 'shared' }] : 'shared' } }, key2);
+      expect([name, a.status, a.body.error.code, a.body.error.param]).toEqual([name, 400, 'invalid_field', `filter.${name}`]);
+    }
+    const inScope = await query({ mode: 'local', query: secret.text, filter: { kind: 'secret-kind', scope: { $in: ['shared', 'local.x'] } } }, key2);
+    expect([inScope.status, inScope.body.error.param]).toEqual([400, 'filter.scope']);
+  });
+
+  it("another key of the organization sees nothing of the first key's local scope, by any mode or filter", async () => {
+    for (const mode of ['local', 'shared', 'hybrid']) {
+      for (const filter of every) {
+        const a = await query({ mode, query: secret.text, top_k: 50, ...(filter ? { filter } : {}) }, key2);
+        expect([mode, filter, a.status, ids(a).includes('secret-local')]).toEqual([mode, filter, 200, false]);
+      }
+    }
+    const app = await tenants().createApplication(p.credentials.workspace_id, 'same-workspace-app', ['knowledge']);
+    const { key: appKey } = await tenants().createSecretKey(org, app.id);
+    for (const mode of ['local', 'shared', 'hybrid']) expect(ids(await query({ mode, query: secret.text, top_k: 50 }, appKey))).not.toContain('secret-local');
+    expect(ids(await query({ mode: 'shared', query: 'first workspace shared notes', top_k: 1 }, appKey))).toEqual(['ws1-shared']);
+    for (const k of [key2, appKey]) {
+      expect((await allDocuments('local', k)).map((d) => d.document_id)).not.toContain('secret-doc');
+      expect((await deleteDocument('secret-doc', 'local', k)).body.error.code).toBe('document_not_found');
+      // Its own passage of the same id is another passage.
+      expect((await ingest({ scope: 'local', documents: [{ id: 'secret-local', text: 'not the secret', document_id: 'secret-doc' }] }, k)).body.ingested).toBe(1);
+    }
+    const own = await query({ mode: 'hybrid', query: secret.text, top_k: 1 });
+    expect(own.body.matches[0]).toMatchObject({ id: 'secret-local', scope: 'local', text: secret.text, metadata: secret.metadata });
+    expect(await listed('secret-doc', 'local')).toMatchObject({ passages: 1, content_sha256: contentSha([[secret.id, secret.text]]) });
+  });
+
+  it("an application key of another workspace, or a key of another organization, sees nothing of this workspace's database", async () => {
+    const { key: other } = await freshWorkspace('isolated-workspace');
+    const otherOrg = await tenants().createOrganization('isolated-organization');
+    await tenants().createWorkspace(otherOrg.id, 'theirs');
+    await new ModelRoutes(p.engine.kv, () => p.engine.clock.now()).set(otherOrg.id, { id: 'emb', endpoint: '/v1/embeddings', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 2_000, default: true });
+    const { key: foreign } = await tenants().createSecretKey(otherOrg.id);
+    await createVectorDatabase(p.engine, (await tenants().defaultWorkspace(otherOrg.id))!, 'emb');
+    const cursor = (await send('GET', '/v1/vector/documents?scope=shared&limit=1')).body.next_cursor;
+    for (const k of [other, foreign]) {
+      for (const mode of ['local', 'shared', 'hybrid']) {
+        for (const text of [secret.text, 'first workspace shared notes']) {
+          expect(ids(await query({ mode, query: text, top_k: 50 }, k))).toEqual([]);
+        }
+      }
+      expect(await allDocuments('shared', k)).toEqual([]);
+      expect((await deleteDocument('ws1-doc', 'shared', k)).body.error.code).toBe('document_not_found');
+      expect((await send('GET', `/v1/vector/documents?scope=shared&limit=1&cursor=${cursor}`, k)).body.error.code).toBe('invalid_cursor');
+    }
+    expect(ids(await query({ mode: 'shared', query: 'first workspace shared notes', top_k: 1 }))).toEqual(['ws1-shared']);
+  });
+});
+
+describe('selective filters', () => {
+  beforeAll(async () => {
+    // 1,100 passages closer to the query than the 3 that match: the crowd a graph search meets first.
+    for (let call = 0; call < 11; call++) {
+      const documents = Array.from({ length: 100 }, (_, i) => ({ id: `crowd-${call}-${i}`, text: `haystack needle query words ${call} ${i}`, metadata: { category: 'crowd', kind: 'hay' } }));
+      expect((await ingest({ scope: 'shared', documents })).body.ingested).toBe(100);
+    }
+    const needles = [0, 1, 2].map((i) => ({ id: `needle-${i}`, text: `unrelated zebra vocabulary ${i}`, document_id: 'needles', metadata: { category: 'needle', kind: 'hay' } }));
+    expect((await ingest({ scope: 'shared', documents: needles })).body.ingested).toBe(3);
+    // The same filter matches passages of another key's local scope: they must not count either.
+    const theirs = Array.from({ length: 100 }, (_, i) => ({ id: `their-needle-${i}`, text: `haystack needle query words ${i}`, metadata: { category: 'needle' } }));
+    expect((await ingest({ scope: 'local', documents: theirs }, key2)).body.ingested).toBe(100);
+  });
+
+  it('top_k 50 with 3 matching passages among 1,100 closer ones answers exactly those 3, in every mode and filter form', async () => {
+    const ask = (mode: string, filter: object, topK = 50) => query({ mode, query: 'haystack needle query words', top_k: topK, filter });
+    const three = ['needle-0', 'needle-1', 'needle-2'];
+    for (const mode of ['shared', 'hybrid']) {
+      expect(ids(await ask(mode, { category: 'needle' })).sort()).toEqual(three);
+      expect(ids(await ask(mode, { category: { $in: ['needle', 'nothing'] }, kind: 'hay' })).sort()).toEqual(three);
+      expect(ids(await ask(mode, { category: 'needle' }, 2))).toHaveLength(2);
+    }
+    expect(ids(await ask('local', { category: 'needle' }))).toEqual([]);
+    expect(ids(await ask('shared', { category: 'crowd' }))).toHaveLength(50);
+    // A new generation of the needles' document leaves replaced entries behind for a moment: still 3.
+    for (let g = 2; g <= 4; g++) {
+      await ingest({ scope: 'shared', documents: [0, 1, 2].map((i) => ({ id: `needle-${i}`, text: `unrelated zebra vocabulary ${i} gen ${g}`, document_id: 'needles', generation: g, metadata: { category: 'needle' } })) });
+      const a = await ask('shared', { category: 'needle' });
+      expect(a.body.matches.map((m: any) => [m.id, m.text.endsWith(`gen ${g}`)]).sort()).toEqual(three.map((id) => [id, true]));
+    }
+  });
+});
+
+describe('query text', () => {
+  it('8,000 four-byte characters are a query; 8,001 are refused, as are 8,001 of any kind', async () => {
+    const ok = await query({ mode: 'hybrid', query: '🐱'.repeat(8000), top_k: 3, filter: { kind: 'hay' } });
+    expect([ok.status, ok.body.matches.length]).toEqual([200, 3]);
+    for (const text of ['🐱'.repeat(8001), `${'🐱'.repeat(7999)}ab`, 'e\u0301'.repeat(4001), 'x'.repeat(8001)]) {
+      const a = await query({ mode: 'shared', query: text });
+      expect([a.status, a.body.error.code, a.body.error.param]).toEqual([400, 'invalid_field', 'query']);
+    }
+    for (const text of [' \n\t ', '\u3000']) expect((await query({ mode: 'shared', query: text })).body.error.param).toBe('query');
+    const lone = await postBytes(`${p.urls.ai}/v1/vector/query`, '{"mode":"shared","query":"\\ud83d\\ud83d lone halves \\udc31"}', { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+    expect(lone.status).toBeLessThan(500);
+  });
+});
