@@ -23,6 +23,9 @@ export async function embedTexts(engine: Engine, principal: Principal, route: Mo
       );
     }
     if (!values.some((x) => x !== 0)) throw new PlatformError('upstream_error', `The embedding route ${route.id} answered a zero vector, which has no direction to compare.`);
-    return Float32Array.from(values);
+    const vector = Float32Array.from(values);
+    // JSON's 1e400 parses to Infinity and 1e39 overflows a float: the index takes finite components only.
+    if (!vector.every(Number.isFinite)) throw new PlatformError('upstream_error', `The embedding route ${route.id} answered a vector with a component out of the float range.`);
+    return vector;
   });
 }
