@@ -591,3 +591,103 @@ describe('query text', () => {
     expect(lone.status).toBeLessThan(500);
   });
 });
+
+describe('operation ids', () => {
+  it('an id used on ingest, query, delete or embeddings is 409 operation_id_reused on each of the others', async () => {
+    await ingest({ scope: 'shared', documents: [{ id: 'op-doc-p', text: 'operation id document', document_id: 'op-doc' }] });
+    const used = { ingest: op(), query: op(), delete: op(), embeddings: op() };
+    expect((await ingest({ scope: 'shared', documents: [{ id: 'op-a', text: 'operation ids' }] }, key, used.ingest)).status).toBe(200);
+    expect((await query({ mode: 'shared', query: 'operation ids' }, key, used.query)).status).toBe(200);
+    expect((await deleteDocument('op-doc', 'shared', key, used.delete)).status).toBe(200);
+    expect((await postWithOperation(p.urls.ai, key, '/v1/embeddings', used.embeddings, { input: 'x' })).status).toBe(200);
+    const calls: Record<keyof typeof used, (id: string) => Promise<Answer>> = {
+      ingest: (id) => ingest({ scope: 'shared', documents: [{ id: 'op-b', text: 'should not be stored' }] }, key, id),
+      query: (id) => query({ mode: 'shared', query: 'operation ids' }, key, id),
+      delete: (id) => deleteDocument('op-doc', 'shared', key, id),
+      embeddings: (id) => postWithOperation(p.urls.ai, key, '/v1/embeddings', id, { input: 'x' }),
+    };
+    for (const [usedOn, id] of Object.entries(used)) {
+      for (const [name, call] of Object.entries(calls)) {
+        if (name === usedOn) continue;
+        const a = await call(id);
+        expect([usedOn, name, a.status, a.body.error?.code]).toEqual([usedOn, name, 409, 'operation_id_reused']);
+      }
+    }
+    expect(ids(await query({ mode: 'shared', query: 'should not be stored', top_k: 50 }))).not.toContain('op-b');
+  });
+
+  it('one id on many ingests at once stores one of them; the others replay it or are told it is in progress', async () => {
+    const id = op();
+    const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => ingest({ scope: 'shared', documents: [{ id: `same-op-${i}`, text: `same operation id writer ${i}`, metadata: { category: 'same-op' } }] }, key, id)));
+    for (const a of answers) {
+      if (a.status === 409) expect(a.body.error.code).toBe('operation_in_progress');
+      else expect([a.status, a.body]).toEqual([200, { ingested: 1, skipped: [] }]);
+    }
+    expect(ids(await query({ mode: 'shared', query: 'same operation id writer', top_k: 50, filter: { category: 'same-op' } }))).toHaveLength(1);
+  });
+});
+
+describe('an embedding upstream answering junk', () => {
+  let k: string;
+  let ws: string;
+
+  beforeAll(async () => {
+    scripted.script = undefined;
+    ({ ws, key: k } = await freshWorkspace('junk-upstream', 'junk'));
+    expect((await ingest({ scope: 'shared', documents: [{ id: 'before', text: 'stored before the junk' }] }, k)).body.ingested).toBe(1);
+  });
+  afterAll(() => {
+    scripted.script = undefined;
+  });
+
+  const good = (text: string) => {
+    const v = new Array<unknown>(32).fill(0.5);
+    v[text.length % 32] = 1;
+    return v;
+  };
+  const junk: [string, (inputs: string[]) => { status?: number; contentType?: string; body: string }][] = [
+    ['strings', (inputs) => ({ body: listOf(inputs.map((t) => good(t).map(String))) })],
+    ['"NaN" strings', (inputs) => ({ body: listOf(inputs.map(() => new Array(32).fill('NaN'))) })],
+    ['null', (inputs) => ({ body: listOf(inputs.map(() => null)) })],
+    ['nulls', (inputs) => ({ body: listOf(inputs.map(() => new Array(32).fill(null))) })],
+    ['nested arrays', (inputs) => ({ body: listOf(inputs.map((t) => good(t).map((x) => [x]))) })],
+    ['an object', (inputs) => ({ body: listOf(inputs.map(() => ({ 0: 1, length: 32 }))) })],
+    ['booleans', (inputs) => ({ body: listOf(inputs.map(() => new Array(32).fill(true))) })],
+    ['one vector too few', (inputs) => ({ body: listOf(inputs.slice(1).map(good)) })],
+    ['one vector too many', (inputs) => ({ body: listOf([...inputs, 'extra'].map(good)) })],
+    ['no vectors', () => ({ body: listOf([]) })],
+    ['duplicate indexes', (inputs) => ({ body: JSON.stringify({ object: 'list', data: inputs.map((t) => ({ index: 0, embedding: good(t) })), usage: { prompt_tokens: 1 } }) })],
+    ['an index out of range', (inputs) => ({ body: JSON.stringify({ object: 'list', data: inputs.map((t, i) => ({ index: i + 7, embedding: good(t) })), usage: { prompt_tokens: 1 } }) })],
+    ['data null', () => ({ body: '{"object":"list","data":null}' })],
+    ['data an object', () => ({ body: '{"object":"list","data":{"0":{"index":0,"embedding":[1]}}}' })],
+    ['no data', () => ({ body: '{"object":"list"}' })],
+    ['a bare array', (inputs) => ({ body: JSON.stringify(inputs.map(good)) })],
+    ['a JSON string', () => ({ body: '"embedding"' })],
+    ['NaN literals (not JSON)', (inputs) => ({ body: listOf(inputs.map(good)).replace(/0\.5/g, 'NaN') })],
+    ['an overflowing number', (inputs) => ({ body: listOf(inputs.map(good)).replace(/0\.5/, '1e400') })],
+    ['a number over the float range', (inputs) => ({ body: listOf(inputs.map(good)).replace(/0\.5/, '1e39') })],
+    ['garbage', () => ({ body: 'garbage', contentType: 'text/plain' })],
+    ['an HTML page', () => ({ body: '<html><body>ok</body></html>', contentType: 'text/html' })],
+    ['an empty body', () => ({ body: '' })],
+    ['an error object with 200', () => ({ body: '{"error":{"message":"overloaded"}}' })],
+    ['a 200 truncated', (inputs) => ({ body: listOf(inputs.map(good)).slice(0, 40) })],
+    ['other dimensions for one input', (inputs) => ({ body: listOf(inputs.map((t, i) => (i === 0 ? good(t) : good(t).slice(1)))) })],
+  ];
+
+  /** Junk only where there are two inputs or more: a query's one input is answered well. */
+  const manyOnly = new Set(['duplicate indexes', 'other dimensions for one input']);
+
+  it.each(junk)('%s: ingest and query answer 502 upstream_error, nothing is stored', async (name, script) => {
+    scripted.script = script;
+    try {
+      const i = await ingest({ scope: 'shared', documents: [{ id: 'junk-1', text: 'junk one' }, { id: 'junk-2', text: 'junk two' }] }, k);
+      expect([i.status, i.body.error?.code]).toEqual([502, 'upstream_error']);
+      const q = await query({ mode: 'hybrid', query: 'junk one' }, k);
+      expect([q.status, q.body.error?.code]).toEqual(manyOnly.has(name) ? [200, undefined] : [502, 'upstream_error']);
+    } finally {
+      scripted.script = undefined;
+    }
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(1);
+    expect(ids(await query({ mode: 'shared', query: 'junk one', top_k: 50 }, k))).toEqual(['before']);
+  });
+});
