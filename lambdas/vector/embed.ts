@@ -22,10 +22,11 @@ export async function embedTexts(engine: Engine, principal: Principal, route: Mo
         `The embedding route ${route.id} answered vectors of ${values.length} dimensions; this vector database holds ${database.dimensions}. Its upstream model changed: re-create the vector database (vector-db delete, then vector-db create) to use the new one.`,
       );
     }
-    if (!values.some((x) => x !== 0)) throw new PlatformError('upstream_error', `The embedding route ${route.id} answered a zero vector, which has no direction to compare.`);
     const vector = Float32Array.from(values);
     // JSON's 1e400 parses to Infinity and 1e39 overflows a float: the index takes finite components only.
     if (!vector.every(Number.isFinite)) throw new PlatformError('upstream_error', `The embedding route ${route.id} answered a vector with a component out of the float range.`);
+    // Checked as floats: components under the float range (1e-46) are zeros too.
+    if (!vector.some((x) => x !== 0)) throw new PlatformError('upstream_error', `The embedding route ${route.id} answered a zero vector, which has no direction to compare.`);
     return vector;
   });
 }
