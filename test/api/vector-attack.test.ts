@@ -627,6 +627,22 @@ describe('operation ids', () => {
   });
 });
 
+describe('operation ids across keys', () => {
+  it("another key replaying a key's query id never gets its local matches, nor its ingest's answer as its own", async () => {
+    expect((await ingest({ scope: 'local', documents: [{ id: 'replay-secret', text: 'replayed private diary entry' }] })).body.ingested).toBe(1);
+    const id = op();
+    const mine = await query({ mode: 'local', query: 'replayed private diary entry', top_k: 1 }, key, id);
+    expect(ids(mine)).toEqual(['replay-secret']);
+    const theirs = await query({ mode: 'local', query: 'replayed private diary entry', top_k: 1 }, key2, id);
+    expect(theirs.text).not.toContain('replay-secret');
+    expect([theirs.status, theirs.body.error?.code]).toEqual([409, 'operation_id_reused']);
+    const ingestId = op();
+    expect((await ingest({ scope: 'local', documents: [{ id: 'replay-ingest', text: 'mine' }] }, key, ingestId)).body.ingested).toBe(1);
+    const again = await ingest({ scope: 'local', documents: [{ id: 'replay-ingest', text: 'theirs' }] }, key2, ingestId);
+    expect([again.status, again.body.error?.code]).toEqual([409, 'operation_id_reused']);
+  });
+});
+
 describe('an embedding upstream answering junk', () => {
   let k: string;
   let ws: string;
@@ -671,6 +687,7 @@ describe('an embedding upstream answering junk', () => {
     ['an empty body', () => ({ body: '' })],
     ['an error object with 200', () => ({ body: '{"error":{"message":"overloaded"}}' })],
     ['a 200 truncated', (inputs) => ({ body: listOf(inputs.map(good)).slice(0, 40) })],
+    ['components that underflow a float to zero', (inputs) => ({ body: listOf(inputs.map(() => new Array(32).fill(1e-46))) })],
     ['other dimensions for one input', (inputs) => ({ body: listOf(inputs.map((t, i) => (i === 0 ? good(t) : good(t).slice(1)))) })],
   ];
 
