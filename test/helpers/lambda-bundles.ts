@@ -101,7 +101,15 @@ export function placeholderOf(value: unknown, resources: Record<string, { Type: 
   }
   if ('Fn::GetAtt' in v) {
     const [id, attribute] = v['Fn::GetAtt'] as [string, string];
+    // A vector bucket's ARN ends in its name (lib/vector-bucket.ts reads VECTOR_BUCKET_NAME from it).
+    if (attribute === 'VectorBucketArn') return `arn:aws:s3vectors:${PLACEHOLDER_REGION}:${ACCOUNT}:bucket/${id.toLowerCase()}`;
     return attribute === 'Arn' ? `arn:aws:placeholder:${PLACEHOLDER_REGION}:${ACCOUNT}:${id}` : `${id}-${attribute}`;
+  }
+  if ('Fn::Select' in v) {
+    const [index, list] = v['Fn::Select'] as [number | string, Record<string, unknown>];
+    const [separator, source] = (list['Fn::Split'] ?? []) as [string, unknown];
+    if (separator === undefined) throw new Error(`no placeholder for ${JSON.stringify(value)}`);
+    return placeholderOf(source, resources).split(separator)[Number(index)];
   }
   if ('Fn::Join' in v) {
     const [separator, parts] = v['Fn::Join'] as [string, unknown[]];
