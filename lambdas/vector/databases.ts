@@ -191,6 +191,23 @@ export async function openVectorDatabase(engine: Engine, principal: Principal): 
   return database;
 }
 
+/**
+ * Runs a call's work on the database it opened. A database deleted during the call takes its index
+ * with it, so the work fails on the engine: the answer is then the 409 a call arriving now gets, not 500.
+ */
+export async function whileOpen<T>(engine: Engine, database: VectorDatabase, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof PlatformError) throw error;
+    const now = await readDatabase(engine, database.workspace_id).catch(() => undefined);
+    if (now?.database_id !== database.database_id || now.state !== 'active') {
+      throw new PlatformError('vector_database_deleting', "This workspace's vector database was deleted during this call; it can be created again once it is gone.");
+    }
+    throw error;
+  }
+}
+
 /** The stamped route as it is now; gone or no longer an embeddings route: 503, nothing is embedded with another model. */
 export async function stampedRoute(engine: Engine, database: VectorDatabase): Promise<ModelRoute> {
   const route = await embeddingRoute(engine, database.organization_id, database.embedding_route);

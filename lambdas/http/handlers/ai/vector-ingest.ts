@@ -1,6 +1,6 @@
 import { idempotentHandler } from '../../idempotent.js';
 import { AI_OPERATIONS } from '../../../ai/operations.js';
-import { openVectorDatabase, stampedRoute } from '../../../vector/databases.js';
+import { openVectorDatabase, stampedRoute, whileOpen } from '../../../vector/databases.js';
 import { ingestPassages } from '../../../vector/ingest.js';
 import { vectorOperation } from '../../../vector/operations.js';
 import { parseIngestRequest } from '../../../vector/passages.js';
@@ -10,5 +10,5 @@ export const handler = idempotentHandler('ai.vector.ingest', AI_OPERATIONS, asyn
   const database = await openVectorDatabase(engine, principal);
   const request = parseIngestRequest(req.json);
   const route = await stampedRoute(engine, database);
-  return operation.answer(vectorOperation(engine, principal, '/v1/vector/ingest', route), async () => ({ ...(await ingestPassages(engine, principal, database, route, request)) }));
+  return operation.answer(vectorOperation(engine, principal, '/v1/vector/ingest', route), async () => ({ ...(await whileOpen(engine, database, () => ingestPassages(engine, principal, database, route, request))) }));
 });

@@ -1,6 +1,6 @@
 import { idempotentHandler } from '../../idempotent.js';
 import { AI_OPERATIONS } from '../../../ai/operations.js';
-import { openVectorDatabase, stampedRoute } from '../../../vector/databases.js';
+import { openVectorDatabase, stampedRoute, whileOpen } from '../../../vector/databases.js';
 import { vectorOperation } from '../../../vector/operations.js';
 import { parseQueryRequest } from '../../../vector/query.js';
 import { answerQuery, rerankProfileOf } from '../../../vector/answer.js';
@@ -11,5 +11,5 @@ export const handler = idempotentHandler('ai.vector.query', AI_OPERATIONS, async
   const request = parseQueryRequest(req.json);
   const route = await stampedRoute(engine, database);
   const profile = await rerankProfileOf(engine, principal, request);
-  return operation.answer(vectorOperation(engine, principal, '/v1/vector/query', route), () => answerQuery(engine, principal, database, route, request, profile));
+  return operation.answer(vectorOperation(engine, principal, '/v1/vector/query', route), () => whileOpen(engine, database, () => answerQuery(engine, principal, database, route, request, profile)));
 });
