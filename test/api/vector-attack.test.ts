@@ -708,3 +708,79 @@ describe('an embedding upstream answering junk', () => {
     expect(ids(await query({ mode: 'shared', query: 'junk one', top_k: 50 }, k))).toEqual(['before']);
   });
 });
+
+describe('more races', () => {
+  it('paging the document listing while documents come and go never repeats one nor skips one that stayed', async () => {
+    const { key: k } = await freshWorkspace('listing-churn');
+    const stay = Array.from({ length: 30 }, (_, i) => `stay-${String(i).padStart(2, '0')}`);
+    for (const documentId of stay) await ingest({ scope: 'shared', documents: [{ id: `${documentId}-p`, text: `listing churn ${documentId}`, document_id: documentId }] }, k);
+    let churning = true;
+    const churn = async () => {
+      for (let i = 0; churning; i++) {
+        const documentId = `stay-${String(i % 30).padStart(2, '0')}x`;
+        await ingest({ scope: 'shared', documents: [{ id: `${documentId}-p`, text: `churn ${i}`, document_id: documentId, generation: i + 1 }] }, k);
+        await deleteDocument(documentId, 'shared', k);
+      }
+    };
+    const pages = async () => {
+      try {
+        for (let round = 0; round < 6; round++) {
+          const seen: string[] = [];
+          let cursor: string | null = null;
+          do {
+            const page: Answer = await send('GET', `/v1/vector/documents?scope=shared&limit=7${cursor ? `&cursor=${cursor}` : ''}`, k);
+            expect(page.status).toBe(200);
+            seen.push(...page.body.data.map((d: Listed) => d.document_id));
+            cursor = page.body.next_cursor;
+          } while (cursor);
+          expect(new Set(seen).size).toBe(seen.length);
+          expect(seen.filter((d) => !d.endsWith('x'))).toEqual(stay);
+        }
+      } finally {
+        churning = false;
+      }
+    };
+    await Promise.all([churn(), pages()]);
+  });
+
+  it('ingests and queries while the database is deleted answer 200 or 409, never 5xx, and nothing is left of it', async () => {
+    const { ws, key: k } = await freshWorkspace('deleted-under-writers');
+    expect((await ingest({ scope: 'shared', documents: [{ id: 'first', text: 'before the deletion', document_id: 'd' }] }, k)).body.ingested).toBe(1);
+    const started = embedder.calls.length;
+    // The embedder is slow, so the calls have opened the database and are embedding when it is deleted.
+    embedder.behavior.stallMs = 150;
+    let answers: Answer[];
+    try {
+      const calls: Promise<Answer>[] = [];
+      for (let i = 0; i < 12; i++) {
+        calls.push(ingest({ scope: i % 2 ? 'local' : 'shared', documents: Array.from({ length: 20 }, (_, j) => ({ id: `w-${i}-${j}`, text: `writer ${i} passage ${j}`, document_id: `d-${i % 3}` })) }, k));
+        calls.push(query({ mode: 'hybrid', query: 'writer passage', top_k: 10 }, k));
+      }
+      await waitFor('the calls to reach the embedder', () => embedder.calls.length >= started + 12, 5_000, 2);
+      await deleteVectorDatabase(p.engine, ws);
+      answers = await Promise.all(calls);
+    } finally {
+      embedder.behavior.stallMs = 0;
+    }
+    for (const a of answers) {
+      expect(a.status, a.text).toBeLessThan(500);
+      if (a.status !== 200) expect(a.body.error.code).toBe('vector_database_deleting');
+    }
+    await waitFor('the removal job', async () => (await readDatabase(p.engine, ws)) === undefined, 20_000);
+    await createVectorDatabase(p.engine, ws, 'emb');
+    expect(ids(await query({ mode: 'hybrid', query: 'writer passage before the deletion', top_k: 50 }, k))).toEqual([]);
+    expect(await allDocuments('shared', k)).toEqual([]);
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(0);
+  });
+
+  it('one id in both scopes is two passages: hybrid answers both, each naming its scope', async () => {
+    await ingest({ scope: 'shared', documents: [{ id: 'twin', text: 'twin passage shared copy', metadata: { category: 'twins' } }] });
+    await ingest({ scope: 'local', documents: [{ id: 'twin', text: 'twin passage local copy', metadata: { category: 'twins' } }] });
+    const a = await query({ mode: 'hybrid', query: 'twin passage copy', top_k: 50, filter: { category: 'twins' } });
+    expect(a.body.matches.map((m: any) => [m.id, m.scope, m.text]).sort()).toEqual([
+      ['twin', 'local', 'twin passage local copy'],
+      ['twin', 'shared', 'twin passage shared copy'],
+    ]);
+    expect(ids(await query({ mode: 'hybrid', query: 'twin passage copy', top_k: 50, filter: { category: 'twins' } }, key2))).toEqual(['twin']);
+  });
+});
