@@ -85,14 +85,17 @@ describe('embedded vector index: several processes over one directory', () => {
       }`;
     const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let acked = -1;
+    let asked = false;
     let errors = '';
     child.stderr.on('data', (d) => (errors += d));
-    const seenWhileWriting = new Promise<boolean>((resolve) => {
+    const seenWhileWriting = new Promise<boolean>((resolve, reject) => {
+      child.on('exit', () => reject(new Error(`the writer exited: ${errors}`)));
       child.stdout.on('data', (d: Buffer) => {
         for (const m of d.toString().matchAll(/acked (\d+)/g)) acked = Math.max(acked, Number(m[1]));
-        if (acked === 3) {
+        if (acked >= 3 && !asked) {
+          asked = true;
           // While the writer runs: batch 3 is found by this process's next query.
-          void reader.query('killed', { vector: Float32Array.from({ length: 16 }, () => 1), topK: 100, filter: { batch: 3 } }).then((hits) => resolve(hits.length === 50));
+          void reader.query('killed', { vector: Float32Array.from({ length: 16 }, () => 1), topK: 100, filter: { batch: 3 } }).then((hits) => resolve(hits.length === 50), reject);
         }
       });
     });
@@ -172,7 +175,7 @@ describe('embedded vector index: snapshots and restarts', () => {
     await first.caughtUp('restart');
     const file = await first.snapshot('restart');
     expect(file).toBeDefined();
-    expect(snapshotFiles(dir)).toHaveLength(1);
+    expect(snapshotFiles(dir)).toHaveLength(2); // entries and graph
     // After the snapshot: one entry replaced, one deleted, one added.
     const added = entries(vectorsOf(6, 1, 16), 3000);
     await first.put('restart', [{ ...all[10], vector: all[20].vector.map((x) => -x), payload: 'replaced' }, ...added]);
@@ -200,12 +203,22 @@ describe('embedded vector index: snapshots and restarts', () => {
     await first.caughtUp('torn');
     const file = (await first.snapshot('torn'))!;
     await first.close();
-    // A newer file cut short, as a crash of the machine between write and sync might leave.
-    writeFileSync(file.replace(/\.(\d+)\.hnsw$/, (_m, seq) => `.${Number(seq) + 1}.hnsw`), Buffer.alloc(100, 7));
+    // A newer snapshot cut short, as a crash of the machine between write and sync might leave.
+    const torn = file.replace(/\.(\d+)\.hnsw$/, (_m, seq) => `.${Number(seq) + 1}`);
+    writeFileSync(`${torn}.hnsw`, Buffer.alloc(100, 7));
+    writeFileSync(`${torn}.view`, Buffer.alloc(100, 7));
     const second = open(dir);
     const query = vectorsOf(9, 1, 8)[0];
     expect(keys(await second.query('torn', { vector: query, topK: 10 }))).toEqual(exactKeys(all, query, 10));
-    expect(snapshotFiles(dir)).toEqual([file.split('/').at(-1)]);
+    const stem = file.split('/').at(-1)!.replace(/\.hnsw$/, '');
+    expect(snapshotFiles(dir).sort()).toEqual([`${stem}.hnsw`, `${stem}.view`]);
+
+    // A whole graph beside a view file cut short: also ignored.
+    await second.close();
+    writeFileSync(`${file.replace(/\.hnsw$/, '')}.view`, Buffer.alloc(100, 7));
+    const third = open(dir);
+    expect(keys(await third.query('torn', { vector: query, topK: 10 }))).toEqual(exactKeys(all, query, 10));
+    expect(snapshotFiles(dir)).toEqual([]);
   });
 
   it('with no snapshot, the first query answers by exact scan while the graph builds', async () => {
@@ -237,6 +250,7 @@ describe('embedded vector index: snapshots and restarts', () => {
     await writer.caughtUp('quiet');
     for (let i = 0; i < 100 && snapshotFiles(dir).filter((f) => f.endsWith('.hnsw')).length === 0; i++) await new Promise((r) => setTimeout(r, 20));
     expect(snapshotFiles(dir).filter((f) => f.endsWith('.hnsw'))).toHaveLength(1);
+    expect(snapshotFiles(dir).filter((f) => f.endsWith('.view'))).toHaveLength(1);
     // The log behind the snapshot is gone: the view that stopped before it opens afresh, and is right.
     expect(keys(await behind.query('quiet', { vector: query, topK: 10 }))).toEqual(exactKeys(all, query, 10));
     expect((await behind.stats('quiet')).entries).toBe(400);

@@ -1,15 +1,21 @@
 /**
- * Snapshot files of the vector indexes' HNSW graphs, one directory of them beside vectors.db. A file is
- * `<index name>.<index id>.<sequence>.hnsw`: the id keeps a deleted and recreated index from loading
- * the old one's graph, the sequence says which is newest. Written to a temporary name, synced, then
- * renamed, so a process killed mid-write leaves only a temporary file; a file that still fails to load
- * is deleted and the index rebuilt from SQLite (the graph is derived, never the only copy).
+ * Snapshot files of the vector indexes, one directory of them beside vectors.db. A snapshot is two
+ * files of one stem `<index name>.<index id>.<sequence>`: `.view` (the entries as the view held them
+ * at that sequence: ids, vectors, filterable metadata) and `.hnsw` (the graph over exactly those). The
+ * id keeps a deleted and recreated index from loading the old one's files; the sequence says which is
+ * newest and where the change log is replayed from. Each file is written to a temporary name, synced,
+ * then renamed, the `.hnsw` last: a snapshot counts only once both are there, so a process killed
+ * mid-write leaves only temporary files. A snapshot that still fails to load is deleted and the index
+ * read from SQLite instead (the snapshot is derived, never the only copy).
  */
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface Snapshot {
-  file: string;
+  /** The graph file. */
+  graph: string;
+  /** The entries file. */
+  view: string;
   seq: number;
 }
 
@@ -17,10 +23,19 @@ const TEMP_PREFIX = '.tmp-';
 /** A temporary file this old belongs to a writer that died. */
 const STALE_TEMP_MS = 10 * 60_000;
 
+function syncFile(file: string) {
+  const fd = openSync(file, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export class SnapshotFiles {
   constructor(private readonly dir: string) {}
 
-  /** The newest snapshot of the index, if any. */
+  /** The newest whole snapshot of the index, if any. */
   newest(name: string, indexId: number): Snapshot | undefined {
     let best: Snapshot | undefined;
     for (const s of this.list(name, indexId)) if (!best || s.seq > best.seq) best = s;
@@ -28,32 +43,34 @@ export class SnapshotFiles {
   }
 
   /**
-   * Writes a snapshot through `write(tempFile)`, then makes it the newest by renaming, and removes the
-   * older ones. Returns the file, or undefined when `write` declined (wrote nothing).
+   * Writes a snapshot through `write(graphFile, viewFile)` (temporary names), then makes it the newest
+   * by renaming, and removes the older ones. The snapshot, or undefined when `write` declined.
    */
-  async write(name: string, indexId: number, seq: number, write: (file: string) => Promise<boolean>): Promise<string | undefined> {
+  async write(name: string, indexId: number, seq: number, write: (graphFile: string, viewFile: string) => Promise<boolean>): Promise<Snapshot | undefined> {
     mkdirSync(this.dir, { recursive: true, mode: 0o700 });
     const temp = join(this.dir, `${TEMP_PREFIX}${process.pid}-${Date.now()}-${name}.${indexId}`);
+    const temps = { graph: `${temp}.hnsw`, view: `${temp}.view` };
     try {
-      if (!(await write(temp))) return undefined;
-      const fd = openSync(temp, 'r');
-      try {
-        fsyncSync(fd);
-      } finally {
-        closeSync(fd);
-      }
-      const file = join(this.dir, `${name}.${indexId}.${seq}.hnsw`);
-      renameSync(temp, file);
-      for (const s of this.list(name, indexId)) if (s.seq < seq) rmSync(s.file, { force: true });
-      return file;
+      if (!(await write(temps.graph, temps.view))) return undefined;
+      const stem = join(this.dir, `${name}.${indexId}.${seq}`);
+      const snapshot = { graph: `${stem}.hnsw`, view: `${stem}.view`, seq };
+      syncFile(temps.view);
+      syncFile(temps.graph);
+      renameSync(temps.view, snapshot.view);
+      renameSync(temps.graph, snapshot.graph);
+      for (const s of this.list(name, indexId)) if (s.seq < seq) this.removeOne(s);
+      return snapshot;
     } finally {
-      rmSync(temp, { force: true });
+      rmSync(temps.graph, { force: true });
+      rmSync(temps.view, { force: true });
     }
   }
 
-  /** Removes every snapshot of the index (deleted, or a file that failed to load). */
-  remove(name: string, indexId: number, only?: string): void {
-    for (const s of this.list(name, indexId)) if (!only || s.file === only) rmSync(s.file, { force: true });
+  /** Removes every snapshot of the index (deleted), or the one given (it failed to load). */
+  remove(name: string, indexId: number, only?: Snapshot): void {
+    if (only) return this.removeOne(only);
+    const prefix = `${name}.${indexId}.`;
+    for (const entry of this.entries()) if (entry.startsWith(prefix)) rmSync(join(this.dir, entry), { force: true });
   }
 
   /** Removes temporary files left by writers that died mid-write. */
@@ -69,13 +86,22 @@ export class SnapshotFiles {
     }
   }
 
+  private removeOne(s: Snapshot) {
+    // The graph first: without it the snapshot no longer counts, whatever happens next.
+    rmSync(s.graph, { force: true });
+    rmSync(s.view, { force: true });
+  }
+
   private list(name: string, indexId: number): Snapshot[] {
     const prefix = `${name}.${indexId}.`;
+    const entries = this.entries();
+    const names = new Set(entries);
     const out: Snapshot[] = [];
-    for (const entry of this.entries()) {
+    for (const entry of entries) {
       if (!entry.startsWith(prefix) || !entry.endsWith('.hnsw')) continue;
-      const seq = Number(entry.slice(prefix.length, -'.hnsw'.length));
-      if (Number.isSafeInteger(seq)) out.push({ file: join(this.dir, entry), seq });
+      const stem = entry.slice(0, -'.hnsw'.length);
+      const seq = Number(stem.slice(prefix.length));
+      if (Number.isSafeInteger(seq) && names.has(`${stem}.view`)) out.push({ graph: join(this.dir, entry), view: join(this.dir, `${stem}.view`), seq });
     }
     return out;
   }

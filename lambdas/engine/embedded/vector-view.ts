@@ -11,6 +11,7 @@
  * full when that many match.
  */
 import hnswlib from 'hnswlib-node';
+import { writeFile } from 'node:fs/promises';
 import type { VectorFilter, VectorMetadata } from '../ports.js';
 
 type Graph = InstanceType<typeof hnswlib.HierarchicalNSW>;
@@ -60,6 +61,8 @@ export function matches(meta: VectorMetadata, filter: VectorFilter): boolean {
   }
   return true;
 }
+
+const align8 = (n: number) => Math.ceil(n / 8) * 8;
 
 /** A typed term, so 1, "1" and true stay apart. */
 const term = (value: string | number | boolean) => JSON.stringify(value);
@@ -135,6 +138,11 @@ export class IndexView {
   }
   get inGraph() {
     return this.graphed;
+  }
+
+  /** Makes room for `count` entries at once (a load knows how many it reads). */
+  reserve(count: number): void {
+    if (count > this.capacity) this.grow(count);
   }
 
   /** Adds an entry (its vector already normalized); an id already held is ignored. */
@@ -243,21 +251,63 @@ export class IndexView {
   }
 
   /**
-   * Writes the graph to `file` from hnswlib's worker thread. The graph is frozen meanwhile (no inserts;
-   * removals deferred, and filtered out of results by the label check), so the file is one state of it.
-   * Returns false when there is nothing whole to write (no graph, or entries not yet in it).
+   * Writes a snapshot: the entries held (`viewFile`, see `restore`) and the graph over exactly them
+   * (`graphFile`, from hnswlib's worker thread). The graph is frozen meanwhile (no inserts; removals
+   * deferred, and skipped in walks by the label check), so the file is one state of it. False when
+   * there is nothing whole to write (no graph, or entries not yet in it).
    */
-  async writeGraph(file: string): Promise<boolean> {
+  async writeSnapshot(graphFile: string, viewFile: string): Promise<boolean> {
     if (!this.graph || this.pendingCount > 0 || this.frozen) return false;
     this.frozen = true;
     try {
-      await this.graph.writeIndex(file);
+      const entries = this.serialize();
+      await Promise.all([this.graph.writeIndex(graphFile), writeFile(viewFile, entries)]);
       return true;
     } finally {
       this.frozen = false;
       for (const id of this.deferredRemovals.splice(0)) this.unlink(id);
       this.scheduleCatchUp();
     }
+  }
+
+  /** Takes the entries of a snapshot's view file; throws when it is not one of this index's. */
+  restore(file: Buffer): void {
+    const headerBytes = file.readUInt32LE(0);
+    const header = JSON.parse(file.toString('utf8', 4, 4 + headerBytes)) as { dimensions: number; count: number };
+    if (header.dimensions !== this.dimensions) throw new Error('the snapshot has other dimensions');
+    const { count } = header;
+    let at = align8(4 + headerBytes);
+    const ids = new Float64Array(file.buffer.slice(file.byteOffset + at, file.byteOffset + at + count * 8));
+    at += count * 8;
+    const vectors = new Float32Array(file.buffer.slice(file.byteOffset + at, file.byteOffset + at + count * this.dimensions * 4));
+    at += count * this.dimensions * 4;
+    const metas = JSON.parse(file.toString('utf8', at)) as VectorMetadata[];
+    if (ids.length !== count || metas.length !== count) throw new Error('the snapshot is cut short');
+    this.reserve(this.size + count);
+    for (let i = 0; i < count; i++) this.add(ids[i], vectors.subarray(i * this.dimensions, (i + 1) * this.dimensions), metas[i]);
+  }
+
+  /** The entries held, for `restore`: a header, the ids, the vectors, the metadata as JSON. */
+  private serialize(): Buffer {
+    const count = this.size;
+    const d = this.dimensions;
+    const ids = new Float64Array(count);
+    const vectors = new Float32Array(count * d);
+    const metas: VectorMetadata[] = [];
+    let n = 0;
+    for (let slot = 0; slot < this.highWater; slot++) {
+      const st = this.state[slot];
+      if (st !== PENDING && st !== GRAPHED) continue;
+      ids[n] = this.ids[slot];
+      vectors.set(this.vectors.subarray(slot * d, (slot + 1) * d), n * d);
+      metas.push(this.meta[slot]!);
+      n++;
+    }
+    const header = Buffer.from(JSON.stringify({ dimensions: d, count }));
+    const head = Buffer.alloc(align8(4 + header.length));
+    head.writeUInt32LE(header.length, 0);
+    header.copy(head, 4);
+    return Buffer.concat([head, Buffer.from(ids.buffer), Buffer.from(vectors.buffer), Buffer.from(JSON.stringify(metas))]);
   }
 
   close(): void {

@@ -8,9 +8,10 @@
  * - Before each query the process applies the changes after its view's sequence, in the same read
  *   transaction as the search and the payload reads, so a put through one worker is found by the next
  *   query in any other, and a batch is seen whole.
- * - A process opens an index from its newest graph snapshot plus the entries in SQLite (entries not
- *   in the snapshot are queued for the graph and scanned exactly meanwhile); with no snapshot, every
- *   entry is queued: the first query answers by exact scan while the graph builds in the background.
+ * - A process opens an index from its newest snapshot (the entries and the graph over them, at a
+ *   sequence) and replays the changes after it; with no usable snapshot it reads the entries from
+ *   SQLite and queues every one for the graph: the first query answers by exact scan while the graph
+ *   builds in the background.
  * - Snapshots: a process whose graph has caught up and seen no new change for QUIET_MS writes one when
  *   SNAPSHOT_AFTER changes came since the newest, holding a lease in SQLite so one process at a time
  *   does; the change log up to it is then pruned (a view older than that reloads).
@@ -18,6 +19,7 @@
 import Database from 'better-sqlite3';
 import hnswlib from 'hnswlib-node';
 import { mkdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EngineError } from '../errors.js';
 import { VECTOR_BATCH_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex, type VectorMetadata } from '../ports.js';
@@ -96,7 +98,11 @@ function normalized(vector: Float32Array, dimensions: number, what: string): Flo
   return vector.map((x) => x * scale);
 }
 
-const asVector = (blob: Buffer) => new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
+/** A view of the blob's floats (the view copies them into its own array), copied only when unaligned. */
+const asVector = (blob: Buffer) =>
+  blob.byteOffset % 4 === 0
+    ? new Float32Array(blob.buffer, blob.byteOffset, blob.byteLength / 4)
+    : new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
 
 export class SqliteVectorIndex implements VectorIndex {
   private opened: { db: Database.Database; writer: GroupCommit; statements: ReturnType<typeof prepare>; read: <T>(fn: () => T) => T } | undefined;
@@ -219,7 +225,7 @@ export class SqliteVectorIndex implements VectorIndex {
 
   /**
    * Writes a snapshot of the index now if this process's graph is whole and no other process holds
-   * the lease; the quiet timer calls it. The file, or undefined when nothing was written.
+   * the lease; the quiet timer calls it. The snapshot's graph file, or undefined when nothing was written.
    */
   async snapshot(index: string): Promise<string | undefined> {
     const view = await this.view(index);
@@ -229,11 +235,11 @@ export class SqliteVectorIndex implements VectorIndex {
     const leased = await writer.run(() => statements.takeLease.run(now + LEASE_MS, view.indexId, now).changes === 1);
     if (!leased) return undefined;
     const seq = view.seq;
-    const work = this.snapshots.write(index, view.indexId, seq, (file) => view.writeGraph(file));
+    const work = this.snapshots.write(index, view.indexId, seq, (graphFile, viewFile) => view.writeSnapshot(graphFile, viewFile));
     this.writing.add(work);
     try {
-      const file = await work;
-      if (!file) return undefined;
+      const written = await work;
+      if (!written) return undefined;
       // Changes the snapshot covers are no longer needed by a view that starts from it.
       await writer.run(() => {
         statements.pruneChanges.run(view.indexId, seq);
@@ -242,7 +248,7 @@ export class SqliteVectorIndex implements VectorIndex {
       // Deleted meanwhile: the file belongs to no index.
       const row = statements.index.get(index) as IndexRow | undefined;
       if (row?.id !== view.indexId) this.snapshots.remove(index, view.indexId);
-      return file;
+      return written.graph;
     } finally {
       this.writing.delete(work);
       if (this.opened?.db.open) await writer.run(() => statements.releaseLease.run(view.indexId)).catch(() => undefined);
@@ -305,31 +311,53 @@ export class SqliteVectorIndex implements VectorIndex {
     if (view) (await view.catch(() => undefined))?.close();
   }
 
-  /** The newest snapshot's graph (if it loads) reconciled with the entries in SQLite. */
+  /**
+   * The newest snapshot (its entries and graph) plus the changes after it; with no usable snapshot, the
+   * entries read from SQLite, every one queued for the graph.
+   */
   private async load(index: string): Promise<IndexView> {
     const { read, statements } = this.store();
     const row = this.indexRow(index);
     let graph: InstanceType<typeof hnswlib.HierarchicalNSW> | undefined;
+    let entries: Buffer | undefined;
     const snapshot = this.snapshots.newest(index, row.id);
     if (snapshot) {
       try {
         graph = new hnswlib.HierarchicalNSW('ip', row.dimensions);
-        await graph.readIndex(snapshot.file, true);
+        [, entries] = await Promise.all([graph.readIndex(snapshot.graph, true), readFile(snapshot.view)]);
         if (graph.getNumDimensions() !== row.dimensions) throw new Error('dimensions differ');
       } catch {
-        graph = undefined;
-        this.snapshots.remove(index, row.id, snapshot.file);
+        graph = entries = undefined;
+        this.snapshots.remove(index, row.id, snapshot);
       }
     }
     const view = new IndexView(row.id, row.dimensions, () => this.quietThenSnapshot(index, view), this.options.scanMax);
+    let restored = false;
     read(() => {
       const now = statements.index.get(index) as IndexRow | undefined;
       if (now?.id !== row.id) throw new EngineError(`vector index ${index} was deleted`);
+      // The log still reaches back to the snapshot (a newer one may have pruned it meanwhile).
+      if (entries && snapshot && now.pruned_seq <= snapshot.seq) {
+        try {
+          view.restore(entries);
+          view.seq = snapshot.seq;
+          restored = true;
+        } catch {
+          graph = undefined;
+          this.snapshots.remove(index, row.id, snapshot);
+        }
+      }
+      if (restored) {
+        this.applyChanges(view, now);
+        return;
+      }
+      view.reserve(statements.count.get(row.id) as number);
       for (const e of statements.entries.iterate(row.id) as Iterable<{ id: number; vector: Buffer; filterable: string }>) {
         view.add(e.id, asVector(e.vector), JSON.parse(e.filterable) as VectorMetadata);
       }
       view.seq = Math.max(now.pruned_seq, (statements.lastSeq.get(row.id) as number | null) ?? 0);
     });
+    // Its labels still held are in it; those gone since are marked deleted; the rest stay queued.
     if (graph) view.attachGraph(graph);
     view.scheduleCatchUp();
     return view;
@@ -403,6 +431,7 @@ function prepare(db: Database.Database) {
     insertEntry: db.prepare('INSERT INTO vector_entries (index_id, key, vector, filterable, payload) VALUES (?, ?, ?, ?, ?)'),
     deleteEntry: db.prepare('DELETE FROM vector_entries WHERE id = ?'),
     change: db.prepare('INSERT INTO vector_changes (index_id, entry_id, added) VALUES (?, ?, ?)'),
+    count: db.prepare('SELECT count(*) FROM vector_entries WHERE index_id = ?').pluck(),
     lastSeq: db.prepare('SELECT max(seq) FROM vector_changes WHERE index_id = ?').pluck(),
     changes: db.prepare(
       `SELECT c.seq, c.entry_id, c.added, e.vector, e.filterable FROM vector_changes c
