@@ -5,6 +5,9 @@
  * routes and keys, and an embedding upstream that answers junk.
  */
 import http from 'node:http';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createHash, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -12,6 +15,8 @@ import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.j
 import { startScriptedEmbedder, listOf, type ScriptedEmbedder } from '../helpers/scripted-embedder.js';
 import { postBytes, postWithOperation, type Answer } from '../helpers/ai-calls.js';
 import { waitFor } from '../helpers/wait.js';
+import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { adminAsyncOk, adminOk } from '../helpers/cli.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { createVectorDatabase, deleteVectorDatabase, readDatabase } from '../../lambdas/vector/databases.js';
@@ -783,4 +788,57 @@ describe('more races', () => {
     ]);
     expect(ids(await query({ mode: 'hybrid', query: 'twin passage copy', top_k: 50, filter: { category: 'twins' } }, key2))).toEqual(['twin']);
   });
+});
+
+describe('two workers (npm start, LOCAL_WORKERS=2)', () => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'vector-attack-'));
+  let server: LocalProcess;
+  let k: string;
+  const call = (path: string, body: object) => postWithOperation(server.urls.ai, k, path, op(), body);
+
+  beforeAll(async () => {
+    server = await startLocalProcess({ DATA_DIR: dataDir, LOCAL_WORKERS: '2' });
+    const credentials = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
+    k = credentials.secret_key;
+    adminOk(dataDir, 'route', 'set', '--org', credentials.organization_id, '--id', 'emb', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', embedder.baseUrl, '--model', 'fake-embed', '--default');
+    await adminAsyncOk(dataDir, 'vector-db', 'create', '--workspace', credentials.workspace_id, '--embedding-route', 'emb');
+  }, 60_000);
+  afterAll(async () => {
+    if (server) await crashLocalProcess(server);
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('readers on both workers during generation bumps through both see one whole generation, the latest acknowledged or newer', async () => {
+    const parts = 4;
+    let acknowledged = 0;
+    const bump = async (g: number) => {
+      const a = await call('/v1/vector/ingest', { scope: 'shared', documents: Array.from({ length: parts }, (_, i) => ({ id: `w-${g}-${i}`, text: `two workers generation ${g} part ${i}`, document_id: 'two-workers', generation: g, metadata: { source: 'two-workers' } })) });
+      expect([a.status, a.body.ingested]).toEqual([200, parts]);
+      acknowledged = g;
+    };
+    await bump(1);
+    let writing = true;
+    const bad: unknown[] = [];
+    let answers = 0;
+    const reader = async () => {
+      while (writing) {
+        const floor = acknowledged;
+        const q = await call('/v1/vector/query', { mode: 'shared', query: 'two workers generation part', top_k: 50, filter: { source: 'two-workers' } });
+        answers++;
+        const found: string[] = q.status === 200 ? ids(q) : [];
+        const generations = [...new Set(found.map((id) => Number(id.split('-')[1])))];
+        if (q.status !== 200 || found.length !== parts || generations.length !== 1 || generations[0] < floor) bad.push({ status: q.status, floor, found });
+      }
+    };
+    const writer = async () => {
+      try {
+        for (let g = 2; g <= 30; g++) await bump(g);
+      } finally {
+        writing = false;
+      }
+    };
+    await Promise.all([writer(), reader(), reader(), reader()]);
+    expect(answers).toBeGreaterThan(10);
+    expect(bad).toEqual([]);
+  }, 60_000);
 });
