@@ -55,6 +55,11 @@ const PASSAGE_FIELDS = new Set(['id', 'text', 'metadata', 'document_id', 'genera
 const TOP_FIELDS = new Set(['scope', 'documents']);
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+/**
+ * Whether UTF-8 can carry the string: a lone surrogate (JSON's "\ud800") is stored as U+FFFD by
+ * DynamoDB and S3 Vectors, so two ids differing only there would become one passage.
+ */
+export const wellFormed = (s: string) => !/\p{Cs}/u.test(s);
 
 /** Flat metadata: strings, finite numbers (-0 kept as 0), booleans, arrays of strings. */
 function flatMetadata(value: unknown): Passage['metadata'] | undefined {
@@ -63,12 +68,12 @@ function flatMetadata(value: unknown): Passage['metadata'] | undefined {
   // No prototype: a key named `__proto__` is a key like any other.
   const out: Passage['metadata'] = Object.create(null);
   for (const [key, v] of Object.entries(value)) {
-    if (key.length === 0 || key.length > 64) return undefined;
-    if (typeof v === 'string' || typeof v === 'boolean') out[key] = v;
+    if (key.length === 0 || key.length > 64 || !wellFormed(key)) return undefined;
+    if ((typeof v === 'string' && wellFormed(v)) || typeof v === 'boolean') out[key] = v;
     else if (typeof v === 'number') {
       if (!Number.isFinite(v)) return undefined;
       out[key] = v === 0 ? 0 : v;
-    } else if (Array.isArray(v) && v.every((x) => typeof x === 'string')) out[key] = [...v];
+    } else if (Array.isArray(v) && v.every((x) => typeof x === 'string' && wellFormed(x))) out[key] = [...v];
     else return undefined;
   }
   return out;
@@ -101,7 +106,7 @@ export function parseIngestRequest(body: unknown): IngestRequest {
     if (!isObject(doc)) throw new PlatformError('invalid_body', 'Each passage is a JSON object.', param);
     for (const key of Object.keys(doc)) if (!PASSAGE_FIELDS.has(key)) throw new PlatformError('unsupported_field', `Unknown passage field "${key}".`, `${param}.${key}`);
     const { id, text, document_id, generation, content_sha256 } = doc;
-    if (document_id !== undefined && document_id !== null && (typeof document_id !== 'string' || utf8(document_id) < 1 || utf8(document_id) > MAX_ID_BYTES)) {
+    if (document_id !== undefined && document_id !== null && (typeof document_id !== 'string' || utf8(document_id) < 1 || utf8(document_id) > MAX_ID_BYTES || !wellFormed(document_id))) {
       throw new PlatformError('invalid_body', `document_id is a string of 1 to ${MAX_ID_BYTES} bytes.`, `${param}.document_id`);
     }
     if (generation !== undefined && generation !== null && !(Number.isSafeInteger(generation) && (generation as number) >= 1)) {
@@ -115,8 +120,8 @@ export function parseIngestRequest(body: unknown): IngestRequest {
     }
     const idText = typeof id === 'string' ? id : null;
     const skip = (reason: SkipReason) => skipped.push({ index, id: idText, reason });
-    if (idText === null || utf8(idText) < 1 || utf8(idText) > MAX_ID_BYTES) return skip('invalid_id');
-    if (typeof text !== 'string' || text.trim().length === 0) return skip('invalid_text');
+    if (idText === null || utf8(idText) < 1 || utf8(idText) > MAX_ID_BYTES || !wellFormed(idText)) return skip('invalid_id');
+    if (typeof text !== 'string' || text.trim().length === 0 || !wellFormed(text)) return skip('invalid_text');
     const metadata = flatMetadata(doc.metadata);
     if (!metadata || utf8(JSON.stringify(filterableOf(metadata))) > MAX_FILTERABLE_BYTES) return skip('invalid_metadata');
     const bytes = utf8(idText) + utf8(text) + utf8(JSON.stringify(metadata));

@@ -10,7 +10,7 @@ import { PlatformError } from '../shared/errors.js';
 import type { VectorDatabase } from './databases.js';
 import { scopeTag, type ScopeName } from './keys.js';
 import { readHead, visibleHits, type Payload } from './ledger.js';
-import { FILTERABLE_KEYS } from './passages.js';
+import { FILTERABLE_KEYS, wellFormed } from './passages.js';
 
 export const QUERY_MODES = ['local', 'shared', 'hybrid'] as const;
 export type QueryMode = (typeof QUERY_MODES)[number];
@@ -48,7 +48,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 const invalid = (param: string, message: string) => new PlatformError('invalid_field', message, param);
 
 function scalar(value: unknown): VectorScalar | undefined {
-  if (typeof value === 'string' || typeof value === 'boolean') return value;
+  if ((typeof value === 'string' && wellFormed(value)) || typeof value === 'boolean') return value;
   if (typeof value === 'number' && Number.isFinite(value)) return value === 0 ? 0 : value;
   return undefined;
 }
@@ -86,7 +86,7 @@ export function parseQueryRequest(body: unknown): QueryRequest {
   if (body.query === undefined) throw new PlatformError('invalid_body', 'query is required.', 'query');
   if (!(QUERY_MODES as readonly unknown[]).includes(body.mode)) throw invalid('mode', `mode is one of ${QUERY_MODES.join(', ')}.`);
   const query = body.query;
-  if (typeof query !== 'string' || query.trim().length === 0 || [...query].length > MAX_QUERY_CHARS) throw invalid('query', `query is a string of 1 to ${MAX_QUERY_CHARS} characters.`);
+  if (typeof query !== 'string' || query.trim().length === 0 || [...query].length > MAX_QUERY_CHARS || !wellFormed(query)) throw invalid('query', `query is a string of 1 to ${MAX_QUERY_CHARS} characters.`);
   const topK = body.top_k ?? DEFAULT_TOP_K;
   if (!Number.isInteger(topK) || (topK as number) < 1 || (topK as number) > MAX_TOP_K) throw invalid('top_k', `top_k is a whole number from 1 to ${MAX_TOP_K}.`);
   const retrieval = body.retrieval ?? 'vector';
