@@ -790,6 +790,46 @@ describe('more races', () => {
   });
 });
 
+describe('lone surrogates (JSON "\\ud800": not Unicode, stored as U+FFFD by DynamoDB and S3 Vectors)', () => {
+  const json = (k: string) => ({ authorization: `Bearer ${k}`, 'content-type': 'application/json', 'x-operation-id': op() });
+
+  it('in an id, a text or metadata the passage is skipped; in a document id the call is refused; two such ids never become one passage', async () => {
+    const { ws, key: k } = await freshWorkspace('lone-surrogates');
+    const documents = [
+      '{"id":"lone\\ud800","text":"lone half one","metadata":{"category":"lone"}}',
+      '{"id":"lone\\udbff","text":"lone half two","metadata":{"category":"lone"}}',
+      '{"id":"text","text":"lone half \\udc31 text","metadata":{"category":"lone"}}',
+      '{"id":"value","text":"lone half value","metadata":{"category":"lone \\ud83d"}}',
+      '{"id":"element","text":"lone half element","metadata":{"tag":["ok","\\ud83d"]}}',
+      '{"id":"key","text":"lone half key","metadata":{"k\\ud83d":"v"}}',
+      '{"id":"pair\\ud83d\\udc31","text":"a whole pair \\ud83d\\udc31 is a character","metadata":{"category":"lone"}}',
+    ];
+    const a = await postBytes(`${p.urls.ai}/v1/vector/ingest`, `{"scope":"shared","documents":[${documents.join(',')}]}`, json(k));
+    expect(a.body).toEqual({
+      ingested: 1,
+      skipped: [
+        { index: 0, id: 'lone\ud800', reason: 'invalid_id' },
+        { index: 1, id: 'lone\udbff', reason: 'invalid_id' },
+        { index: 2, id: 'text', reason: 'invalid_text' },
+        { index: 3, id: 'value', reason: 'invalid_metadata' },
+        { index: 4, id: 'element', reason: 'invalid_metadata' },
+        { index: 5, id: 'key', reason: 'invalid_metadata' },
+      ],
+    });
+    expect(ids(await query({ mode: 'shared', query: 'a whole pair 🐱 is a character', top_k: 1 }, k))).toEqual(['pair🐱']);
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(1);
+    const document = await postBytes(`${p.urls.ai}/v1/vector/ingest`, '{"scope":"shared","documents":[{"id":"d","text":"d","document_id":"half\\ud800"}]}', json(k));
+    expect([document.status, document.body.error.code, document.body.error.param]).toEqual([400, 'invalid_body', 'documents.0.document_id']);
+  });
+
+  it('in a query or a filter value, 400 invalid_field', async () => {
+    const q = await postBytes(`${p.urls.ai}/v1/vector/query`, '{"mode":"shared","query":"lone \\ud800 half"}', json(key));
+    expect([q.status, q.body.error.code, q.body.error.param]).toEqual([400, 'invalid_field', 'query']);
+    const f = await postBytes(`${p.urls.ai}/v1/vector/query`, '{"mode":"shared","query":"lone","filter":{"kind":{"$in":["a","\\udc00"]}}}', json(key));
+    expect([f.status, f.body.error.code, f.body.error.param]).toEqual([400, 'invalid_field', 'filter.kind']);
+  });
+});
+
 describe('two workers (npm start, LOCAL_WORKERS=2)', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'vector-attack-'));
   let server: LocalProcess;
