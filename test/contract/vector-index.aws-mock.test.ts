@@ -10,6 +10,7 @@ import {
   AccessDeniedException,
   CreateIndexCommand,
   GetIndexCommand,
+  PutVectorsCommand,
   QueryVectorsCommand,
   S3VectorsClient,
   ServiceUnavailableException,
@@ -274,10 +275,48 @@ describe('S3VectorIndex', () => {
     expect(s3Filter({ created_at: true })).toEqual({ created_at: { $eq: true } });
   });
 
-  it('the mock is the service: GetIndex of a missing index is NotFoundException', async () => {
-    const client = newClient();
-    const other = mockS3Vectors(client, { buckets: [BUCKET] });
-    await expect(client.send(new GetIndexCommand({ vectorBucketName: BUCKET, indexName: 'nope' }))).rejects.toMatchObject({ name: 'NotFoundException' });
-    other.restore();
+  describe('the mock is the service', () => {
+    let client: S3VectorsClient;
+    let other: S3VectorsMock;
+    const base = { vectorBucketName: BUCKET, indexName: 'raw' };
+    const put = (vectors: unknown[]) => client.send(new PutVectorsCommand({ ...base, vectors: vectors as never }));
+    const refused = (call: Promise<unknown>, message: RegExp) => expect(call).rejects.toMatchObject({ name: 'ValidationException', message: expect.stringMatching(message) });
+    beforeEach(async () => {
+      client = newClient();
+      other = mockS3Vectors(client, { buckets: [BUCKET] });
+      await client.send(new CreateIndexCommand({ ...base, dataType: 'float32', dimension: 2, distanceMetric: 'cosine', metadataConfiguration: { nonFilterableMetadataKeys: ['payload'] } }));
+    });
+    afterEach(() => other.restore());
+
+    it('GetIndex of a missing index is NotFoundException', async () => {
+      await expect(client.send(new GetIndexCommand({ vectorBucketName: BUCKET, indexName: 'nope' }))).rejects.toMatchObject({ name: 'NotFoundException' });
+    });
+
+    it('refuses what S3 Vectors refuses: over 500 vectors, a zero vector under cosine, filterable metadata over 2 KiB, over 50 keys', async () => {
+      const v = (key: string, metadata?: object) => ({ key, data: { float32: [1, 0] }, metadata });
+      await refused(put(Array.from({ length: 501 }, (_, i) => v(`k${i}`))), /1 to 500/);
+      await refused(put([{ key: 'z', data: { float32: [0, 0] } }]), /zero vectors/);
+      await refused(put([v('k', { category: 'x'.repeat(2048) })]), /filterable metadata is over 2048/);
+      // The same bytes in the non-filterable key are fine.
+      await put([v('k', { payload: 'x'.repeat(2048) })]);
+      await refused(put([v('k', Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`m${i}`, i])))]), /51 metadata keys/);
+    });
+
+    it('queries: topK 1 to 100, no filter on a non-filterable key, lists matched by any element', async () => {
+      await put([{ key: 'a', data: { float32: [1, 0] }, metadata: { tag: ['x', 'y'], payload: 'p' } }]);
+      const query = (input: object) => client.send(new QueryVectorsCommand({ ...base, queryVector: { float32: [1, 0] }, topK: 5, ...input }));
+      await refused(query({ topK: 101 }), /topK/);
+      await refused(query({ filter: { payload: 'p' } }), /non-filterable/);
+      await refused(query({ filter: { tag: { $in: [] } } }), /\$in takes a non-empty array/);
+      expect((await query({ filter: { tag: { $eq: 'y' } } })).vectors).toEqual([{ key: 'a' }]);
+      expect((await query({ filter: { tag: { $in: ['z', 'x'] } }, returnDistance: true })).vectors).toEqual([{ key: 'a', distance: expect.closeTo(0, 6) }]);
+      expect((await query({ filter: { $and: [{ tag: 'x' }, { tag: { $ne: 'y' } }] } })).vectors).toEqual([]);
+    });
+
+    it('throttles past 2,500 vectors a second on one index', async () => {
+      const batch = (b: number) => Array.from({ length: 500 }, (_, i) => ({ key: `b${b}-${i}`, data: { float32: [1, i + 1] } }));
+      for (let b = 0; b < 5; b++) await put(batch(b));
+      await expect(put(batch(5))).rejects.toMatchObject({ name: 'TooManyRequestsException', $metadata: { httpStatusCode: 429 } });
+    });
   });
 });
