@@ -778,6 +778,33 @@ describe('more races', () => {
     expect((await readDatabase(p.engine, ws))!.passages).toBe(0);
   });
 
+  it('a passage moved out of a document (to another, or standalone) survives that document\'s next generation and its deletion; counts follow', async () => {
+    const { ws, key: k } = await freshWorkspace('movers-out');
+    const put = async (documents: object[]) => expect((await ingest({ scope: 'shared', documents }, k)).body.skipped).toEqual([]);
+    const visible = async () => ids(await query({ mode: 'shared', query: 'moving passage', top_k: 50, filter: { category: 'moving' } }, k)).sort();
+    const m = { category: 'moving' };
+    await put([1, 2, 3].map((i) => ({ id: `m${i}`, text: `moving passage ${i}`, document_id: 'origin', metadata: m })));
+    await put([{ id: 'loose', text: 'moving passage loose', metadata: m }]);
+    // m1 to another document, m2 standalone, the loose one into the origin document.
+    await put([{ id: 'm1', text: 'moving passage 1 elsewhere', document_id: 'elsewhere', metadata: m }]);
+    await put([{ id: 'm2', text: 'moving passage 2 alone', metadata: m }]);
+    await put([{ id: 'loose', text: 'moving passage loose joined', document_id: 'origin', metadata: m }]);
+    expect(await listed('origin', 'shared', k)).toMatchObject({ generation: 1, passages: 2, content_sha256: contentSha([['m3', 'moving passage 3'], ['loose', 'moving passage loose joined']]) });
+    expect(await listed('elsewhere', 'shared', k)).toMatchObject({ passages: 1 });
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(4);
+    // The origin's next generation replaces m3 and loose only; its deletion removes its own only.
+    await put([{ id: 'm3', text: 'moving passage 3 again', document_id: 'origin', generation: 2, metadata: m }]);
+    expect(await visible()).toEqual(['m1', 'm2', 'm3']);
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(3);
+    expect((await deleteDocument('origin', 'shared', k)).body).toEqual({ document_id: 'origin', generation: 2, deleted: 1 });
+    expect(await visible()).toEqual(['m1', 'm2']);
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(2);
+    // The same passage sent again at a new generation with the same text is still one passage.
+    await put([{ id: 'm1', text: 'moving passage 1 elsewhere', document_id: 'elsewhere', generation: 2, metadata: m }]);
+    expect(await listed('elsewhere', 'shared', k)).toMatchObject({ generation: 2, passages: 1, content_sha256: contentSha([['m1', 'moving passage 1 elsewhere']]) });
+    expect((await readDatabase(p.engine, ws))!.passages).toBe(2);
+  });
+
   it('one id in both scopes is two passages: hybrid answers both, each naming its scope', async () => {
     await ingest({ scope: 'shared', documents: [{ id: 'twin', text: 'twin passage shared copy', metadata: { category: 'twins' } }] });
     await ingest({ scope: 'local', documents: [{ id: 'twin', text: 'twin passage local copy', metadata: { category: 'twins' } }] });
