@@ -249,6 +249,34 @@ describe('many writers of one document at once', () => {
   });
 });
 
+describe('a reader among many writers of one scope', () => {
+  it('sees one whole generation of its document while other documents of the scope commit all the time', async () => {
+    const { key: k } = await freshWorkspace('busy-scope');
+    const parts = 4;
+    const bump = (g: number) =>
+      ingest({ scope: 'shared', documents: Array.from({ length: parts }, (_, i) => ({ id: `busy-${g}-${i}`, text: `busy reader generation ${g} part ${i}`, document_id: 'busy', generation: g, metadata: { source: 'busy' } })) }, k);
+    expect((await bump(1)).body.ingested).toBe(parts);
+    let writing = true;
+    const seen: string[][] = [];
+    const reader = async () => {
+      while (writing) seen.push(ids(await query({ mode: 'shared', query: 'busy reader generation part', top_k: 50, filter: { source: 'busy' } }, k)));
+    };
+    const other = async (w: number) => {
+      for (let i = 0; writing; i++) await ingest({ scope: 'shared', documents: [{ id: `other-${w}-${i % 5}`, text: `other writer ${w} busy reader generation part ${i}`, document_id: `other-${w}`, generation: i + 1, metadata: { source: 'other' } }] }, k);
+    };
+    const writer = async () => {
+      try {
+        for (let g = 2; g <= 20; g++) expect((await bump(g)).body.ingested).toBe(parts);
+      } finally {
+        writing = false;
+      }
+    };
+    await Promise.all([writer(), reader(), reader(), reader(), ...[0, 1, 2, 3, 4, 5].map(other)]);
+    const bad = seen.filter((answer) => answer.length !== parts || new Set(answer.map((id) => id.split('-')[1])).size !== 1);
+    expect(bad).toEqual([]);
+  });
+});
+
 describe('crafted document ids in the DELETE path', () => {
   const crafted = ['a/b', '..', '.', 'é文🐱', '%41', 'a?b#c', ' spaced ', 'x'.repeat(256), '\u0000nul'];
 
