@@ -35,7 +35,7 @@ const ids = (answer: { body: any }) => answer.body.matches.map((m: any) => m.id)
 
 async function request(method: string, path: string, k = key, headers: Record<string, string> = {}) {
   const res = await fetch(`${p.urls.ai}${path}`, { method, headers: { ...bearer(k), ...headers } });
-  return { status: res.status, headers: res.headers, body: await res.json().catch(() => undefined) };
+  return { status: res.status, headers: res.headers, body: (await res.json().catch(() => undefined)) as any };
 }
 const listDocuments = (scope: string, extra = '', k = key) => request('GET', `/v1/vector/documents?scope=${scope}${extra}`, k);
 const deleteDocument = (id: string, scope: string, k = key) => request('DELETE', `/v1/vector/documents/${encodeURIComponent(id)}?scope=${scope}`, k, { 'x-operation-id': op() });

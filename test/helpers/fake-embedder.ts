@@ -19,13 +19,13 @@ export const FAKE_DIMENSIONS = 32;
 
 /** The vector the fake answers for `text`, unnormalized (what a test compares against). */
 export function fakeVector(text: string, dimensions = FAKE_DIMENSIONS): number[] {
-  const v = new Array<number>(dimensions).fill(0);
+  const v: number[] = new Array<number>(dimensions).fill(0);
   const words = text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
   for (const word of words.length ? words : [text]) {
     const h = createHash('sha256').update(word).digest();
     for (let k = 0; k < 3; k++) v[h[k] % dimensions] += h[3 + k] & 1 ? 1 : -1;
   }
-  if (v.every((x) => x === 0)) v[0] = 1;
+  if (!v.some((x) => x !== 0)) v[0] = 1;
   return v;
 }
 
