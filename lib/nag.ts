@@ -163,6 +163,9 @@ export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Gr
 
   if ((grants.has('vectors:read') || grants.has('vectors:write')) && t.vectors) acknowledgeVectorIndexes(fn, t.vectors.indexArns);
 
+  if (grants.has('rerankers:call')) {
+    iam5('Resource::*', "Bedrock's Rerank action has no resource of its own in IAM (it is authorized on `*`); the model a rerank runs is authorized separately by bedrock:InvokeModel on foundation models (upstream-keys:read). Rerank only.");
+  }
   if (grants.has('upstream-keys:read')) {
     iam5(
       `Resource::${flat(fn, upstreamKeyArn(fn))}`,

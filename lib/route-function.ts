@@ -13,7 +13,7 @@ import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import type { VectorBucket } from './vector-bucket.js';
 import { acknowledgeGrantWildcards } from './nag.js';
-import { grantUpstreams } from './upstream-grants.js';
+import { grantRerankers, grantUpstreams } from './upstream-grants.js';
 import { platformStackName } from './stack-name.js';
 import { functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
 
@@ -143,6 +143,7 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
   // The gateway's three calls on the connection table, no scans or queries.
   if (grants.has('connections:table')) connections(routeId, t).table.grant(role, ...CONNECTION_TABLE_ACTIONS);
   if (grants.has('upstream-keys:read')) grantUpstreams(role);
+  if (grants.has('rerankers:call')) grantRerankers(role);
   t.vectors.grant(role, { read: grants.has('vectors:read'), write: grants.has('vectors:write') });
 }
 

@@ -42,3 +42,12 @@ export function grantUpstreams(role: Role): void {
   role.addToPrincipalPolicy(new PolicyStatement({ actions: ['secretsmanager:GetSecretValue'], resources: [upstreamKeyArn(role)] }));
   role.addToPrincipalPolicy(new PolicyStatement({ actions: BEDROCK_ACTIONS, resources: bedrockArns(role) }));
 }
+
+/**
+ * `rerankers:call`: Bedrock's Rerank API (a rerank profile of provider `bedrock`). IAM authorizes
+ * `bedrock:Rerank` on no resource of its own (`*`); the model it runs is authorized by
+ * bedrock:InvokeModel on the model's ARN, which `upstream-keys:read` grants.
+ */
+export function grantRerankers(role: Role): void {
+  role.addToPrincipalPolicy(new PolicyStatement({ actions: ['bedrock:Rerank'], resources: ['*'] }));
+}

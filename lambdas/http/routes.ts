@@ -29,7 +29,9 @@ export type Grant =
   | 'upstream-keys:read'
   /** The vector bucket's indexes (S3 Vectors, lib/vector-bucket.ts): query them; write them, and make and remove them. */
   | 'vectors:read'
-  | 'vectors:write';
+  | 'vectors:write'
+  /** Bedrock's Rerank API, for rerank profiles of provider `bedrock` (openai-compatible ones need only `upstream-keys:read`). */
+  | 'rerankers:call';
 
 export interface RouteDef {
   /** Stable id: `<api>.<resource>.<action>`. Names the function in the stack. */
@@ -92,7 +94,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.run', api: 'ai', method: 'POST', path: '/v1/run', handler: 'http/handlers/ai/run', grants: ['table:read', 'table:write', 'upstream-keys:read'], maxBodyBytes: 5 * 1024 * 1024 },
   // The vector database (spec 4.6, 4.7; docs/ai/vector.md): upstream keys for its embedding route.
   { id: 'ai.vector.ingest', api: 'ai', method: 'POST', path: '/v1/vector/ingest', handler: 'http/handlers/ai/vector-ingest', capability: 'knowledge', grants: ['table:read', 'table:write', 'upstream-keys:read', 'vectors:read', 'vectors:write'], maxBodyBytes: 5 * 1024 * 1024 },
-  { id: 'ai.vector.query', api: 'ai', method: 'POST', path: '/v1/vector/query', handler: 'http/handlers/ai/vector-query', capability: 'knowledge', grants: ['table:read', 'table:write', 'upstream-keys:read', 'vectors:read'], maxBodyBytes: 64 * 1024 },
+  { id: 'ai.vector.query', api: 'ai', method: 'POST', path: '/v1/vector/query', handler: 'http/handlers/ai/vector-query', capability: 'knowledge', grants: ['table:read', 'table:write', 'upstream-keys:read', 'vectors:read', 'rerankers:call'], maxBodyBytes: 64 * 1024 },
   { id: 'ai.vector.documents.list', api: 'ai', method: 'GET', path: '/v1/vector/documents', handler: 'http/handlers/ai/vector-documents-list', capability: 'knowledge', grants: ['table:read', 'secret:read'] },
   { id: 'ai.vector.documents.delete', api: 'ai', method: 'DELETE', path: '/v1/vector/documents/{document_id}', handler: 'http/handlers/ai/vector-documents-delete', capability: 'knowledge', grants: ['table:read', 'table:write', 'vectors:read', 'vectors:write'] },
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },

@@ -101,6 +101,19 @@ describe('the AI distribution', () => {
   });
 });
 
+describe('rerankers:call', () => {
+  it('gives bedrock:Rerank (on *, the only resource IAM takes for it) to the vector query alone, and nothing else with it', () => {
+    for (const [id, fn] of routeFunctions(template)) {
+      const rerank = allowedStatements(template, fn).filter((s) => s.actions.includes('bedrock:Rerank'));
+      if (id !== 'ai.vector.query') {
+        expect(rerank, id).toEqual([]);
+        continue;
+      }
+      expect(rerank, id).toEqual([{ actions: ['bedrock:Rerank'], resources: '"*"' }]);
+    }
+  });
+});
+
 describe('upstream-keys:read', () => {
   const holders = ROUTES.filter((r) => r.grants.includes('upstream-keys:read')).map((r) => r.id);
 
@@ -114,7 +127,7 @@ describe('upstream-keys:read', () => {
     for (const [id, fn] of fns) {
       const statements = allowedStatements(template, fn);
       const upstreamSecrets = statements.filter((s) => s.resources.includes('ai-upstream'));
-      const bedrock = statements.filter((s) => s.actions.some((a) => a.startsWith('bedrock:')));
+      const bedrock = statements.filter((s) => s.actions.some((a) => a.startsWith('bedrock:') && a !== 'bedrock:Rerank'));
       if (!holders.includes(id.replace(/ \(stream\)$/, ''))) {
         expect(upstreamSecrets, id).toEqual([]);
         expect(bedrock, id).toEqual([]);
