@@ -379,6 +379,20 @@ describe('with the workspace database', () => {
       await routes().set(org, { ...input, upstream_model: 'another-model' }, { force: true });
       await routes().set(org, { ...input, upstream_model: stamped.upstream_model! }, { force: true });
     });
+
+    it('a stamped route that is no embeddings route any more is 503: nothing is embedded with another model', async () => {
+      const input = { id: 'emb', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 1_000 };
+      await routes().set(org, { ...input, endpoint: '/v1/chat/completions' }, { force: true });
+      try {
+        await waitFor('the route change', async () => (await query({ mode: 'shared', query: 'cats' })).status === 503, 5_000);
+        const r = await ingest({ scope: 'shared', documents: [{ id: 'x', text: 'x' }] });
+        expect([r.status, r.body.error.code]).toEqual([503, 'service_unavailable']);
+        expect(r.body.error.message).toMatch(/emb/);
+      } finally {
+        await routes().set(org, { ...input, endpoint: '/v1/embeddings', default: true }, { force: true });
+      }
+      await waitFor('the route back', async () => (await query({ mode: 'shared', query: 'cats' })).status === 200, 5_000);
+    });
   });
 
   describe('who may call', () => {
