@@ -24,7 +24,7 @@
  */
 import Database from 'better-sqlite3';
 import hnswlib from 'hnswlib-node';
-import { existsSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../lambdas/engine/embedded/index.js';
@@ -128,7 +128,7 @@ export function latentDataSet(n: number, options: { queries?: number; dimensions
 /** One row of the tables: how a subject is built and asked. Its answers are passage positions. */
 export interface VectorSubject {
   name: string;
-  /** Builds (ingests) the data set; may return figures of its own (ingest rate...). */
+  /** Builds (ingests) the data set; a subject keeps figures of its own (ingest rate...) on itself. */
   setup(data: VectorDataSet, progress: (line: string) => void): Promise<void>;
   query(i: number, filter: FilterName): Promise<number[]> | number[];
   close(): Promise<void>;
@@ -277,7 +277,6 @@ async function measureRestart(adapter: AdapterFigures, data: VectorDataSet) {
   const snapshots = join(dir, 'vector-snapshots');
   const aside = join(dir, 'aside');
   rmSync(aside, { recursive: true, force: true });
-  const { renameSync } = await import('node:fs');
   renameSync(snapshots, aside);
   started = now();
   const cold = createEmbeddedEngine({ dataDir: dir });
@@ -366,7 +365,7 @@ export const benchmark: Benchmark = {
       }
 
       // Verdict per round.
-      const rebuildMs = (adapter.restart![0].readStoredMs + raw.buildS! * 1000);
+      const rebuildMs = adapter.restart![0].readStoredMs + raw.buildS! * 1000;
       const checks: string[] = [];
       const roundRows: string[][] = [];
       for (let round = 1; round <= rounds; round++) {
