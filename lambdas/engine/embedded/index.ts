@@ -66,7 +66,7 @@ export function createEmbeddedEngine(options: { dataDir: string; clock?: Clock; 
   const sweeper = setInterval(() => void kv.sweepExpired().catch(() => undefined), SWEEP_MS);
   sweeper.unref();
   // Its own SQLite file (vectors.db), opened at first use: docs/decisions/vector-index-embedded.md.
-  const vectors = new SqliteVectorIndex(options.dataDir);
+  const vectors = new SqliteVectorIndex(options.dataDir, { checkpoints: options.checkpoints });
   return {
     name: 'embedded',
     dataDir: options.dataDir,

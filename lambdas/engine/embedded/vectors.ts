@@ -19,14 +19,17 @@
 import Database from 'better-sqlite3';
 import hnswlib from 'hnswlib-node';
 import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EngineError } from '../errors.js';
 import { VECTOR_BATCH_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex, type VectorMetadata } from '../ports.js';
 import { GroupCommit } from './group-commit.js';
+import { startCheckpointer, WAL_SIZE_LIMIT, type Checkpointer } from './checkpointer.js';
 import { IndexView } from './vector-view.js';
 import { SnapshotFiles } from './vector-snapshots.js';
 
+const require = createRequire(import.meta.url);
 const INDEX_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 const MAX_DIMENSIONS = 4096;
 const KEY_MAX_BYTES = 1024;
@@ -83,6 +86,8 @@ export interface VectorIndexOptions {
   snapshotAfter?: number;
   /** Candidates up to which a query scans exactly instead of walking the graph (vector-view.ts SCAN_MAX). */
   scanMax?: number;
+  /** 'thread' (the local server): WAL checkpoints off the request path, as for platform.db (checkpointer.ts). */
+  checkpoints?: 'auto' | 'thread';
 }
 
 /** The vector as stored: unit length, so inner product is cosine similarity. */
@@ -105,7 +110,9 @@ const asVector = (blob: Buffer) =>
     : new Float32Array(blob.buffer.slice(blob.byteOffset, blob.byteOffset + blob.byteLength));
 
 export class SqliteVectorIndex implements VectorIndex {
-  private opened: { db: Database.Database; writer: GroupCommit; statements: ReturnType<typeof prepare>; read: <T>(fn: () => T) => T } | undefined;
+  private opened:
+    | { db: Database.Database; writer: GroupCommit; statements: ReturnType<typeof prepare>; read: <T>(fn: () => T) => T; checkpointer?: Checkpointer }
+    | undefined;
   private readonly views = new Map<string, Promise<IndexView>>();
   private readonly snapshots: SnapshotFiles;
   private readonly timers = new Set<NodeJS.Timeout>();
@@ -264,6 +271,7 @@ export class SqliteVectorIndex implements VectorIndex {
     this.views.clear();
     if (this.opened) {
       await this.opened.writer.drain();
+      await this.opened.checkpointer?.stop();
       if (this.opened.db.open) this.opened.db.close();
     }
   }
@@ -273,7 +281,8 @@ export class SqliteVectorIndex implements VectorIndex {
     if (this.closed) throw new EngineError('the vector index is closed');
     if (!this.opened) {
       mkdirSync(this.dataDir, { recursive: true, mode: 0o700 });
-      const db = new Database(join(this.dataDir, 'vectors.db'));
+      const file = join(this.dataDir, 'vectors.db');
+      const db = new Database(file);
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = NORMAL');
       db.pragma('busy_timeout = 5000');
@@ -281,9 +290,15 @@ export class SqliteVectorIndex implements VectorIndex {
       // As the engine's main database: past setup a write waits for another process's lock in the
       // group commit, without blocking the event loop (group-commit.ts).
       db.pragma('busy_timeout = 0');
+      let checkpointer: Checkpointer | undefined;
+      if (this.options.checkpoints === 'thread') {
+        db.pragma('wal_autocheckpoint = 0');
+        db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
+        checkpointer = startCheckpointer(file, require.resolve('better-sqlite3'));
+      }
       // One read transaction: what it reads is one state of the file, whatever other processes commit.
       const inTransaction = db.transaction((fn: () => unknown) => fn());
-      this.opened = { db, writer: new GroupCommit(db), statements: prepare(db), read: <T>(fn: () => T) => inTransaction(fn) as T };
+      this.opened = { db, writer: new GroupCommit(db), statements: prepare(db), read: <T>(fn: () => T) => inTransaction(fn) as T, checkpointer };
       this.snapshots.sweepTemporaries();
     }
     return this.opened;
