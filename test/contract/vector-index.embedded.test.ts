@@ -163,6 +163,24 @@ describe('embedded vector index: the graph', () => {
   }, 60_000);
 });
 
+describe('embedded vector index: churn', () => {
+  it('reuses the graph places of removed entries and grows it when none is left, answering exactly throughout', async () => {
+    const v = open(dataDir(), { scanMax: 0 });
+    await v.createIndex('churn', 8);
+    const first = entries(vectorsOf(20, 1500, 8));
+    await putAll(v, 'churn', first);
+    await v.caughtUp('churn');
+    await v.delete('churn', first.slice(0, 500).map((e) => e.key));
+    await v.delete('churn', first.slice(500, 1000).map((e) => e.key));
+    const second = entries(vectorsOf(21, 2500, 8), 1500);
+    await putAll(v, 'churn', second);
+    await v.caughtUp('churn');
+    expect(await v.stats('churn')).toMatchObject({ entries: 3000, inGraph: 3000, pending: 0 });
+    const live = [...first.slice(1000), ...second];
+    for (const query of vectorsOf(22, 5, 8)) expect(keys(await v.query('churn', { vector: query, topK: 10 }))).toEqual(exactKeys(live, query, 10));
+  }, 60_000);
+});
+
 describe('embedded vector index: snapshots and restarts', () => {
   const snapshotFiles = (dir: string) => (existsSync(join(dir, 'vector-snapshots')) ? readdirSync(join(dir, 'vector-snapshots')) : []);
 

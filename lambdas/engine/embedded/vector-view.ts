@@ -333,7 +333,14 @@ export class IndexView {
     // Deleted elements' places are reused first (allowReplaceDeleted); grow only when none is left.
     if (count >= graph.getMaxElements() && count === this.graphed) graph.resizeIndex(Math.max(1024, count * 2));
     const at = slot * this.dimensions;
-    graph.addPoint(Array.from(this.vectors.subarray(at, at + this.dimensions)), this.ids[slot], true);
+    const point = Array.from(this.vectors.subarray(at, at + this.dimensions));
+    try {
+      graph.addPoint(point, this.ids[slot], true);
+    } catch {
+      // Full after all (a place counted as deleted that was not): grow and try once more.
+      graph.resizeIndex(Math.max(1024, graph.getMaxElements() * 2));
+      graph.addPoint(point, this.ids[slot], true);
+    }
     this.state[slot] = GRAPHED;
     this.pendingCount--;
     this.graphed++;
