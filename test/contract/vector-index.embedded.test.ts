@@ -311,4 +311,22 @@ describe('embedded vector index: checks', () => {
     await expect(v.query('nothing-here', { vector: new Float32Array(4).fill(1), topK: 1 })).rejects.toThrow(/no vector index/);
     for (const name of ['ab', 'Upper', 'under_score', '-lead', 'x'.repeat(64), '../up']) await expect(v.createIndex(name, 4)).rejects.toThrow(/name/);
   });
+
+  it('holds entries and filters to the port\'s limits, as S3 Vectors does', async () => {
+    const v = open(dataDir());
+    await v.createIndex('limits', 4);
+    const vector = new Float32Array(4).fill(1);
+    const put = (filterable: Record<string, unknown>, payload = '') => v.put('limits', [{ key: 'k', vector, filterable: filterable as never, payload }]);
+    await put(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'x'])), 'é'.repeat(16 * 1024));
+    await expect(put(Object.fromEntries(Array.from({ length: 41 }, (_, i) => [`k${i}`, 'x'])))).rejects.toThrow(/filterable keys/);
+    await expect(put({ big: 'x'.repeat(2048) })).rejects.toThrow(/2048 bytes/);
+    await expect(put({}, 'é'.repeat(16 * 1024 + 1))).rejects.toThrow(/payload/);
+    await expect(put({ n: Number.NaN })).rejects.toThrow(/finite/);
+    await expect(put({ nested: { a: 1 } })).rejects.toThrow(/not a string/);
+    await expect(put({ list: ['a', 1] })).rejects.toThrow(/not a string/);
+    const query = (filter: unknown) => v.query('limits', { vector, topK: 1, filter: filter as never });
+    expect(await query({ k0: { $in: Array.from({ length: 20 }, (_, i) => `v${i}`) } })).toEqual([]);
+    await expect(query({ k0: { $in: Array.from({ length: 21 }, (_, i) => `v${i}`) } })).rejects.toThrow(/\$in/);
+    await expect(query({ k0: { $in: [] } })).rejects.toThrow(/\$in/);
+  });
 });
