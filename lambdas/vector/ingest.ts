@@ -8,7 +8,7 @@ import type { ModelRoute } from '../ai/model-routes.js';
 import type { VectorDatabase } from './databases.js';
 import { embedTexts } from './embed.js';
 import { scopeTag } from './keys.js';
-import { commitPassages, currentDocuments, decideGenerations } from './ledger.js';
+import { commitPassages, currentDocuments, decideGenerations, type EmbeddedPassage } from './ledger.js';
 import type { IngestRequest, Skipped } from './passages.js';
 
 export interface IngestAnswer {
@@ -18,18 +18,24 @@ export interface IngestAnswer {
 
 export async function ingestPassages(engine: Engine, principal: Principal, database: VectorDatabase, route: ModelRoute, request: IngestRequest): Promise<IngestAnswer> {
   const tag = scopeTag(request.scope, principal);
-  // Passages the commit would refuse are not embedded (it decides again, under the scope's lease).
+  // Passages the commit would refuse now are not embedded; the commit decides again under the
+  // scope's lease, and sends back any it accepts after all (their document changed meanwhile).
   const documentIds = request.passages.flatMap((p) => (p.document_id === null ? [] : [p.document_id]));
   const early = documentIds.length ? decideGenerations(request.passages, await currentDocuments(engine, database.database_id, tag, documentIds)).skipped : [];
   const refused = new Set(early.map((s) => s.index));
-  const passages = request.passages.filter((p) => !refused.has(p.index));
-  let ingested = 0;
-  const skipped = [...request.skipped, ...early];
-  if (passages.length) {
-    const vectors = await embedTexts(engine, principal, route, database, passages.map((p) => p.text));
-    const result = await commitPassages(engine, database, request.scope, tag, passages.map((p, i) => ({ ...p, vector: vectors[i] })));
-    ingested = result.ingested;
-    skipped.push(...result.skipped);
+  const passages: EmbeddedPassage[] = request.passages.map((p) => ({ ...p }));
+  let toEmbed = passages.filter((p) => !refused.has(p.index));
+  for (;;) {
+    if (toEmbed.length) {
+      const vectors = await embedTexts(engine, principal, route, database, toEmbed.map((p) => p.text));
+      toEmbed.forEach((p, i) => (p.vector = vectors[i]));
+    }
+    const result = await commitPassages(engine, database, request.scope, tag, passages);
+    if ('embed' in result) {
+      const wanted = new Set(result.embed.map((p) => p.index));
+      toEmbed = passages.filter((p) => wanted.has(p.index));
+      continue;
+    }
+    return { ingested: result.ingested, skipped: [...request.skipped, ...result.skipped].sort((a, b) => a.index - b.index) };
   }
-  return { ingested, skipped: skipped.sort((a, b) => a.index - b.index) };
 }

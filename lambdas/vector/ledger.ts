@@ -63,7 +63,12 @@ export interface Payload {
   document_id: string | null;
 }
 
-const LEASE_SECONDS = 60;
+/**
+ * A writer's turn: long enough for a commit of 100 passages on DynamoDB with room to spare, short
+ * enough that a dead writer holds its scope up only briefly (its turn ends, the next one recovers).
+ * A writer slower than this writes nothing more: every ledger transaction checks the lease.
+ */
+const LEASE_SECONDS = 15;
 /** How long a writer waits for its turn before answering 503. */
 const LEASE_WAIT_MS = 20_000;
 /** Passages per ledger transaction: each is its item and its member, plus the lease check. */
@@ -315,9 +320,13 @@ async function removeOlderGenerations(engine: Engine, db: string, scope: string,
 
 // ---------- commits ----------
 
-/** A passage ready to store, with its vector as the embedding route answered it. */
+/**
+ * A passage of the call, with its vector as the embedding route answered it; without one when an
+ * early look at its document refused it (the commit decides again, and asks for its vector if the
+ * document changed meanwhile).
+ */
 export interface EmbeddedPassage extends Passage {
-  vector: Float32Array;
+  vector?: Float32Array;
 }
 
 interface Decision {
@@ -365,10 +374,10 @@ export async function currentDocuments(engine: Engine, db: string, scope: string
 
 const payloadOf = (p: Passage, scope: 'shared' | 'local'): string => JSON.stringify({ id: p.id, text: p.text, metadata: p.metadata, scope, document_id: p.document_id } satisfies Payload);
 
-export interface CommitResult {
-  ingested: number;
-  skipped: Skipped[];
-}
+export type CommitResult =
+  | { ingested: number; skipped: Skipped[] }
+  /** Passages the commit would store that have no vector yet: nothing was written; embed them and commit again. */
+  | { embed: Passage[] };
 
 /** A document's state at `generation`, from its members of that generation (less those that left it). */
 async function recount(engine: Engine, db: string, scope: string, doc: string, generation: number, leaving: ReadonlySet<string>): Promise<Pick<DocumentVersion, 'passages' | 'bytes' | 'content_sha256'>> {
@@ -418,6 +427,8 @@ export async function commitPassages(engine: Engine, database: VectorDatabase, s
     const { decisions, skipped } = decideGenerations(passages, documents);
     const skippedIndexes = new Set(skipped.map((s) => s.index));
     const stored = passages.filter((p) => !skippedIndexes.has(p.index));
+    const unembedded = stored.filter((p) => !p.vector);
+    if (unembedded.length) return { embed: unembedded };
     if (!stored.length) return { ingested: 0, skipped };
 
     const intent: Intent = { txn, adds: [], passages: [], members: [], documents: [], moved: [], flips: [], drops: [] };
@@ -432,7 +443,7 @@ export async function commitPassages(engine: Engine, database: VectorDatabase, s
       const visible = old && live(old, documents) ? old : undefined;
       const gen = p.document_id === null ? null : decisions.get(p.document_id)!.target;
       const version: Version = { vkey, doc: p.document_id, gen, bytes: p.bytes, text_sha256: p.text_sha256, txn };
-      entries.push({ key: vkey, vector: p.vector, filterable: { ...filterableOf(p.metadata), scope: scopeTag }, payload: payloadOf(p, scope) });
+      entries.push({ key: vkey, vector: p.vector!, filterable: { ...filterableOf(p.metadata), scope: scopeTag }, payload: payloadOf(p, scope) });
       intent.adds.push([vkey, p.id]);
       intent.passages.push(p.id);
       if (old) intent.drops.push([old.vkey, p.id]);

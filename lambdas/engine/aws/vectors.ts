@@ -18,25 +18,13 @@ import {
 import { VECTOR_BATCH_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex } from '../ports.js';
 import { contentionPauseMs, pause } from '../../shared/backoff.js';
 import { classifyAwsError, translateAwsError } from './errors.js';
+import { VECTOR_LIMITS, checkVectorEntry, checkVectorFilter, checkVectorKey } from '../adapter-kit/vector-checks.js';
 
 /** The non-filterable metadata key holding an entry's payload (S3 Vectors allows 10 an index). */
 export const PAYLOAD_KEY = 'payload';
 
-/** S3 Vectors' limits an entry meets before it is sent (Amazon S3 User Guide, "Limitations and restrictions"). */
-export const S3_VECTORS_ENTRY_LIMITS = {
-  keyBytes: 1024,
-  /** The port's: 40 filterable keys, plus the payload's, under S3 Vectors' 50 keys a vector. */
-  filterableKeys: 40,
-  metadataKeys: 50,
-  /** Filterable metadata as UTF-8 JSON (S3 Vectors: 2 KB). */
-  filterableBytes: 2 * 1024,
-  /** The payload's UTF-8 bytes (the port's 32 KiB). */
-  payloadBytes: 32 * 1024,
-  /** All metadata as UTF-8 JSON, the payload's escapes included (S3 Vectors: 40 KB). */
-  metadataBytes: 40 * 1024,
-  /** Values a `$in` takes (the port's). */
-  inValues: 20,
-} as const;
+/** S3 Vectors' limits beyond the port's (adapter-kit/vector-checks.ts): all metadata as UTF-8 JSON, the payload's escapes included (40 KB). */
+export const S3_VECTORS_ENTRY_LIMITS = { ...VECTOR_LIMITS, metadataKeys: 50, metadataBytes: 40 * 1024 } as const;
 
 /**
  * Throttling (1,000 write requests and 2,500 vectors a second per index), 429 and 5xx answers are
@@ -107,14 +95,14 @@ export class S3VectorIndex implements VectorIndex {
   async put(index: string, entries: VectorEntry[]): Promise<void> {
     if (entries.length > VECTOR_BATCH_MAX) throw new Error(`a vector put takes at most ${VECTOR_BATCH_MAX} entries, not ${entries.length}`);
     if (!entries.length) return;
-    const vectors = entries.map((entry) => ({ key: checkKey(entry.key), data: { float32: vectorValues(entry) }, metadata: metadataOf(entry) }));
+    const vectors = entries.map((entry) => ({ key: checkVectorKey(entry.key), data: { float32: vectorValues(entry) }, metadata: metadataOf(entry) }));
     await this.call('PutVectors', () => this.client.send(new PutVectorsCommand({ vectorBucketName: this.bucket, indexName: index, vectors })));
   }
 
   async delete(index: string, keys: string[]): Promise<void> {
     if (keys.length > VECTOR_BATCH_MAX) throw new Error(`a vector delete takes at most ${VECTOR_BATCH_MAX} keys, not ${keys.length}`);
     if (!keys.length) return;
-    for (const key of keys) checkKey(key);
+    for (const key of keys) checkVectorKey(key);
     await this.call('DeleteVectors', () => this.client.send(new DeleteVectorsCommand({ vectorBucketName: this.bucket, indexName: index, keys })));
   }
 
@@ -165,11 +153,6 @@ export class S3VectorIndex implements VectorIndex {
   }
 }
 
-function checkKey(key: string): string {
-  const size = utf8(key);
-  if (size < 1 || size > S3_VECTORS_ENTRY_LIMITS.keyBytes) throw new Error(`a vector key is 1 to ${S3_VECTORS_ENTRY_LIMITS.keyBytes} bytes, not ${size}`);
-  return key;
-}
 
 function finiteValues(vector: Float32Array, what: string): number[] {
   const values = Array.from(vector);
@@ -182,19 +165,8 @@ const vectorValues = (entry: VectorEntry) => finiteValues(entry.vector, `vector 
 /** The entry's metadata as S3 Vectors stores it: its filterable keys and the payload, each limit checked. */
 function metadataOf(entry: VectorEntry): Record<string, Document> {
   const L = S3_VECTORS_ENTRY_LIMITS;
-  const keys = Object.keys(entry.filterable);
-  if (keys.includes(PAYLOAD_KEY)) throw new Error(`vector ${entry.key}: "${PAYLOAD_KEY}" is the payload's metadata key, not a filterable one`);
-  if (keys.length > L.filterableKeys) throw new Error(`vector ${entry.key}: ${keys.length} filterable metadata keys, over the limit of ${L.filterableKeys}`);
-  for (const [k, v] of Object.entries(entry.filterable)) {
-    const ok = typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
-    if (!ok) throw new Error(`vector ${entry.key}: filterable metadata ${k} is not a string, finite number, boolean or array of strings`);
-  }
-  const filterableBytes = utf8(JSON.stringify(entry.filterable));
-  if (filterableBytes > L.filterableBytes) {
-    throw new Error(`vector ${entry.key}: filterable metadata is ${filterableBytes} bytes as JSON, over the limit of ${L.filterableBytes} (S3 Vectors' filterable metadata)`);
-  }
-  const payloadBytes = utf8(entry.payload);
-  if (payloadBytes > L.payloadBytes) throw new Error(`vector ${entry.key}: payload is ${payloadBytes} bytes, over the limit of ${L.payloadBytes}`);
+  if (Object.hasOwn(entry.filterable, PAYLOAD_KEY)) throw new Error(`vector ${entry.key}: "${PAYLOAD_KEY}" is the payload's metadata key, not a filterable one`);
+  checkVectorEntry(entry);
   const metadata = { ...entry.filterable, [PAYLOAD_KEY]: entry.payload };
   const totalBytes = utf8(JSON.stringify(metadata));
   if (totalBytes > L.metadataBytes) throw new Error(`vector ${entry.key}: metadata is ${totalBytes} bytes as JSON, over the limit of ${L.metadataBytes} (S3 Vectors' total metadata)`);
@@ -207,15 +179,10 @@ function metadataOf(entry: VectorEntry): Record<string, Document> {
  */
 export function s3Filter(filter: VectorFilter | undefined): Record<string, Document> | undefined {
   if (!filter) return undefined;
+  checkVectorFilter(filter);
   const clauses = Object.entries(filter).map(([key, condition]): Record<string, Document> => {
-    if (key === PAYLOAD_KEY || key.startsWith('$')) throw new Error(`a vector filter cannot test "${key}"`);
-    if (typeof condition === 'object' && condition !== null) {
-      const values = (condition as { $in?: unknown }).$in;
-      if (!Array.isArray(values) || values.length < 1 || values.length > S3_VECTORS_ENTRY_LIMITS.inValues || Object.keys(condition).length !== 1) {
-        throw new Error(`the vector filter on ${key}: $in takes 1 to ${S3_VECTORS_ENTRY_LIMITS.inValues} values`);
-      }
-      return { [key]: { $in: values } };
-    }
+    if (key === PAYLOAD_KEY) throw new Error(`a vector filter cannot test "${key}"`);
+    if (typeof condition === 'object' && condition !== null) return { [key]: { $in: (condition as { $in: Document[] }).$in } };
     return { [key]: { $eq: condition } };
   });
   if (!clauses.length) return undefined;

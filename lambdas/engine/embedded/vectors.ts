@@ -27,17 +27,12 @@ import { VECTOR_BATCH_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter
 import { GroupCommit } from './group-commit.js';
 import { startCheckpointer, WAL_SIZE_LIMIT, type Checkpointer } from './checkpointer.js';
 import { IndexView } from './vector-view.js';
+import { checkVectorEntry, checkVectorFilter } from '../adapter-kit/vector-checks.js';
 import { SnapshotFiles } from './vector-snapshots.js';
 
 const require = createRequire(import.meta.url);
 const INDEX_NAME = /^[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$/;
 const MAX_DIMENSIONS = 4096;
-/** The port's limits (S3 Vectors' own), checked here too so nothing passes locally that fails in AWS. */
-const KEY_MAX_BYTES = 1024;
-const FILTERABLE_MAX_KEYS = 40;
-const FILTERABLE_MAX_BYTES = 2 * 1024;
-const PAYLOAD_MAX_BYTES = 32 * 1024;
-const IN_MAX_VALUES = 20;
 /** A graph is worth a snapshot once this many changes came since the newest one. */
 const SNAPSHOT_AFTER = 1000;
 /** How long an index must see no new change before its snapshot is written. */
@@ -93,28 +88,6 @@ export interface VectorIndexOptions {
   scanMax?: number;
   /** 'thread' (the local server): WAL checkpoints off the request path, as for platform.db (checkpointer.ts). */
   checkpoints?: 'auto' | 'thread';
-}
-
-function checkEntry(e: VectorEntry, i: number): void {
-  const bytes = Buffer.byteLength(e.key);
-  if (bytes < 1 || bytes > KEY_MAX_BYTES) throw new EngineError(`entry ${i}: a key is 1 to ${KEY_MAX_BYTES} bytes`);
-  const keys = Object.keys(e.filterable);
-  if (keys.length > FILTERABLE_MAX_KEYS) throw new EngineError(`entry ${i}: ${keys.length} filterable keys, over ${FILTERABLE_MAX_KEYS}`);
-  for (const k of keys) {
-    const v = e.filterable[k];
-    const ok = typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
-    if (!ok) throw new EngineError(`entry ${i}: filterable ${k} is not a string, finite number, boolean or array of strings`);
-  }
-  if (Buffer.byteLength(JSON.stringify(e.filterable)) > FILTERABLE_MAX_BYTES) throw new EngineError(`entry ${i}: filterable metadata over ${FILTERABLE_MAX_BYTES} bytes as JSON`);
-  if (Buffer.byteLength(e.payload) > PAYLOAD_MAX_BYTES) throw new EngineError(`entry ${i}: payload over ${PAYLOAD_MAX_BYTES} bytes`);
-}
-
-function checkFilter(filter: VectorFilter | undefined): void {
-  for (const [key, condition] of Object.entries(filter ?? {})) {
-    if (typeof condition !== 'object') continue;
-    const values = condition?.$in;
-    if (!Array.isArray(values) || values.length < 1 || values.length > IN_MAX_VALUES) throw new EngineError(`the filter on ${key}: $in takes 1 to ${IN_MAX_VALUES} values`);
-  }
 }
 
 /** The vector as stored: unit length, so inner product is cosine similarity. */
@@ -184,7 +157,7 @@ export class SqliteVectorIndex implements VectorIndex {
     const { writer, statements } = this.store();
     const row = this.indexRow(index);
     const rows = entries.map((e, i) => {
-      checkEntry(e, i);
+      checkVectorEntry(e);
       const vector = normalized(e.vector, row.dimensions, `entry ${i}`);
       return { key: e.key, vector: Buffer.from(vector.buffer, vector.byteOffset, vector.byteLength), filterable: JSON.stringify(e.filterable), payload: e.payload };
     });
@@ -223,7 +196,7 @@ export class SqliteVectorIndex implements VectorIndex {
   async query(index: string, query: { vector: Float32Array; topK: number; filter?: VectorFilter }): Promise<VectorHit[]> {
     const { topK, filter } = query;
     if (!Number.isInteger(topK) || topK < 1 || topK > VECTOR_TOP_K_MAX) throw new EngineError(`topK is 1 to ${VECTOR_TOP_K_MAX}, not ${topK}`);
-    checkFilter(filter);
+    checkVectorFilter(filter);
     const { read, statements } = this.store();
     for (;;) {
       const view = await this.view(index);
