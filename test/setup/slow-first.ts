@@ -7,6 +7,7 @@
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SLOW_FIRST = [
+  'test/api/vector-crash.test.ts',
   'test/api/events-crash.test.ts',
   'test/api/ai-hostile-upstreams-budget-and-ids.test.ts',
   'test/infra/lambda-bundles.test.ts',
@@ -19,6 +20,8 @@ const SLOW_FIRST = [
   'test/api/events-stream-revocation.test.ts',
   'test/api/crash.test.ts',
   'test/api/write-concurrency.test.ts',
+  'test/cli/vector-admin.test.ts',
+  'test/model/vector.model.test.ts',
 ];
 
 export class SlowFirst extends BaseSequencer {
