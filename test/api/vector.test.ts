@@ -335,6 +335,30 @@ describe('with the workspace database', () => {
     });
   });
 
+  it('records every call, the embedded tokens and each rerank call in the activity log', async () => {
+    const from = Date.now();
+    reranker.mode = 'answer';
+    await ingest({ scope: 'shared', documents: [{ id: 'metered', text: 'metered passage' }] });
+    await query({ mode: 'shared', query: 'metered passage', top_k: 1, retrieval: 'vector_rerank', rerank_profile: 'fake' });
+    await listDocuments('shared');
+    const items = async () => {
+      const res = await fetch(`${p.urls.data}/v1/activity?from=${from}&limit=500`, { headers: bearer(key) });
+      return ((await res.json()) as { items: any[] }).items;
+    };
+    let seen: any[] = [];
+    await waitFor(
+      'the calls in the activity log',
+      async () => (seen = await items()).filter((i) => i.kind === 'api.call' && String(i.route).startsWith('/v1/vector/')).length >= 3 && seen.some((i) => i.kind === 'ai.rerank'),
+      10_000,
+      100,
+    );
+    expect(seen.filter((i) => i.kind === 'api.call').map((i) => i.route)).toEqual(expect.arrayContaining(['/v1/vector/ingest', '/v1/vector/query', '/v1/vector/documents']));
+    const usage = seen.filter((i) => i.kind === 'ai.usage' && i.route === 'emb');
+    expect(usage.length).toBeGreaterThanOrEqual(2);
+    expect(usage.every((u) => u.usage.prompt_tokens > 0 && u.status === 200)).toBe(true);
+    expect(seen.filter((i) => i.kind === 'ai.rerank')).toEqual([expect.objectContaining({ route: 'fake', status: 200 })]);
+  });
+
   it('replays a query or an ingest by its X-Operation-Id', async () => {
     const id = op();
     const first = await ingest({ scope: 'shared', documents: [{ id: 'replayed', text: 'replay me' }] }, key, id);
