@@ -7,7 +7,7 @@ import type { Engine } from '../engine/ports.js';
 import { VECTOR_TOP_K_MAX } from '../engine/ports.js';
 import type { ModelRoute } from '../ai/model-routes.js';
 import { PlatformError } from '../shared/errors.js';
-import type { VectorDatabase } from './databases.js';
+import type { VectorDatabase } from './types.js';
 import { embedTexts } from './embed.js';
 import { RERANK_FACTOR, searchVectors, type Match, type QueryRequest } from './query.js';
 import { rerank } from './rerank.js';

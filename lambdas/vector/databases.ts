@@ -13,26 +13,11 @@ import { estimateEmbeddings } from '../ai/estimate.js';
 import { shapeEmbeddings } from '../ai/embeddings.js';
 import { PlatformError } from '../shared/errors.js';
 import { ulid } from '../shared/ids.js';
-import { databaseKey, documentPk, intentPk, leaseKey, memberPk, passagePk, routeStampKey, scopeRegistryPk } from './keys.js';
+import { databaseKey, routeStampKey, scopeRegistryPk } from './keys.js';
+import { clearScope } from './ledger.js';
+import type { VectorDatabase } from './types.js';
 
-export type DatabaseState = 'active' | 'deleting';
-
-export interface VectorDatabase {
-  workspace_id: string;
-  organization_id: string;
-  /** New at each creation: the partitions and the index of one database never meet another's. */
-  database_id: string;
-  state: DatabaseState;
-  embedding_route: string;
-  upstream_model: string | null;
-  dimensions: number;
-  /** The engine's index (VectorIndex) holding the vectors. */
-  index: string;
-  created_at: string;
-  /** Passages visible, and their bytes (id, text and metadata as JSON). */
-  passages: number;
-  bytes: number;
-}
+export type { DatabaseState, VectorDatabase } from './types.js';
 
 export class VectorDatabaseError extends Error {
   override name = 'VectorDatabaseError';
@@ -132,39 +117,20 @@ export async function deleteVectorDatabase(engine: Engine, workspaceId: string):
   return { ...database, state: 'deleting' };
 }
 
-/** Deletes every item of partition `pk`, 25 at a time. */
-async function clearPartition(engine: Engine, pk: string): Promise<void> {
-  for (;;) {
-    const page = await engine.kv.query({ pk, limit: 25 });
-    if (!page.items.length) return;
-    await Promise.all(page.items.map((item) => engine.kv.delete({ pk: item.pk, sk: item.sk })));
-  }
-}
-
-/** The job: the index (all vectors at once), then every scope's passages, documents and members, then the database. */
+/**
+ * The job: each scope cleared under its lease (documents, members, passages, intents), then the index
+ * (all its vectors at once), then the database, which may then be created again.
+ */
 export async function removeVectorDatabase(engine: Engine, job: RemoveVectorDatabaseJob): Promise<void> {
   const database = await readDatabase(engine, job.workspace_id);
   if (!database || database.database_id !== job.database_id || database.state !== 'deleting') return;
   const db = database.database_id;
-  await engine.vectors.deleteIndex(database.index);
   for (;;) {
     const scopes = await engine.kv.query({ pk: scopeRegistryPk(db), limit: 25 });
     if (!scopes.items.length) break;
-    for (const { sk: scope } of scopes.items) {
-      for (;;) {
-        const documents = await engine.kv.query({ pk: documentPk(db, scope), limit: 25 });
-        if (!documents.items.length) break;
-        for (const document of documents.items) {
-          await clearPartition(engine, memberPk(db, scope, document.sk));
-          await engine.kv.delete({ pk: document.pk, sk: document.sk });
-        }
-      }
-      await clearPartition(engine, passagePk(db, scope));
-      await clearPartition(engine, intentPk(db, scope));
-      await engine.kv.delete(leaseKey(db, scope));
-      await engine.kv.delete({ pk: scopeRegistryPk(db), sk: scope });
-    }
+    for (const { sk: scope } of scopes.items) await clearScope(engine, database, scope);
   }
+  await engine.vectors.deleteIndex(database.index);
   await engine.kv.transact([
     { delete: databaseKey(job.workspace_id), condition: { ifEquals: { database_id: db } } },
     { delete: routeStampKey(database.organization_id, database.embedding_route, job.workspace_id) },

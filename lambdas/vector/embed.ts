@@ -10,7 +10,7 @@ import { embeddings } from '../ai/gateway.js';
 import { estimateEmbeddings } from '../ai/estimate.js';
 import { shapeEmbeddings } from '../ai/embeddings.js';
 import { PlatformError } from '../shared/errors.js';
-import type { VectorDatabase } from './databases.js';
+import type { VectorDatabase } from './types.js';
 
 export async function embedTexts(engine: Engine, principal: Principal, route: ModelRoute, database: VectorDatabase, texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
   const list = shapeEmbeddings(await embeddings({ engine, principal, signal }, route, { input: texts, encoding_format: 'float' }, estimateEmbeddings(texts)), texts.length, 'float');

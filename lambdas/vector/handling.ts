@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
-import type { VectorDatabase } from './databases.js';
+import type { VectorDatabase } from './types.js';
 import { scopeTag, type ScopeName } from './keys.js';
 import { deleteDocument, listDocuments } from './ledger.js';
 import { MAX_ID_BYTES } from './passages.js';

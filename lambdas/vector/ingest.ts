@@ -5,7 +5,7 @@
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import type { ModelRoute } from '../ai/model-routes.js';
-import type { VectorDatabase } from './databases.js';
+import type { VectorDatabase } from './types.js';
 import { embedTexts } from './embed.js';
 import { scopeTag } from './keys.js';
 import { commitPassages, currentDocuments, decideGenerations, type EmbeddedPassage } from './ledger.js';

@@ -21,7 +21,7 @@ import { PlatformError } from '../shared/errors.js';
 import { ulid } from '../shared/ids.js';
 import { databaseKey, documentPk, headKey, intentPk, leaseKey, memberPk, passagePk, scopeRegistryPk } from './keys.js';
 import { contentSha256, filterableOf, type Passage, type Skipped } from './passages.js';
-import type { VectorDatabase } from './databases.js';
+import type { VectorDatabase } from './types.js';
 
 /** A version of a passage: its index entry, the document generation it belongs to, and the transaction that wrote it. */
 export interface Version {
@@ -195,7 +195,7 @@ interface Turn {
 }
 
 /** Runs `work` as the scope's only writer, after finishing or undoing what a dead writer left; 503 when the turn does not come. */
-async function underLease<T>(engine: Engine, database: VectorDatabase, scope: string, work: (turn: Turn) => Promise<T>): Promise<T> {
+async function underLease<T>(engine: Engine, database: VectorDatabase, scope: string, work: (turn: Turn) => Promise<T>, options: { recover: boolean } = { recover: true }): Promise<T> {
   const owner = randomBytes(12).toString('hex');
   const key = leaseKey(database.database_id, scope);
   const started = Date.now();
@@ -213,7 +213,7 @@ async function underLease<T>(engine: Engine, database: VectorDatabase, scope: st
   }
   try {
     const turn: Turn = { check: { check: key, condition: { ifEquals: { owner } } }, committed: await readHead(engine, database.database_id, scope) };
-    await recover(engine, database, scope, turn);
+    if (options.recover) await recover(engine, database, scope, turn);
     return await work(turn);
   } finally {
     await engine.kv.delete(key, { ifEquals: { owner } }).catch(() => undefined);
@@ -318,6 +318,65 @@ async function removeOlderGenerations(engine: Engine, db: string, scope: string,
   }
 }
 
+/** A database being deleted takes no more writes: what a write found deleting answers. */
+const deleting = () => new PlatformError('vector_database_deleting', "This workspace's vector database is being deleted; nothing was stored.");
+
+/**
+ * A transaction's first write: its intent and the scope's place in the database's registry, only
+ * while the database is active and this writer holds the lease. A removal job clears a scope under
+ * its lease, so a writer either commits before it or writes nothing.
+ */
+async function beginTransaction(engine: Engine, database: VectorDatabase, scope: string, turn: Turn, intent: Intent): Promise<void> {
+  try {
+    await engine.kv.transact([
+      turn.check,
+      { check: databaseKey(database.workspace_id), condition: { ifEquals: { database_id: database.database_id, state: 'active' } } },
+      { put: { ...intentKey(database.database_id, scope, intent.txn), intent: intent as unknown as Record<string, never> } },
+      { put: { pk: scopeRegistryPk(database.database_id), sk: scope } },
+    ]);
+  } catch (error) {
+    if (error instanceof TransactionCanceledError) throw deleting();
+    throw error;
+  }
+}
+
+/** Deletes every item of partition `pk`, 25 at a time. */
+async function clearPartition(engine: Engine, pk: string): Promise<void> {
+  for (;;) {
+    const page = await engine.kv.query({ pk, limit: 25 });
+    if (!page.items.length) return;
+    await Promise.all(page.items.map((item) => engine.kv.delete({ pk: item.pk, sk: item.sk })));
+  }
+}
+
+/**
+ * Removes a scope of a database being deleted, under the scope's lease: a writer in its turn finishes
+ * first, and one after it writes nothing (beginTransaction). The index itself is the caller's.
+ */
+export async function clearScope(engine: Engine, database: VectorDatabase, scope: string): Promise<void> {
+  const db = database.database_id;
+  await underLease(
+    engine,
+    database,
+    scope,
+    async () => {
+      for (;;) {
+        const documents = await engine.kv.query({ pk: documentPk(db, scope), limit: 25 });
+        if (!documents.items.length) break;
+        for (const document of documents.items) {
+          await clearPartition(engine, memberPk(db, scope, document.sk));
+          await engine.kv.delete({ pk: document.pk, sk: document.sk });
+        }
+      }
+      await clearPartition(engine, passagePk(db, scope));
+      await clearPartition(engine, intentPk(db, scope));
+      await engine.kv.delete(headKey(db, scope));
+      await engine.kv.delete({ pk: scopeRegistryPk(db), sk: scope });
+    },
+    { recover: false },
+  );
+}
+
 // ---------- commits ----------
 
 /**
@@ -400,7 +459,7 @@ async function commit(engine: Engine, database: VectorDatabase, scope: string, t
     await engine.kv.transact([
       turn.check,
       { update: headKey(database.database_id, scope), set: { committed: txn } },
-      { update: databaseKey(database.workspace_id), add: counts, condition: { ifEquals: { database_id: database.database_id } } },
+      { update: databaseKey(database.workspace_id), add: counts, condition: { ifEquals: { database_id: database.database_id, state: 'active' } } },
     ]);
   } catch (error) {
     if (error instanceof TransactionCanceledError) throw new PlatformError('vector_database_deleting', "This workspace's vector database is being deleted, or this write lost its turn; nothing was stored.");
@@ -477,8 +536,7 @@ export async function commitPassages(engine: Engine, database: VectorDatabase, s
     intent.documents = [...touched];
     for (const [doc, d] of decisions) if (!d.skip && d.flips && documents.get(doc)) intent.flips.push([doc, d.target]);
 
-    await engine.kv.put({ ...intentKey(db, scopeTag, txn), intent: intent as unknown as Record<string, never> });
-    await engine.kv.put({ pk: scopeRegistryPk(db), sk: scopeTag });
+    await beginTransaction(engine, database, scopeTag, turn, intent);
     for (const part of chunks(entries, VECTOR_BATCH_MAX)) await engine.vectors.put(database.index, part);
     for (const part of chunks(writes, PER_TRANSACTION)) await engine.kv.transact([turn.check, ...part.flat()]);
 
@@ -515,7 +573,7 @@ export async function deleteDocument(engine: Engine, database: VectorDatabase, s
     if (item.deleted) return { generation: item.generation, deleted: 0 };
     const txn = turn.committed + 1;
     const intent: Intent = { txn, adds: [], passages: [], members: [], documents: [documentId], moved: [], flips: [[documentId, null]], drops: [] };
-    await engine.kv.put({ ...intentKey(db, scopeTag, txn), intent: intent as unknown as Record<string, never> });
+    await beginTransaction(engine, database, scopeTag, turn, intent);
     const { prev: _prev, ...before } = item;
     await engine.kv.transact([
       turn.check,

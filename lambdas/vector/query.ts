@@ -7,7 +7,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Engine, VectorFilter, VectorHit, VectorScalar } from '../engine/ports.js';
 import { VECTOR_TOP_K_MAX } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
-import type { VectorDatabase } from './databases.js';
+import type { VectorDatabase } from './types.js';
 import { scopeTag, type ScopeName } from './keys.js';
 import { readHead, visibleHits, type Payload } from './ledger.js';
 import { FILTERABLE_KEYS, wellFormed } from './passages.js';

@@ -96,9 +96,9 @@ const shaOf = (matches: any[]) => contentSha(matches.map((m) => [m.id, m.text]))
 async function freshWorkspace(name: string, route = 'emb') {
   const ws = await tenants().createWorkspace(org, name);
   const app = await tenants().createApplication(ws.id, name, ['knowledge']);
-  const { key: k } = await tenants().createSecretKey(org, app.id);
+  const { id: keyId, key: k } = await tenants().createSecretKey(org, app.id);
   await createVectorDatabase(p.engine, ws.id, route);
-  return { ws: ws.id, key: k };
+  return { ws: ws.id, key: k, keyId };
 }
 
 beforeAll(async () => {
@@ -777,8 +777,9 @@ describe('more races', () => {
   });
 
   it('ingests and queries while the database is deleted answer 200 or 409, never 5xx, and nothing is left of it', async () => {
-    const { ws, key: k } = await freshWorkspace('deleted-under-writers');
+    const { ws, key: k, keyId } = await freshWorkspace('deleted-under-writers');
     expect((await ingest({ scope: 'shared', documents: [{ id: 'first', text: 'before the deletion', document_id: 'd' }] }, k)).body.ingested).toBe(1);
+    const old = (await readDatabase(p.engine, ws))!.database_id;
     const started = embedder.calls.length;
     // The embedder is slow, so the calls have opened the database and are embedding when it is deleted.
     embedder.behavior.stallMs = 150;
@@ -800,6 +801,9 @@ describe('more races', () => {
       if (a.status !== 200) expect(a.body.error.code).toBe('vector_database_deleting');
     }
     await waitFor('the removal job', async () => (await readDatabase(p.engine, ws)) === undefined, 20_000);
+    // Nothing of the old database is left in the store: the job cleared each scope in its writer's turn.
+    const partitions = [`vs#${old}`, ...['shared', `local.${keyId}`].flatMap((tag) => ['vp', 'vd', 'vi', 'vh', 'vl'].map((kind) => `${kind}#${old}#${tag}`)), ...['d', 'd-0', 'd-1', 'd-2'].flatMap((d) => [`vm#${old}#shared#${d}`, `vm#${old}#local.${keyId}#${d}`])];
+    for (const pk of partitions) expect((await p.engine.kv.query({ pk, limit: 1 })).items, pk).toEqual([]);
     await createVectorDatabase(p.engine, ws, 'emb');
     expect(ids(await query({ mode: 'hybrid', query: 'writer passage before the deletion', top_k: 50 }, k))).toEqual([]);
     expect(await allDocuments('shared', k)).toEqual([]);
