@@ -151,11 +151,12 @@ export function parseIngestRequest(body: unknown): IngestRequest {
 
 /**
  * A document's `content_sha256` (docs/ai/vector.md): SHA-256 over its passages in ascending order of
- * their ids' UTF-8 bytes, each as `<id>\n<SHA-256 of its text, hex>\n`.
+ * their ids' UTF-8 bytes, each as `<SHA-256 of its id, hex>\n<SHA-256 of its text, hex>\n` (hashes, not
+ * the id itself: an id may hold a newline, and two documents must never hash alike).
  */
 export function contentSha256(members: readonly { id: string; text_sha256: string }[]): string {
   const sorted = [...members].sort((a, b) => Buffer.compare(Buffer.from(a.id, 'utf8'), Buffer.from(b.id, 'utf8')));
   const hash = createHash('sha256');
-  for (const m of sorted) hash.update(`${m.id}\n${m.text_sha256}\n`, 'utf8');
+  for (const m of sorted) hash.update(`${createHash('sha256').update(m.id, 'utf8').digest('hex')}\n${m.text_sha256}\n`, 'utf8');
   return hash.digest('hex');
 }

@@ -179,7 +179,7 @@ describe('with the workspace database', () => {
         .update(
           [...passages]
             .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
-            .map(([id, text]) => `${id}\n${createHash('sha256').update(text).digest('hex')}\n`)
+            .map(([id, text]) => `${createHash('sha256').update(id).digest('hex')}\n${createHash('sha256').update(text).digest('hex')}\n`)
             .join(''),
         )
         .digest('hex');

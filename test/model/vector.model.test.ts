@@ -266,7 +266,7 @@ class Model {
       .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
       .map(([document_id, d]) => {
         const members = this.members(s, document_id).sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-        return { document_id, generation: d.generation, passages: members.length, content_sha256: sha256(members.map(([id, p]) => `${id}\n${sha256(p.text)}\n`).join('')) };
+        return { document_id, generation: d.generation, passages: members.length, content_sha256: sha256(members.map(([id, p]) => `${sha256(id)}\n${sha256(p.text)}\n`).join('')) };
       });
   }
 
