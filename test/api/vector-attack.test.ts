@@ -8,13 +8,14 @@ import http from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startScriptedEmbedder, listOf, type ScriptedEmbedder } from '../helpers/scripted-embedder.js';
 import { postBytes, postWithOperation, type Answer } from '../helpers/ai-calls.js';
 import { waitFor } from '../helpers/wait.js';
+import { documentSha256 } from '../helpers/vector-content-hash.js';
 import { crashLocalProcess, startLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 import { adminAsyncOk, adminOk } from '../helpers/cli.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
@@ -80,16 +81,7 @@ async function allDocuments(scope: string, k = key): Promise<Listed[]> {
 }
 const listed = async (documentId: string, scope = 'shared', k = key) => (await allDocuments(scope, k)).find((d) => d.document_id === documentId);
 
-/** A document's content_sha256 as docs/ai/vector.md defines it, over [id, text] pairs. */
-const contentSha = (passages: [string, string][]) =>
-  createHash('sha256')
-    .update(
-      [...passages]
-        .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
-        .map(([id, text]) => `${createHash('sha256').update(id).digest('hex')}\n${createHash('sha256').update(text).digest('hex')}\n`)
-        .join(''),
-    )
-    .digest('hex');
+const contentSha = documentSha256;
 const shaOf = (matches: any[]) => contentSha(matches.map((m) => [m.id, m.text]));
 
 /** A workspace of its own with a database and an application key with `knowledge` (counts start at 0). */

@@ -4,13 +4,14 @@
  * the database's lifecycle and every error code, against a fake embeddings upstream whose vectors
  * mean something and a fake reranker.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startFakeReranker, type FakeReranker } from '../helpers/fake-reranker.js';
 import { postBytes, postWithOperation } from '../helpers/ai-calls.js';
 import { waitFor } from '../helpers/wait.js';
+import { documentSha256 } from '../helpers/vector-content-hash.js';
 import { ModelRoutes, ModelRouteError } from '../../lambdas/ai/model-routes.js';
 import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -174,16 +175,6 @@ describe('with the workspace database', () => {
 
   describe('documents and generations', () => {
     const doc = (id: string, text: string, generation?: number, document_id = 'manual') => ({ id, text, document_id, ...(generation === undefined ? {} : { generation }) });
-    const expectedSha = (passages: [string, string][]) =>
-      createHash('sha256')
-        .update(
-          [...passages]
-            .sort(([a], [b]) => Buffer.compare(Buffer.from(a), Buffer.from(b)))
-            .map(([id, text]) => `${createHash('sha256').update(id).digest('hex')}\n${createHash('sha256').update(text).digest('hex')}\n`)
-            .join(''),
-        )
-        .digest('hex');
-
     it('grows a generation over several calls, lists it with its content hash, and replaces it whole with a higher one', async () => {
       expect((await ingest({ scope: 'shared', documents: [doc('m1', 'install on linux'), doc('m2', 'install on mac')] })).body).toEqual({ ingested: 2, skipped: [] });
       expect((await ingest({ scope: 'shared', documents: [doc('m3', 'install on windows', 1)] })).body.ingested).toBe(1);
@@ -192,7 +183,7 @@ describe('with the workspace database', () => {
         document_id: 'manual',
         generation: 1,
         passages: 3,
-        content_sha256: expectedSha([['m1', 'install on linux'], ['m2', 'install on mac'], ['m3', 'install on windows']]),
+        content_sha256: documentSha256([['m1', 'install on linux'], ['m2', 'install on mac'], ['m3', 'install on windows']]),
         updated_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
       });
       expect(ids(await query({ mode: 'shared', query: 'install on', top_k: 10, filter: {} }))).toEqual(expect.arrayContaining(['m1', 'm2', 'm3']));
@@ -203,7 +194,7 @@ describe('with the workspace database', () => {
       expect(after).not.toContain('m2');
       expect(after).not.toContain('m3');
       listed = (await listDocuments('shared')).body.data.find((d: any) => d.document_id === 'manual');
-      expect(listed).toMatchObject({ generation: 2, passages: 1, content_sha256: expectedSha([['m1', 'install with the package manager']]) });
+      expect(listed).toMatchObject({ generation: 2, passages: 1, content_sha256: documentSha256([['m1', 'install with the package manager']]) });
       // Lower is stale; a passage without a generation joins the current one.
       expect((await ingest({ scope: 'shared', documents: [doc('m9', 'old', 1), doc('m4', 'install notes')] })).body).toEqual({ ingested: 1, skipped: [{ index: 0, id: 'm9', reason: 'stale_generation' }] });
       expect((await listDocuments('shared')).body.data.find((d: any) => d.document_id === 'manual')).toMatchObject({ generation: 2, passages: 2 });

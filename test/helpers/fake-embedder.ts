@@ -5,7 +5,7 @@
  */
 import http from 'node:http';
 import { createHash } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './servers.js';
 
 export interface FakeEmbedder {
   baseUrl: string;
@@ -46,13 +46,5 @@ export async function startFakeEmbedder(): Promise<FakeEmbedder> {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data, model: body.model, usage: { prompt_tokens: inputs.length * 2, total_tokens: inputs.length * 2 } }));
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    ...fake,
-    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
-  };
+  return { ...fake, baseUrl: `${await listen(server)}/v1`, close: () => closeServer(server) };
 }

@@ -5,7 +5,7 @@
  * order a rerank must give; results come back worst first, so the caller must sort them.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './servers.js';
 
 export interface FakeRerankRequest {
   path: string;
@@ -109,14 +109,5 @@ export async function startFakeReranker(): Promise<FakeReranker> {
       }
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-  return Object.assign(fake, {
-    baseUrl,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  });
+  return Object.assign(fake, { baseUrl: `${await listen(server)}/v1`, close: () => closeServer(server) });
 }

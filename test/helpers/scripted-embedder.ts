@@ -4,7 +4,7 @@
  * malformed answers a broken or hostile upstream sends).
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { closeServer, listen } from './servers.js';
 import { fakeVector } from './fake-embedder.js';
 
 export interface RawAnswer {
@@ -36,18 +36,14 @@ export async function startScriptedEmbedder(): Promise<ScriptedEmbedder> {
       res.writeHead(answer.status ?? 200, { 'content-type': answer.contentType ?? 'application/json' }).end(answer.body);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
-    baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    baseUrl: `${await listen(server)}/v1`,
     get script() {
       return state.script;
     },
     set script(s) {
       state.script = s;
     },
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-    },
+    close: () => closeServer(server),
   };
 }
