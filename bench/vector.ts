@@ -1,6 +1,7 @@
 /**
- * The embedded vector index (`engine.vectors` of a fresh embedded engine) against an exact scan and
- * hnswlib-node called directly, measured in the same run (docs/decisions/vector-index-embedded.md).
+ * The embedded vector index (`engine.vectors` of a fresh embedded engine) and the platform's query
+ * path, with and without HTTP, against an exact scan and hnswlib-node called directly, measured in the
+ * same run (docs/decisions/vector-index-embedded.md, docs/benchmarks.md).
  *
  * Data: BENCH_N (100,000; `npm run bench -- vector --n 5000` for a smoke run) passages of 384
  * dimensions with a low intrinsic dimension (`latentDataSet`: a random 32-dimensional direction
@@ -8,14 +9,19 @@
  * of the same recipe, and a label 0-99 per passage: the 10 % filter keeps labels 0-9, the 1 % filter
  * label 0 (as `tag: 'p10'` / `tag: 'p1'` in the filterable metadata, beside a `scope` every entry has).
  *
- * Measured subjects (`SUBJECTS`; the platform's own query paths are added as rows the same way):
- *   exact scan   a tight loop over one Float32Array (its top-10 is the ground truth);
- *   hnswlib-node the library alone: M 16, efConstruction 128, ef 256 plain, filter callback at ef 64;
- *   adapter      the embedded engine's VectorIndex: puts of 500, then queries through `query()`.
- * Ingest counts the adapter's puts until its graph holds every entry (`caughtUp`), so the figure is
- * the rate at which it answers from the graph, not from the tail scan. Restart: a new engine on the
- * same directory, the time to its first answer (from the snapshot written when ingest went quiet),
- * against a rebuild (reading the stored vectors plus inserting them all, the raw library's build time).
+ * Measured subjects (`subjects` in `run`), data and types in bench/support/vector-data.ts:
+ *   exact scan         a tight loop over one Float32Array (its top-10 is the ground truth);
+ *   hnswlib-node       the library alone: M 16, efConstruction 128, ef 256 plain, filter callback at ef 64;
+ *   adapter            the embedded engine's VectorIndex: puts of 500, then queries through `query()`;
+ *   platform (no HTTP) a workspace's vector database: commits of 100 passages through the ledger, then
+ *                      `searchVectors` (bench/support/vector-platform.ts);
+ *   platform (HTTP)    `POST /v1/vector/query` on the local server over that database, one loopback
+ *                      embeddings call a query included. Its misses are reported, not failed.
+ * Ingest counts the adapter's puts (the platform's commits) until the graph holds every entry
+ * (`caughtUp`), so the figure is the rate at which it answers from the graph, not from the tail
+ * scan. Restart: a new engine on the same directory, the time to its first answer (from the snapshot
+ * written when ingest went quiet), against a rebuild (reading the stored vectors plus inserting them
+ * all, the raw library's build time).
  *
  * Targets (every round): plain p50 <= 0.1x exact and <= 2x the raw library, p99 <= 0.3x exact,
  * recall@10 >= 0.95; filtered: full top-k, recall >= 0.95, p50 <= 0.2x the exact scan's plain p50;
@@ -301,6 +307,11 @@ export const benchmark: Benchmark = {
           ['platform: commits of 100 (commitPassages) until the graph holds every entry (entries/s)', fmtInt(platform.direct.insertsPerS!)],
           ['platform: the commits alone (s; the graph caught up after)', fmt(platform.direct.commitS!, 1)],
           ['platform ingest / hnswlib-node (>= 0.5)', `${fmt(platformIngestRatio, 2)} ${platformIngestRatio >= 0.5 ? 'ok' : 'MISS'}`],
+          ...(['none', 'p10', 'p1'] as const).map((f) => {
+            const b = platform.direct.breakdown?.[f];
+            const med = (xs: number[] | undefined) => fmt(xs?.length ? percentile(xs, 50) : NaN, 3);
+            return [`platform (no HTTP), ${FILTER_TITLES[f]}: median ms in the index search / the store reads / the whole query`, `${med(b?.index)} / ${med(b?.store)} / ${med(b?.total)}`];
+          }),
           ['platform (HTTP): embeddings calls during its queries', fmtInt(platform.overHttp.embeddingsCalls ?? 0)],
           ['adapter: RSS growth over ingest (MB, this process)', fmtInt(adapter.rssMB!)],
           ['snapshot (adapter; platform)', `${adapter.snapshot!}; ${platform.direct.snapshot!}`],

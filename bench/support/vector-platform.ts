@@ -36,6 +36,31 @@ export interface PlatformIngestFigures extends IngestFigures {
   /** Seconds the commits took (the graph caught up later). */
   commitS?: number;
   snapshot?: SnapshotOrigin;
+  /** Per filter, per query: ms in the index search, ms in the store's reads (heads, passage and document items), ms in all. */
+  breakdown?: Partial<Record<FilterName, { index: number[]; store: number[]; total: number[] }>>;
+}
+
+/**
+ * The engine as searchVectors sees it, timing its index searches and store reads: where a query's
+ * time goes (the rest is parsing payloads and the visibility checks).
+ */
+function timedEngine(engine: EmbeddedEngine, spent: { index: number; store: number }): EmbeddedEngine {
+  const timed =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>, into: 'index' | 'store') =>
+    async (...args: A): Promise<R> => {
+      const started = performance.now();
+      try {
+        return await fn(...args);
+      } finally {
+        spent[into] += performance.now() - started;
+      }
+    };
+  const kv = Object.create(engine.kv) as EmbeddedEngine['kv'];
+  kv.get = timed(engine.kv.get.bind(engine.kv), 'store');
+  kv.getMany = timed(engine.kv.getMany.bind(engine.kv), 'store');
+  const vectors = Object.create(engine.vectors) as EmbeddedEngine['vectors'];
+  vectors.query = timed(engine.vectors.query.bind(engine.vectors), 'index');
+  return { ...engine, kv, vectors };
 }
 
 export interface PlatformHttpFigures {
@@ -46,6 +71,9 @@ export interface PlatformHttpFigures {
 interface Shared {
   temp: ReturnType<typeof makeTempDir>;
   engine: EmbeddedEngine;
+  /** The same engine, timing what searchVectors asks of it. */
+  timed: EmbeddedEngine;
+  spent: { index: number; store: number };
   database: VectorDatabase;
   embedder: QueryEmbedder;
   secretKey: string;
@@ -103,7 +131,8 @@ export function platformSubjects(): { direct: VectorSubject & PlatformIngestFigu
         default: true,
       });
       const database = await createVectorDatabase(engine, credentials.workspace_id, 'bench-embed');
-      shared = { temp, engine, database, embedder, secretKey: credentials.secret_key };
+      const spent = { index: 0, store: 0 };
+      shared = { temp, engine, timed: timedEngine(engine, spent), spent, database, embedder, secretKey: credentials.secret_key };
       const started = performance.now();
       for (let from = 0; from < d.n; from += PER_CALL) {
         const documents = [];
@@ -122,7 +151,14 @@ export function platformSubjects(): { direct: VectorSubject & PlatformIngestFigu
       direct.snapshot = await settledSnapshot(engine, temp.path, database.index);
     },
     async query(i, filter) {
-      const matches = await searchVectors(shared!.engine, shared!.database, { credentialId: 'bench' }, 'shared', data.query(i), K, FILTERS[filter]);
+      const { spent } = shared!;
+      spent.index = spent.store = 0;
+      const started = performance.now();
+      const matches = await searchVectors(shared!.timed, shared!.database, { credentialId: 'bench' }, 'shared', data.query(i), K, FILTERS[filter]);
+      const into = ((direct.breakdown ??= {})[filter] ??= { index: [], store: [], total: [] });
+      into.total.push(performance.now() - started);
+      into.index.push(spent.index);
+      into.store.push(spent.store);
       return matches.map((m) => position(m.id));
     },
     close,
