@@ -111,12 +111,19 @@ export class Tenants {
     return item && strip<Workspace>(item);
   }
 
-  /** The organization's default workspace: the one `setDefaultWorkspace` named, else its first (ids sort by creation). */
+  /**
+   * The organization's default workspace: the one `setDefaultWorkspace` named, else its first (ids
+   * sort by creation), which is then written down as the default so later calls read one item
+   * instead of querying the index (the first workspace never changes).
+   */
   async defaultWorkspace(organizationId: string): Promise<string | undefined> {
-    const chosen = await this.kv.get({ pk: `org#${organizationId}`, sk: 'default-workspace' });
+    const key = { pk: `org#${organizationId}`, sk: 'default-workspace' };
+    const chosen = await this.kv.get(key);
     if (typeof chosen?.workspace_id === 'string') return chosen.workspace_id;
-    const first = await this.kv.query({ index: 'gsi1', pk: `org#${organizationId}`, sk: { beginsWith: 'ws#' }, limit: 1 });
-    return first.items[0]?.id as string | undefined;
+    const first = (await this.kv.query({ index: 'gsi1', pk: `org#${organizationId}`, sk: { beginsWith: 'ws#' }, limit: 1 })).items[0]?.id as string | undefined;
+    // Absent only: an operator's choice made meanwhile stands.
+    if (first !== undefined) await this.kv.put({ ...key, workspace_id: first }, { ifAbsent: true }).catch(() => undefined);
+    return first;
   }
 
   async setDefaultWorkspace(organizationId: string, workspaceId: string): Promise<{ organization_id: string; workspace_id: string }> {
