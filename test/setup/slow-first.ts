@@ -21,6 +21,7 @@ const SLOW_FIRST = [
   'test/api/crash.test.ts',
   'test/api/write-concurrency.test.ts',
   'test/cli/vector-admin.test.ts',
+  'test/model/vector.model.aws.test.ts',
   'test/model/vector.model.test.ts',
 ];
 
