@@ -140,6 +140,12 @@ export interface BlobStore {
     expect?: BlobExpectation,
   ): Promise<StoredBlob>;
   abortMultipart(key: string, uploadId: string): Promise<void>;
+  /**
+   * The parts an open upload holds, ascending by number (the last sent under a number), parts sent
+   * straight to the store through partUrl included: what a client that names no etags completes with.
+   * UploadNotFoundError when the upload is not open.
+   */
+  listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; size: number }[]>;
 
   // A store behind a runtime that cannot carry big bodies (S3 behind API Gateway and Lambda) also
   // hands out URLs a client follows to send or fetch bytes directly, and tells what arrived that way

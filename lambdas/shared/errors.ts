@@ -38,7 +38,6 @@ export const ERROR_STATUS = {
   schema_change_unsupported: 400,
   hash_mismatch: 400,
   part_too_small: 400,
-  upload_incomplete: 400,
   mode_not_supported: 400,
   invalid_subscription: 400,
   invalid_delivery: 400,
@@ -85,6 +84,9 @@ export const ERROR_STATUS = {
   secret_not_managed: 409,
   vector_database_not_created: 409,
   vector_database_deleting: 409,
+  // Spec 4.8 lists upload_incomplete under 409: the upload exists, its state is not the one the call needs.
+  upload_incomplete: 409,
+  upload_completed: 409,
   // other client statuses
   collection_expired: 410,
   length_required: 411,

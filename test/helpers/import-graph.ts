@@ -70,10 +70,12 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   'ai/providers/bedrock': { layers: ['ai', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-bedrock-agent-runtime'] },
   // The vector database: embeds through the AI gateway, reranks through the AI providers.
   vector: { layers: ['auth', 'activity', 'ai', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  // Knowledge collections and their uploads: the workspace of a key and its vectors, the AI API's operation rules.
+  knowledge: { layers: ['auth', 'activity', 'ai', 'vector', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
-  http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
+  http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
   // runs the queue consumers the functions in AWS run (consumers/jobs.ts: jobsConsumer).
   local: { layers: ['http', 'auth', 'activity', 'events', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },

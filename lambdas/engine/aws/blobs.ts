@@ -25,6 +25,7 @@ import { pipeline } from 'node:stream/promises';
 import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
+  ListPartsCommand,
   CopyObjectCommand,
   CreateMultipartUploadCommand,
   DeleteObjectCommand,
@@ -185,6 +186,21 @@ export class S3BlobStore implements BlobStore {
     void key;
     const upload = parseUploadId(this.bucket, uploadId);
     await this.call(() => this.client.send(new AbortMultipartUploadCommand(upload)));
+  }
+
+  async listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; size: number }[]> {
+    void key;
+    const upload = parseUploadId(this.bucket, uploadId);
+    const parts: { partNumber: number; etag: string; size: number }[] = [];
+    let marker: string | undefined;
+    do {
+      const out = await this.call(() => this.client.send(new ListPartsCommand({ ...upload, PartNumberMarker: marker })));
+      for (const part of out.Parts ?? []) {
+        if (part.PartNumber !== undefined) parts.push({ partNumber: part.PartNumber, etag: partEtag(part.ETag, part.Size ?? 0), size: part.Size ?? 0 });
+      }
+      marker = out.IsTruncated ? out.NextPartNumberMarker : undefined;
+    } while (marker);
+    return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
 
   // ---------- URLs for bodies too big for the runtime (docs/data/blobs.md, "Large files on AWS") ----------

@@ -116,7 +116,7 @@ export class FileBlobStore implements BlobStore {
     try {
       const stored = await writeFileFrom(tmp, body, size);
       if (size !== undefined && stored.size !== size) throw new BlobMismatchError('size', stored);
-      const previous = (await this.listParts(dir)).get(partNumber) ?? [];
+      const previous = (await this.partFiles(dir)).get(partNumber) ?? [];
       try {
         await rename(tmp, join(dir, `${partNumber}.${stored.sha256}.part`));
       } catch (err) {
@@ -140,7 +140,7 @@ export class FileBlobStore implements BlobStore {
     const path = this.objectPath(key);
     const dir = await this.uploadDir(key, uploadId);
     checkPartList(parts);
-    const uploaded = await this.listParts(dir);
+    const uploaded = await this.partFiles(dir);
     const files: { path: string; size: number }[] = [];
     for (const part of parts) {
       const file = uploaded.get(part.partNumber)?.find((p) => p.etag === unquote(part.etag));
@@ -173,6 +173,18 @@ export class FileBlobStore implements BlobStore {
     } finally {
       await rm(tmp, { force: true });
     }
+  }
+
+  async listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; size: number }[]> {
+    const dir = await this.uploadDir(key, uploadId);
+    const parts: { partNumber: number; etag: string; size: number }[] = [];
+    for (const [partNumber, files] of await this.partFiles(dir)) {
+      // Two files under one number only while a replacement is being renamed in: either is a whole part.
+      const file = files[files.length - 1];
+      const size = await stat(file.path).then((s) => s.size, (err) => (isMissing(err) ? undefined : Promise.reject(err)));
+      if (size !== undefined) parts.push({ partNumber, etag: file.etag, size });
+    }
+    return parts.sort((a, b) => a.partNumber - b.partNumber);
   }
 
   async abortMultipart(key: string, uploadId: string): Promise<void> {
@@ -219,7 +231,7 @@ export class FileBlobStore implements BlobStore {
     return dir;
   }
 
-  private async listParts(dir: string): Promise<Map<number, { etag: string; path: string }[]>> {
+  private async partFiles(dir: string): Promise<Map<number, { etag: string; path: string }[]>> {
     const parts = new Map<number, { etag: string; path: string }[]>();
     for (const name of await readdir(dir)) {
       const m = /^(\d+)\.([0-9a-f]{64})\.part$/.exec(name);

@@ -1,0 +1,561 @@
+/**
+ * Uploads on the AI API (docs/ai/uploads.md; decisions: docs/decisions/ai-uploads.md): a file of up to
+ * 5 GiB announced with its size and SHA-256, sent in parts, checked whole, and kept `keep_source_hours`
+ * for what the knowledge routes make of it.
+ *
+ * The bytes go through the blob port's multipart upload, as the Data API's files do: the parts are the
+ * store's (listParts tells which arrived, those sent straight to S3 through partUrl included), and
+ * completeMultipart joins them and keeps the result only if its size and SHA-256 are the announced
+ * ones. A kept file is content-addressed per workspace (upload-keys.ts: the stored file's item names
+ * the generation holding the bytes): a second upload of the same bytes keeps no second copy, and the
+ * stored file lives as long as the latest upload naming it. The sweep (sweepExpiredUploads) removes
+ * what expired: an unfinished upload's parts, a stored file's bytes.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import * as z from 'zod/mini';
+import type { Principal } from '../auth/principal.js';
+import type { Engine, KvItem, KvWrite } from '../engine/ports.js';
+import { BlobMismatchError, ConditionFailedError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
+import { LIMITS } from '../engine/limits.js';
+import { checkReplay, type OperationContext } from '../ai/operations.js';
+import { PlatformError } from '../shared/errors.js';
+import { holdMs } from '../shared/hold-margin.js';
+import type { OperationCall } from '../shared/operations.js';
+import { log } from '../shared/log.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
+import { vectorWorkspace } from '../vector/databases.js';
+import { dueBefore, storedFileKey, sweepKey, SWEEP_PARTITION, uploadBytesKey, uploadKey } from './upload-keys.js';
+
+const MIB = 1024 * 1024;
+/** Spec 8 (as the Data API's multipart files): up to 5 GiB, 10,000 parts of 5 to 100 MiB (the last may be smaller). */
+export const MAX_UPLOAD_BYTES = 5 * 1024 * MIB;
+export const MAX_UPLOAD_PARTS = LIMITS.multipartMaxParts;
+export const MIN_PART_BYTES = LIMITS.multipartMinPartBytes;
+export const MAX_PART_BYTES = 100 * MIB;
+/** Spec 4.8: sources are kept 1 to 168 hours; 24 when the start names none. */
+export const DEFAULT_KEEP_SOURCE_HOURS = 24;
+export const MAX_KEEP_SOURCE_HOURS = 168;
+/** How long a presigned part URL works: long enough for a 100 MiB part on a slow link; GET hands out fresh ones. */
+export const PART_URL_SECONDS = 3600;
+/** A complete that died mid-way holds the upload this long before another complete may take it over. */
+const COMPLETING_SECONDS = 15 * 60;
+/** What one start call sweeps on its way (docs/decisions/ai-uploads.md, "Expiry"). */
+const SWEEP_PER_START = 10;
+/** An upload id is an operation id (spec 4.1, 8). */
+const UPLOAD_ID = /^[A-Za-z0-9_-]{8,128}$/;
+const SHA256 = /^[0-9a-f]{64}$/;
+/** type/subtype with optional parameters; no control characters. */
+const CONTENT_TYPE = /^[A-Za-z0-9!#$&^_.+-]{1,127}\/[A-Za-z0-9!#$&^_.+-]{1,127}(\s*;[\x20-\x7e]*)?$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export type UploadStatus = 'pending' | 'completed';
+
+/** Where the answer tells the client to send each part. */
+export type PartDestination =
+  /** The AI API's own part route, under this base URL (the local server: it streams bodies). */
+  | { route: string }
+  /** Presigned blob-store URLs (a buffered runtime: Lambda behind API Gateway). */
+  | { presigned: true };
+
+export interface PartTarget {
+  number: number;
+  url: string;
+  method: 'PUT';
+  size: number;
+}
+
+/** An upload as the routes answer it. */
+export interface UploadView {
+  id: string;
+  object: 'upload';
+  filename: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  status: UploadStatus;
+  part_size: number;
+  part_count: number;
+  parts_received: number[];
+  keep_source_hours: number;
+  created_at: string;
+  expires_at: string;
+  completed_at: string | null;
+  /** The parts still to send, each with where it goes; empty once completed. */
+  parts: PartTarget[];
+  /** When the part URLs stop working (presigned ones); null where they do not expire. */
+  part_urls_expire_at: string | null;
+}
+
+export const startUploadSchema = onFirstUse(() =>
+  z.strictObject({
+    filename: z.string().check(
+      z.minLength(1),
+      z.maxLength(255),
+      z.refine((s) => !CONTROL.test(s), 'filename must hold no control characters'),
+      z.describe('The file\'s name, 1 to 255 characters.'),
+    ),
+    content_type: z.string().check(z.regex(CONTENT_TYPE, 'content_type must be a media type such as application/pdf'), z.describe('Its media type.')),
+    size: z.number().check(z.int(), z.minimum(1), z.maximum(MAX_UPLOAD_BYTES), z.describe('Its size in bytes, 1 to 5 GiB.')),
+    sha256: z.string().check(z.regex(SHA256, 'sha256 must be 64 lowercase hex characters'), z.describe('The SHA-256 of its bytes.')),
+    keep_source_hours: z.optional(
+      z.number().check(z.int(), z.minimum(1), z.maximum(MAX_KEEP_SOURCE_HOURS), z.describe('Hours the upload and its bytes are kept, 1 to 168 (default 24).')),
+    ),
+  }),
+);
+export type StartUpload = z.output<ReturnType<typeof startUploadSchema>>;
+
+/** POST /v1/uploads's body: unknown fields are `unsupported_field`, bad values `invalid_body` naming the field. */
+export const parseStartUpload = (body: unknown): StartUpload => parseBody(startUploadSchema(), body, { unknownField: 'unsupported_field' });
+
+const completeSchema = onFirstUse(() => z.strictObject({}));
+/** POST /v1/uploads/{id}/complete takes `{}`: the parts are the ones the store holds. */
+export const parseCompleteUpload = (body: unknown): void => void parseBody(completeSchema(), body ?? {}, { unknownField: 'unsupported_field' });
+
+/**
+ * The platform's part size: the smallest the store allows that keeps the count within 10,000 (whole
+ * MiB), so a resumed client loses at most one small part; a file under it is one part.
+ */
+export function partSizeFor(size: number): number {
+  const perPart = Math.max(MIN_PART_BYTES, Math.ceil(size / MAX_UPLOAD_PARTS / MIB) * MIB);
+  return Math.min(size, perPart);
+}
+
+const partBytes = (upload: { size: number; part_size: number; part_count: number }, n: number) =>
+  n < upload.part_count ? upload.part_size : upload.size - (upload.part_count - 1) * upload.part_size;
+
+const notFound = (id: string) => new PlatformError('upload_not_found', `No upload "${id}" in this workspace.`, 'id');
+const iso = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString();
+const nowSeconds = (engine: Engine) => Math.floor(engine.clock.now() / 1000);
+
+/** The workspace an upload belongs to: the key's application's, else the organization's default (as vectors). */
+async function workspaceOf(engine: Engine, principal: Principal): Promise<string> {
+  // An organization with no workspace yet keeps its uploads under the organization itself.
+  return (await vectorWorkspace(engine, principal)) ?? '-';
+}
+
+/** A stored upload item, read through its invariants. */
+interface Upload {
+  item: KvItem;
+  id: string;
+  workspace: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  part_size: number;
+  part_count: number;
+  keep_source_hours: number;
+  status: 'pending' | 'completing' | 'completed';
+  engine_upload_id: string;
+  gen: string;
+  created_at: string;
+  expires_at: number;
+  completed_at: string | null;
+  completing_until: number;
+}
+
+function asUpload(item: KvItem): Upload {
+  return {
+    item,
+    id: String(item.sk),
+    workspace: String(item.workspace_id),
+    filename: String(item.filename),
+    content_type: String(item.content_type),
+    size: Number(item.size),
+    sha256: String(item.sha256),
+    part_size: Number(item.part_size),
+    part_count: Number(item.part_count),
+    keep_source_hours: Number(item.keep_source_hours),
+    status: item.status as Upload['status'],
+    engine_upload_id: String(item.engine_upload_id),
+    gen: String(item.gen),
+    created_at: String(item.created_at),
+    expires_at: Number(item.expires_at),
+    completed_at: typeof item.completed_at === 'string' ? item.completed_at : null,
+    completing_until: Number(item.completing_until ?? 0),
+  };
+}
+
+/** The live upload `id` of the caller's workspace, or 404 (unknown, expired, another workspace's or organization's). */
+async function readUpload(engine: Engine, principal: Principal, id: string): Promise<Upload> {
+  if (!UPLOAD_ID.test(id)) throw notFound(id);
+  const item = await engine.kv.get(uploadKey(principal.organizationId, id));
+  if (!item || Number(item.expires_at) <= nowSeconds(engine)) throw notFound(id);
+  const upload = asUpload(item);
+  if (upload.workspace !== (await workspaceOf(engine, principal))) throw notFound(id);
+  return upload;
+}
+
+const bytesKeyOf = (org: string, upload: Upload) => uploadBytesKey(org, upload.workspace, upload.sha256, upload.gen);
+const newGeneration = () => randomBytes(10).toString('hex');
+
+/**
+ * POST /v1/uploads: opens the upload named `id` (the call's operation id). The same id with the same
+ * file answers that upload as it is now (`created: false`); with another file, or from another
+ * workspace, `409 operation_id_reused`.
+ */
+export async function startUpload(
+  engine: Engine,
+  principal: Principal,
+  id: string,
+  request: StartUpload,
+  destination: PartDestination,
+): Promise<{ upload: UploadView; created: boolean }> {
+  const org = principal.organizationId;
+  const workspace = await workspaceOf(engine, principal);
+  await sweepExpiredUploads(engine, SWEEP_PER_START).catch((error) => log.warn('upload sweep failed; the next one takes it up', { error: String(error) }));
+  const key = uploadKey(org, id);
+  for (;;) {
+    const now = nowSeconds(engine);
+    const existing = await engine.kv.get(key);
+    if (existing && Number(existing.expires_at) > now) {
+      const upload = asUpload(existing);
+      const same =
+        upload.workspace === workspace &&
+        upload.filename === request.filename &&
+        upload.content_type === request.content_type &&
+        upload.size === request.size &&
+        upload.sha256 === request.sha256 &&
+        (request.keep_source_hours === undefined || request.keep_source_hours === upload.keep_source_hours);
+      if (!same) throw new PlatformError('operation_id_reused', 'This X-Operation-Id names another upload; use a new id for this file.');
+      return { upload: await view(engine, upload, destination), created: false };
+    }
+    // A new upload (or the id of one that expired, whose leftovers its sweep entry removes).
+    const gen = newGeneration();
+    const bytes = uploadBytesKey(org, workspace, request.sha256, gen);
+    const engineUploadId = await engine.blobs.createMultipart(bytes);
+    const keep = request.keep_source_hours ?? DEFAULT_KEEP_SOURCE_HOURS;
+    const expiresAt = now + keep * 3600;
+    const partSize = partSizeFor(request.size);
+    const item: KvItem = {
+      ...key,
+      workspace_id: workspace,
+      application_id: principal.applicationId,
+      filename: request.filename,
+      content_type: request.content_type,
+      size: request.size,
+      sha256: request.sha256,
+      part_size: partSize,
+      part_count: Math.ceil(request.size / partSize),
+      keep_source_hours: keep,
+      status: 'pending',
+      engine_upload_id: engineUploadId,
+      gen,
+      created_at: iso(now),
+      expires_at: expiresAt,
+    };
+    try {
+      await transact(engine, [
+        { put: item, condition: existing ? { ifEquals: { engine_upload_id: existing.engine_upload_id ?? null } } : { ifAbsent: true } },
+        // The parts go when the upload does, whatever became of it.
+        { put: { ...sweepKey(expiresAt, `parts#${org}#${id}#${gen}`), blob_key: bytes, engine_upload_id: engineUploadId } },
+      ]);
+    } catch (error) {
+      await engine.blobs.abortMultipart(bytes, engineUploadId).catch(() => undefined);
+      if (error instanceof ConditionFailedError) continue; // started meanwhile by a retry of this call: answer that one
+      throw error;
+    }
+    return { upload: await view(engine, asUpload(item), destination), created: true };
+  }
+}
+
+/** GET /v1/uploads/{id}: its status, the parts received, and where the missing ones go (fresh URLs). */
+export async function getUpload(engine: Engine, principal: Principal, id: string, destination: PartDestination): Promise<UploadView> {
+  return view(engine, await readUpload(engine, principal, id), destination);
+}
+
+/**
+ * PUT /v1/uploads/{id}/parts/{n}: one part's bytes, streamed to the store; exactly the part's size
+ * (every part `part_size` bytes but the last). Sending a number again replaces the part.
+ */
+export async function putPart(
+  engine: Engine,
+  principal: Principal,
+  id: string,
+  n: string,
+  body: { stream: Readable; size: number | undefined },
+): Promise<{ part_number: number; size: number; etag: string }> {
+  const upload = await readUpload(engine, principal, id);
+  const number = /^[1-9]\d{0,4}$/.test(n) ? Number(n) : NaN;
+  if (!(number >= 1 && number <= upload.part_count)) {
+    throw new PlatformError('invalid_part', `This upload has parts 1 to ${upload.part_count}.`, 'n');
+  }
+  if (body.size === undefined) throw new PlatformError('length_required', 'Send the part with a Content-Length header.');
+  const expected = partBytes(upload, number);
+  if (body.size !== expected) throw new PlatformError('invalid_part', `Part ${number} is ${expected} bytes, not ${body.size}.`, 'n');
+  if (upload.status !== 'pending') throw completedAlready(upload);
+  try {
+    const part = await engine.blobs.uploadPart(bytesKeyOf(principal.organizationId, upload), upload.engine_upload_id, number, body.stream, expected);
+    return { part_number: number, size: part.size, etag: part.etag };
+  } catch (error) {
+    if (error instanceof BlobMismatchError) throw new PlatformError('invalid_part', `${error.actual.size} bytes arrived, not the ${expected} of part ${number}; the part was not kept.`, 'n');
+    // Completed (or swept) while the bytes streamed.
+    if (error instanceof UploadNotFoundError) throw await gone(engine, principal, id);
+    throw error;
+  }
+}
+
+const completedAlready = (upload: Upload) =>
+  upload.status === 'completed'
+    ? new PlatformError('upload_completed', `Upload "${upload.id}" is completed; its parts can no longer change.`, 'id')
+    : new PlatformError('operation_in_progress', `Upload "${upload.id}" is being completed.`, 'id');
+
+async function gone(engine: Engine, principal: Principal, id: string): Promise<PlatformError> {
+  return completedAlready(await readUpload(engine, principal, id));
+}
+
+/**
+ * POST /v1/uploads/{id}/complete: every part there (else `409 upload_incomplete`, naming the missing
+ * ones), joined and checked against the announced size and SHA-256. A mismatch is `400 hash_mismatch`:
+ * the bytes are discarded and the upload is pending again with no parts, so they can be sent again.
+ * A completed upload answers as it is.
+ */
+export async function completeUpload(engine: Engine, principal: Principal, id: string): Promise<UploadView> {
+  const org = principal.organizationId;
+  let upload = await readUpload(engine, principal, id);
+  if (upload.status === 'completed') return view(engine, upload, { route: '' });
+  const now = nowSeconds(engine);
+  if (upload.status === 'completing' && upload.completing_until > now) throw completedAlready(upload);
+
+  const parts = await receivedParts(engine, org, upload);
+  const missing: number[] = [];
+  for (let n = 1; n <= upload.part_count; n++) {
+    const part = parts.get(n);
+    if (!part || part.size !== partBytes(upload, n)) missing.push(n);
+  }
+  if (missing.length) {
+    const shown = missing.slice(0, 20).join(', ') + (missing.length > 20 ? `, … (${missing.length} in all)` : '');
+    throw new PlatformError('upload_incomplete', `Parts still to send: ${shown}.`, 'parts_received');
+  }
+
+  // Claim it: of two completes one goes on; a complete that died holds it COMPLETING_SECONDS.
+  const claim = { status: 'completing', completing_until: now + COMPLETING_SECONDS };
+  try {
+    await engine.kv.update({
+      key: uploadKey(org, id),
+      set: claim,
+      // A pending upload has no completing_until; a stale claim is taken over only as it was read.
+      condition: { ifEquals: { status: upload.status, engine_upload_id: upload.engine_upload_id, ...(upload.status === 'completing' ? { completing_until: upload.completing_until } : {}) } },
+    });
+  } catch (error) {
+    if (error instanceof ConditionFailedError) throw completedAlready({ ...upload, status: 'completing' });
+    throw error;
+  }
+  const claimed = { status: 'completing', engine_upload_id: upload.engine_upload_id, completing_until: claim.completing_until };
+  upload = { ...upload, status: 'completing' };
+
+  const bytes = bytesKeyOf(org, upload);
+  try {
+    await engine.blobs.completeMultipart(
+      bytes,
+      upload.engine_upload_id,
+      [...parts.values()].map((p) => ({ partNumber: p.partNumber, etag: p.etag })),
+      { sha256: upload.sha256, size: upload.size },
+    );
+  } catch (error) {
+    if (error instanceof BlobMismatchError || error instanceof UploadNotFoundError) {
+      // The store kept nothing: start the parts over under a fresh multipart upload.
+      await reopen(engine, org, upload, claimed);
+      if (error instanceof UploadNotFoundError) throw new PlatformError('upload_incomplete', 'The parts were lost; send every part again.', 'parts_received');
+      const message =
+        error.mismatch === 'size'
+          ? `The parts hold ${error.actual.size} bytes, not the ${upload.size} announced; they were discarded: send the parts again.`
+          : `The bytes hash to ${error.actual.sha256}, not to ${upload.sha256}; they were discarded: send the parts again.`;
+      throw new PlatformError('hash_mismatch', message, 'sha256');
+    }
+    // The store kept the upload open (a part replaced meanwhile, a failure): let it be completed again.
+    await engine.kv.update({ key: uploadKey(org, id), set: { status: 'pending' }, remove: ['completing_until'], condition: { ifEquals: claimed } }).catch(() => undefined);
+    if (error instanceof InvalidPartError) throw new PlatformError('upload_incomplete', 'A part changed while the upload was being completed; complete it again.', 'parts_received');
+    throw error;
+  }
+  const completed = await keepFile(engine, org, upload, claimed);
+  return view(engine, completed, { route: '' });
+}
+
+/**
+ * The joined bytes become the workspace's stored file of that SHA-256: when one is kept already (its
+ * bytes there) the upload names it and ours go; otherwise ours become it. Either way the stored file
+ * lives at least as long as this upload, and the upload is `completed` in the same transaction.
+ */
+async function keepFile(engine: Engine, org: string, upload: Upload, claimed: Record<string, string | number>): Promise<Upload> {
+  const fileKey = storedFileKey(org, upload.workspace, upload.sha256);
+  const ours = bytesKeyOf(org, upload);
+  const completedAt = new Date(engine.clock.now()).toISOString();
+  for (;;) {
+    const now = nowSeconds(engine);
+    const file = await engine.kv.get(fileKey);
+    const live = file && Number(file.expires_at) > now && (await engine.blobs.head(uploadBytesKey(org, upload.workspace, upload.sha256, String(file.gen)))) !== undefined;
+    const gen = live ? String(file.gen) : upload.gen;
+    const expiresAt = live ? Math.max(Number(file.expires_at), upload.expires_at) : upload.expires_at;
+    const writes: KvWrite[] = [
+      { update: uploadKey(org, upload.id), set: { status: 'completed', gen, completed_at: completedAt }, remove: ['completing_until'], condition: { ifEquals: claimed } },
+      {
+        put: { ...fileKey, gen, size: upload.size, expires_at: expiresAt },
+        condition: file ? { ifEquals: { gen: file.gen ?? null, expires_at: file.expires_at ?? null } } : { ifAbsent: true },
+      },
+    ];
+    // The bytes go when the last upload naming them does (an entry per expiry the file is given).
+    if (!live || expiresAt !== Number(file.expires_at)) {
+      writes.push({ put: { ...sweepKey(expiresAt, `file#${org}#${upload.workspace}#${upload.sha256}#${gen}`), org, workspace: upload.workspace, sha256: upload.sha256, gen } });
+    }
+    try {
+      await transact(engine, writes);
+    } catch (error) {
+      if (!(error instanceof ConditionFailedError)) throw error;
+      const mine = await engine.kv.get(uploadKey(org, upload.id));
+      if (mine?.status !== 'completing' || mine.completing_until !== claimed.completing_until) throw completedAlready(asUpload(mine ?? upload.item));
+      continue; // the stored file changed meanwhile: look again
+    }
+    if (live) await engine.blobs.delete(ours); // the same bytes are kept already
+    return { ...upload, status: 'completed', gen, completed_at: completedAt };
+  }
+}
+
+/** After a failed join: a fresh multipart upload, no parts, pending again (only if still ours). */
+async function reopen(engine: Engine, org: string, upload: Upload, claimed: Record<string, string | number>): Promise<void> {
+  const gen = newGeneration();
+  const bytes = uploadBytesKey(org, upload.workspace, upload.sha256, gen);
+  const engineUploadId = await engine.blobs.createMultipart(bytes);
+  try {
+    await transact(engine, [
+      { update: uploadKey(org, upload.id), set: { status: 'pending', gen, engine_upload_id: engineUploadId }, remove: ['completing_until'], condition: { ifEquals: claimed } },
+      { put: { ...sweepKey(upload.expires_at, `parts#${org}#${upload.id}#${gen}`), blob_key: bytes, engine_upload_id: engineUploadId } },
+    ]);
+  } catch (error) {
+    await engine.blobs.abortMultipart(bytes, engineUploadId).catch(() => undefined);
+    if (!(error instanceof ConditionFailedError)) throw error;
+  }
+}
+
+/** The parts the store holds for a pending upload, by number. */
+async function receivedParts(engine: Engine, org: string, upload: Upload): Promise<Map<number, { partNumber: number; etag: string; size: number }>> {
+  try {
+    const parts = await engine.blobs.listParts(bytesKeyOf(org, upload), upload.engine_upload_id);
+    return new Map(parts.filter((p) => p.partNumber <= upload.part_count).map((p) => [p.partNumber, p]));
+  } catch (error) {
+    if (error instanceof UploadNotFoundError) return new Map(); // being completed, or the parts were lost
+    throw error;
+  }
+}
+
+async function view(engine: Engine, upload: Upload, destination: PartDestination): Promise<UploadView> {
+  const org = String(upload.item.pk).slice('aiupl#'.length);
+  const completed = upload.status === 'completed';
+  let received: number[];
+  if (completed) received = Array.from({ length: upload.part_count }, (_, i) => i + 1);
+  else {
+    const parts = await receivedParts(engine, org, upload);
+    received = [...parts.values()].filter((p) => p.size === partBytes(upload, p.partNumber)).map((p) => p.partNumber);
+  }
+  const have = new Set(received);
+  const missing = completed ? [] : Array.from({ length: upload.part_count }, (_, i) => i + 1).filter((n) => !have.has(n));
+  const presigned = 'presigned' in destination && engine.blobs.partUrl !== undefined;
+  const parts: PartTarget[] = await Promise.all(
+    missing.map(async (n) => ({
+      number: n,
+      url: presigned
+        ? await engine.blobs.partUrl!(bytesKeyOf(org, upload), upload.engine_upload_id, n, partBytes(upload, n), PART_URL_SECONDS)
+        : `${'route' in destination ? destination.route : ''}/v1/uploads/${encodeURIComponent(upload.id)}/parts/${n}`,
+      method: 'PUT' as const,
+      size: partBytes(upload, n),
+    })),
+  );
+  return {
+    id: upload.id,
+    object: 'upload',
+    filename: upload.filename,
+    content_type: upload.content_type,
+    size: upload.size,
+    sha256: upload.sha256,
+    status: completed ? 'completed' : 'pending',
+    part_size: upload.part_size,
+    part_count: upload.part_count,
+    parts_received: received,
+    keep_source_hours: upload.keep_source_hours,
+    created_at: upload.created_at,
+    expires_at: iso(upload.expires_at),
+    completed_at: upload.completed_at,
+    parts,
+    part_urls_expire_at: presigned && parts.length ? iso(nowSeconds(engine) + PART_URL_SECONDS) : null,
+  };
+}
+
+/**
+ * A completed upload's bytes, for the knowledge routes that read it: `404 upload_not_found` when it
+ * is unknown to the caller's workspace or expired, `409 upload_incomplete` while it is pending.
+ */
+export async function completedUploadBytes(engine: Engine, principal: Principal, id: string): Promise<{ upload: UploadView; body: Readable }> {
+  const upload = await readUpload(engine, principal, id);
+  if (upload.status !== 'completed') throw new PlatformError('upload_incomplete', `Upload "${id}" is not completed.`, 'upload_id');
+  const found = await engine.blobs.get(bytesKeyOf(principal.organizationId, upload));
+  if (!found) throw notFound(id);
+  return { upload: await view(engine, upload, { route: '' }), body: found.body };
+}
+
+/**
+ * Removes what expired, up to `limit` entries, oldest first: an upload's open parts (its multipart
+ * upload aborted, its item deleted if DynamoDB's TTL has not yet), and a stored file's bytes once no
+ * upload names it any longer (its item deleted if it still says so; a later expiry has its own entry).
+ * Returns how many entries it handled. Safe to run anywhere, at once: every step is conditional or idempotent.
+ */
+export async function sweepExpiredUploads(engine: Engine, limit = 100): Promise<number> {
+  const now = nowSeconds(engine);
+  const page = await engine.kv.query({ pk: SWEEP_PARTITION, sk: dueBefore(now + 1), limit });
+  for (const entry of page.items) {
+    const [, what, ...rest] = String(entry.sk).split('#');
+    if (what === 'parts') {
+      const [org, id, gen] = rest;
+      await engine.blobs.abortMultipart(String(entry.blob_key), String(entry.engine_upload_id)).catch((error) => {
+        if (!(error instanceof UploadNotFoundError)) throw error;
+      });
+      await engine.kv.delete(uploadKey(org, id), { ifEquals: { gen } }).catch((error) => {
+        if (!(error instanceof ConditionFailedError)) throw error; // started again under this id, or completed onto a stored file
+      });
+    } else if (what === 'file') {
+      const { org, workspace, sha256, gen } = entry as Record<string, string>;
+      const key = storedFileKey(org, workspace, sha256);
+      const file = await engine.kv.get(key);
+      if (file && file.gen === gen && Number(file.expires_at) > now) {
+        await engine.kv.delete(entry);
+        continue; // named by a later upload: its own entry removes the bytes then
+      }
+      if (file && file.gen === gen) {
+        try {
+          await engine.kv.delete(key, { ifEquals: { gen, expires_at: file.expires_at ?? null } });
+        } catch (error) {
+          if (!(error instanceof ConditionFailedError)) throw error;
+          continue; // extended meanwhile: look again next time
+        }
+      }
+      await engine.blobs.delete(uploadBytesKey(org, workspace, sha256, gen));
+    }
+    await engine.kv.delete({ pk: entry.pk, sk: entry.sk });
+  }
+  return page.items.length;
+}
+
+async function transact(engine: Engine, writes: KvWrite[]): Promise<void> {
+  try {
+    await engine.kv.transact(writes);
+  } catch (error) {
+    if (error instanceof TransactionCanceledError) throw new ConditionFailedError();
+    throw error;
+  }
+}
+
+/**
+ * A complete call's claim on its operation id (spec 4.1: every AI POST is once per id): its answer is
+ * kept under the AI API's rules and replayed only to a caller that could complete that upload.
+ */
+export function completeOperation(engine: Engine, principal: Principal, id: string): OperationCall<OperationContext> {
+  const context: OperationContext = { endpoint: `/v1/uploads/${id}/complete`, route: null, application: principal.applicationId, capability: 'knowledge' };
+  return {
+    tenant: principal.organizationId,
+    // On AWS a complete reads the whole file back to check it: the route's whole timeout.
+    holdSeconds: holdMs(30_000) / 1000,
+    context,
+    checkReplay: (kept) => checkReplay(engine, principal, context, kept),
+  };
+}
