@@ -22,6 +22,8 @@ export interface BlobContractOptions {
    * of InvalidPart is covered with a client mock.
    */
   partEtags: boolean;
+  /** s3rver has no ListParts (it answers 405): the AWS adapter's paging of ListParts is covered with a client mock. */
+  listParts: boolean;
 }
 
 const MiB = 1024 * 1024;
@@ -416,6 +418,26 @@ export function blobContract(name: string, setup: () => Promise<BlobFixture>, op
         size: 10,
         sha256: sha256(bytes(10, 62)),
       });
+    });
+
+    it.skipIf(!options.listParts)('lists an open upload\'s parts ascending, the last sent under a number, and completes with what it lists', async () => {
+      const key = `${prefix}/listed/file.bin`;
+      const p1 = bytes(5 * MiB, 41);
+      const p2 = bytes(777, 42);
+      const uploadId = await f.blobs.createMultipart(key);
+      expect(await f.blobs.listParts(key, uploadId)).toEqual([]);
+      await f.blobs.uploadPart(key, uploadId, 2, new Uint8Array(bytes(500, 43)));
+      const r2 = await f.blobs.uploadPart(key, uploadId, 2, new Uint8Array(p2)); // replaces the first part 2
+      const r1 = await f.blobs.uploadPart(key, uploadId, 1, new Uint8Array(p1));
+      const listed = await f.blobs.listParts(key, uploadId);
+      expect(listed).toEqual([
+        { partNumber: 1, etag: r1.etag, size: p1.length },
+        { partNumber: 2, etag: r2.etag, size: p2.length },
+      ]);
+      const whole = Buffer.concat([p1, p2]);
+      expect(await f.blobs.completeMultipart(key, uploadId, listed, { sha256: sha256(whole), size: whole.length })).toEqual({ size: whole.length, sha256: sha256(whole) });
+      await expect(f.blobs.listParts(key, uploadId)).rejects.toBeInstanceOf(UploadNotFoundError);
+      await expect(f.blobs.listParts(key, 'no-such-upload')).rejects.toBeInstanceOf(UploadNotFoundError);
     });
 
     it('answers UploadNotFoundError for an upload id it never issued', async () => {

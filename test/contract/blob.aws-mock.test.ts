@@ -13,6 +13,7 @@ import {
   CreateMultipartUploadCommand,
   GetObjectCommand,
   HeadObjectCommand,
+  ListPartsCommand,
   NoSuchKey,
   NoSuchUpload,
   NotFound,
@@ -55,6 +56,25 @@ describe('S3BlobStore multipart on S3 (mocked)', () => {
     const calls = s3.commandCalls(AbortMultipartUploadCommand);
     expect(calls).toHaveLength(1);
     expect(calls[0].args[0].input).toEqual({ Bucket: bucket, Key: created.Key, UploadId: 'the-s3-upload' });
+  });
+
+  it('lists parts with ListParts page by page, each etag in the form complete takes; NoSuchUpload is UploadNotFoundError', async () => {
+    const uploadId = await blobs.createMultipart('files/a.bin');
+    s3.on(ListPartsCommand, { PartNumberMarker: undefined }).resolves({ Parts: [{ PartNumber: 1, ETag: '"e1"', Size: 5 * 1024 * 1024 }], IsTruncated: true, NextPartNumberMarker: '1' });
+    s3.on(ListPartsCommand, { PartNumberMarker: '1' }).resolves({ Parts: [{ PartNumber: 2, ETag: '"e2"', Size: 10 }], IsTruncated: false });
+    const parts = await blobs.listParts('files/a.bin', uploadId);
+    expect(parts).toEqual([
+      { partNumber: 1, etag: `e1:${5 * 1024 * 1024}`, size: 5 * 1024 * 1024 },
+      { partNumber: 2, etag: 'e2:10', size: 10 },
+    ]);
+    const created = s3.commandCalls(CreateMultipartUploadCommand)[0].args[0].input;
+    expect(s3.commandCalls(ListPartsCommand).map((c) => c.args[0].input)).toEqual([
+      { Bucket: bucket, Key: created.Key, UploadId: 'the-s3-upload', PartNumberMarker: undefined },
+      { Bucket: bucket, Key: created.Key, UploadId: 'the-s3-upload', PartNumberMarker: '1' },
+    ]);
+    s3.reset();
+    s3.on(ListPartsCommand).rejects(noSuchUpload());
+    await expect(blobs.listParts('files/a.bin', uploadId)).rejects.toBeInstanceOf(UploadNotFoundError);
   });
 
   it('translates NoSuchUpload into UploadNotFoundError on uploadPart, complete and abort', async () => {

@@ -15,7 +15,7 @@ blobContract(
       cleanup: async () => rmSync(dir, { recursive: true, force: true }),
     };
   },
-  { abortMultipart: true, partEtags: true },
+  { abortMultipart: true, partEtags: true, listParts: true },
 );
 
 describe('FileBlobStore specifics', () => {
