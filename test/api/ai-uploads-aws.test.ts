@@ -1,0 +1,126 @@
+/**
+ * Uploads on AWS (docs/ai/uploads.md, "On AWS"): the upload routes run as Lambda behind API Gateway
+ * runs them (test/helpers/lambda-front.ts: buffered answers, 6 MB an invocation) over DynamoDB
+ * (dynalite) and S3 (s3rver). The parts go to presigned S3 part URLs, never through a function; a
+ * resumed client gets fresh URLs for the missing parts only; complete joins and checks them on S3.
+ *
+ * s3rver has no ListParts (it answers 405), so the store's listParts is answered here from what S3
+ * answered each part PUT (its ETag, in the adapter's `<etag>:<size>` form); the adapter's own ListParts
+ * paging is tested on a client mock (test/contract/blob.aws-mock.test.ts).
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Engine } from '../../lambdas/engine/ports.js';
+import { useEngine } from '../../lambdas/engine/index.js';
+import { Tenants } from '../../lambdas/auth/tenants.js';
+import { PART_URL_SECONDS } from '../../lambdas/knowledge/uploads.js';
+import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
+import type { S3rverBucket } from '../helpers/s3rver.js';
+import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
+
+const MiB = 1024 * 1024;
+const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
+const op = () => `op-${randomUUID()}`;
+
+let engine: Engine;
+let s3: S3rverBucket;
+let gateway: LambdaFront;
+let key: string;
+/** What S3 answered each part PUT, by S3's upload id: the stand-in for ListParts. */
+const sent = new Map<string, Map<number, { partNumber: number; etag: string; size: number }>>();
+
+beforeAll(async () => {
+  process.env.LOG_LEVEL = 'silent';
+  const started = await startAwsDataEngine('ai-uploads-aws');
+  engine = started.engine;
+  s3 = started.s3;
+  engine.blobs.listParts = async (_key, uploadId) => [...(sent.get(uploadId.slice(uploadId.indexOf('.') + 1))?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
+  useEngine(engine);
+  const tenants = new Tenants(engine.kv, () => Date.now());
+  const org = await tenants.createOrganization('uploads');
+  await tenants.createWorkspace(org.id, 'main');
+  key = (await tenants.createSecretKey(org.id)).key;
+  gateway = await startLambdaFront('ai');
+}, 60_000);
+
+afterAll(async () => {
+  await gateway?.close();
+  await engine?.close();
+});
+
+async function call(method: string, path: string, body?: object) {
+  const res = await fetch(gateway.url + path, {
+    method,
+    body: body && JSON.stringify(body),
+    headers: { authorization: `Bearer ${key}`, 'x-operation-id': op(), ...(body ? { 'content-type': 'application/json' } : {}) },
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** A part sent as a client sends it: a plain PUT of its bytes to the URL, no credential of ours. */
+async function sendPart(url: string, bytes: Buffer): Promise<void> {
+  const res = await fetch(url, { method: 'PUT', body: bytes });
+  expect(res.status).toBe(200);
+  const target = new URL(url);
+  const uploadId = target.searchParams.get('uploadId')!;
+  const partNumber = Number(target.searchParams.get('partNumber'));
+  const parts = sent.get(uploadId) ?? new Map();
+  parts.set(partNumber, { partNumber, etag: `${res.headers.get('etag')!.replace(/"/g, '')}:${bytes.length}`, size: bytes.length });
+  sent.set(uploadId, parts);
+}
+
+describe('an upload on AWS', () => {
+  const file = randomBytes(11 * MiB + 5);
+  const cut = (n: number) => file.subarray((n - 1) * 5 * MiB, n * 5 * MiB);
+  let id: string;
+
+  it('answers presigned S3 part URLs, each taking exactly its part, working an hour', async () => {
+    const before = gateway.invocations.length;
+    const start = await call('POST', '/v1/uploads', { filename: 'talk.mp4', content_type: 'video/mp4', size: file.length, sha256: sha(file) });
+    expect(start.status).toBe(201);
+    id = start.body.id;
+    expect(start.body).toMatchObject({ status: 'pending', part_size: 5 * MiB, part_count: 3, parts_received: [] });
+    expect(start.body.parts.map((p: any) => [p.number, p.size, p.method])).toEqual([
+      [1, 5 * MiB, 'PUT'],
+      [2, 5 * MiB, 'PUT'],
+      [3, MiB + 5, 'PUT'],
+    ]);
+    for (const part of start.body.parts) {
+      const url = new URL(part.url);
+      expect(url.origin).toBe(s3.endpoint);
+      expect(url.searchParams.get('partNumber')).toBe(String(part.number));
+      expect(url.searchParams.get('X-Amz-Expires')).toBe(String(PART_URL_SECONDS));
+      expect(url.searchParams.get('X-Amz-SignedHeaders')).toContain('content-length');
+    }
+    expect(Date.parse(start.body.part_urls_expire_at)).toBeGreaterThan(Date.now() + (PART_URL_SECONDS - 60) * 1000);
+    expect(gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.create']);
+  });
+
+  it('is resumed: the parts go straight to S3; GET shows them and hands out fresh URLs for the missing one only', async () => {
+    const { body: upload } = await call('GET', `/v1/uploads/${id}`);
+    await sendPart(upload.parts[0].url, cut(1));
+    await sendPart(upload.parts[2].url, cut(3));
+    const later = await call('GET', `/v1/uploads/${id}`);
+    expect(later.body).toMatchObject({ status: 'pending', parts_received: [1, 3] });
+    expect(later.body.parts.map((p: any) => p.number)).toEqual([2]);
+    await sendPart(later.body.parts[0].url, cut(2));
+  });
+
+  it('completes on S3: joined, the SHA-256 checked; no byte of the file passed through a function', async () => {
+    const done = await call('POST', `/v1/uploads/${id}/complete`, {});
+    expect(done.status).toBe(200);
+    expect(done.body).toMatchObject({ id, status: 'completed', parts_received: [1, 2, 3], parts: [], part_urls_expire_at: null });
+    expect(Math.max(...gateway.invocations.map((i) => i.eventBytes))).toBeLessThan(64 * 1024);
+  });
+
+  it('bytes other than the announced ones: 400 hash_mismatch, the upload pending again with new URLs', async () => {
+    const other = randomBytes(100);
+    const start = await call('POST', '/v1/uploads', { filename: 'a.txt', content_type: 'text/plain', size: 100, sha256: sha(randomBytes(100)) });
+    await sendPart(start.body.parts[0].url, other);
+    const done = await call('POST', `/v1/uploads/${start.body.id}/complete`, {});
+    expect([done.status, done.body.error.code]).toEqual([400, 'hash_mismatch']);
+    const again = await call('GET', `/v1/uploads/${start.body.id}`);
+    expect(again.body).toMatchObject({ status: 'pending', parts_received: [] });
+    expect(again.body.parts[0].url).not.toBe(start.body.parts[0].url);
+  });
+});
