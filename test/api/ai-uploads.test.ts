@@ -5,9 +5,15 @@
  * expiry and the sweep that removes the bytes, on a clock the test moves.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { postWithOperation } from '../helpers/ai-calls.js';
+import { docBlocks } from '../helpers/doc-blocks.js';
 import { systemClock } from '../../lambdas/engine/clock.js';
 import type { Clock } from '../../lambdas/engine/ports.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -277,5 +283,25 @@ describe('expiry', () => {
     expect(openItem).toBeUndefined();
     // The id of an expired upload may start a new one.
     expect((await start(fileOf(bytes), done.id)).status).toBe(201);
+  });
+});
+
+describe('the walk-through of docs/ai/uploads.md', () => {
+  it('runs as written with curl: three parts, resumed, completed', async () => {
+    // The reader's setup lines (AI_URL, KEY) are what the test sets from the platform it started.
+    const script = docBlocks('docs/ai/uploads.md', ['sh'])
+      .join('\n')
+      .split('\n')
+      .filter((line) => !/^(AI_URL|KEY)=/.test(line))
+      .join('\n');
+    const dir = mkdtempSync(join(tmpdir(), 'uploads-doc-'));
+    try {
+      const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, env: { ...process.env, AI_URL: p.urls.ai, KEY: key }, maxBuffer: 1024 * 1024 });
+      const answers = stdout.split(/(?<=})(?=\{)/).map((text) => JSON.parse(text));
+      expect(answers.map((a) => a.status ?? a.part_number)).toEqual(['pending', 1, 2, 'pending', 3, 'completed']);
+      expect(answers[3].parts_received).toEqual([1, 2]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
