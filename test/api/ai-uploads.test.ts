@@ -286,6 +286,63 @@ describe('expiry', () => {
   });
 });
 
+describe('two calls at once', () => {
+  it('a complete while another holds the upload: 409 operation_in_progress; a claim past its 15 minutes is taken over', async () => {
+    const bytes = randomBytes(3000);
+    const a = (await start(fileOf(bytes))).body;
+    await putPart(a.parts[0].url, bytes);
+    const keyOf = uploadKey(org, a.id);
+    const held = Math.floor(clock.now() / 1000) + 900;
+    await p.engine.kv.update({ key: keyOf, set: { status: 'completing', completing_until: held } });
+    const busy = await complete(a.id);
+    expect([busy.status, busy.body.error.code]).toEqual([409, 'operation_in_progress']);
+    expect((await putPart(a.parts[0].url, bytes)).body.error.code).toBe('operation_in_progress');
+    // The holder died: its claim lapses.
+    await p.engine.kv.update({ key: keyOf, set: { completing_until: held - 901 } });
+    expect((await complete(a.id)).body.status).toBe('completed');
+  });
+
+  it('a part without Content-Length (chunked): 411 length_required', async () => {
+    const bytes = Buffer.from('chunked part');
+    const a = (await start(fileOf(bytes))).body;
+    const res = await fetch(a.parts[0].url, {
+      method: 'PUT',
+      body: new ReadableStream({ start: (c) => (c.enqueue(bytes), c.close()) }),
+      duplex: 'half',
+      headers: { ...bearer(key), 'x-operation-id': op() },
+    } as RequestInit);
+    expect([res.status, ((await res.json()) as any).error.code]).toEqual([411, 'length_required']);
+  });
+});
+
+describe('a stored file named by two uploads', () => {
+  it('keeps its bytes until the later upload expires', async () => {
+    const bytes = randomBytes(2000);
+    const send = async (hours: number) => {
+      const a = (await start(fileOf(bytes, { keep_source_hours: hours }))).body;
+      await putPart(a.parts[0].url, bytes);
+      expect((await complete(a.id)).body.status).toBe('completed');
+      return a.id as string;
+    };
+    const short = await send(1);
+    const long = await send(3);
+    const item = await p.engine.kv.get(uploadKey(org, long));
+    const bytesKey = uploadBytesKey(org, String(item!.workspace_id), sha(bytes), String(item!.gen));
+    expect((await p.engine.kv.get(uploadKey(org, short)))!.gen).toBe(item!.gen);
+
+    offsetMs += 3600 * 1000 + 1000;
+    await start(fileOf(Buffer.from('sweeps'))); // the short one's entries are due
+    expect((await get(short)).status).toBe(404);
+    expect((await get(long)).body.status).toBe('completed');
+    expect(await p.engine.blobs.head(bytesKey)).toBeDefined();
+
+    offsetMs += 2 * 3600 * 1000;
+    await start(fileOf(Buffer.from('sweeps again')));
+    expect((await get(long)).status).toBe(404);
+    expect(await p.engine.blobs.head(bytesKey)).toBeUndefined();
+  });
+});
+
 describe('the walk-through of docs/ai/uploads.md', () => {
   it('runs as written with curl: three parts, resumed, completed', async () => {
     // The reader's setup lines (AI_URL, KEY) are what the test sets from the platform it started.
