@@ -39,6 +39,13 @@ describe('layers', () => {
       expect(check('lambdas/ai/providers/bedrock/index.ts', "import { S3Client } from '@aws-sdk/client-s3';")).toHaveLength(1);
     });
 
+    it('lets only knowledge import the document parsers and the tokenizer', () => {
+      expect(check('lambdas/knowledge/extract/pdf.ts', "import { extractText } from 'unpdf';")).toEqual([]);
+      expect(check('lambdas/knowledge/chunks.ts', "import { Tiktoken } from 'js-tiktoken/lite';")).toEqual([]);
+      expect(check('lambdas/vector/x.ts', "import { Lexer } from 'marked';")).toEqual(['lambdas/vector/x.ts:1 (vector) imports the package marked']);
+      expect(check('lambdas/http/x.ts', "import mammoth from 'mammoth';")).toHaveLength(1);
+    });
+
     it('catches a domain module importing the HTTP layer', () => {
       expect(check('lambdas/data/records.ts', "import type { HttpRequest } from '../http/types.js';")).toEqual([
         'lambdas/data/records.ts:1 (data) imports lambdas/http/types.ts (http)',

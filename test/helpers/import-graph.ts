@@ -70,8 +70,9 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   'ai/providers/bedrock': { layers: ['ai', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@aws-sdk/client-bedrock-runtime', '@aws-sdk/client-bedrock-agent-runtime'] },
   // The vector database: embeds through the AI gateway, reranks through the AI providers.
   vector: { layers: ['auth', 'activity', 'ai', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
-  // Knowledge collections and their uploads: the workspace of a key and its vectors, the AI API's operation rules.
-  knowledge: { layers: ['auth', 'activity', 'ai', 'vector', 'engine', 'shared'], packages: DOMAIN_PACKAGES },
+  // Knowledge collections and their uploads: the workspace of a key and its vectors, the AI API's operation rules;
+  // the document parsers (PDF, DOCX, HTML, Markdown) and the tokenizer that chunks their text, all pure JS that bundles.
+  knowledge: { layers: ['auth', 'activity', 'ai', 'vector', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'unpdf', 'mammoth', 'htmlparser2', 'marked', 'js-tiktoken'] },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
