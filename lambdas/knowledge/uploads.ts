@@ -220,7 +220,7 @@ export async function startUpload(
         upload.sha256 === request.sha256 &&
         (request.keep_source_hours === undefined || request.keep_source_hours === upload.keep_source_hours);
       if (!same) throw new PlatformError('operation_id_reused', 'This X-Operation-Id names another upload; use a new id for this file.');
-      return { upload: await view(engine, upload, destination), created: false };
+      return { upload: await view(engine, org, upload, destination), created: false };
     }
     // A new upload (or the id of one that expired, whose leftovers its sweep entry removes).
     const gen = newGeneration();
@@ -257,13 +257,13 @@ export async function startUpload(
       if (error instanceof ConditionFailedError) continue; // started meanwhile by a retry of this call: answer that one
       throw error;
     }
-    return { upload: await view(engine, asUpload(item), destination), created: true };
+    return { upload: await view(engine, org, asUpload(item), destination), created: true };
   }
 }
 
 /** GET /v1/uploads/{id}: its status, the parts received, and where the missing ones go (fresh URLs). */
 export async function getUpload(engine: Engine, principal: Principal, id: string, destination: PartDestination): Promise<UploadView> {
-  return view(engine, await readUpload(engine, principal, id), destination);
+  return view(engine, principal.organizationId, await readUpload(engine, principal, id), destination);
 }
 
 /**
@@ -315,7 +315,7 @@ async function gone(engine: Engine, principal: Principal, id: string): Promise<P
 export async function completeUpload(engine: Engine, principal: Principal, id: string): Promise<UploadView> {
   const org = principal.organizationId;
   let upload = await readUpload(engine, principal, id);
-  if (upload.status === 'completed') return view(engine, upload, { route: '' });
+  if (upload.status === 'completed') return view(engine, org, upload, { route: '' });
   const now = nowSeconds(engine);
   if (upload.status === 'completing' && upload.completing_until > now) throw completedAlready(upload);
 
@@ -371,7 +371,7 @@ export async function completeUpload(engine: Engine, principal: Principal, id: s
     throw error;
   }
   const completed = await keepFile(engine, org, upload, claimed);
-  return view(engine, completed, { route: '' });
+  return view(engine, org, completed, { route: '' });
 }
 
 /**
@@ -440,8 +440,7 @@ async function receivedParts(engine: Engine, org: string, upload: Upload): Promi
   }
 }
 
-async function view(engine: Engine, upload: Upload, destination: PartDestination): Promise<UploadView> {
-  const org = String(upload.item.pk).slice('aiupl#'.length);
+async function view(engine: Engine, org: string, upload: Upload, destination: PartDestination): Promise<UploadView> {
   const completed = upload.status === 'completed';
   let received: number[];
   if (completed) received = Array.from({ length: upload.part_count }, (_, i) => i + 1);
@@ -491,7 +490,7 @@ export async function completedUploadBytes(engine: Engine, principal: Principal,
   if (upload.status !== 'completed') throw new PlatformError('upload_incomplete', `Upload "${id}" is not completed.`, 'upload_id');
   const found = await engine.blobs.get(bytesKeyOf(principal.organizationId, upload));
   if (!found) throw notFound(id);
-  return { upload: await view(engine, upload, { route: '' }), body: found.body };
+  return { upload: await view(engine, principal.organizationId, upload, { route: '' }), body: found.body };
 }
 
 /**
