@@ -503,36 +503,40 @@ export async function sweepExpiredUploads(engine: Engine, limit = 100): Promise<
   const now = nowSeconds(engine);
   const page = await engine.kv.query({ pk: SWEEP_PARTITION, sk: dueBefore(now + 1), limit });
   for (const entry of page.items) {
-    const [, what, ...rest] = String(entry.sk).split('#');
-    if (what === 'parts') {
-      const [org, id, gen] = rest;
-      await engine.blobs.abortMultipart(String(entry.blob_key), String(entry.engine_upload_id)).catch((error) => {
-        if (!(error instanceof UploadNotFoundError)) throw error;
-      });
-      await engine.kv.delete(uploadKey(org, id), { ifEquals: { gen } }).catch((error) => {
-        if (!(error instanceof ConditionFailedError)) throw error; // started again under this id, or completed onto a stored file
-      });
-    } else if (what === 'file') {
-      const { org, workspace, sha256, gen } = entry as Record<string, string>;
-      const key = storedFileKey(org, workspace, sha256);
-      const file = await engine.kv.get(key);
-      if (file && file.gen === gen && Number(file.expires_at) > now) {
-        await engine.kv.delete(entry);
-        continue; // named by a later upload: its own entry removes the bytes then
-      }
-      if (file && file.gen === gen) {
-        try {
-          await engine.kv.delete(key, { ifEquals: { gen, expires_at: file.expires_at ?? null } });
-        } catch (error) {
-          if (!(error instanceof ConditionFailedError)) throw error;
-          continue; // extended meanwhile: look again next time
-        }
-      }
-      await engine.blobs.delete(uploadBytesKey(org, workspace, sha256, gen));
-    }
-    await engine.kv.delete({ pk: entry.pk, sk: entry.sk });
+    // One entry that keeps failing must not hold up the others behind it.
+    await sweepEntry(engine, entry, now).catch((error) => log.warn('upload sweep entry failed; retried next sweep', { sk: String(entry.sk), error: String(error) }));
   }
   return page.items.length;
+}
+
+/** One due entry: an upload's parts (its multipart upload aborted), or a stored file's bytes once nothing names them. */
+async function sweepEntry(engine: Engine, entry: KvItem, now: number): Promise<void> {
+  const [, what, ...rest] = String(entry.sk).split('#');
+  if (what === 'parts') {
+    const [org, id, gen] = rest;
+    await engine.blobs.abortMultipart(String(entry.blob_key), String(entry.engine_upload_id)).catch((error) => {
+      if (!(error instanceof UploadNotFoundError)) throw error; // completed, or aborted already
+    });
+    await engine.kv.delete(uploadKey(org, id), { ifEquals: { gen } }).catch((error) => {
+      if (!(error instanceof ConditionFailedError)) throw error; // started again under this id, or completed onto a stored file
+    });
+  } else if (what === 'file') {
+    const { org, workspace, sha256, gen } = entry as Record<string, string>;
+    const key = storedFileKey(org, workspace, sha256);
+    const file = await engine.kv.get(key);
+    if (file?.gen === gen) {
+      // Named by a later upload: that one's entry removes the bytes then.
+      if (Number(file.expires_at) > now) return void (await engine.kv.delete({ pk: entry.pk, sk: entry.sk }));
+      try {
+        await engine.kv.delete(key, { ifEquals: { gen, expires_at: file.expires_at ?? null } });
+      } catch (error) {
+        if (error instanceof ConditionFailedError) return; // extended meanwhile: looked at again next sweep
+        throw error;
+      }
+    }
+    await engine.blobs.delete(uploadBytesKey(org, workspace, sha256, gen));
+  }
+  await engine.kv.delete({ pk: entry.pk, sk: entry.sk });
 }
 
 async function transact(engine: Engine, writes: KvWrite[]): Promise<void> {
