@@ -658,3 +658,27 @@ export async function checkAnswerAsOfCommit(world: VectorWorld) {
   // B committed after A (its p4 replaced A's): serialized after A, p0 joins generation 2.
   expect({ answer, listed: listed.map((d: any) => [d.document_id, d.generation, d.passages]) }).toEqual({ answer: { ingested: 2, skipped: [] }, listed: [['d0', 2, 2]] });
 }
+
+/**
+ * Passages within the spec's 10 KiB (id + text + metadata, as UTF-8) whose stored forms are larger:
+ * the index entry's payload is JSON, which writes `"` and `\` as two bytes and a control character as
+ * six (`\u0001`), and S3 Vectors measures its metadata as JSON once more (the payload's `\"` is four
+ * bytes there). Found beside the model on the AWS adapters; both must be stored, as any passage of at
+ * most 10 KiB is.
+ */
+export const ESCAPED_TEXTS = {
+  /** 10,238 bytes with its id: a 20 KiB payload, 41 KB of S3 Vectors metadata (its limit is 40 KiB). */
+  quotes: '"'.repeat(10_236),
+  /** 6,002 bytes with its id: a 36 KB payload (the port's limit is 32 KiB). */
+  controls: '\u0001'.repeat(6_000),
+};
+
+/** A passage of `text` is ingested and found (a fresh database: workspace `run-<run>`). */
+export async function checkPassageStored(world: VectorWorld, run: number, text: string) {
+  const real = new Real(world);
+  await real.setup(run);
+  const answer = await ingestPassages(real.engine, real.principals.a, real.database, real.route, parseIngestRequest({ scope: 'shared', documents: [{ id: 'p0', text }] }));
+  expect(answer).toEqual({ ingested: 1, skipped: [] });
+  const found = await answerQuery(real.engine, real.principals.a, real.database, real.route, parseQueryRequest({ mode: 'shared', query: 'anything', top_k: 5 }), undefined);
+  expect(found.matches.map((m) => m.text === text)).toEqual([true]);
+}

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
-import { checkAnswerAsOfCommit, checkVectorModel, startVectorWorld, type VectorWorld } from './vector-model.js';
+import { checkAnswerAsOfCommit, checkPassageStored, checkVectorModel, ESCAPED_TEXTS, startVectorWorld, type VectorWorld } from './vector-model.js';
 
 let dir: string;
 let engine: EmbeddedEngine | undefined;
@@ -35,4 +35,14 @@ it('ingest, delete, query and list behave like the model', { timeout: 120_000 },
 
 it('a write answers as of its commit, even when another commits to its document during its embeddings call', async () => {
   await checkAnswerAsOfCommit(world!);
+});
+
+it('stores a passage of 10 KiB that JSON escapes to twice its size', async () => {
+  await checkPassageStored(world!, -2, ESCAPED_TEXTS.quotes);
+});
+
+// Expected to fail until the vector database stores it: its payload (36 KB) is over the port's 32 KiB,
+// so the whole ingest fails (an EngineError, a 500) on both engines.
+it.fails('stores a passage of 6,000 control characters (6 KB; its JSON payload is 36 KB)', async () => {
+  await checkPassageStored(world!, -3, ESCAPED_TEXTS.controls);
 });
