@@ -207,9 +207,12 @@ export class RecordWriter {
             guards.absorb(writes, from, i, results[i].id);
           } catch (error) {
             // A create of an id in use fails on that first, as a single create does (its record's
-            // condition comes before its unique values): found by the model test.
-            if (op.op === 'create' && error instanceof PlanError && error.op === i && (await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, c.name, results[i].id)))) {
-              throw new PlanError(i, new PlatformError('already_exists', `Record "${results[i].id}" already exists.`, 'id'));
+            // condition comes before its unique values), whichever op showed its unique collision (a
+            // later op's release shows an earlier create's claim met a held value): found by the model test.
+            const culprit = error instanceof PlanError ? error.op : -1;
+            const created = culprit >= 0 && ops[culprit].op === 'create' ? ops[culprit] : undefined;
+            if (created && (await this.ctx.engine.kv.get(recordKey(this.org, this.ctx.database, (await this.collection(created.collection, created.op, cache, drafts, fresh)).name, results[culprit].id)))) {
+              throw new PlanError(culprit, new PlatformError('already_exists', `Record "${results[culprit].id}" already exists.`, 'id'));
             }
             throw error;
           }

@@ -64,6 +64,13 @@ it('answers a create of an id in use with already_exists, also when it claims a 
   expect((await get('mover1')).email).toBe('mover@ex');
 });
 
+it('answers already_exists too when a later op releases the value the create of an id in use claims (its collision shows at the release)', async () => {
+  await create('taken2', { email: 'taken2@ex' });
+  await create('holder2', { email: 'held2@ex' });
+  expectError(await batch([add('taken2', { email: 'held2@ex' }), del('holder2')]), 409, 'already_exists');
+  expect((await get('holder2')).email).toBe('held2@ex');
+});
+
 describe('a value released by an earlier op may be claimed by a later op', () => {
   it("the issue's example: [update a1 email x1→x2, create d2 email=x1]", async () => {
     await create('a1', { email: 'x1@ex', n: 1 });
