@@ -22,6 +22,7 @@ import { ulid } from '../shared/ids.js';
 import { databaseKey, documentPk, headKey, intentPk, leaseKey, memberPk, passagePk, scopeRegistryPk } from './keys.js';
 import { contentSha256, filterableOf, type Passage, type Skipped } from './passages.js';
 import type { VectorDatabase } from './types.js';
+import { encodePayload } from './payload.js';
 
 /** A version of a passage: its index entry, the document generation it belongs to, and the transaction that wrote it. */
 export interface Version {
@@ -53,15 +54,6 @@ interface DocumentItem extends DocumentVersion {
 }
 
 export type DocumentState = DocumentVersion & { document_id: string };
-
-/** What a passage's index entry carries back to a reader. */
-export interface Payload {
-  id: string;
-  text: string;
-  metadata: Record<string, unknown>;
-  scope: 'shared' | 'local';
-  document_id: string | null;
-}
 
 /**
  * A writer's turn: long enough for a commit of 100 passages on DynamoDB with room to spare, short
@@ -431,7 +423,7 @@ export async function currentDocuments(engine: Engine, db: string, scope: string
   return new Map([...items].map(([id, item]) => [id, asOf(item, committed)]));
 }
 
-const payloadOf = (p: Passage, scope: 'shared' | 'local'): string => JSON.stringify({ id: p.id, text: p.text, metadata: p.metadata, scope, document_id: p.document_id } satisfies Payload);
+const payloadOf = (p: Passage, scope: 'shared' | 'local'): string => encodePayload({ id: p.id, text: p.text, metadata: p.metadata, scope, document_id: p.document_id });
 
 export type CommitResult =
   | { ingested: number; skipped: Skipped[] }

@@ -9,7 +9,8 @@ import { VECTOR_TOP_K_MAX } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import type { VectorDatabase } from './types.js';
 import { scopeTag, type ScopeName } from './keys.js';
-import { readHead, visibleHits, type Payload } from './ledger.js';
+import { readHead, visibleHits } from './ledger.js';
+import { decodePayload } from './payload.js';
 import { FILTERABLE_KEYS, wellFormed } from './passages.js';
 
 export const QUERY_MODES = ['local', 'shared', 'hybrid'] as const;
@@ -127,7 +128,7 @@ export async function searchVectors(engine: Engine, database: VectorDatabase, pr
 }
 
 async function visibleMatches(engine: Engine, db: string, tags: string[], heads: number[], hits: VectorHit[]): Promise<Match[]> {
-  const parsed = hits.map((hit) => ({ hit, payload: JSON.parse(hit.payload) as Payload }));
+  const parsed = hits.map((hit) => ({ hit, payload: decodePayload(hit.payload) }));
   const visible = new Array<boolean>(hits.length).fill(false);
   await Promise.all(
     tags.map(async (tag, t) => {
