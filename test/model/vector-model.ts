@@ -718,3 +718,26 @@ export async function checkFullCalls(world: VectorWorld, run: number) {
   const found = await answerQuery(real.engine, real.principals.a, real.database, real.route, parseQueryRequest({ mode: 'shared', query: 'cats', top_k: 50, filter: { kind: 'b' } }), undefined);
   expect(found.matches.map((m) => m.id).sort()).toEqual(model.visible(tag).filter(([, p]) => p.metadata.kind === 'b').map(([id]) => id).sort());
 }
+
+/**
+ * A write of more passages than one store transaction takes (50: the ledger writes 49 a transaction),
+ * killed at each of its writes in turn (a fresh database each time): readers see the scope whole as
+ * before it or after it, and the next writer rolls it back or finishes it, as the crash command checks.
+ * Sized so every state fits one query's top_k of 50. Returns how many writes the call makes.
+ */
+export async function checkCrashesOfLargeWrite(world: VectorWorld, firstRun: number): Promise<number> {
+  const before: SentPassage[] = Array.from({ length: 10 }, (_, i) => ({ id: `b${i}`, text: TEXTS[i % TEXTS.length], document_id: 'big', generation: 1 }));
+  // p5, the crash command's recovery write, leaves the document then: every state stays within 50.
+  const write: SentPassage[] = ['p5', ...Array.from({ length: 49 }, (_, i) => `c${i}`)].map((id, i) => ({ id, text: TEXTS[(i + 3) % TEXTS.length], document_id: 'big', generation: 2 }));
+  const finished = () => world.tally.get('no crash') ?? 0;
+  for (let at = 1; ; at++) {
+    expect(at).toBeLessThan(100);
+    const real = new Real(world);
+    await real.setup(firstRun - at);
+    const model = new Model();
+    await new IngestCmd('a', 'shared', before).run(model, real);
+    const done = finished();
+    await new CrashCmd('a', 'shared', write, at).run(model, real);
+    if (finished() > done) return at - 1;
+  }
+}

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
-import { checkAnswerAsOfCommit, checkFullCalls, checkPassageStored, checkVectorModel, ESCAPED_TEXTS, startVectorWorld, type VectorWorld } from './vector-model.js';
+import { checkAnswerAsOfCommit, checkCrashesOfLargeWrite, checkFullCalls, checkPassageStored, checkVectorModel, ESCAPED_TEXTS, startVectorWorld, type VectorWorld } from './vector-model.js';
 
 let engine: Engine | undefined;
 let world: VectorWorld | undefined;
@@ -27,13 +27,18 @@ afterAll(async () => {
 
 it('ingest, delete, query and list behave like the model on the AWS adapters (dynalite, S3 Vectors in memory)', { timeout: 60_000 }, async () => {
   const started = Date.now();
-  const done = await checkVectorModel(world!, { numRuns: 30, maxCommands: 15, timeLimitMs: 35_000 });
+  const done = await checkVectorModel(world!, { numRuns: 30, maxCommands: 15, timeLimitMs: 20_000 });
   console.log(`vector model (aws, FC_SEED=${done.seed}): ${done.runs} runs, ${done.steps} steps in ${((Date.now() - started) / 1000).toFixed(1)} s`, done.stats);
   expect(done.steps).toBeGreaterThan(0);
 });
 
 it('answers, lists and counts like the model at the spec limits (100 passages a call, 100 documents)', { timeout: 30_000 }, async () => {
   await checkFullCalls(world!, -4);
+});
+
+it('a write of two store transactions killed at each of its writes is seen whole, then finished or undone', { timeout: 40_000 }, async () => {
+  const writes = await checkCrashesOfLargeWrite(world!, -10);
+  console.log(`a 50-passage write killed at each of its ${writes} writes`);
 });
 
 it('a write answers as of its commit on the AWS adapters too', async () => {

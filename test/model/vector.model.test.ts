@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
-import { checkAnswerAsOfCommit, checkFullCalls, checkPassageStored, checkVectorModel, ESCAPED_TEXTS, startVectorWorld, type VectorWorld } from './vector-model.js';
+import { checkAnswerAsOfCommit, checkCrashesOfLargeWrite, checkFullCalls, checkPassageStored, checkVectorModel, ESCAPED_TEXTS, startVectorWorld, type VectorWorld } from './vector-model.js';
 
 let dir: string;
 let engine: EmbeddedEngine | undefined;
@@ -35,6 +35,11 @@ it('ingest, delete, query and list behave like the model', { timeout: 120_000 },
 
 it('answers, lists and counts like the model at the spec limits (100 passages a call, 100 documents)', { timeout: 30_000 }, async () => {
   await checkFullCalls(world!, -4);
+});
+
+it('a write of two store transactions killed at each of its writes is seen whole, then finished or undone', { timeout: 40_000 }, async () => {
+  const writes = await checkCrashesOfLargeWrite(world!, -10);
+  console.log(`a 50-passage write killed at each of its ${writes} writes`);
 });
 
 it('a write answers as of its commit, even when another commits to its document during its embeddings call', async () => {
