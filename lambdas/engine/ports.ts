@@ -275,7 +275,7 @@ export interface VectorEntry {
   vector: Float32Array;
   /** What filters test; at most 2 KiB as JSON (S3 Vectors' filterable metadata) and 40 keys. */
   filterable: VectorMetadata;
-  /** Returned with each hit, never filtered on; at most 32 KiB (S3 Vectors' non-filterable metadata). */
+  /** Returned with each hit, never filtered on; at most 32 KiB as a JSON string, escapes included (S3 Vectors measures its metadata as JSON). */
   payload: string;
 }
 

@@ -160,11 +160,11 @@ describe('S3VectorIndex', () => {
       await refusedBeforeSending([entry('k', v(), { tags: [1, 2] as unknown as string[] })], /not a string, finite number/);
     });
 
-    it('refuses a payload over 32 KiB, and metadata over 40 KiB once its escapes are counted', async () => {
-      await refusedBeforeSending([entry('k', v(), {}, 'x'.repeat(32 * 1024 + 1))], /payload is 32769 bytes, over the limit of 32768/);
-      // 30 KiB of quotes is 60 KiB once escaped in the JSON S3 Vectors measures.
-      await refusedBeforeSending([entry('k', v(), {}, '"'.repeat(30 * 1024))], /metadata is \d+ bytes as JSON, over the limit of 40960/);
-      await vectors.put('ws-one', [entry('k', v(), {}, 'x'.repeat(32 * 1024))]);
+    it('refuses a payload over 32 KiB as a JSON string, its escapes counted as S3 Vectors counts them', async () => {
+      await refusedBeforeSending([entry('k', v(), {}, 'x'.repeat(32 * 1024 - 1))], /payload is 32769 bytes as a JSON string, over the limit of 32768/);
+      // 16 KiB of quotes is 32 KiB once escaped in the JSON S3 Vectors measures.
+      await refusedBeforeSending([entry('k', v(), {}, '"'.repeat(16 * 1024))], /payload is 32770 bytes as a JSON string/);
+      await vectors.put('ws-one', [entry('k', v(), {}, 'x'.repeat(32 * 1024 - 2))]);
     });
 
     it('refuses a key over 1,024 bytes and a component that is not finite', async () => {

@@ -328,10 +328,12 @@ describe('embedded vector index: checks', () => {
     await v.createIndex('limits', 4);
     const vector = new Float32Array(4).fill(1);
     const put = (filterable: Record<string, unknown>, payload = '') => v.put('limits', [{ key: 'k', vector, filterable: filterable as never, payload }]);
-    await put(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'x'])), 'é'.repeat(16 * 1024));
+    await put(Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`k${i}`, 'x'])), 'é'.repeat(16 * 1024 - 1));
     await expect(put(Object.fromEntries(Array.from({ length: 41 }, (_, i) => [`k${i}`, 'x'])))).rejects.toThrow(/filterable metadata keys/);
     await expect(put({ big: 'x'.repeat(2048) })).rejects.toThrow(/over the limit of 2048/);
-    await expect(put({}, 'é'.repeat(16 * 1024 + 1))).rejects.toThrow(/payload/);
+    await expect(put({}, 'é'.repeat(16 * 1024))).rejects.toThrow(/payload/);
+    // Escapes count, as S3 Vectors counts them: 6,000 control characters are 36 KB as JSON.
+    await expect(put({}, '\u0001'.repeat(6000))).rejects.toThrow(/payload is 36002 bytes as a JSON string/);
     await expect(put({ n: Number.NaN })).rejects.toThrow(/finite/);
     await expect(put({ nested: { a: 1 } })).rejects.toThrow(/not a string/);
     await expect(put({ list: ['a', 1] })).rejects.toThrow(/not a string/);

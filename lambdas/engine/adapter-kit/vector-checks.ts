@@ -11,7 +11,7 @@ export const VECTOR_LIMITS = {
   filterableKeys: 40,
   /** Filterable metadata as UTF-8 JSON (S3 Vectors: 2 KB). */
   filterableBytes: 2 * 1024,
-  /** The payload's UTF-8 bytes (the port's 32 KiB). */
+  /** The payload as a JSON string, quotes and escapes included, in UTF-8 bytes (the port's 32 KiB). */
   payloadBytes: 32 * 1024,
   /** Values a `$in` takes (the port's). */
   inValues: 20,
@@ -38,8 +38,9 @@ export function checkVectorEntry(entry: VectorEntry): void {
   if (filterableBytes > VECTOR_LIMITS.filterableBytes) {
     throw new EngineError(`vector ${entry.key}: filterable metadata is ${filterableBytes} bytes as JSON, over the limit of ${VECTOR_LIMITS.filterableBytes}`);
   }
-  const payloadBytes = utf8(entry.payload);
-  if (payloadBytes > VECTOR_LIMITS.payloadBytes) throw new EngineError(`vector ${entry.key}: payload is ${payloadBytes} bytes, over the limit of ${VECTOR_LIMITS.payloadBytes}`);
+  // Measured as S3 Vectors measures metadata: as JSON, escapes included (a control character is 6 bytes).
+  const payloadBytes = utf8(JSON.stringify(entry.payload));
+  if (payloadBytes > VECTOR_LIMITS.payloadBytes) throw new EngineError(`vector ${entry.key}: payload is ${payloadBytes} bytes as a JSON string, over the limit of ${VECTOR_LIMITS.payloadBytes}`);
 }
 
 /** Each `$in` holds 1 to VECTOR_LIMITS.inValues values and nothing else; no key is an operator. */
