@@ -80,3 +80,17 @@ export function markdownFile(blocks: Block[] = OUTLINE): string {
 function escape(text: string): string {
   return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
+
+/** `count` paragraphs of `sentences` sentences each (5 to 24 words), the same for the same seed. */
+export function paragraphs(count: number, sentences: number, seed = 1): string[] {
+  const words = ['vector', 'index', 'stores', 'chunks', 'of', 'every', 'document', 'and', 'cites', 'its', 'pages', 'headings', 'when', 'a', 'query', 'arrives', 'from', 'an', 'application', 'platform'];
+  let state = seed;
+  const next = () => ((state = (state * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return Array.from({ length: count }, (_, p) =>
+    Array.from({ length: sentences }, (_, s) => {
+      const n = 5 + Math.floor(next() * 20);
+      const body = Array.from({ length: n }, () => words[Math.floor(next() * words.length)]).join(' ');
+      return `P${p}S${s} ${body}.`;
+    }).join(' '),
+  );
+}
