@@ -31,6 +31,13 @@ describe('extractText', () => {
     });
   });
 
+  it('reads a PDF given as a Node Buffer (as files and blob streams give it), leaving the caller its bytes', async () => {
+    const pdf = Buffer.from(await pdfFile([['In a buffer.']]));
+    const copy = Buffer.from(pdf);
+    expect(await extractText(pdf, 'application/pdf', 'a.pdf')).toEqual({ sections: [{ text: 'In a buffer.', locator: 'page=1' }] });
+    expect(pdf.equals(copy)).toBe(true);
+  });
+
   it('reads DOCX, HTML and Markdown by their headings, as paths from the topmost', async () => {
     expect(await extractText(await docxFile(OUTLINE), DOCX_TYPE, 'guide.docx')).toEqual({ sections: OUTLINE_SECTIONS });
     // The title, styles, scripts, navigation and hidden elements are not the page's readable text.

@@ -6,8 +6,9 @@ import { extractText, getDocumentProxy } from 'unpdf';
 import type { Section } from './types.js';
 
 export async function pdfSections(bytes: Uint8Array): Promise<Section[]> {
-  // PDF.js may take over (detach) the buffer it is given: it gets a copy, the caller keeps its bytes.
-  const pdf = await getDocumentProxy(bytes.slice(), { verbosity: 0 });
+  // PDF.js may take over (detach) the buffer it is given, and refuses a Node Buffer: it gets a plain
+  // Uint8Array copy (a Buffer's slice() would share the memory), the caller keeps its bytes.
+  const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
   try {
     const { text } = await extractText(pdf, { mergePages: false });
     const sections: Section[] = [];
