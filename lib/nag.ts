@@ -210,6 +210,17 @@ export function acknowledgeEventBusGrant(role: IConstruct, arn: string): void {
   );
 }
 
+/** The uploads sweep's object grants (lib/uploads-sweep.ts): one action each, on one key prefix of the blob bucket. */
+export function acknowledgeUploadsSweepObjects(role: IConstruct, arns: readonly string[]): void {
+  for (const arn of arns) {
+    ack(
+      role,
+      `AwsSolutions-IAM5[Resource::${flat(role, arn)}]`,
+      "Expired uploads' keys are known only at run time; the wildcard covers one prefix of the blob bucket (ai-uploads/ for DeleteObject, .staging/ for AbortMultipartUpload), one action each.",
+    );
+  }
+}
+
 /** PostToConnection/DeleteConnection patterns: the connection id is known only at run time. */
 export function acknowledgeConnectionArns(fn: IConstruct, arns: readonly string[]): void {
   for (const arn of arns) {

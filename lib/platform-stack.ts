@@ -13,6 +13,7 @@ import { StreamDelivery } from './stream-delivery.js';
 import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
 import { BlobArrivals } from './blob-arrivals.js';
+import { UploadsSweep } from './uploads-sweep.js';
 import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
@@ -37,6 +38,7 @@ export class PlatformStack extends Stack {
   readonly eventsEdge: EventsEdge;
   readonly aiEdge: AiEdge;
   readonly blobArrivals: BlobArrivals;
+  readonly uploadsSweep: UploadsSweep;
   readonly dataEdge: DataEdge;
   readonly alarms: AlarmTopic;
   readonly operations: Operations;
@@ -62,6 +64,8 @@ export class PlatformStack extends Stack {
     this.jobs = new JobsConsumer(this, 'Jobs', { table: this.storage.table, queues: this.queues, vectors: this.vectors });
     // Files sent straight to the bucket (docs/data/blobs.md, "Large files on AWS").
     this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
+    // What expired AI uploads leave (docs/decisions/ai-uploads.md, "Expiry"), swept on a schedule.
+    this.uploadsSweep = new UploadsSweep(this, 'UploadsSweep', { table: this.storage.table, bucket: this.storage.bucket });
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });
     // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });

@@ -1,7 +1,7 @@
 /**
  * The queue consumers of the local runtime, in every worker process, as SQS triggers a function per
- * batch in AWS: webhook deliveries, background jobs (a vector database's removal), and the sweep of
- * outbox entries a crashed publish left behind.
+ * batch in AWS: webhook deliveries, background jobs (a vector database's removal), and the sweeps of
+ * outbox entries a crashed publish left behind and of expired AI uploads.
  *
  * One receiver per queue and process takes up to 10 messages at a time and hands each to the consumer
  * on its own, deleting it when its attempt is done: a receiver that takes its 10 seconds holds up its
@@ -17,6 +17,7 @@ import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
 import { jobsConsumer } from '../consumers/jobs.js';
+import { sweepExpiredUploads } from '../knowledge/uploads.js';
 import { inRequest, log } from '../shared/log.js';
 
 const BATCH = 10;
@@ -49,6 +50,8 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const sweeper = setInterval(() => {
     void sweepOutbox(engine).catch(onError);
     void sweepPlatformEvents(engine).catch(onError);
+    // Expired AI uploads' parts and bytes, as the scheduled function does on AWS (lambdas/consumers/uploads-sweep.ts).
+    void sweepExpiredUploads(engine).catch(onError);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   return {
