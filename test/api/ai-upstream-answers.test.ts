@@ -296,7 +296,7 @@ describe('oversized and malformed upstream answers', () => {
     // line fits whole in the loopback's socket buffers, so its upstream cannot tell).
     // The upstream learns of it when its socket closes, which may come after the answer: wait for that.
     const capped = ['chat:huge', 'embed:huge', 'run:huge', 'chat:huge-declared', 'embed:huge-declared', 'run:huge-declared', 'stream:sse-endless'];
-    await waitFor('every capped answer closed upstream', () => capped.every((name) => cutShort[name] !== undefined), 5_000, 20).catch(() => undefined);
+    await waitFor('every capped answer closed upstream', () => capped.every((name) => cutShort[name] !== undefined), 15_000, 20).catch(() => undefined);
     for (const name of capped) expect([name, cutShort[name]]).toEqual([name, 1]);
   }, 120_000);
 
