@@ -103,6 +103,11 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.uploads.get', api: 'ai', method: 'GET', path: '/v1/uploads/{id}', handler: 'http/handlers/ai/uploads-get', capability: 'knowledge', grants: ['table:read', 'blobs:write'] },
   { id: 'ai.uploads.part', api: 'ai', method: 'PUT', path: '/v1/uploads/{id}/parts/{n}', handler: 'http/handlers/ai/uploads-part', capability: 'knowledge', grants: ['table:read', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
   { id: 'ai.uploads.complete', api: 'ai', method: 'POST', path: '/v1/uploads/{id}/complete', handler: 'http/handlers/ai/uploads-complete', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write'], maxBodyBytes: 1024 },
+  // Knowledge collections (spec 4.9; docs/ai/collections.md). Create and delete sweep or remove a collection's data: table writes for now.
+  { id: 'ai.collections.create', api: 'ai', method: 'POST', path: '/v1/collections', handler: 'http/handlers/ai/collections-create', capability: 'knowledge', grants: ['table:read', 'table:write'], maxBodyBytes: 16 * 1024 },
+  { id: 'ai.collections.list', api: 'ai', method: 'GET', path: '/v1/collections', handler: 'http/handlers/ai/collections-list', capability: 'knowledge', grants: ['table:read', 'secret:read'] },
+  { id: 'ai.collections.get', api: 'ai', method: 'GET', path: '/v1/collections/{id}', handler: 'http/handlers/ai/collections-get', capability: 'knowledge', grants: ['table:read'] },
+  { id: 'ai.collections.delete', api: 'ai', method: 'DELETE', path: '/v1/collections/{id}', handler: 'http/handlers/ai/collections-delete', capability: 'knowledge', grants: ['table:read', 'table:write'] },
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },

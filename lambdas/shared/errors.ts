@@ -38,7 +38,6 @@ export const ERROR_STATUS = {
   schema_change_unsupported: 400,
   hash_mismatch: 400,
   part_too_small: 400,
-  mode_not_supported: 400,
   invalid_subscription: 400,
   invalid_delivery: 400,
   invalid_url: 400,
@@ -62,6 +61,7 @@ export const ERROR_STATUS = {
   publishable_key_not_allowed: 403,
   account_required: 403,
   vector_database_disabled: 403,
+  collections_disabled: 403,
   // 404: unknown resource
   not_found: 404,
   database_not_found: 404,
@@ -84,6 +84,8 @@ export const ERROR_STATUS = {
   secret_not_managed: 409,
   vector_database_not_created: 409,
   vector_database_deleting: 409,
+  // Spec 4.10: an operation the collection's mode does not offer (querying a `download` collection).
+  mode_not_supported: 409,
   // Spec 4.8 lists upload_incomplete under 409: the upload exists, its state is not the one the call needs.
   upload_incomplete: 409,
   upload_completed: 409,

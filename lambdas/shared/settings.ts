@@ -123,6 +123,7 @@ export interface Settings {
   eventsAllowLoopbackWebhooks?: boolean;
   awsEndpointUrl?: string;
   dataRateLimitPerMinute: number;
+  collectionRetentionSeconds: number;
   localWorkers: number;
   aiPort: number;
   dataPort: number;
@@ -183,6 +184,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     'An EventBridge-compatible endpoint for subscriptions delivering to an event bus (docs/events/eventbridge.md); the local server refuses such subscriptions without it. The AWS SDK reads it too, for every client of the `aws` engine, as it reads `AWS_ENDPOINT_URL_<SERVICE>` (`_DYNAMODB`, `_S3`, `_SQS`, `_KMS`, `_SECRETS_MANAGER`), which wins for its service: how the engine runs on an emulator (docs/decisions/aws-engine-emulators.md). Unset on a deployed stack.',
   ),
   dataRateLimitPerMinute: define('DATA_RATE_LIMIT_PER_MINUTE', wholeNumber(0, 1_000_000), 0, 'Data API calls a minute per credential; 0 (the default, as PocketBase) is no limit.'),
+  collectionRetentionSeconds: define(
+    'COLLECTION_RETENTION_S',
+    wholeNumber(1, 30 * 24 * 3600),
+    30 * 24 * 3600,
+    'Development only: how long a knowledge collection lives, in seconds (default and most: 30 days, the `standard_30d` retention), so expiry can be tried from outside (docs/ai/collections.md). Never set it on a deployed stack.',
+  ),
   localWorkers: define(
     'LOCAL_WORKERS',
     wholeNumber(1, 64),

@@ -1,0 +1,323 @@
+/**
+ * Knowledge collections (spec 2 and 4.9; docs/ai/collections.md; decisions:
+ * docs/decisions/knowledge-collections.md): a workspace's named set of items, of a mode fixed for life,
+ * kept `standard_30d` and then removed.
+ *
+ * A collection's `counts` are counters on its item, moved by the writes that move its items (each in
+ * the same transaction as the item's own change), so they stay exact under concurrent processing; its
+ * `status` is derived from them on every read, so it can never disagree with them.
+ *
+ * Expiry: the live item carries the store's `expires_at`, so it vanishes from every read the second the
+ * collection ends (DynamoDB's TTL removes it on AWS); a small end record answers `410 collection_expired`
+ * for a while after that; and a sweep entry, due at the end, removes the collection's data
+ * (removeCollectionData: what items add).
+ */
+import { randomBytes } from 'node:crypto';
+import * as z from 'zod/mini';
+import type { Principal } from '../auth/principal.js';
+import type { Engine, KvItem, KvUpdate, KvWrite } from '../engine/ports.js';
+import { TransactionCanceledError } from '../engine/errors.js';
+import { AiOrgSettings } from '../ai/org-settings.js';
+import { checkReplay, type OperationContext } from '../ai/operations.js';
+import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
+import { PlatformError } from '../shared/errors.js';
+import { holdMs } from '../shared/hold-margin.js';
+import { log } from '../shared/log.js';
+import type { OperationCall } from '../shared/operations.js';
+import { settings } from '../shared/settings.js';
+import { onFirstUse, parseBody } from '../shared/validate.js';
+import { openVectorDatabase, vectorWorkspace } from '../vector/databases.js';
+import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, sweepDueBefore } from './collection-keys.js';
+
+export const COLLECTION_MODES = ['download', 'cloud', 'local_vectors'] as const;
+export type CollectionMode = (typeof COLLECTION_MODES)[number];
+
+/**
+ * Spec 2's status values, and the ones that follow them once items arrive (docs/ai/collections.md,
+ * "Statuses"), all derived from the counts by statusOf.
+ */
+export type CollectionStatus = 'empty' | 'indexing' | 'ready' | 'partial' | 'failed';
+
+/** The one retention the spec names; COLLECTION_RETENTION_S shortens it for development. */
+export const RETENTION = 'standard_30d';
+/** How long an expired collection's id answers 410 rather than 404 (then its end record lapses). */
+export const EXPIRED_ANSWER_SECONDS = 30 * 24 * 3600;
+/** A name as a Data collection's: at most 63 characters (spec 8). */
+export const MAX_NAME_CHARS = 63;
+export const MAX_COLLECTIONS_PAGE = 100;
+const DEFAULT_COLLECTIONS_PAGE = 20;
+/** What one create call sweeps on its way, as an upload start does. */
+const SWEEP_PER_CREATE = 10;
+/** Spec 2 and 4.10: `col_` and 32 hex. */
+const COLLECTION_ID = /^col_[0-9a-f]{32}$/;
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+export interface CollectionCounts {
+  total: number;
+  queued: number;
+  processing: number;
+  done: number;
+  failed: number;
+}
+
+/** A collection as the routes answer it: every field of spec 2, plus `object` and `name`. */
+export interface CollectionView {
+  id: string;
+  object: 'collection';
+  name: string | null;
+  mode: CollectionMode;
+  retention: typeof RETENTION;
+  status: CollectionStatus;
+  created_at: string;
+  expires_at: string;
+  counts: CollectionCounts;
+  /** The items; none until items can be added. */
+  items: never[];
+}
+
+/** The counters' attribute names on the collection's item, for the item writes that move them. */
+export const COUNT_ATTRIBUTES: Record<keyof CollectionCounts, string> = {
+  total: 'n_total',
+  queued: 'n_queued',
+  processing: 'n_processing',
+  done: 'n_done',
+  failed: 'n_failed',
+};
+
+export const createCollectionSchema = onFirstUse(() =>
+  z.strictObject({
+    mode: z.enum(COLLECTION_MODES).check(z.describe('download, cloud or local_vectors; fixed for life.')),
+    name: z.optional(
+      z.string().check(
+        z.minLength(1),
+        z.maxLength(MAX_NAME_CHARS),
+        z.refine((s) => !CONTROL.test(s), 'name must hold no control characters'),
+        z.describe('A name for people, 1 to 63 characters; not unique.'),
+      ),
+    ),
+  }),
+);
+export type CreateCollection = z.output<ReturnType<typeof createCollectionSchema>>;
+
+/** POST /v1/collections's body: unknown fields are `unsupported_field`, bad values `invalid_body` naming the field. */
+export const parseCreateCollection = (body: unknown): CreateCollection => parseBody(createCollectionSchema(), body, { unknownField: 'unsupported_field' });
+
+/**
+ * The status the counts say (docs/ai/collections.md, "Statuses"): no items is `empty`; any item still
+ * queued or processing is `indexing`; then every item done is `ready`, some done and some failed
+ * `partial`, every one failed `failed`.
+ */
+export function statusOf(c: CollectionCounts): CollectionStatus {
+  if (c.total === 0) return 'empty';
+  if (c.queued + c.processing > 0) return 'indexing';
+  if (c.failed === 0) return 'ready';
+  return c.done > 0 ? 'partial' : 'failed';
+}
+
+/** 403 collections_disabled when the organization turned the feature off (`org features --disable collections`). */
+export async function checkCollectionsEnabled(engine: Engine, principal: Principal): Promise<void> {
+  const org = await new AiOrgSettings(engine.kv, () => engine.clock.now()).get(principal.organizationId);
+  if (org.disabled_features.includes('collections')) throw new PlatformError('collections_disabled', 'Knowledge collections are disabled for this organization.');
+}
+
+/** The workspace a collection belongs to: the key's application's, else the organization's default (as vectors). */
+async function workspaceOf(engine: Engine, principal: Principal): Promise<string> {
+  // An organization with no workspace yet keeps its collections under the organization itself, as uploads.
+  return (await vectorWorkspace(engine, principal)) ?? '-';
+}
+
+const nowSeconds = (engine: Engine) => Math.floor(engine.clock.now() / 1000);
+const iso = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString();
+const notFound = (id: string) => new PlatformError('collection_not_found', `No collection "${id}" in this workspace.`, 'id');
+const expired = (id: string, endsAt: number) => new PlatformError('collection_expired', `Collection "${id}" expired at ${iso(endsAt)}; its items and chunks are removed.`, 'id');
+
+/**
+ * `col_` and 32 hex: 6 bytes of the creation time in ms, then 10 random ones (a ULID's 128 bits in hex),
+ * so ids sort by creation and the listing pages in that order.
+ */
+export function newCollectionId(nowMs: number): string {
+  const time = Buffer.alloc(6);
+  time.writeUIntBE(nowMs, 0, 6);
+  return `col_${time.toString('hex')}${randomBytes(10).toString('hex')}`;
+}
+
+function countsOf(item: KvItem): CollectionCounts {
+  const n = (k: keyof CollectionCounts) => Number(item[COUNT_ATTRIBUTES[k]] ?? 0);
+  return { total: n('total'), queued: n('queued'), processing: n('processing'), done: n('done'), failed: n('failed') };
+}
+
+export function viewOf(item: KvItem): CollectionView {
+  const counts = countsOf(item);
+  return {
+    id: String(item.sk),
+    object: 'collection',
+    name: typeof item.name === 'string' ? item.name : null,
+    mode: item.mode as CollectionMode,
+    retention: RETENTION,
+    status: statusOf(counts),
+    created_at: String(item.created_at),
+    expires_at: iso(Number(item.ends_at)),
+    counts,
+    items: [],
+  };
+}
+
+/** A create or delete call's claim on its operation id: replayed only to a caller that could make the call (ai/operations.ts). */
+export function collectionOperation(engine: Engine, principal: Principal, endpoint: string): OperationCall<OperationContext> {
+  const context: OperationContext = { endpoint, route: null, application: principal.applicationId, capability: 'knowledge' };
+  return {
+    tenant: principal.organizationId,
+    holdSeconds: holdMs(30_000) / 1000,
+    context,
+    checkReplay: (kept) => checkReplay(engine, principal, context, kept),
+  };
+}
+
+/**
+ * POST /v1/collections. A `cloud` collection needs the workspace's vector database (403
+ * vector_database_disabled, 409 vector_database_not_created or vector_database_deleting) and names it:
+ * its chunks go there. `keep` is the operation's completion write, applied with the collection's, so a
+ * crash never leaves a collection its id does not replay.
+ */
+export async function createCollection(
+  engine: Engine,
+  principal: Principal,
+  request: CreateCollection,
+  keep: (answer: object) => KvUpdate,
+): Promise<CollectionView> {
+  const org = principal.organizationId;
+  const workspace = await workspaceOf(engine, principal);
+  const database = request.mode === 'cloud' ? await openVectorDatabase(engine, principal) : undefined;
+  await sweepExpiredCollections(engine, SWEEP_PER_CREATE).catch((error) => log.warn('collection sweep failed; the next one takes it up', { error: String(error) }));
+  const nowMs = engine.clock.now();
+  const now = Math.floor(nowMs / 1000);
+  const id = newCollectionId(nowMs);
+  const endsAt = now + settings().collectionRetentionSeconds;
+  const item: KvItem = {
+    ...collectionKey(org, workspace, id),
+    mode: request.mode,
+    name: request.name ?? null,
+    application_id: principal.applicationId,
+    vector_database_id: database?.database_id ?? null,
+    created_at: iso(now),
+    ends_at: endsAt,
+    expires_at: endsAt,
+    ...Object.fromEntries(Object.values(COUNT_ATTRIBUTES).map((a) => [a, 0])),
+  };
+  const view = viewOf(item);
+  await engine.kv.transact([
+    { put: item, condition: { ifAbsent: true } },
+    { put: { ...collectionEndKey(org, workspace, id), ends_at: endsAt, expires_at: endsAt + EXPIRED_ANSWER_SECONDS } },
+    { put: { ...collectionSweepKey(endsAt, org, workspace, id), mode: request.mode, vector_database_id: item.vector_database_id ?? null } },
+    keep(view),
+  ]);
+  return view;
+}
+
+/** The live collection `id` of the caller's workspace; 410 past its end; 404 unknown, malformed, another workspace's or organization's. */
+export async function readCollection(engine: Engine, principal: Principal, id: string): Promise<KvItem> {
+  if (!COLLECTION_ID.test(id)) throw notFound(id);
+  const org = principal.organizationId;
+  const workspace = await workspaceOf(engine, principal);
+  const [live, end] = await engine.kv.getMany([collectionKey(org, workspace, id), collectionEndKey(org, workspace, id)]);
+  if (live && Number(live.ends_at) > nowSeconds(engine)) return live;
+  if (end && Number(end.ends_at) <= nowSeconds(engine)) throw expired(id, Number(end.ends_at));
+  throw notFound(id);
+}
+
+/** GET /v1/collections/{id}. */
+export const getCollection = async (engine: Engine, principal: Principal, id: string): Promise<CollectionView> => viewOf(await readCollection(engine, principal, id));
+
+/** GET /v1/collections?limit=&cursor=: newest first, with a sealed cursor bound to the organization and workspace. */
+export async function listCollections(engine: Engine, principal: Principal, query: Record<string, string>) {
+  for (const key of Object.keys(query)) {
+    if (key !== 'limit' && key !== 'cursor') throw new PlatformError('unsupported_field', `Unknown query parameter "${key}".`, key);
+  }
+  let limit = DEFAULT_COLLECTIONS_PAGE;
+  if (query.limit !== undefined) {
+    if (!/^\d{1,3}$/.test(query.limit) || Number(query.limit) < 1 || Number(query.limit) > MAX_COLLECTIONS_PAGE) {
+      throw new PlatformError('invalid_field', `limit is a whole number from 1 to ${MAX_COLLECTIONS_PAGE}.`, 'limit');
+    }
+    limit = Number(query.limit);
+  }
+  const workspace = await workspaceOf(engine, principal);
+  const binding = `knowledge-collections\n${principal.organizationId}\n${workspace}`;
+  let position: string | undefined;
+  if (query.cursor !== undefined) {
+    try {
+      const opened = (await openCursor(engine.secret, query.cursor, binding)) as { p?: unknown };
+      if (typeof opened?.p !== 'string') throw new InvalidCursorError();
+      position = opened.p;
+    } catch (error) {
+      if (error instanceof InvalidCursorError) throw new PlatformError('invalid_cursor', 'This cursor is not one this listing gave.', 'cursor');
+      throw error;
+    }
+  }
+  const page = await engine.kv.query({ pk: collectionsPk(principal.organizationId, workspace), descending: true, limit, cursor: position });
+  return {
+    object: 'list' as const,
+    data: page.items.map(viewOf),
+    next_cursor: page.cursor === undefined ? null : await sealCursor(engine.secret, { p: page.cursor }, binding),
+  };
+}
+
+/** What removing a collection's data needs to know, from its item or its sweep entry. */
+export interface CollectionRef {
+  org: string;
+  workspace: string;
+  id: string;
+  mode: CollectionMode;
+  vectorDatabaseId: string | null;
+}
+
+/**
+ * Removes what a collection holds beyond its own item. It holds nothing else yet: items will add their
+ * records, each processed package's chunks and blob, and (`cloud`, `local_vectors`) its vectors in the
+ * collection's namespace, each step idempotent, so a delete or sweep that dies midway is taken up again
+ * (docs/decisions/knowledge-collections.md, "Removal").
+ */
+export async function removeCollectionData(_engine: Engine, _ref: CollectionRef): Promise<void> {}
+
+/**
+ * DELETE /v1/collections/{id}: its data first, then its item, end record and sweep entry in one step,
+ * so a delete that dies midway leaves a collection that a second delete (or the sweep) finishes.
+ */
+export async function deleteCollection(engine: Engine, principal: Principal, id: string): Promise<{ id: string; deleted: true }> {
+  const item = await readCollection(engine, principal, id);
+  const org = principal.organizationId;
+  const workspace = await workspaceOf(engine, principal);
+  const endsAt = Number(item.ends_at);
+  await removeCollectionData(engine, { org, workspace, id, mode: item.mode as CollectionMode, vectorDatabaseId: (item.vector_database_id as string | null) ?? null });
+  const writes: KvWrite[] = [
+    { delete: collectionKey(org, workspace, id), condition: { ifExists: true } },
+    { delete: collectionEndKey(org, workspace, id) },
+    { delete: collectionSweepKey(endsAt, org, workspace, id) },
+  ];
+  try {
+    await engine.kv.transact(writes);
+  } catch (error) {
+    // Deleted by a call at the same time, or it expired meanwhile.
+    if (error instanceof TransactionCanceledError) await readCollection(engine, principal, id); // its 404 or 410
+    throw error;
+  }
+  return { id, deleted: true };
+}
+
+/** Removes the data of collections past their end, oldest first; the number of entries looked at. */
+export async function sweepExpiredCollections(engine: Engine, limit = 100): Promise<number> {
+  const now = nowSeconds(engine);
+  const page = await engine.kv.query({ pk: COLLECTION_SWEEP_PARTITION, sk: sweepDueBefore(now + 1), limit });
+  for (const entry of page.items) {
+    // One entry that keeps failing must not hold up the others behind it.
+    await sweepEntry(engine, entry).catch((error) => log.warn('collection sweep entry failed; retried next sweep', { sk: String(entry.sk), error: String(error) }));
+  }
+  return page.items.length;
+}
+
+async function sweepEntry(engine: Engine, entry: KvItem): Promise<void> {
+  const [, org, workspace, id] = String(entry.sk).split('#');
+  await removeCollectionData(engine, { org, workspace, id, mode: entry.mode as CollectionMode, vectorDatabaseId: (entry.vector_database_id as string | null) ?? null });
+  // Already invisible (past the store's expires_at); removed now rather than whenever the store's TTL gets to it.
+  await engine.kv.transact([{ delete: collectionKey(org, workspace, id) }, { delete: { pk: entry.pk, sk: entry.sk } }]);
+}
