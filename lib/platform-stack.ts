@@ -23,7 +23,7 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly vectors: VectorBucket;
