@@ -79,12 +79,12 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
   // runs the queue consumers the functions in AWS run (consumers/jobs.ts: jobsConsumer).
-  local: { layers: ['http', 'auth', 'activity', 'events', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
+  local: { layers: ['http', 'auth', 'activity', 'events', 'knowledge', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
   // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
   // the after-commit hook bindings the HTTP functions bind too (a consumer running a data service fires
   // the same activity entries and platform events).
-  consumers: { layers: ['events', 'data', 'vector', 'activity', 'engine', 'engine/aws', 'engine/index', 'shared'], files: ['lambdas/http/hook-bindings.ts'], packages: ['aws-lambda'] },
+  consumers: { layers: ['events', 'data', 'vector', 'knowledge', 'activity', 'engine', 'engine/aws', 'engine/index', 'shared'], files: ['lambdas/http/hook-bindings.ts'], packages: ['aws-lambda'] },
   // Lambda@Edge functions (no environment, us-east-1): a header rewrite and an HTTP call to the API; the
   // body limit and the error shape they share with the routes, nothing that reaches a store.
   edge: { layers: ['shared'], files: ['lambdas/http/event.ts', 'lambdas/http/error-response.ts'], packages: ['aws-lambda'] },
