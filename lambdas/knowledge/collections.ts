@@ -85,6 +85,24 @@ export const COUNT_ATTRIBUTES: Record<keyof CollectionCounts, string> = {
   failed: 'n_failed',
 };
 
+/** An item's states, as the counts name them. */
+export type ItemState = Exclude<keyof CollectionCounts, 'total'>;
+
+/**
+ * The collection's side of an item moving `from` one state `to` another (null `from`: the item is
+ * added; null `to`: it is deleted), for the transaction that writes the item's own change: both apply
+ * or neither, so the counts stay exact however many consumers run. Conditioned on the collection's
+ * item existing, so a write never brings back a collection deleted or expired meanwhile.
+ */
+export function countsWrite(org: string, workspace: string, id: string, from: ItemState | null, to: ItemState | null): KvUpdate {
+  const add: Record<string, number> = {};
+  if (from !== null) add[COUNT_ATTRIBUTES[from]] = -1;
+  if (to !== null) add[COUNT_ATTRIBUTES[to]] = (add[COUNT_ATTRIBUTES[to]] ?? 0) + 1;
+  if (from === null) add[COUNT_ATTRIBUTES.total] = 1;
+  if (to === null) add[COUNT_ATTRIBUTES.total] = -1;
+  return { update: collectionKey(org, workspace, id), add, condition: { ifExists: true } };
+}
+
 export const createCollectionSchema = onFirstUse(() =>
   z.strictObject({
     mode: z.enum(COLLECTION_MODES).check(z.describe('download, cloud or local_vectors; fixed for life.')),

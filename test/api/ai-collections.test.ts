@@ -24,6 +24,8 @@ import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { createVectorDatabase, deleteVectorDatabase } from '../../lambdas/vector/databases.js';
 import { collectionKey, collectionSweepKey } from '../../lambdas/knowledge/collection-keys.js';
+import { countsWrite, type ItemState } from '../../lambdas/knowledge/collections.js';
+import { TransactionCanceledError } from '../../lambdas/engine/errors.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { ERROR_STATUS } from '../../lambdas/shared/errors.js';
 
@@ -294,6 +296,49 @@ describe('expiry', () => {
     } finally {
       useSettings();
     }
+  });
+});
+
+describe('counts and status as items will move them', () => {
+  it('each move keeps total = queued + processing + done + failed, and the status follows: empty, indexing, ready, partial, failed', async () => {
+    const { workspace, key: k } = await workspaceKey('counting');
+    const id = (await create({ mode: 'download' }, k)).body.id;
+    const move = (from: ItemState | null, to: ItemState | null) => p.engine.kv.transact([countsWrite(org, workspace, id, from, to)]);
+    const seen = async () => {
+      const c = (await get(id, k)).body;
+      expect(c.counts.total).toBe(c.counts.queued + c.counts.processing + c.counts.done + c.counts.failed);
+      return [c.status, c.counts];
+    };
+    await move(null, 'queued');
+    await move(null, 'queued');
+    expect(await seen()).toEqual(['indexing', { total: 2, queued: 2, processing: 0, done: 0, failed: 0 }]);
+    await move('queued', 'processing');
+    await move('processing', 'done');
+    expect((await seen())[0]).toBe('indexing');
+    await move('queued', 'processing');
+    await move('processing', 'failed');
+    expect(await seen()).toEqual(['partial', { total: 2, queued: 0, processing: 0, done: 1, failed: 1 }]);
+    await move('done', null);
+    expect(await seen()).toEqual(['failed', { total: 1, queued: 0, processing: 0, done: 0, failed: 1 }]);
+    await move(null, 'queued');
+    await move('queued', 'done');
+    await move('failed', null);
+    expect(await seen()).toEqual(['ready', { total: 1, queued: 0, processing: 0, done: 1, failed: 0 }]);
+    await move('done', null);
+    expect(await seen()).toEqual(['empty', { total: 0, queued: 0, processing: 0, done: 0, failed: 0 }]);
+    // Twenty moves at once, as concurrent consumers make them: none lost.
+    await Promise.all(Array.from({ length: 20 }, () => move(null, 'queued')));
+    expect((await seen())[1]).toMatchObject({ total: 20, queued: 20 });
+    // A deleted collection is not brought back by a late move.
+    expect((await remove(id, k)).status).toBe(200);
+    await expect(move('queued', 'done')).rejects.toBeInstanceOf(TransactionCanceledError);
+    expect(await p.engine.kv.get(collectionKey(org, workspace, id))).toBeUndefined();
+  });
+
+  it('two deletes at once: one 200, the other 404', async () => {
+    const id = (await create({ mode: 'download' })).body.id;
+    const answers = await Promise.all([remove(id), remove(id)]);
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 404]);
   });
 });
 
