@@ -17,6 +17,7 @@ import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.j
 import { postWithOperation } from '../helpers/ai-calls.js';
 import { docBlocks } from '../helpers/doc-blocks.js';
 import { waitFor } from '../helpers/wait.js';
+import { useLocalProcess } from '../helpers/local-process.js';
 import { systemClock } from '../../lambdas/engine/clock.js';
 import type { Clock } from '../../lambdas/engine/ports.js';
 import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
@@ -296,6 +297,19 @@ describe('expiry', () => {
     } finally {
       useSettings();
     }
+  });
+});
+
+describe('COLLECTION_RETENTION_S from outside: `npm start` with a two-second retention', () => {
+  const used = useLocalProcess('collections-retention-', { COLLECTION_RETENTION_S: '2', LOCAL_WORKERS: '2' });
+
+  it('makes collections that end two seconds after creation: 200, then 410 collection_expired', async () => {
+    const a = await postWithOperation(used.local.urls.ai, used.key, '/v1/collections', op(), { mode: 'download' });
+    expect([a.status, Date.parse(a.body.expires_at) - Date.parse(a.body.created_at)]).toEqual([201, 2000]);
+    const at = (path: string) => fetch(`${used.local.urls.ai}${path}`, { headers: bearer(used.key) }).then(async (r) => [r.status, ((await r.json()) as any).error?.code]);
+    expect(await at(`/v1/collections/${a.body.id}`)).toEqual([200, undefined]);
+    await new Promise((resolve) => setTimeout(resolve, Date.parse(a.body.expires_at) - Date.now() + 50));
+    for (let i = 0; i < 4; i++) expect(await at(`/v1/collections/${a.body.id}`)).toEqual([410, 'collection_expired']);
   });
 });
 
