@@ -19,7 +19,7 @@ import type { Engine, KvItem, KvUpdate, KvWrite } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { AiOrgSettings } from '../ai/org-settings.js';
 import { checkReplay, type OperationContext } from '../ai/operations.js';
-import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
+import { nextPageCursor, openPage } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import { log } from '../shared/log.js';
@@ -252,31 +252,14 @@ export async function listCollections(engine: Engine, principal: Principal, quer
   for (const key of Object.keys(query)) {
     if (key !== 'limit' && key !== 'cursor') throw new PlatformError('unsupported_field', `Unknown query parameter "${key}".`, key);
   }
-  let limit = DEFAULT_COLLECTIONS_PAGE;
-  if (query.limit !== undefined) {
-    if (!/^\d{1,3}$/.test(query.limit) || Number(query.limit) < 1 || Number(query.limit) > MAX_COLLECTIONS_PAGE) {
-      throw new PlatformError('invalid_field', `limit is a whole number from 1 to ${MAX_COLLECTIONS_PAGE}.`, 'limit');
-    }
-    limit = Number(query.limit);
-  }
   const workspace = await workspaceOf(engine, principal);
   const binding = `knowledge-collections\n${principal.organizationId}\n${workspace}`;
-  let position: string | undefined;
-  if (query.cursor !== undefined) {
-    try {
-      const opened = (await openCursor(engine.secret, query.cursor, binding)) as { p?: unknown };
-      if (typeof opened?.p !== 'string') throw new InvalidCursorError();
-      position = opened.p;
-    } catch (error) {
-      if (error instanceof InvalidCursorError) throw new PlatformError('invalid_cursor', 'This cursor is not one this listing gave.', 'cursor');
-      throw error;
-    }
-  }
+  const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_COLLECTIONS_PAGE, fallback: DEFAULT_COLLECTIONS_PAGE });
   const page = await engine.kv.query({ pk: collectionsPk(principal.organizationId, workspace), descending: true, limit, cursor: position });
   return {
     object: 'list' as const,
     data: page.items.map(viewOf),
-    next_cursor: page.cursor === undefined ? null : await sealCursor(engine.secret, { p: page.cursor }, binding),
+    next_cursor: await nextPageCursor(engine.secret, page.cursor, binding),
   };
 }
 

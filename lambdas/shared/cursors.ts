@@ -11,6 +11,7 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import type { ServerSecret } from '../engine/ports.js';
 import { derivedKey } from './server-keys.js';
+import { PlatformError } from './errors.js';
 
 const VERSION = 1;
 const IV_BYTES = 12;
@@ -68,3 +69,29 @@ export async function openCursor(secret: ServerSecret, cursor: string, binding: 
     throw new InvalidCursorError();
   }
 }
+
+/**
+ * A listing's page as the AI routes take it (`?limit=&cursor=`): `limit` a whole number from 1 to
+ * `max` (`fallback` when absent; else 400 invalid_field), and the store position the cursor seals for
+ * `binding` (undefined when absent; any other cursor is 400 invalid_cursor).
+ */
+export async function openPage(secret: ServerSecret, query: { limit?: string; cursor?: string }, binding: string, range: { max: number; fallback: number }): Promise<{ limit: number; position?: string }> {
+  let limit = range.fallback;
+  if (query.limit !== undefined) {
+    if (!/^\d{1,3}$/.test(query.limit) || Number(query.limit) < 1 || Number(query.limit) > range.max) throw new PlatformError('invalid_field', `limit is a whole number from 1 to ${range.max}.`, 'limit');
+    limit = Number(query.limit);
+  }
+  if (query.cursor === undefined) return { limit };
+  try {
+    const opened = (await openCursor(secret, query.cursor, binding)) as { p?: unknown };
+    if (typeof opened?.p !== 'string') throw new InvalidCursorError();
+    return { limit, position: opened.p };
+  } catch (error) {
+    if (error instanceof InvalidCursorError) throw new PlatformError('invalid_cursor', 'This cursor is not one this listing gave.', 'cursor');
+    throw error;
+  }
+}
+
+/** The next page's cursor for `openPage`, or null at the end. */
+export const nextPageCursor = async (secret: ServerSecret, position: string | undefined, binding: string): Promise<string | null> =>
+  position === undefined ? null : sealCursor(secret, { p: position }, binding);

@@ -4,7 +4,7 @@
  */
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
-import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
+import { nextPageCursor, openPage } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
 import type { VectorDatabase } from './types.js';
 import { scopeTag, type ScopeName } from './keys.js';
@@ -28,28 +28,13 @@ const DEFAULT_DOCUMENTS_PAGE = 20;
 /** `GET /v1/vector/documents`: a page of the scope's documents, with a sealed cursor bound to the database, scope and caller. */
 export async function documentsPage(engine: Engine, principal: Principal, database: VectorDatabase, query: Record<string, string>) {
   const scope = scopeParam(query, ['limit', 'cursor']);
-  let limit = DEFAULT_DOCUMENTS_PAGE;
-  if (query.limit !== undefined) {
-    if (!/^\d{1,3}$/.test(query.limit) || Number(query.limit) < 1 || Number(query.limit) > MAX_DOCUMENTS_PAGE) throw new PlatformError('invalid_field', `limit is a whole number from 1 to ${MAX_DOCUMENTS_PAGE}.`, 'limit');
-    limit = Number(query.limit);
-  }
   const tag = scopeTag(scope, principal);
   const binding = `vector-documents\n${database.database_id}\n${tag}`;
-  let position: string | undefined;
-  if (query.cursor !== undefined) {
-    try {
-      const opened = (await openCursor(engine.secret, query.cursor, binding)) as { p?: unknown };
-      if (typeof opened?.p !== 'string') throw new InvalidCursorError();
-      position = opened.p;
-    } catch (error) {
-      if (error instanceof InvalidCursorError) throw new PlatformError('invalid_cursor', 'This cursor is not one this listing gave.', 'cursor');
-      throw error;
-    }
-  }
+  const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_DOCUMENTS_PAGE, fallback: DEFAULT_DOCUMENTS_PAGE });
   const page = await listDocuments(engine, database.database_id, tag, limit, position);
   return {
     data: page.data.map((d) => ({ document_id: d.document_id, generation: d.generation, content_sha256: d.content_sha256, passages: d.passages, updated_at: d.updated_at })),
-    next_cursor: page.cursor === undefined ? null : await sealCursor(engine.secret, { p: page.cursor }, binding),
+    next_cursor: await nextPageCursor(engine.secret, page.cursor, binding),
   };
 }
 
