@@ -1,7 +1,7 @@
 /**
  * The uploads sweep in AWS: an EventBridge rule invokes this function every few minutes
  * (lib/uploads-sweep.ts). It aborts the parts of expired unfinished AI uploads and deletes stored bytes
- * no live upload names (sweepExpiredUploads, lambdas/knowledge/uploads.ts), a batch at a time until
+ * no live upload names (sweepUploadBatch, lambdas/knowledge/uploads.ts), a batch at a time until
  * nothing due is left or its time budget is spent; the next run takes up the rest. Every upload start
  * sweeps a few entries too, and the local runtime sweeps on a timer in every worker
  * (lambdas/local/queue-workers.ts).
@@ -9,7 +9,7 @@
 import type { Context } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';
 import type { Engine } from '../engine/ports.js';
-import { sweepExpiredUploads } from '../knowledge/uploads.js';
+import { sweepUploadBatch } from '../knowledge/uploads.js';
 import { inRequest, log } from '../shared/log.js';
 
 export const UPLOADS_SWEEP = {
@@ -32,15 +32,18 @@ export function handler(_event?: unknown, context?: Context): Promise<{ swept: n
 }
 
 /**
- * Batches until one comes back short (nothing more is due) or the budget is spent. An entry that fails
- * stays due, so a batch full of failing entries repeats until the budget ends: bounded, and logged.
+ * Batches until nothing more is due or the budget is spent. Each batch continues after the last entry
+ * the one before read, so entries that keep failing (they stay due) do not hold up the others; the
+ * next run starts again from the oldest.
  */
 export async function sweepUploads(engine: Engine, budgetMs: number = UPLOADS_SWEEP.budgetMs): Promise<number> {
   const until = Date.now() + budgetMs;
   let swept = 0;
+  let cursor: string | undefined;
   for (;;) {
-    const n = await sweepExpiredUploads(engine, UPLOADS_SWEEP.batch);
-    swept += n;
-    if (n < UPLOADS_SWEEP.batch || Date.now() >= until) return swept;
+    const batch = await sweepUploadBatch(engine, UPLOADS_SWEEP.batch, cursor);
+    swept += batch.handled;
+    cursor = batch.cursor;
+    if (!cursor || Date.now() >= until) return swept;
   }
 }

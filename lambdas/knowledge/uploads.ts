@@ -500,13 +500,22 @@ export async function completedUploadBytes(engine: Engine, principal: Principal,
  * Returns how many entries it handled. Safe to run anywhere, at once: every step is conditional or idempotent.
  */
 export async function sweepExpiredUploads(engine: Engine, limit = 100): Promise<number> {
+  return (await sweepUploadBatch(engine, limit)).handled;
+}
+
+/**
+ * One batch of the sweep, from `cursor` (the previous batch's) on: an entry that fails stays due, so a
+ * run that batches on continues after it rather than reading the same failing entries again. `cursor`
+ * is absent once nothing more is due.
+ */
+export async function sweepUploadBatch(engine: Engine, limit: number, cursor?: string): Promise<{ handled: number; cursor?: string }> {
   const now = nowSeconds(engine);
-  const page = await engine.kv.query({ pk: SWEEP_PARTITION, sk: dueBefore(now + 1), limit });
+  const page = await engine.kv.query({ pk: SWEEP_PARTITION, sk: dueBefore(now + 1), limit, cursor });
   for (const entry of page.items) {
     // One entry that keeps failing must not hold up the others behind it.
     await sweepEntry(engine, entry, now).catch((error) => log.warn('upload sweep entry failed; retried next sweep', { sk: String(entry.sk), error: String(error) }));
   }
-  return page.items.length;
+  return { handled: page.items.length, cursor: page.items.length < limit ? undefined : page.cursor };
 }
 
 /** One due entry: an upload's parts (its multipart upload aborted), or a stored file's bytes once nothing names them. */
