@@ -14,6 +14,7 @@ import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
 import { BlobArrivals } from './blob-arrivals.js';
 import { UploadsSweep } from './uploads-sweep.js';
+import { CollectionsSweep } from './collections-sweep.js';
 import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
@@ -23,7 +24,7 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly vectors: VectorBucket;
@@ -39,6 +40,7 @@ export class PlatformStack extends Stack {
   readonly aiEdge: AiEdge;
   readonly blobArrivals: BlobArrivals;
   readonly uploadsSweep: UploadsSweep;
+  readonly collectionsSweep: CollectionsSweep;
   readonly dataEdge: DataEdge;
   readonly alarms: AlarmTopic;
   readonly operations: Operations;
@@ -66,6 +68,8 @@ export class PlatformStack extends Stack {
     this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     // What expired AI uploads leave (docs/decisions/ai-uploads.md, "Expiry"), swept on a schedule.
     this.uploadsSweep = new UploadsSweep(this, 'UploadsSweep', { table: this.storage.table, bucket: this.storage.bucket });
+    // Expired knowledge collections' data (docs/decisions/knowledge-collections.md), swept on a schedule.
+    this.collectionsSweep = new CollectionsSweep(this, 'CollectionsSweep', { table: this.storage.table });
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });
     // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });

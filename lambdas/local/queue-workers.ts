@@ -17,6 +17,7 @@ import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
 import { jobsConsumer } from '../consumers/jobs.js';
+import { sweepExpiredCollections } from '../knowledge/collections.js';
 import { sweepExpiredUploads } from '../knowledge/uploads.js';
 import { inRequest, log } from '../shared/log.js';
 
@@ -52,6 +53,8 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
     void sweepPlatformEvents(engine).catch(onError);
     // Expired AI uploads' parts and bytes, as the scheduled function does on AWS (lambdas/consumers/uploads-sweep.ts).
     void sweepExpiredUploads(engine).catch(onError);
+    // Expired collections' data, as lambdas/consumers/collections-sweep.ts does on AWS.
+    void sweepExpiredCollections(engine).catch(onError);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   return {

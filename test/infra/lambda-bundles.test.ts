@@ -253,12 +253,12 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat, the seven consumers and the upload relay', () => {
+  it('the stack has a function for every route, the streaming chat, the eight consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name)).toEqual(['ai.chat.completions']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 9);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 10);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });

@@ -1,0 +1,42 @@
+/**
+ * The collections sweep in AWS: an EventBridge rule invokes this function every few minutes
+ * (lib/collections-sweep.ts). It removes the data of collections past their end
+ * (sweepExpiredCollections, lambdas/knowledge/collections.ts), a batch at a time until nothing due is
+ * left or its time budget is spent; the next run takes up the rest. Every collection create sweeps a
+ * few entries too, and the local runtime sweeps on a timer in every worker (lambdas/local/queue-workers.ts).
+ */
+import type { Context } from 'aws-lambda';
+import { getEngine } from '../engine/index.js';
+import type { Engine } from '../engine/ports.js';
+import { sweepExpiredCollections } from '../knowledge/collections.js';
+import { inRequest, log } from '../shared/log.js';
+
+export const COLLECTIONS_SWEEP = {
+  /** Due entries read per batch (one query). */
+  batch: 100,
+  /** No batch starts after this long (real time): with the function's timeout (lib/collections-sweep.ts) it leaves a batch room to end. */
+  budgetMs: 30_000,
+} as const;
+
+/** Lines name the invocation (`request_id`). */
+export function handler(_event?: unknown, context?: Context): Promise<{ swept: number }> {
+  return inRequest({ request_id: context?.awsRequestId }, async () => {
+    const swept = await sweepCollections(await getEngine());
+    if (swept) log.info('collections swept', { swept });
+    return { swept };
+  });
+}
+
+/**
+ * Batches until one comes back short (nothing more is due) or the budget is spent. An entry that fails
+ * stays due, so a batch full of failing entries repeats until the budget ends: bounded, and logged.
+ */
+export async function sweepCollections(engine: Engine, budgetMs: number = COLLECTIONS_SWEEP.budgetMs): Promise<number> {
+  const until = Date.now() + budgetMs;
+  let swept = 0;
+  for (;;) {
+    const n = await sweepExpiredCollections(engine, COLLECTIONS_SWEEP.batch);
+    swept += n;
+    if (n < COLLECTIONS_SWEEP.batch || Date.now() >= until) return swept;
+  }
+}
