@@ -8,10 +8,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { COLLECTIONS_SWEEP, handler, sweepCollections } from '../../lambdas/consumers/collections-sweep.js';
 import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
-import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -20,6 +18,7 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import { COLLECTIONS_SWEEP_RUN } from '../../lib/collections-sweep.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
+import { dynamoAccesses, grantedLeadingKeys, unusedPort, type Access } from './function-access.js';
 import { allowedStatements, consumerFunction, flatTemplate, leadingKeyPattern, logicalIdIn, RUNTIME_ENV_NAMES, synthStack, type AllowStatement } from './helpers.js';
 
 const ORG = 'org_1';
@@ -45,22 +44,15 @@ beforeAll(async () => {
   dynamo = await startDynalite();
   emulation = await emulateTransactions(dynamo);
   // Only what the function's environment configures: the table.
-  const unused = (port: string) =>
-    new Proxy({}, {
-      get: (_t, p) => {
-        if (p === 'then' || typeof p === 'symbol') return undefined;
-        throw new Error(`the sweep used engine.${port}.${String(p)}, which the function is not configured or granted for`);
-      },
-    });
   engine = {
     name: 'aws',
     kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, clock),
-    blobs: unused('blobs'),
-    queue: unused('queue'),
-    connections: unused('connections'),
-    vectors: unused('vectors'),
-    signer: unused('signer'),
-    secret: unused('secret'),
+    blobs: unusedPort('blobs'),
+    queue: unusedPort('queue'),
+    connections: unusedPort('connections'),
+    vectors: unusedPort('vectors'),
+    signer: unusedPort('signer'),
+    secret: unusedPort('secret'),
     clock,
     async close() {},
   } as unknown as Engine;
@@ -74,9 +66,6 @@ afterAll(async () => {
 
 // ---------- what the function's adapter sends, as IAM authorizes it ----------
 
-type Access = { action: string; on: string };
-
-const PK = TABLE_SCHEMA.partitionKey;
 /** Requests sent through the adapter's client (the emulation's own go through another client) since call `from`. */
 const sentSince = (from: number) =>
   emulation.stub
@@ -85,38 +74,7 @@ const sentSince = (from: number) =>
     .filter((c) => (c.thisValue as { config?: unknown }).config === dynamo.client.config)
     .map((c) => c.args[0] as unknown);
 
-/** What IAM authorizes per request: a transaction's writes each as their own action. */
-function dynamoAccesses(command: unknown): Access[] {
-  if (command instanceof GetCommand) return [{ action: 'dynamodb:GetItem', on: String(command.input.Key?.[PK]) }];
-  if (command instanceof DeleteCommand) return [{ action: 'dynamodb:DeleteItem', on: String(command.input.Key?.[PK]) }];
-  if (command instanceof TransactWriteCommand) {
-    return (command.input.TransactItems ?? []).map((w) => {
-      if (w.Delete) return { action: 'dynamodb:DeleteItem', on: String(w.Delete.Key?.[PK]) };
-      if (w.Put) return { action: 'dynamodb:PutItem', on: String(w.Put.Item?.[PK]) };
-      if (w.Update) return { action: 'dynamodb:UpdateItem', on: String(w.Update.Key?.[PK]) };
-      return { action: 'dynamodb:ConditionCheckItem', on: String(w.ConditionCheck?.Key?.[PK]) };
-    });
-  }
-  if (command instanceof QueryCommand) {
-    const { IndexName, KeyConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues } = command.input;
-    if (IndexName) throw new Error(`the sweep queried index ${IndexName}`);
-    const m = /^(#\w+) = (:\w+)/.exec(KeyConditionExpression ?? '');
-    if (!m || ExpressionAttributeNames?.[m[1]] !== PK) throw new Error(`unexpected key condition ${KeyConditionExpression}`);
-    return [{ action: 'dynamodb:Query', on: String(ExpressionAttributeValues?.[m[2]]) }];
-  }
-  throw new Error(`unexpected DynamoDB request ${(command as object).constructor.name}`);
-}
-
-/** The table's LeadingKeys patterns per statement allowing `action`. */
-function granted(action: string): string[] {
-  return statements
-    .filter((s) => s.actions.includes(action) && s.resources === tableArn)
-    .flatMap((s) => {
-      const keys = s.condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
-      if (!Array.isArray(keys)) throw new Error(`${action} is granted without a dynamodb:LeadingKeys condition`);
-      return keys as string[];
-    });
-}
+const granted = (action: string) => grantedLeadingKeys(statements, tableArn, action);
 const allowed = ({ action, on }: Access) => granted(action).some((p) => leadingKeyPattern(p).test(on));
 
 // ---------- what expired collections leave ----------

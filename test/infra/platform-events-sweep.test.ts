@@ -40,6 +40,7 @@ import { Subscriptions } from '../../lambdas/events/subscriptions.js';
 import { newId } from '../../lambdas/shared/ids.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
 import { emulateTransactions, type TransactionEmulation } from '../helpers/dynalite-transactions.js';
+import { unusedPort } from './function-access.js';
 import { allowedStatements, leadingKeyPattern, synthStack, type AllowStatement, consumerFunction, logicalIdIn, flatTemplate } from './helpers.js';
 
 /** The function's QUEUE_URLS: the two work queues a publish sends to, nothing else. */
@@ -82,23 +83,16 @@ beforeAll(async () => {
   emulation = await emulateTransactions(dynamo);
   // Only what the function's environment configures: the table and the two work queues. Any other
   // port (the server secret above all: the function is granted none) fails the sweep loudly.
-  const unused = (port: string) =>
-    new Proxy({}, {
-      get: (_t, p) => {
-        if (p === 'then' || typeof p === 'symbol') return undefined;
-        throw new Error(`the sweep used engine.${port}.${String(p)}, which the function is not configured or granted for`);
-      },
-    });
   engine = {
     name: 'aws',
     kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, clock),
     queue: new SqsQueue(new SQSClient({ region: 'us-east-1' }), URLS),
-    blobs: unused('blobs'),
+    blobs: unusedPort('blobs'),
     // As the AWS gateway (engine/aws/connections.ts): API Gateway holds the sockets, so a publish wakes
     // the streams of the inboxes it wrote through the `streams` queue; it posts nothing itself.
-    connections: new Proxy({ holdsSockets: false }, { get: (t, p) => (p === 'holdsSockets' ? t.holdsSockets : (unused('connections') as Record<PropertyKey, unknown>)[p]) }),
-    signer: unused('signer'),
-    secret: unused('secret'),
+    connections: new Proxy({ holdsSockets: false }, { get: (t, p) => (p === 'holdsSockets' ? t.holdsSockets : (unusedPort('connections') as Record<PropertyKey, unknown>)[p]) }),
+    signer: unusedPort('signer'),
+    secret: unusedPort('secret'),
     clock,
     async close() {},
   } as unknown as Engine;

@@ -10,11 +10,10 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { mockClient } from 'aws-sdk-client-mock';
 import { AbortMultipartUploadCommand, DeleteObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import { DeleteCommand, DynamoDBDocumentClient, GetCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { handler, sweepUploads, UPLOADS_SWEEP } from '../../lambdas/consumers/uploads-sweep.js';
 import { S3BlobStore } from '../../lambdas/engine/aws/blobs.js';
 import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
-import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -22,6 +21,7 @@ import { storedFileKey, sweepKey, SWEEP_PARTITION, uploadBytesKey, uploadKey } f
 import { ENV } from '../../lambdas/shared/settings.js';
 import { UPLOADS_SWEEP_RUN } from '../../lib/uploads-sweep.js';
 import { startDynalite, type DynaliteTable } from '../helpers/dynalite.js';
+import { dynamoAccesses, grantedLeadingKeys, unusedPort, type Access } from './function-access.js';
 import { allowedStatements, consumerFunction, flatTemplate, leadingKeyPattern, logicalIdIn, RUNTIME_ENV_NAMES, synthStack, type AllowStatement } from './helpers.js';
 
 const BUCKET = 'blobs-bucket';
@@ -50,21 +50,14 @@ beforeAll(async () => {
 
   dynamo = await startDynalite();
   // Only what the function's environment configures: the table and the blob bucket.
-  const unused = (port: string) =>
-    new Proxy({}, {
-      get: (_t, p) => {
-        if (p === 'then' || typeof p === 'symbol') return undefined;
-        throw new Error(`the sweep used engine.${port}.${String(p)}, which the function is not configured or granted for`);
-      },
-    });
   engine = {
     name: 'aws',
     kv: new DynamoKeyValueStore(dynamo.client, dynamo.tableName, clock),
     blobs: new S3BlobStore(new S3Client({ region: 'us-east-1' }), BUCKET),
-    queue: unused('queue'),
-    connections: unused('connections'),
-    signer: unused('signer'),
-    secret: unused('secret'),
+    queue: unusedPort('queue'),
+    connections: unusedPort('connections'),
+    signer: unusedPort('signer'),
+    secret: unusedPort('secret'),
     clock,
     async close() {},
   } as unknown as Engine;
@@ -85,26 +78,10 @@ afterAll(async () => {
 
 // ---------- what the function's adapters send, as IAM authorizes it ----------
 
-type Access = { action: string; on: string };
-
-const PK = TABLE_SCHEMA.partitionKey;
 /** The adapter's DynamoDB requests, recorded on its document client and passed on to dynalite. */
 const docs = mockClient(DynamoDBDocumentClient);
 docs.send.callThrough();
 const sentSince = (from: number) => docs.calls().slice(from).map((c) => c.args[0] as unknown);
-
-function dynamoAccess(command: unknown): Access {
-  if (command instanceof GetCommand) return { action: 'dynamodb:GetItem', on: String(command.input.Key?.[PK]) };
-  if (command instanceof DeleteCommand) return { action: 'dynamodb:DeleteItem', on: String(command.input.Key?.[PK]) };
-  if (command instanceof QueryCommand) {
-    const { IndexName, KeyConditionExpression, ExpressionAttributeNames, ExpressionAttributeValues } = command.input;
-    if (IndexName) throw new Error(`the sweep queried index ${IndexName}`);
-    const m = /^(#\w+) = (:\w+)/.exec(KeyConditionExpression ?? '');
-    if (!m || ExpressionAttributeNames?.[m[1]] !== PK) throw new Error(`unexpected key condition ${KeyConditionExpression}`);
-    return { action: 'dynamodb:Query', on: String(ExpressionAttributeValues?.[m[2]]) };
-  }
-  throw new Error(`unexpected DynamoDB request ${(command as object).constructor.name}`);
-}
 
 function s3Accesses(): Access[] {
   return s3.calls().map((c) => {
@@ -114,17 +91,6 @@ function s3Accesses(): Access[] {
     if (command instanceof DeleteObjectCommand) return { action: 's3:DeleteObject', on: String(command.input.Key) };
     throw new Error(`unexpected S3 request ${(command as object).constructor.name}`);
   });
-}
-
-/** The table's LeadingKeys patterns per statement allowing `action`. */
-function grantedKeys(action: string): string[] {
-  return statements
-    .filter((s) => s.actions.includes(action) && s.resources === tableArn)
-    .flatMap((s) => {
-      const keys = s.condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
-      if (!Array.isArray(keys)) throw new Error(`${action} is granted without a dynamodb:LeadingKeys condition`);
-      return keys as string[];
-    });
 }
 
 /** The object key patterns of the blob bucket allowed to `action` (`<bucket ARN>/<pattern>`). */
@@ -139,7 +105,7 @@ function grantedObjects(action: string): string[] {
     });
 }
 
-const granted = (action: string) => (action.startsWith('s3:') ? grantedObjects(action) : grantedKeys(action));
+const granted = (action: string) => (action.startsWith('s3:') ? grantedObjects(action) : grantedLeadingKeys(statements, tableArn, action));
 const allowed = ({ action, on }: Access) => granted(action).some((p) => leadingKeyPattern(p).test(on));
 
 // ---------- what expired uploads leave ----------
@@ -221,7 +187,7 @@ describe('the uploads sweep in AWS', () => {
 
     // Every request is allowed by the function's role...
     expect(sent.length).toBeGreaterThan(0);
-    const accesses = [...sent.map(dynamoAccess), ...s3Done];
+    const accesses = [...sent.flatMap(dynamoAccesses), ...s3Done];
     for (const a of accesses) expect(allowed(a), `${a.action} ${a.on}`).toBe(true);
     // ...and every grant it holds was used.
     const actions = [...new Set(statements.flatMap((s) => s.actions).filter((a) => /^(dynamodb|s3):/.test(a)))];
