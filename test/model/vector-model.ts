@@ -14,7 +14,7 @@
  * the write or as after it, whole, and once the lease lapses the next writer rolls it back or finishes it.
  * Replay a failure with FC_SEED=<seed> FC_PATH=<path> from fast-check's report.
  */
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createHash } from 'node:crypto';
 import { startFakeEmbedder, fakeVector, type FakeEmbedder } from '../helpers/fake-embedder.js';
@@ -740,4 +740,41 @@ export async function checkCrashesOfLargeWrite(world: VectorWorld, firstRun: num
     await new CrashCmd('a', 'shared', write, at).run(model, real);
     if (finished() > done) return at - 1;
   }
+}
+
+/**
+ * The model's tests on one engine: the random runs (`runs`), then the fixed cases every engine must
+ * pass (the spec's limits, a write killed at each of its writes, answers in commit order, passages
+ * whose JSON would be too large). `world` is read when the tests run (made in the file's beforeAll).
+ */
+export function vectorModelTests(engineName: string, world: () => VectorWorld, runs: VectorModelRuns, modelTimeoutMs: number): void {
+  it(`ingest, delete, query and list behave like the model (${engineName})`, { timeout: modelTimeoutMs }, async () => {
+    const started = Date.now();
+    const done = await checkVectorModel(world(), runs);
+    console.log(`vector model (${engineName}, FC_SEED=${done.seed}): ${done.runs} runs, ${done.steps} steps in ${((Date.now() - started) / 1000).toFixed(1)} s`, done.stats);
+    expect(done.steps).toBeGreaterThan(0);
+  });
+
+  it('answers, lists and counts like the model at the spec limits (100 passages a call, 100 documents)', { timeout: 30_000 }, async () => {
+    await checkFullCalls(world(), -4);
+  });
+
+  it('a write of two store transactions killed at each of its writes is seen whole, then finished or undone', { timeout: 40_000 }, async () => {
+    const writes = await checkCrashesOfLargeWrite(world(), -10);
+    console.log(`a 50-passage write killed at each of its ${writes} writes`);
+  });
+
+  it('a write answers as of its commit, even when another commits to its document during its embeddings call', async () => {
+    await checkAnswerAsOfCommit(world());
+  });
+
+  // As JSON, 10 KiB of quotes is 20 KiB and 6,000 control characters 36 KB: over the index's 32 KiB
+  // payload and S3 Vectors' 40 KB of metadata. The payload is not JSON (vector/payload.ts).
+  it('stores a passage of 10 KiB that JSON escapes to twice its size', async () => {
+    await checkPassageStored(world(), -2, ESCAPED_TEXTS.quotes);
+  });
+
+  it('stores a passage of 6,000 control characters (6 KB; its JSON would be 36 KB)', async () => {
+    await checkPassageStored(world(), -3, ESCAPED_TEXTS.controls);
+  });
 }

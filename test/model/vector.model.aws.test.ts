@@ -5,11 +5,11 @@
  * them. The same rules must hold on both engines; dynalite is slower per request than SQLite, so fewer
  * and shorter runs. Replay a failure with FC_SEED=<seed> FC_PATH=<path> from fast-check's report.
  */
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll } from 'vitest';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
-import { checkAnswerAsOfCommit, checkCrashesOfLargeWrite, checkFullCalls, checkPassageStored, checkVectorModel, ESCAPED_TEXTS, startVectorWorld, type VectorWorld } from './vector-model.js';
+import { startVectorWorld, vectorModelTests, type VectorWorld } from './vector-model.js';
 
 let engine: Engine | undefined;
 let world: VectorWorld | undefined;
@@ -25,31 +25,4 @@ afterAll(async () => {
   await engine?.close();
 });
 
-it('ingest, delete, query and list behave like the model on the AWS adapters (dynalite, S3 Vectors in memory)', { timeout: 60_000 }, async () => {
-  const started = Date.now();
-  const done = await checkVectorModel(world!, { numRuns: 30, maxCommands: 15, timeLimitMs: 20_000 });
-  console.log(`vector model (aws, FC_SEED=${done.seed}): ${done.runs} runs, ${done.steps} steps in ${((Date.now() - started) / 1000).toFixed(1)} s`, done.stats);
-  expect(done.steps).toBeGreaterThan(0);
-});
-
-it('answers, lists and counts like the model at the spec limits (100 passages a call, 100 documents)', { timeout: 30_000 }, async () => {
-  await checkFullCalls(world!, -4);
-});
-
-it('a write of two store transactions killed at each of its writes is seen whole, then finished or undone', { timeout: 40_000 }, async () => {
-  const writes = await checkCrashesOfLargeWrite(world!, -10);
-  console.log(`a 50-passage write killed at each of its ${writes} writes`);
-});
-
-it('a write answers as of its commit on the AWS adapters too', async () => {
-  await checkAnswerAsOfCommit(world!);
-});
-
-// As JSON the entry's metadata, payload and all, would be 41 KB, over S3 Vectors' 40 KB: the payload is not JSON (vector/payload.ts).
-it('stores a passage of 10 KiB that JSON escapes to twice its size, as the embedded engine does', async () => {
-  await checkPassageStored(world!, -2, ESCAPED_TEXTS.quotes);
-});
-
-it('stores a passage of 6,000 control characters (6 KB; its JSON would be 36 KB)', async () => {
-  await checkPassageStored(world!, -3, ESCAPED_TEXTS.controls);
-});
+vectorModelTests('aws', () => world!, { numRuns: 30, maxCommands: 15, timeLimitMs: 20_000 }, 60_000);
