@@ -58,6 +58,8 @@ export interface ActivityUsage {
   total_tokens: number;
   /** USD, rounded to the micro-USD. */
   cost_usd: number;
+  /** A transcription's seconds of audio; absent on other calls. */
+  audio_seconds?: number;
 }
 
 /** What a service reports. Anything left out is null in the record. */
@@ -165,7 +167,9 @@ const count = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) && v 
 
 function usageOf(u: ActivityUsage | null | undefined): ActivityUsage | null {
   if (!u || typeof u !== 'object') return null;
-  return { prompt_tokens: count(u.prompt_tokens), completion_tokens: count(u.completion_tokens), total_tokens: count(u.total_tokens), cost_usd: count(u.cost_usd) };
+  const usage: ActivityUsage = { prompt_tokens: count(u.prompt_tokens), completion_tokens: count(u.completion_tokens), total_tokens: count(u.total_tokens), cost_usd: count(u.cost_usd) };
+  if (u.audio_seconds !== undefined) usage.audio_seconds = count(u.audio_seconds);
+  return usage;
 }
 
 /** Who made the call, and which: what every event of a call shares. */

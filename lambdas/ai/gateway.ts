@@ -8,6 +8,7 @@ import type { Engine } from '../engine/ports.js';
 import { timeoutOf, type ModelRoute } from './model-routes.js';
 import { providerOf } from './providers/index.js';
 import { httpRun } from './providers/http/index.js';
+import { transcribe, type AudioFile, type Transcript } from './providers/openai-compatible/transcription.js';
 import { admitCall, type Admission, type CallEstimate } from './limits.js';
 import { costOf, recordUsage, type CallUsage } from './usage.js';
 import { fetchFailure, routeUnavailable } from './upstream-errors.js';
@@ -138,6 +139,18 @@ export function embeddings(scope: CallScope, route: ModelRoute, body: Embeddings
 /** A generic run (`/v1/run` on an `http` route), `input` as JSON text: one call of 0 tokens, inside the same limits, timeout and usage record. */
 export function genericRun(scope: CallScope, route: ModelRoute, input: string): Promise<object> {
   return admitted(scope, route, { inputTokens: 0, inputTokensBound: 0, maxOutputTokens: 0 }, async (call) => ({ value: await httpRun(call, input), usage: { inputTokens: 0, outputTokens: 0 } }));
+}
+
+/**
+ * A transcription (`/v1/audio/transcriptions`, openai-compatible routes only): one call estimated at 0
+ * tokens, inside the same limits, timeout and usage record, charged the tokens the upstream reports
+ * and recorded with its seconds of audio.
+ */
+export function transcription(scope: CallScope, route: ModelRoute, audio: AudioFile): Promise<Transcript> {
+  return admitted(scope, route, { inputTokens: 0, inputTokensBound: 0, maxOutputTokens: 0 }, async (call) => {
+    const transcript = await transcribe(call, audio);
+    return { value: transcript, usage: transcript.usage };
+  });
 }
 
 /**

@@ -6,7 +6,11 @@ import type { KeyValueStore, KvWrite } from '../engine/ports.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { settings } from '../shared/settings.js';
 
-export const ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/run'] as const;
+/**
+ * `/v1/audio/transcriptions` has no public route: it is the upstream endpoint knowledge processing
+ * transcribes recordings with (the organization's default route of it; docs/decisions/knowledge-media.md).
+ */
+export const ENDPOINTS = ['/v1/chat/completions', '/v1/embeddings', '/v1/run', '/v1/audio/transcriptions'] as const;
 export type Endpoint = (typeof ENDPOINTS)[number];
 export const PROVIDERS = ['openai-compatible', 'bedrock', 'http', 'decision'] as const;
 export type Provider = (typeof PROVIDERS)[number];
@@ -104,7 +108,7 @@ export interface RouteInput {
 
 /** Which endpoints each provider serves. */
 const PROVIDER_ENDPOINTS: Record<Provider, readonly Endpoint[]> = {
-  'openai-compatible': ['/v1/chat/completions', '/v1/embeddings'],
+  'openai-compatible': ['/v1/chat/completions', '/v1/embeddings', '/v1/audio/transcriptions'],
   bedrock: ['/v1/chat/completions', '/v1/embeddings'],
   http: ['/v1/run'],
   decision: ['/v1/run'],

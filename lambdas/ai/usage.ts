@@ -10,6 +10,8 @@ import { activityCaller, recordActivity } from '../activity/activity.js';
 export interface CallUsage {
   inputTokens: number;
   outputTokens: number;
+  /** A transcription's seconds of audio (recorded as `audio_seconds`; not priced: routes price tokens). */
+  audioSeconds?: number;
 }
 
 /** USD of a call's usage on a route; 0 on an unpriced route. */
@@ -26,11 +28,14 @@ export interface UsageRecord {
 }
 
 const tokens = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n) : 0);
+/** Seconds to the millisecond. */
+const seconds = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n * 1000) / 1000 : 0);
 
 /**
  * Records a call's usage in the activity log (docs/decisions/ai-usage.md): one `ai.usage` event with
  * the route id in `route`, the call's status and latency, and `usage` {prompt_tokens,
- * completion_tokens, total_tokens, cost_usd}. Buffered like every activity event; never throws.
+ * completion_tokens, total_tokens, cost_usd}, plus `audio_seconds` on a transcription. Buffered like
+ * every activity event; never throws.
  */
 export function recordUsage(engine: Engine, principal: Principal, record: UsageRecord): void {
   const prompt = tokens(record.usage.inputTokens);
@@ -40,6 +45,12 @@ export function recordUsage(engine: Engine, principal: Principal, record: UsageR
     kind: 'ai.usage',
     status: record.status,
     latency_ms: record.latencyMs,
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, cost_usd: cost },
+    usage: {
+      prompt_tokens: prompt,
+      completion_tokens: completion,
+      total_tokens: prompt + completion,
+      cost_usd: cost,
+      ...(record.usage.audioSeconds === undefined ? {} : { audio_seconds: seconds(record.usage.audioSeconds) }),
+    },
   });
 }

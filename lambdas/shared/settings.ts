@@ -124,6 +124,7 @@ export interface Settings {
   awsEndpointUrl?: string;
   dataRateLimitPerMinute: number;
   collectionRetentionSeconds: number;
+  ffmpegPath: string;
   localWorkers: number;
   aiPort: number;
   dataPort: number;
@@ -189,6 +190,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     wholeNumber(1, 30 * 24 * 3600),
     30 * 24 * 3600,
     'Development only: how long a knowledge collection lives, in seconds (default and most: 30 days, the `standard_30d` retention), so expiry can be tried from outside (docs/ai/collections.md). Never set it on a deployed stack.',
+  ),
+  ffmpegPath: define(
+    'FFMPEG_PATH',
+    nonEmpty,
+    'ffmpeg',
+    "The `ffmpeg` program that takes a recording's audio track out before transcription (a name looked up on `PATH`, or a path); `ffprobe` is taken from the same directory. Without it, a recording is sent as it is when the transcription API takes its format and it is at most 25 MB, else its item fails `unsupported_type` (docs/ai/collections.md).",
   ),
   localWorkers: define(
     'LOCAL_WORKERS',

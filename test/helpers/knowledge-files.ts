@@ -1,8 +1,13 @@
 /**
  * Documents the knowledge tests and benchmarks make themselves (no binaries checked in): a PDF whose
- * pages each hold their own text (pdf-lib), a DOCX with Word's heading styles (docx), and HTML and
- * Markdown with nested headings.
+ * pages each hold their own text (pdf-lib), a DOCX with Word's heading styles (docx), HTML and
+ * Markdown with nested headings, and recordings made by ffmpeg.
  */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Document, HeadingLevel, Packer, Paragraph } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
 
@@ -93,4 +98,27 @@ export function paragraphs(count: number, sentences: number, seed = 1): string[]
       return `P${p}S${s} ${body}.`;
     }).join(' '),
   );
+}
+
+export interface RecordingFileOptions {
+  seconds: number;
+  /** `mp4` (the default): a test picture and, unless `audio: false`, a 440 Hz tone; `wav`: the tone only. */
+  container?: 'mp4' | 'wav';
+  audio?: boolean;
+}
+
+/** A short recording made by ffmpeg from its own sources (`testsrc`, `sine`), read back as bytes. */
+export async function recordingFile(opts: RecordingFileOptions): Promise<Uint8Array> {
+  const { seconds, container = 'mp4', audio = true } = opts;
+  const dir = await mkdtemp(join(tmpdir(), 'recording-file-'));
+  try {
+    const out = join(dir, `recording.${container}`);
+    const picture = container === 'mp4' ? ['-f', 'lavfi', '-i', `testsrc=duration=${seconds}:size=160x120:rate=10`] : [];
+    const tone = audio ? ['-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`] : [];
+    const codecs = container === 'mp4' ? ['-c:v', 'mpeg4', ...(audio ? ['-c:a', 'aac'] : [])] : [];
+    await promisify(execFile)('ffmpeg', ['-nostdin', '-v', 'error', ...picture, ...tone, ...codecs, out]);
+    return new Uint8Array(await readFile(out));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 }

@@ -40,6 +40,7 @@ describe('loadSettings', () => {
       eventsRateLimitPerMinute: 600,
       dataRateLimitPerMinute: 0,
       collectionRetentionSeconds: 2_592_000,
+      ffmpegPath: 'ffmpeg',
       localWorkers: availableParallelism() <= 2 ? 1 : Math.min(availableParallelism(), 4),
       aiPort: 8080,
       dataPort: 8081,
@@ -63,6 +64,7 @@ describe('loadSettings', () => {
       EVENTS_RATE_LIMIT_PER_MINUTE: '0',
       DATA_RATE_LIMIT_PER_MINUTE: '1000000',
       COLLECTION_RETENTION_S: '1',
+      FFMPEG_PATH: '/opt/ffmpeg/bin/ffmpeg',
       LOCAL_WORKERS: '1',
       AI_PORT: '0',
       DATA_PORT: '65535',
@@ -83,6 +85,7 @@ describe('loadSettings', () => {
       eventsRateLimitPerMinute: 0,
       dataRateLimitPerMinute: 1_000_000,
       collectionRetentionSeconds: 1,
+      ffmpegPath: '/opt/ffmpeg/bin/ffmpeg',
       localWorkers: 1,
       aiPort: 0,
       dataPort: 65_535,
@@ -185,7 +188,7 @@ describe('ENV', () => {
     for (const name of names) expect(name).toMatch(/^[A-Z][A-Z0-9_]*$/);
     // Each name is the one loadSettings reads: a bad value under it is reported under it.
     for (const [key, name] of Object.entries(ENV)) {
-      if (['dataDir', 'tableName', 'bucketName', 'connectionsTable', 'cdkDefaultAccount', 'cdkDefaultRegion'].includes(key)) continue; // any non-empty text is valid
+      if (['dataDir', 'tableName', 'bucketName', 'connectionsTable', 'cdkDefaultAccount', 'cdkDefaultRegion', 'ffmpegPath'].includes(key)) continue; // any non-empty text is valid
       expect(reported(errorFor({ [name]: '{not valid' }).message)).toEqual([name]);
     }
   });

@@ -49,10 +49,11 @@ function targetOf(url: string): Target | Error {
 }
 
 /**
- * POSTs `body` with `headers` (given its content-length: pass an object of this call's own); resolves
- * once the status line and headers arrived. Network failures and aborts reject as node:http reports them.
+ * POSTs `body` (text, or a multipart form's bytes) with `headers` (given its content-length: pass an
+ * object of this call's own); resolves once the status line and headers arrived. Network failures and
+ * aborts reject as node:http reports them.
  */
-export function post(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<UpstreamResponse> {
+export function post(url: string, headers: Record<string, string>, body: string | Uint8Array, signal: AbortSignal): Promise<UpstreamResponse> {
   return new Promise((resolve, reject) => {
     const target = targetOf(url);
     if (target instanceof Error) return reject(target);

@@ -21,7 +21,8 @@ export interface Section {
 
 export type ExtractFailure = 'unsupported_type' | 'parse_error' | 'empty_text' | 'too_large';
 
-export type Extracted = { sections: Section[] } | { failed: ExtractFailure };
+/** `message`, when there is one, tells the item's owner what to do (configure a transcription route, install ffmpeg). */
+export type Extracted = { sections: Section[] } | { failed: ExtractFailure; message?: string };
 
 /** A file larger than this is not read (`too_large`): a Lambda holds it whole in memory while parsing. */
 export const MAX_INPUT_BYTES = 100 * 1024 * 1024;

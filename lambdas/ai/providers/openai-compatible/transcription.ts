@@ -1,0 +1,92 @@
+/**
+ * Provider `openai-compatible` on `/v1/audio/transcriptions`: one audio file POSTed as OpenAI's
+ * multipart form (`file`, `model` = the route's upstream model, `response_format=verbose_json`,
+ * `timestamp_granularities[]=segment`) to `{base_url}/audio/transcriptions`, with the route's key.
+ * The answer's segments come back checked (seconds, finite, in order) or the call is 502
+ * upstream_error: whatever else the upstream says is no transcript.
+ */
+import type { UpstreamCall } from '../../types.js';
+import type { CallUsage } from '../../usage.js';
+import { upstreamError } from '../../upstream-errors.js';
+import { discard, MAX_ANSWER_BYTES, post, readText } from '../upstream-http.js';
+
+export interface AudioFile {
+  bytes: Uint8Array;
+  /** The name the upstream sees: OpenAI reads the format from its extension. */
+  filename: string;
+  contentType: string;
+}
+
+export interface TranscriptSegment {
+  /** Seconds from the file's start. */
+  start: number;
+  end: number;
+  text: string;
+}
+
+export interface Transcript {
+  segments: TranscriptSegment[];
+  /** What the call used: the tokens the upstream reported (0 when none) and the seconds of audio. */
+  usage: CallUsage;
+}
+
+/** The multipart body and its content type, serialized by the runtime's own FormData (no form code of ours). */
+async function form(call: UpstreamCall, audio: AudioFile): Promise<{ body: Uint8Array; contentType: string }> {
+  const fields = new FormData();
+  fields.append('file', new Blob([audio.bytes], { type: audio.contentType }), audio.filename);
+  if (call.route.upstream_model !== null) fields.append('model', call.route.upstream_model);
+  fields.append('response_format', 'verbose_json');
+  fields.append('timestamp_granularities[]', 'segment');
+  const serialized = new Response(fields);
+  return { body: new Uint8Array(await serialized.arrayBuffer()), contentType: serialized.headers.get('content-type')! };
+}
+
+const seconds = (v: unknown): v is number => typeof v === 'number' && Number.isFinite(v) && v >= 0;
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+export async function transcribe(call: UpstreamCall, audio: AudioFile): Promise<Transcript> {
+  const { body, contentType } = await form(call, audio);
+  const headers: Record<string, string> = { 'content-type': contentType, accept: 'application/json' };
+  if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
+  const res = await post(`${call.route.base_url!.replace(/\/+$/, '')}/audio/transcriptions`, headers, body, call.signal);
+  if (res.status < 200 || res.status > 299) {
+    discard(res.body);
+    throw upstreamError(`status ${res.status}`);
+  }
+  const text = await readText(res.body, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
+  let answer: unknown;
+  try {
+    answer = JSON.parse(text);
+  } catch {
+    throw upstreamError('the transcription is not JSON');
+  }
+  if (!isObject(answer)) throw upstreamError('the transcription is not a JSON object');
+  const segments = segmentsOf(answer);
+  const duration = seconds(answer.duration) ? answer.duration : segments.reduce((end, s) => Math.max(end, s.end), 0);
+  return { segments, usage: { ...reportedTokens(answer.usage), audioSeconds: duration } };
+}
+
+/** The answer's segments; without any, its whole `text` as one segment over its `duration`. */
+function segmentsOf(answer: Record<string, unknown>): TranscriptSegment[] {
+  if (answer.segments !== undefined && answer.segments !== null) {
+    if (!Array.isArray(answer.segments)) throw upstreamError('the transcription has segments that are not a list');
+    const segments: TranscriptSegment[] = [];
+    for (const s of answer.segments as unknown[]) {
+      if (!isObject(s) || !seconds(s.start) || !seconds(s.end) || s.end < s.start || typeof s.text !== 'string') {
+        throw upstreamError('the transcription has a segment without a text and finite start and end times');
+      }
+      segments.push({ start: s.start, end: s.end, text: s.text });
+    }
+    if (segments.length) return segments;
+  }
+  if (typeof answer.text !== 'string') throw upstreamError('the transcription has neither segments nor text');
+  if (!/\S/.test(answer.text)) return [];
+  if (!seconds(answer.duration)) throw upstreamError('the transcription has text without segments or a finite duration');
+  return [{ start: 0, end: answer.duration, text: answer.text }];
+}
+
+/** OpenAI's `usage` of a transcription: `{type: 'tokens', input_tokens, output_tokens}` (gpt-4o-transcribe) or `{type: 'duration', seconds}` (whisper-1). */
+function reportedTokens(usage: unknown): CallUsage {
+  const count = (v: unknown) => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
+  return isObject(usage) ? { inputTokens: count(usage.input_tokens), outputTokens: count(usage.output_tokens) } : { inputTokens: 0, outputTokens: 0 };
+}
