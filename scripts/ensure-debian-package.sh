@@ -2,7 +2,8 @@
 # Usage: ensure-debian-package.sh <program path> <Debian package>
 # Makes sure a program the tests or benchmarks drive exists, installing its Debian package with apt-get
 # when it is missing (CI starts from a clean Debian machine): chromium for test/browser (playwright-core
-# never downloads browsers), wrk for the HTTP benchmarks.
+# never downloads browsers), ffmpeg (with ffprobe) for the knowledge tests' recordings, wrk for the
+# HTTP benchmarks.
 set -euo pipefail
 
 PROGRAM=${1:?program path}

@@ -230,11 +230,11 @@ export const COMMANDS: Record<string, Command> = {
     options: {
       org: id,
       id: { type: 'string', value: 'ROUTE' },
-      endpoint: { type: 'string', value: 'PATH', help: 'one of `/v1/chat/completions`, `/v1/embeddings`, `/v1/run`' },
+      endpoint: { type: 'string', value: 'PATH', help: 'one of `/v1/chat/completions`, `/v1/embeddings`, `/v1/run`, `/v1/audio/transcriptions` (what knowledge collections transcribe recordings with: no public route)' },
       provider: {
         type: 'string',
         value: 'openai-compatible|bedrock|http|decision',
-        help: '`openai-compatible` (chat, embeddings; `--base-url` like `https://api.openai.com/v1`), `bedrock` (chat, embeddings; `--model` the Bedrock model id), `http` (run; `--base-url` is the whole URL the `input` is POSTed to) or `decision` (run; `--tiers` its chat routes, weakest first)',
+        help: '`openai-compatible` (chat, embeddings, transcriptions; `--base-url` like `https://api.openai.com/v1`), `bedrock` (chat, embeddings; `--model` the Bedrock model id), `http` (run; `--base-url` is the whole URL the `input` is POSTed to) or `decision` (run; `--tiers` its chat routes, weakest first)',
       },
       'base-url': { type: 'string', value: 'URL', help: 'may not carry credentials (`user:password@`)' },
       model: { type: 'string', value: 'UPSTREAM_MODEL', help: 'the model the upstream is asked for' },
