@@ -195,6 +195,17 @@ describe('transcribeRecording', () => {
     expect(readdirSync(scratch)).toEqual([]);
   });
 
+  it('answers too_large for a recording over the longest taken, or when ffmpeg runs past its time; stops when the caller aborts', async () => {
+    const { principal } = await organization();
+    expect(await transcribeRecording(engine, principal, audio(), undefined, { maxSeconds: 5 })).toMatchObject({ failed: 'too_large', message: expect.stringContaining('longer than') });
+    expect(await transcribeRecording(engine, principal, audio(), undefined, { timeoutMs: 1 })).toMatchObject({ failed: 'too_large', message: expect.stringContaining('took longer than') });
+    const gone = new AbortController();
+    gone.abort(new Error('the processing run ended'));
+    await expect(transcribeRecording(engine, principal, audio(), gone.signal)).rejects.toThrow();
+    expect(fake.requests).toHaveLength(0);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
   it('records each call as ai.usage with its seconds of audio, and counts it against the requests a minute', async () => {
     const { org, principal } = await organization();
     await transcribeRecording(engine, principal, audio(), undefined, { pieceSeconds: 3 });

@@ -20,6 +20,8 @@ export interface AudioTrackOptions {
   pieceSeconds?: number;
   /** Longest time ffmpeg may take over the whole recording, ms (default 5 minutes). */
   timeoutMs?: number;
+  /** Longest recording taken, seconds (default MAX_RECORDING_SECONDS). */
+  maxSeconds?: number;
 }
 
 export const DEFAULT_PIECE_SECONDS = 600;
@@ -77,8 +79,8 @@ export async function withAudioPieces<T>(
       return { failed: 'parse_error' };
     }
     if (!probe.streams?.some((s) => s.codec_type === 'audio')) return { failed: 'empty_text' };
-    const duration = Number(probe.format?.duration);
-    if (duration > MAX_RECORDING_SECONDS) return { failed: 'too_large', message: `The recording is longer than ${MAX_RECORDING_SECONDS / 3600} hours.` };
+    const maxSeconds = options.maxSeconds ?? MAX_RECORDING_SECONDS;
+    if (Number(probe.format?.duration) > maxSeconds) return { failed: 'too_large', message: `The recording is longer than ${maxSeconds >= 3600 ? `${maxSeconds / 3600} hours` : `${maxSeconds} seconds`}, the most transcribed.` };
     const args = [
       ...['-nostdin', '-v', 'error', '-i', input, '-map', '0:a:0', '-vn', '-ac', '1', '-ar', '16000', '-c:a', 'libmp3lame', '-b:a', '32k'],
       ...['-f', 'segment', '-segment_time', String(pieceSeconds), '-reset_timestamps', '1'],
