@@ -47,7 +47,23 @@ function programs(): { ffmpeg: string; ffprobe: string } {
   return { ffmpeg, ffprobe: ffmpeg.includes('/') ? join(dirname(ffmpeg), 'ffprobe') : 'ffprobe' };
 }
 
-const isMissing = (error: unknown) => (error as { code?: unknown })?.code === 'ENOENT';
+/** Not there, or not a program this process may run. */
+const isMissing = (error: unknown) => ['ENOENT', 'EACCES'].includes((error as { code?: string })?.code ?? '');
+
+/**
+ * Whether both programs run, asked once per process and path: where they are missing (a Lambda
+ * function), the recording is not written to the temporary directory for nothing.
+ */
+const installed = new Map<string, Promise<boolean>>();
+function isInstalled(ffmpeg: string, ffprobe: string): Promise<boolean> {
+  let answer = installed.get(ffmpeg);
+  if (!answer) {
+    const runs = (program: string) => run(program, ['-version'], { timeout: 10_000 }).then(() => true, (error: unknown) => !isMissing(error));
+    answer = Promise.all([runs(ffmpeg), runs(ffprobe)]).then(([a, b]) => a && b);
+    installed.set(ffmpeg, answer);
+  }
+  return answer;
+}
 const isTimeout = (error: unknown) => (error as { killed?: unknown })?.killed === true;
 
 /**
@@ -64,6 +80,7 @@ export async function withAudioPieces<T>(
   const { ffmpeg, ffprobe } = programs();
   const timeout = options.timeoutMs ?? DEFAULT_FFMPEG_TIMEOUT_MS;
   const pieceSeconds = options.pieceSeconds ?? DEFAULT_PIECE_SECONDS;
+  if (!(await isInstalled(ffmpeg, ffprobe))) return NO_FFMPEG;
   const dir = await mkdtemp(join(tmpdir(), 'recording-'));
   try {
     const input = join(dir, 'recording');
