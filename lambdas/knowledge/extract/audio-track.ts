@@ -18,7 +18,7 @@ const run = promisify(execFile);
 export interface AudioTrackOptions {
   /** Longest piece sent in one call, seconds (default 600). */
   pieceSeconds?: number;
-  /** Longest time ffmpeg may take over the whole recording, ms (default 5 minutes). */
+  /** Longest time ffprobe, then ffmpeg, may take over the whole recording, ms (default 5 minutes each). */
   timeoutMs?: number;
   /** Longest recording taken, seconds (default MAX_RECORDING_SECONDS). */
   maxSeconds?: number;
@@ -49,6 +49,8 @@ function programs(): { ffmpeg: string; ffprobe: string } {
 
 /** Not there, or not a program this process may run. */
 const isMissing = (error: unknown) => ['ENOENT', 'EACCES'].includes((error as { code?: string })?.code ?? '');
+/** execFile killed it at its `timeout`. */
+const isTimeout = (error: unknown) => (error as { killed?: unknown })?.killed === true;
 
 /**
  * Whether both programs run, asked once per process and path: where they are missing (a Lambda
@@ -64,7 +66,6 @@ function isInstalled(ffmpeg: string, ffprobe: string): Promise<boolean> {
   }
   return answer;
 }
-const isTimeout = (error: unknown) => (error as { killed?: unknown })?.killed === true;
 
 /**
  * Runs `use` over the recording's audio pieces (in order) and gives back what it answers; or why

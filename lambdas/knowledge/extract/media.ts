@@ -55,7 +55,7 @@ const SENT_AS_IS: Record<string, string> = {
 export const MAX_AS_IS_BYTES = 25_000_000;
 
 const NO_ROUTE_MESSAGE =
-  'Recordings are transcribed through the organization\'s default route of /v1/audio/transcriptions, and it has none: configure one with `npm run admin -- route set --org <org> --id <route> --endpoint /v1/audio/transcriptions --provider openai-compatible --base-url <url> --model <model> --default`, then add the item again.';
+  "Recordings are transcribed through the organization's default route of /v1/audio/transcriptions, and it has none: configure one with `npm run admin -- route set --org <org> --id <route> --endpoint /v1/audio/transcriptions --provider openai-compatible --base-url <url> --model <model> --default`, then add the item again.";
 
 export async function transcribeRecording(engine: Engine, principal: Principal, file: RecordingFile, signal?: AbortSignal, options: RecordingOptions = {}): Promise<Extracted> {
   const route = (await new ModelRoutes(engine.kv, () => engine.clock.now()).list(principal.organizationId)).find((r) => r.endpoint === TRANSCRIPTION_ENDPOINT && r.default);
