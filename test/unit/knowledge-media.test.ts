@@ -134,7 +134,7 @@ describe('transcribeRecording', () => {
 
   it("cuts long audio into pieces and puts each piece's segment times back on the recording's clock", async () => {
     const { principal } = await organization();
-    const out = await transcribeRecording(engine, principal, audio(), undefined, { pieceSeconds: 3, sectionSeconds: 0 });
+    const out = await transcribeRecording(engine, principal, audio(await recordingFile({ seconds: 9, container: 'wav' })), undefined, { pieceSeconds: 3, sectionSeconds: 0 });
     expect(fake.requests.map((r) => r.file?.name)).toEqual(['piece0000.mp3', 'piece0001.mp3', 'piece0002.mp3']);
     // The fake's segments are 2 s of each piece; the pieces start at 0, about 3 and about 6 s.
     expect(out).toEqual({
@@ -143,10 +143,21 @@ describe('transcribeRecording', () => {
         { text: expect.stringMatching(/^piece0000\.mp3 2\.0-3\.\d$/), locator: 't=00:00:02-00:00:03' },
         { text: expect.stringMatching(/^piece0001\.mp3 0\.0-2\.0$/), locator: 't=00:00:03-00:00:05' },
         { text: expect.stringMatching(/^piece0001\.mp3 2\.0-3\.\d$/), locator: 't=00:00:05-00:00:06' },
-        { text: expect.stringMatching(/^piece0002\.mp3 0\.0-1\.\d$/), locator: 't=00:00:06-00:00:07' },
+        { text: expect.stringMatching(/^piece0002\.mp3 0\.0-2\.0$/), locator: 't=00:00:06-00:00:08' },
+        { text: expect.stringMatching(/^piece0002\.mp3 2\.0-3\.\d$/), locator: 't=00:00:08-00:00:09' },
       ],
     });
     expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  it('cuts a recording into equal pieces, so the last is never a sliver', async () => {
+    const { principal } = await organization();
+    // 7 s in pieces of at most 3 s: three of about 2.3 s, not 3, 3 and 1; and 6.02 s: two of about 3 s, not 3, 3 and 0.02.
+    await transcribeRecording(engine, principal, audio(), undefined, { pieceSeconds: 3 });
+    expect(fake.requests.map((r) => Math.round(r.file!.duration! * 10) / 10)).toEqual([2.3, 2.3, 2.3]);
+    fake.requests.length = 0;
+    await transcribeRecording(engine, principal, audio(await recordingFile({ seconds: 6.02, container: 'wav' })), undefined, { pieceSeconds: 3 });
+    expect(fake.requests).toHaveLength(2);
   });
 
   it('takes an answer without segments as one section over its duration', async () => {

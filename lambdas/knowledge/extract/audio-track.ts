@@ -97,11 +97,12 @@ export async function withAudioPieces<T>(
       return { failed: 'parse_error' };
     }
     if (!probe.streams?.some((s) => s.codec_type === 'audio')) return { failed: 'empty_text' };
+    const duration = Number(probe.format?.duration);
     const maxSeconds = options.maxSeconds ?? MAX_RECORDING_SECONDS;
-    if (Number(probe.format?.duration) > maxSeconds) return { failed: 'too_large', message: `The recording is longer than ${maxSeconds >= 3600 ? `${maxSeconds / 3600} hours` : `${maxSeconds} seconds`}, the most transcribed.` };
+    if (duration > maxSeconds) return { failed: 'too_large', message: `The recording is longer than ${maxSeconds >= 3600 ? `${maxSeconds / 3600} hours` : `${maxSeconds} seconds`}, the most transcribed.` };
     const args = [
       ...['-nostdin', '-v', 'error', '-i', input, '-map', '0:a:0', '-vn', '-ac', '1', '-ar', '16000', '-c:a', 'libmp3lame', '-b:a', '32k'],
-      ...['-f', 'segment', '-segment_time', String(pieceSeconds), '-reset_timestamps', '1'],
+      ...['-f', 'segment', '-segment_time', String(evenPieces(duration, pieceSeconds)), '-reset_timestamps', '1'],
       ...['-segment_list', join(dir, 'pieces.csv'), '-segment_list_type', 'csv', join(dir, 'piece%04d.mp3')],
     ];
     try {
@@ -117,15 +118,30 @@ export async function withAudioPieces<T>(
     const pieces = (await readFile(join(dir, 'pieces.csv'), 'utf8'))
       .split('\n')
       .filter(Boolean)
-      .map((line): AudioPiece => {
-        const [name, start] = line.split(',');
-        return { offsetS: Number(start), filename: name, contentType: 'audio/mpeg', read: async () => readFile(join(dir, name)) };
-      });
+      .map((line) => line.split(','))
+      // The encoder pads its output a few frames past the source's end: a piece starting there holds only that.
+      .filter(([, start], i) => i === 0 || !(Number(start) >= duration - END_PADDING_SECONDS))
+      .map(([name, start]): AudioPiece => ({ offsetS: Number(start), filename: name, contentType: 'audio/mpeg', read: async () => readFile(join(dir, name)) }));
     if (!pieces.length) return { failed: 'empty_text' };
     return await use(pieces);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** More than the MP3 encoder's padding at the end of its output (a frame of 72 ms at 16 kHz, and its delay). */
+const END_PADDING_SECONDS = 0.2;
+
+/**
+ * The piece length that cuts `duration` into equal pieces of about `pieceSeconds` at most: not 10
+ * minutes and a last piece of a few frames when a recording is a hair over 10 minutes (OpenAI refuses
+ * audio under 0.1 s, and a piece of a second is a call for nothing). A piece may
+ * be over `pieceSeconds` by 1% of it (at most a second: a few kB); an unknown duration cuts at `pieceSeconds`.
+ */
+function evenPieces(duration: number, pieceSeconds: number): number {
+  if (!(duration > 0)) return pieceSeconds;
+  const slack = Math.min(1, pieceSeconds / 100);
+  return duration / Math.max(1, Math.ceil((duration - slack) / pieceSeconds));
 }
 
 const tooSlow = (ms: number): TrackFailure => ({ failed: 'too_large', message: `Taking the audio track out of the recording took longer than ${Math.round(ms / 1000)} s.` });
