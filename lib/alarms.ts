@@ -28,6 +28,8 @@ export const QUEUE_AGE_ALARM_SECONDS: Readonly<Record<QueueName, number>> = {
   streams: 300,
   /** Jobs: 3 receives of 300 s each; twice that means nobody takes them. */
   jobs: 1800,
+  /** Items: a delayed retry waits at most 300 s, then one processing (under 900 s); an hour means nobody takes them. */
+  knowledge: 3600,
 };
 
 /** A 5xx (or failed-execution) rate alarms past this many percent of calls... */

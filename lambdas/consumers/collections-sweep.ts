@@ -2,13 +2,15 @@
  * The collections sweep in AWS: an EventBridge rule invokes this function every few minutes
  * (lib/collections-sweep.ts). It removes the data of collections past their end
  * (sweepExpiredCollections, lambdas/knowledge/collections.ts), a batch at a time until nothing due is
- * left or its time budget is spent; the next run takes up the rest. Every collection create sweeps a
+ * left or its time budget is spent; the next run takes up the rest. Then it sends again the items whose
+ * processing lease ran out (sweepProcessing). Every collection create sweeps a
  * few entries too, and the local runtime sweeps on a timer in every worker (lambdas/local/queue-workers.ts).
  */
 import type { Context } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';
 import type { Engine } from '../engine/ports.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
+import { sweepProcessing } from '../knowledge/processing.js';
 import { inRequest, log } from '../shared/log.js';
 
 export const COLLECTIONS_SWEEP = {
@@ -21,8 +23,11 @@ export const COLLECTIONS_SWEEP = {
 /** Lines name the invocation (`request_id`). */
 export function handler(_event?: unknown, context?: Context): Promise<{ swept: number }> {
   return inRequest({ request_id: context?.awsRequestId }, async () => {
-    const swept = await sweepCollections(await getEngine());
-    if (swept) log.info('collections swept', { swept });
+    const engine = await getEngine();
+    const swept = await sweepCollections(engine);
+    // Items whose processor died or whose message was lost are sent again (lambdas/knowledge/processing.ts).
+    const resent = await sweepProcessing(engine, COLLECTIONS_SWEEP.batch);
+    if (swept || resent) log.info('collections swept', { swept, processing_entries: resent });
     return { swept };
   });
 }

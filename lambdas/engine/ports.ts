@@ -288,6 +288,8 @@ export interface VectorHit {
 
 /** Most entries a put or delete takes, and most hits a query returns (S3 Vectors' limits). */
 export const VECTOR_BATCH_MAX = 500;
+/** Most bytes an entry's payload takes, measured as a JSON string with its escapes (S3 Vectors measures metadata so). */
+export const VECTOR_PAYLOAD_BYTES_MAX = 32 * 1024;
 export const VECTOR_TOP_K_MAX = 100;
 
 /**

@@ -19,6 +19,12 @@ export const QUEUES = {
   streams: { maxReceives: 3, visibilitySeconds: 60 },
   /** Background jobs (lease expiry, knowledge jobs). */
   jobs: { maxReceives: 3, visibilitySeconds: 300 },
+  /**
+   * Collection items to process (lambdas/knowledge/processing.ts): one message per item. The item's own
+   * lease and the processing sweep recover a processor that died, so the visibility timeout only has
+   * to outlast the function's (lib/knowledge-items.ts).
+   */
+  knowledge: { maxReceives: 5, visibilitySeconds: 900 },
 } as const satisfies Record<string, QueueDef>;
 
 export type QueueName = keyof typeof QUEUES;

@@ -11,6 +11,8 @@
  *   kcolsweep / <ends, 12 digits>#<org>#<ws>#<id>  work for the sweep once that second has passed:
  *                                                  the collection's data (items, chunks, vectors)
  */
+import { randomBytes } from 'node:crypto';
+
 export const collectionKey = (org: string, workspace: string, id: string) => ({ pk: `kcol#${org}#${workspace}`, sk: id });
 export const collectionsPk = (org: string, workspace: string) => `kcol#${org}#${workspace}`;
 export const collectionEndKey = (org: string, workspace: string, id: string) => ({ pk: `kcolend#${org}#${workspace}`, sk: id });
@@ -23,3 +25,24 @@ export const collectionSweepKey = (endsAt: number, org: string, workspace: strin
 });
 /** Every sweep entry due before `epochSeconds`. */
 export const sweepDueBefore = (epochSeconds: number) => ({ lt: second(epochSeconds) });
+
+/**
+ * A collection's items (items.ts, processing.ts), under the collection's own partition prefix:
+ *
+ *   kitem#<org>#<ws>#<col> / <item id>                     an item: its file, state, package, counts
+ *   kvec#<org>#<ws>#<col>#<item>#<package> / <chunk id>    local_vectors: a chunk whose vector is stored
+ *   kproc / <due>#<org>#<ws>#<col>#<item>#<random>          an item's processing lease: due when a
+ *                                                           processor that died would have renewed it
+ * Bytes: a package's chunks as JSON Lines at `knowledge/<org>/<ws>/<col>/<item>/<package>.jsonl`.
+ */
+export const itemsPk = (org: string, workspace: string, collection: string) => `kitem#${org}#${workspace}#${collection}`;
+export const itemKey = (org: string, workspace: string, collection: string, item: string) => ({ pk: itemsPk(org, workspace, collection), sk: item });
+export const vectorMarksPk = (org: string, workspace: string, collection: string, item: string, pkg: string) => `kvec#${org}#${workspace}#${collection}#${item}#${pkg}`;
+export const packageBlobKey = (org: string, workspace: string, collection: string, item: string, pkg: string) => `knowledge/${org}/${workspace}/${collection}/${item}/${pkg}.jsonl`;
+
+export const PROCESSING_PARTITION = 'kproc';
+/** Unique per write (a random tail), so a claim that replaces the entry in the same second never names it twice. */
+export const processingKey = (dueAt: number, org: string, workspace: string, collection: string, item: string) => ({
+  pk: PROCESSING_PARTITION,
+  sk: `${second(dueAt)}#${org}#${workspace}#${collection}#${item}#${randomBytes(4).toString('hex')}`,
+});

@@ -12,7 +12,6 @@
  * for a while after that; and a sweep entry, due at the end, removes the collection's data
  * (removeCollectionData: what items add).
  */
-import { randomBytes } from 'node:crypto';
 import * as z from 'zod/mini';
 import type { Principal } from '../auth/principal.js';
 import type { Engine, KvItem, KvUpdate, KvWrite } from '../engine/ports.js';
@@ -26,11 +25,13 @@ import { log } from '../shared/log.js';
 import type { OperationCall } from '../shared/operations.js';
 import { settings } from '../shared/settings.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
-import { openVectorDatabase, vectorWorkspace } from '../vector/databases.js';
-import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, sweepDueBefore } from './collection-keys.js';
+import { openVectorDatabase } from '../vector/databases.js';
+import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemsPk, PROCESSING_PARTITION, sweepDueBefore } from './collection-keys.js';
+import { COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
+import { asItem, newestItems, removeItemData, SERVED_ATTRIBUTES, type ItemView } from './items.js';
 
-export const COLLECTION_MODES = ['download', 'cloud', 'local_vectors'] as const;
-export type CollectionMode = (typeof COLLECTION_MODES)[number];
+export { COLLECTION_MODES, COUNT_ATTRIBUTES, countsWrite, newCollectionId, readCollection, sortableId, workspaceOf } from './collection-records.js';
+export type { CollectionCounts, CollectionMode, ItemState } from './collection-records.js';
 
 /**
  * Spec 2's status values, and the ones that follow them once items arrive (docs/ai/collections.md,
@@ -48,18 +49,8 @@ export const MAX_COLLECTIONS_PAGE = 100;
 const DEFAULT_COLLECTIONS_PAGE = 20;
 /** What one create call sweeps on its way, as an upload start does. */
 const SWEEP_PER_CREATE = 10;
-/** Spec 2 and 4.10: `col_` and 32 hex. */
-const COLLECTION_ID = /^col_[0-9a-f]{32}$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
-
-export interface CollectionCounts {
-  total: number;
-  queued: number;
-  processing: number;
-  done: number;
-  failed: number;
-}
 
 /** A collection as the routes answer it: every field of spec 2, plus `object` and `name`. */
 export interface CollectionView {
@@ -72,35 +63,8 @@ export interface CollectionView {
   created_at: string;
   expires_at: string;
   counts: CollectionCounts;
-  /** The items; none until items can be added. */
-  items: never[];
-}
-
-/** The counters' attribute names on the collection's item, for the item writes that move them. */
-export const COUNT_ATTRIBUTES: Record<keyof CollectionCounts, string> = {
-  total: 'n_total',
-  queued: 'n_queued',
-  processing: 'n_processing',
-  done: 'n_done',
-  failed: 'n_failed',
-};
-
-/** An item's states, as the counts name them. */
-export type ItemState = Exclude<keyof CollectionCounts, 'total'>;
-
-/**
- * The collection's side of an item moving `from` one state `to` another (null `from`: the item is
- * added; null `to`: it is deleted), for the transaction that writes the item's own change: both apply
- * or neither, so the counts stay exact however many consumers run. Conditioned on the collection's
- * item existing, so a write never brings back a collection deleted or expired meanwhile.
- */
-export function countsWrite(org: string, workspace: string, id: string, from: ItemState | null, to: ItemState | null): KvUpdate {
-  const add: Record<string, number> = {};
-  if (from !== null) add[COUNT_ATTRIBUTES[from]] = -1;
-  if (to !== null) add[COUNT_ATTRIBUTES[to]] = (add[COUNT_ATTRIBUTES[to]] ?? 0) + 1;
-  if (from === null) add[COUNT_ATTRIBUTES.total] = 1;
-  if (to === null) add[COUNT_ATTRIBUTES.total] = -1;
-  return { update: collectionKey(org, workspace, id), add, condition: { ifExists: true } };
+  /** Its newest items (up to 20; every one: GET /v1/collections/{id}/items). */
+  items: ItemView[];
 }
 
 export const createCollectionSchema = onFirstUse(() =>
@@ -139,33 +103,14 @@ export async function checkCollectionsEnabled(engine: Engine, principal: Princip
   if (org.disabled_features.includes('collections')) throw new PlatformError('collections_disabled', 'Knowledge collections are disabled for this organization.');
 }
 
-/** The workspace a collection belongs to: the key's application's, else the organization's default (as vectors). */
-async function workspaceOf(engine: Engine, principal: Principal): Promise<string> {
-  // An organization with no workspace yet keeps its collections under the organization itself, as uploads.
-  return (await vectorWorkspace(engine, principal)) ?? '-';
-}
-
 const nowSeconds = (engine: Engine) => Math.floor(engine.clock.now() / 1000);
-const iso = (epochSeconds: number) => new Date(epochSeconds * 1000).toISOString();
-const notFound = (id: string) => new PlatformError('collection_not_found', `No collection "${id}" in this workspace.`, 'id');
-const expired = (id: string, endsAt: number) => new PlatformError('collection_expired', `Collection "${id}" expired at ${iso(endsAt)}; its items and chunks are removed.`, 'id');
-
-/**
- * `col_` and 32 hex: 6 bytes of the creation time in ms, then 10 random ones (a ULID's 128 bits in hex),
- * so ids sort by creation and the listing pages in that order.
- */
-export function newCollectionId(nowMs: number): string {
-  const time = Buffer.alloc(6);
-  time.writeUIntBE(nowMs, 0, 6);
-  return `col_${time.toString('hex')}${randomBytes(10).toString('hex')}`;
-}
 
 function countsOf(item: KvItem): CollectionCounts {
   const n = (k: keyof CollectionCounts) => Number(item[COUNT_ATTRIBUTES[k]] ?? 0);
   return { total: n('total'), queued: n('queued'), processing: n('processing'), done: n('done'), failed: n('failed') };
 }
 
-export function viewOf(item: KvItem): CollectionView {
+export function viewOf(item: KvItem, items: ItemView[] = []): CollectionView {
   const counts = countsOf(item);
   return {
     id: String(item.sk),
@@ -177,7 +122,7 @@ export function viewOf(item: KvItem): CollectionView {
     created_at: String(item.created_at),
     expires_at: iso(Number(item.ends_at)),
     counts,
-    items: [],
+    items,
   };
 }
 
@@ -218,34 +163,31 @@ export async function createCollection(
     name: request.name ?? null,
     application_id: principal.applicationId,
     vector_database_id: database?.database_id ?? null,
+    // Where its chunks' vectors go: the workspace database's index, or (local_vectors) its own, made at
+    // the first vectors the client stores, of their dimensions.
+    index: database ? database.index : request.mode === 'local_vectors' ? `kcv-${id.slice(4)}` : null,
+    // local_vectors: fixed by the first vectors the client stores (0: none yet).
+    dimensions: database ? database.dimensions : 0,
     created_at: iso(now),
     ends_at: endsAt,
     expires_at: endsAt,
-    ...Object.fromEntries(Object.values(COUNT_ATTRIBUTES).map((a) => [a, 0])),
+    ...Object.fromEntries([...Object.values(COUNT_ATTRIBUTES), ...Object.values(SERVED_ATTRIBUTES)].map((a) => [a, 0])),
   };
   const view = viewOf(item);
   await engine.kv.transact([
     { put: item, condition: { ifAbsent: true } },
     { put: { ...collectionEndKey(org, workspace, id), ends_at: endsAt, expires_at: endsAt + EXPIRED_ANSWER_SECONDS } },
-    { put: { ...collectionSweepKey(endsAt, org, workspace, id), mode: request.mode, vector_database_id: item.vector_database_id ?? null } },
+    { put: { ...collectionSweepKey(endsAt, org, workspace, id), mode: request.mode, vector_database_id: item.vector_database_id ?? null, index: item.index ?? null } },
     keep(view),
   ]);
   return view;
 }
 
-/** The live collection `id` of the caller's workspace; 410 past its end; 404 unknown, malformed, another workspace's or organization's. */
-export async function readCollection(engine: Engine, principal: Principal, id: string): Promise<KvItem> {
-  if (!COLLECTION_ID.test(id)) throw notFound(id);
-  const org = principal.organizationId;
-  const workspace = await workspaceOf(engine, principal);
-  const [live, end] = await engine.kv.getMany([collectionKey(org, workspace, id), collectionEndKey(org, workspace, id)]);
-  if (live && Number(live.ends_at) > nowSeconds(engine)) return live;
-  if (end && Number(end.ends_at) <= nowSeconds(engine)) throw expired(id, Number(end.ends_at));
-  throw notFound(id);
-}
-
 /** GET /v1/collections/{id}. */
-export const getCollection = async (engine: Engine, principal: Principal, id: string): Promise<CollectionView> => viewOf(await readCollection(engine, principal, id));
+export async function getCollection(engine: Engine, principal: Principal, id: string): Promise<CollectionView> {
+  const item = await readCollection(engine, principal, id);
+  return viewOf(item, await newestItems(engine, principal.organizationId, await workspaceOf(engine, principal), id));
+}
 
 /** GET /v1/collections?limit=&cursor=: newest first, with a sealed cursor bound to the organization and workspace. */
 export async function listCollections(engine: Engine, principal: Principal, query: Record<string, string>) {
@@ -258,7 +200,7 @@ export async function listCollections(engine: Engine, principal: Principal, quer
   const page = await engine.kv.query({ pk: collectionsPk(principal.organizationId, workspace), descending: true, limit, cursor: position });
   return {
     object: 'list' as const,
-    data: page.items.map(viewOf),
+    data: await Promise.all(page.items.map(async (c) => viewOf(c, await newestItems(engine, principal.organizationId, workspace, String(c.sk))))),
     next_cursor: await nextPageCursor(engine.secret, page.cursor, binding),
   };
 }
@@ -270,15 +212,28 @@ export interface CollectionRef {
   id: string;
   mode: CollectionMode;
   vectorDatabaseId: string | null;
+  /** Where its chunks' vectors are (null: `download`). */
+  index: string | null;
 }
 
 /**
- * Removes what a collection holds beyond its own item. It holds nothing else yet: items will add their
- * records, each processed package's chunks and blob, and (`cloud`, `local_vectors`) its vectors in the
- * collection's namespace, each step idempotent, so a delete or sweep that dies midway is taken up again
- * (docs/decisions/knowledge-collections.md, "Removal").
+ * Removes what a collection holds beyond its own item: each item with its packages, vectors and
+ * inline bytes, and a local_vectors collection's own index. Every step is idempotent, so a delete or
+ * sweep that dies midway is finished by the next one (docs/decisions/knowledge-collections.md,
+ * "Removal"). A processor still at work on an item finds it gone and removes what it made.
  */
-export async function removeCollectionData(_engine: Engine, _ref: CollectionRef): Promise<void> {}
+export async function removeCollectionData(engine: Engine, ref: CollectionRef): Promise<void> {
+  for (;;) {
+    const page = await engine.kv.query({ pk: itemsPk(ref.org, ref.workspace, ref.id), limit: 25 });
+    if (!page.items.length) break;
+    for (const record of page.items) {
+      const item = asItem(record);
+      await removeItemData(engine, item);
+      await engine.kv.transact([{ delete: { pk: record.pk, sk: record.sk } }, ...(item.lease_sk ? [{ delete: { pk: PROCESSING_PARTITION, sk: item.lease_sk } }] : [])]);
+    }
+  }
+  if (ref.mode === 'local_vectors' && ref.index) await engine.vectors.deleteIndex(ref.index);
+}
 
 /**
  * DELETE /v1/collections/{id}: its data first, then its item, end record and sweep entry in one step,
@@ -289,7 +244,7 @@ export async function deleteCollection(engine: Engine, principal: Principal, id:
   const org = principal.organizationId;
   const workspace = await workspaceOf(engine, principal);
   const endsAt = Number(item.ends_at);
-  await removeCollectionData(engine, { org, workspace, id, mode: item.mode as CollectionMode, vectorDatabaseId: (item.vector_database_id as string | null) ?? null });
+  await removeCollectionData(engine, { org, workspace, id, mode: item.mode as CollectionMode, vectorDatabaseId: (item.vector_database_id as string | null) ?? null, index: (item.index as string | null) ?? null });
   const writes: KvWrite[] = [
     { delete: collectionKey(org, workspace, id), condition: { ifExists: true } },
     { delete: collectionEndKey(org, workspace, id) },
@@ -318,7 +273,7 @@ export async function sweepExpiredCollections(engine: Engine, limit = 100): Prom
 
 async function sweepEntry(engine: Engine, entry: KvItem): Promise<void> {
   const [, org, workspace, id] = String(entry.sk).split('#');
-  await removeCollectionData(engine, { org, workspace, id, mode: entry.mode as CollectionMode, vectorDatabaseId: (entry.vector_database_id as string | null) ?? null });
+  await removeCollectionData(engine, { org, workspace, id, mode: entry.mode as CollectionMode, vectorDatabaseId: (entry.vector_database_id as string | null) ?? null, index: (entry.index as string | null) ?? null });
   // Already invisible (past the store's expires_at); removed now rather than whenever the store's TTL gets to it.
   await engine.kv.transact([{ delete: collectionKey(org, workspace, id) }, { delete: { pk: entry.pk, sk: entry.sk } }]);
 }

@@ -482,15 +482,13 @@ async function view(engine: Engine, org: string, upload: Upload, destination: Pa
 }
 
 /**
- * A completed upload's bytes, for the knowledge routes that read it: `404 upload_not_found` when it
- * is unknown to the caller's workspace or expired, `409 upload_incomplete` while it is pending.
+ * Where a completed upload's bytes are, for the collection items that name it: `404 upload_not_found`
+ * when it is unknown to the caller's workspace or expired, `409 upload_incomplete` while it is pending.
  */
-export async function completedUploadBytes(engine: Engine, principal: Principal, id: string): Promise<{ upload: UploadView; body: Readable }> {
+export async function completedUploadSource(engine: Engine, principal: Principal, id: string): Promise<{ upload: UploadView; key: string }> {
   const upload = await readUpload(engine, principal, id);
   if (upload.status !== 'completed') throw new PlatformError('upload_incomplete', `Upload "${id}" is not completed.`, 'upload_id');
-  const found = await engine.blobs.get(bytesKeyOf(principal.organizationId, upload));
-  if (!found) throw notFound(id);
-  return { upload: await view(engine, principal.organizationId, upload, { route: '' }), body: found.body };
+  return { upload: await view(engine, principal.organizationId, upload, { route: '' }), key: bytesKeyOf(principal.organizationId, upload) };
 }
 
 /**

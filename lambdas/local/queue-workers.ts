@@ -17,6 +17,8 @@ import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
 import { jobsConsumer } from '../consumers/jobs.js';
+import { knowledgeConsumer } from '../consumers/knowledge-items.js';
+import { sweepProcessing } from '../knowledge/processing.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
 import { sweepExpiredUploads } from '../knowledge/uploads.js';
 import { inRequest, log } from '../shared/log.js';
@@ -39,6 +41,8 @@ export const RECEIVERS = {
   webhooks: { maxInFlight: 64, idleMs: 25 },
   /** Jobs are long and write the vector index (throttled per index on S3 Vectors): a few at once, polled less often. */
   jobs: { maxInFlight: 4, idleMs: 250 },
+  /** Items parse and chunk on the worker's CPU: two at once per process, so requests keep their share. */
+  knowledge: { maxInFlight: 2, idleMs: 100 },
 } as const;
 
 export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
@@ -46,6 +50,7 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const receivers = [
     startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: onDeliveryQueued }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
+    startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge }, onError),
   ];
 
   const sweeper = setInterval(() => {
@@ -55,6 +60,8 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
     void sweepExpiredUploads(engine).catch(onError);
     // Expired collections' data, as lambdas/consumers/collections-sweep.ts does on AWS.
     void sweepExpiredCollections(engine).catch(onError);
+    // Items whose processor died or whose message was lost, as the collections sweep does on AWS.
+    void sweepProcessing(engine).catch(onError);
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   return {

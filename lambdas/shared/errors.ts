@@ -72,6 +72,7 @@ export const ERROR_STATUS = {
   subscription_not_found: 404,
   dead_event_not_found: 404,
   document_not_found: 404,
+  item_not_found: 404,
   // 409: conflict
   already_exists: 409,
   unique_violation: 409,
@@ -89,6 +90,8 @@ export const ERROR_STATUS = {
   // Spec 4.8 lists upload_incomplete under 409: the upload exists, its state is not the one the call needs.
   upload_incomplete: 409,
   upload_completed: 409,
+  // A collection item's chunks, package or vectors asked for before its processing is done (or after it failed).
+  item_not_ready: 409,
   // other client statuses
   collection_expired: 410,
   length_required: 411,

@@ -124,6 +124,7 @@ export interface Settings {
   awsEndpointUrl?: string;
   dataRateLimitPerMinute: number;
   collectionRetentionSeconds: number;
+  knowledgeLeaseSeconds: number;
   ffmpegPath: string;
   localWorkers: number;
   aiPort: number;
@@ -196,6 +197,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     nonEmpty,
     'ffmpeg',
     "The `ffmpeg` program that takes a recording's audio track out before transcription (a name looked up on `PATH`, or a path); `ffprobe` is taken from the same directory. Without it, a recording is sent as it is when the transcription API takes its format and it is at most 25 MB, else its item fails `unsupported_type` (docs/ai/collections.md).",
+  ),
+  knowledgeLeaseSeconds: define(
+    'KNOWLEDGE_LEASE_S',
+    wholeNumber(2, 900),
+    120,
+    'How long a collection item may be processed without a sign of life before the processing sweep sends it to another processor (docs/ai/collections.md, "Processing"); renewed every third of it while processing runs. Lower it only to try crash recovery.',
   ),
   localWorkers: define(
     'LOCAL_WORKERS',

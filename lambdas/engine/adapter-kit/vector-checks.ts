@@ -2,7 +2,7 @@
  * Checks both vector index adapters make, so an entry or filter S3 Vectors would refuse is refused
  * locally too (Amazon S3 User Guide, "Limitations and restrictions"; the port's own limits).
  */
-import type { VectorEntry, VectorFilter } from '../ports.js';
+import { VECTOR_PAYLOAD_BYTES_MAX, type VectorEntry, type VectorFilter } from '../ports.js';
 import { EngineError } from '../errors.js';
 
 export const VECTOR_LIMITS = {
@@ -12,7 +12,7 @@ export const VECTOR_LIMITS = {
   /** Filterable metadata as UTF-8 JSON (S3 Vectors: 2 KB). */
   filterableBytes: 2 * 1024,
   /** The payload as a JSON string, quotes and escapes included, in UTF-8 bytes (the port's 32 KiB). */
-  payloadBytes: 32 * 1024,
+  payloadBytes: VECTOR_PAYLOAD_BYTES_MAX,
   /** Values a `$in` takes (the port's). */
   inValues: 20,
 } as const;

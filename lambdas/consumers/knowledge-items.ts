@@ -1,0 +1,52 @@
+/**
+ * The `knowledge` queue's consumer: each message names one collection item to process
+ * (lambdas/knowledge/processing.ts). In AWS an SQS-triggered function with partial batch responses;
+ * locally a receiver in every worker (lambdas/local/queue-workers.ts). An item's own faults end in
+ * its `failed` state, never in a failed message; a message fails only when the store does, and comes
+ * back after the queue's visibility timeout (past its receives, it rests in `knowledge-dead` while
+ * the processing sweep still sends the item again).
+ */
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import type { Engine, QueueConsumer } from '../engine/ports.js';
+import { getEngine } from '../engine/index.js';
+import { sqsConsumerHandler } from '../engine/aws/queue.js';
+import { processItem } from '../knowledge/processing.js';
+import type { ProcessItemMessage } from '../knowledge/items.js';
+import { inRequest, log } from '../shared/log.js';
+
+type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
+
+export function knowledgeConsumer(engine: Engine): QueueConsumer {
+  return async (messages) => {
+    const failed: string[] = [];
+    await Promise.all(
+      messages.map(async (message) => {
+        let body: ProcessItemMessage;
+        try {
+          body = JSON.parse(message.body) as ProcessItemMessage;
+          if (![body.org, body.workspace, body.collection, body.item].every((v) => typeof v === 'string')) throw new Error('not an item message');
+        } catch {
+          log.error('knowledge message dropped: not an item message', { message_id: message.id });
+          return;
+        }
+        try {
+          const outcome = await processItem(engine, body);
+          log.info('item processed', { item: body.item, outcome });
+        } catch (error) {
+          log.warn('item processing failed; the message comes back', { message_id: message.id, item: body.item, error: String(error) });
+          failed.push(message.id);
+        }
+      }),
+    );
+    return { failed };
+  };
+}
+
+let consume: Promise<SqsHandler> | undefined;
+
+export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
+  return inRequest({ request_id: context?.awsRequestId }, async () => {
+    consume ??= getEngine().then((engine) => sqsConsumerHandler(knowledgeConsumer(engine)));
+    return (await consume)(event);
+  });
+}

@@ -1,0 +1,94 @@
+/**
+ * A collection's chunks in a vector index (docs/decisions/knowledge-items.md): a `cloud` collection's
+ * in its workspace database's index, a `local_vectors` one's in an index of its own. Each entry is
+ * keyed by item, package and chunk, so a retried processing writes the same keys again (never a chunk
+ * twice), and is filtered by the collection's scope (`col.<id>`), which `/v1/vector/query` never asks
+ * for. The item records decide what is seen: a hit counts only when its item serves that package,
+ * so a deleted item or a replaced package is gone from queries the moment its record says so, and
+ * the index is cleaned after.
+ */
+import type { Engine, VectorEntry, VectorHit } from '../engine/ports.js';
+import { VECTOR_BATCH_MAX, VECTOR_PAYLOAD_BYTES_MAX, VECTOR_TOP_K_MAX } from '../engine/ports.js';
+import { log } from '../shared/log.js';
+import { decodePayload, encodePayload } from '../vector/payload.js';
+import type { Chunk } from './chunks.js';
+import { itemKey, vectorMarksPk } from './collection-keys.js';
+import { readChunks, packageKey, type PackageOwner } from './packages.js';
+
+/** What a query shows of a chunk: spec 2's query match. */
+export interface ChunkMatch {
+  score: number;
+  text: string;
+  citation: { collection_id: string; item_id: string; package_id: string; chunk_id: string; locator: string };
+}
+
+export const collectionScope = (collectionId: string) => `col.${collectionId}`;
+export const entryKey = (item: string, pkg: string, chunk: string) => `${item}.${pkg}.${chunk}`;
+
+/** An index entry for a chunk; undefined when its payload would not fit the index (counted as skipped). */
+export function chunkEntry(collectionId: string, item: string, pkg: string, chunk: Chunk, vector: Float32Array): VectorEntry | undefined {
+  const payload = encodePayload({ id: chunk.chunk_id, text: chunk.text, metadata: { locator: chunk.locator, package_id: pkg }, scope: 'shared', document_id: item });
+  if (Buffer.byteLength(JSON.stringify(payload), 'utf8') > VECTOR_PAYLOAD_BYTES_MAX) return undefined;
+  return { key: entryKey(item, pkg, chunk.chunk_id), vector, filterable: { scope: collectionScope(collectionId) }, payload };
+}
+
+export async function putEntries(engine: Engine, index: string, entries: VectorEntry[]): Promise<void> {
+  for (let i = 0; i < entries.length; i += VECTOR_BATCH_MAX) await engine.vectors.put(index, entries.slice(i, i + VECTOR_BATCH_MAX));
+}
+
+/**
+ * Removes a package: its vectors (the keys its chunks name), local_vectors' marks, and its blob.
+ * Idempotent; a package never written has nothing to remove.
+ */
+export async function removePackage(engine: Engine, item: PackageOwner & { index: string | null }, pkg: string): Promise<void> {
+  const chunks = await readChunks(engine, item, pkg);
+  const index = item.index;
+  if (chunks?.length && index) {
+    const keys = chunks.map((c) => entryKey(item.id, pkg, c.chunk_id));
+    for (let i = 0; i < keys.length; i += VECTOR_BATCH_MAX) {
+      // An index already gone (its vector database deleted, a collection never given vectors) holds none.
+      await engine.vectors.delete(index, keys.slice(i, i + VECTOR_BATCH_MAX)).catch((error) => log.warn('package vectors not removed', { index, error: String(error) }));
+    }
+  }
+  for (;;) {
+    const marks = await engine.kv.query({ pk: vectorMarksPk(item.org, item.workspace, item.collection, item.id, pkg), limit: 100 });
+    if (!marks.items.length) break;
+    await Promise.all(marks.items.map((m) => engine.kv.delete({ pk: m.pk, sk: m.sk })));
+  }
+  await engine.blobs.delete(packageKey(item, pkg));
+}
+
+/**
+ * The `want` best chunks of a collection for `vector`, best first, counting only hits whose item
+ * serves their package. Hidden hits are skipped and more asked for (up to the index's 100), so a full
+ * answer comes whenever that many visible chunks exist.
+ */
+export async function searchChunks(engine: Engine, where: { org: string; workspace: string; collection: string; index: string }, vector: Float32Array, want: number): Promise<ChunkMatch[]> {
+  let matches: ChunkMatch[] = [];
+  for (let topK = Math.min(VECTOR_TOP_K_MAX, want * 2); ; topK = Math.min(VECTOR_TOP_K_MAX, topK * 2)) {
+    const hits = await engine.vectors.query(where.index, { vector, topK, filter: { scope: collectionScope(where.collection) } });
+    matches = await visible(engine, where, hits);
+    if (matches.length >= want || hits.length < topK || topK === VECTOR_TOP_K_MAX) break;
+  }
+  return matches.slice(0, want);
+}
+
+async function visible(engine: Engine, where: { org: string; workspace: string; collection: string }, hits: VectorHit[]): Promise<ChunkMatch[]> {
+  const decoded = hits.map((hit) => ({ hit, payload: decodePayload(hit.payload) }));
+  const items = [...new Set(decoded.map((d) => d.payload.document_id!))];
+  const records = await engine.kv.getMany(items.map((id) => itemKey(where.org, where.workspace, where.collection, id)));
+  const serving = new Map(items.map((id, i) => [id, records[i]?.package_id as string | null | undefined]));
+  return decoded
+    .filter(({ payload }) => serving.get(payload.document_id!) === payload.metadata.package_id)
+    .map(({ hit, payload }) => ({
+      score: hit.score,
+      text: payload.text,
+      citation: {
+        collection_id: where.collection,
+        item_id: payload.document_id!,
+        package_id: String(payload.metadata.package_id),
+        chunk_id: payload.id,
+        locator: String(payload.metadata.locator),
+      },
+    }));
+}

@@ -1,0 +1,130 @@
+/**
+ * `POST /v1/collections/{id}/query` (spec 4.10; docs/ai/collections.md, "Query"): the best chunks of a
+ * `cloud` or `local_vectors` collection, each with its citation, and `indexing`: how much of the
+ * collection the answer covered, read after the search so it is true of the moment it answers.
+ */
+import type { Principal } from '../auth/principal.js';
+import type { Engine, KvItem } from '../engine/ports.js';
+import { PlatformError } from '../shared/errors.js';
+import { embedTexts } from '../vector/embed.js';
+import { readDatabase, stampedRoute, whileOpen } from '../vector/databases.js';
+import { wellFormed } from '../vector/passages.js';
+import { searchChunks, type ChunkMatch } from './chunk-index.js';
+import { collectionKey } from './collection-keys.js';
+import { readCollection, workspaceOf, type CollectionMode } from './collection-records.js';
+import { SERVED_ATTRIBUTES } from './items.js';
+
+export const MAX_QUERY_CHARS = 8000;
+export const MAX_TOP_K = 20;
+export const DEFAULT_TOP_K = 5;
+/** A local_vectors collection's vectors: as the vector database's. */
+export const MAX_DIMENSIONS = 4096;
+
+export interface CollectionQuery {
+  query: string;
+  top_k: number;
+  /** local_vectors: the client's embedding of `query`. */
+  vector: Float32Array | null;
+}
+
+/** Spec 2's `indexing`: counted in items, chunks only in `skipped_chunks` (docs/ai/collections.md, "Indexing"). */
+export interface Indexing {
+  indexed: number;
+  total: number;
+  complete: boolean;
+  searchable: boolean;
+  skipped_items: number;
+  skipped_chunks: number;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const invalid = (param: string, message: string) => new PlatformError('invalid_body', message, param);
+const FIELDS = new Set(['query', 'top_k', 'vector']);
+
+/** The body: every fault is spec 4.10's `400 invalid_body`, naming the field; unknown fields `unsupported_field`. */
+export function parseCollectionQuery(body: unknown, fields: ReadonlySet<string> = FIELDS): CollectionQuery {
+  if (!isObject(body)) throw new PlatformError('invalid_body', 'The body is a JSON object with `query`.');
+  for (const key of Object.keys(body)) if (!fields.has(key)) throw new PlatformError('unsupported_field', `Unknown field "${key}".`, key);
+  return parseQueryFields(body);
+}
+
+/** `query`, `top_k` and `vector` of a body already known to be an object (grounded chat reads them from its own body too). */
+export function parseQueryFields(body: Record<string, unknown>): CollectionQuery {
+  const query = body.query;
+  if (query === undefined) throw invalid('query', 'query is required.');
+  if (typeof query !== 'string' || query.trim().length === 0 || [...query].length > MAX_QUERY_CHARS || !wellFormed(query)) throw invalid('query', `query is a string of 1 to ${MAX_QUERY_CHARS} characters.`);
+  const topK = body.top_k ?? DEFAULT_TOP_K;
+  if (typeof topK !== 'number' || !Number.isInteger(topK) || topK < 1 || topK > MAX_TOP_K) throw invalid('top_k', `top_k is a whole number from 1 to ${MAX_TOP_K}.`);
+  return { query, top_k: topK, vector: body.vector === undefined ? null : parseVector(body.vector, 'vector') };
+}
+
+/** A client's vector: 1 to 4,096 finite numbers, not all zero (a zero vector has no direction). */
+export function parseVector(value: unknown, param: string): Float32Array {
+  if (!Array.isArray(value) || value.length < 1 || value.length > MAX_DIMENSIONS) throw invalid(param, `${param} is an array of 1 to ${MAX_DIMENSIONS} numbers.`);
+  if (!value.every((x) => typeof x === 'number' && Number.isFinite(x))) throw invalid(param, `${param} holds finite numbers only.`);
+  const vector = Float32Array.from(value as number[]);
+  if (!vector.every(Number.isFinite)) throw invalid(param, `${param} has a component out of the float range.`);
+  if (!vector.some((x) => x !== 0)) throw invalid(param, `${param} is all zeros: it has no direction to compare.`);
+  return vector;
+}
+
+const counter = (c: KvItem, name: string) => Number(c[name] ?? 0);
+
+/** The collection's `indexing` from its counters (docs/ai/collections.md, "Indexing"). */
+export function indexingOf(collection: KvItem): Indexing {
+  const total = counter(collection, 'n_total');
+  const failed = counter(collection, 'n_failed');
+  const cloud = collection.mode === 'cloud';
+  const indexed = cloud ? counter(collection, 'n_done') : counter(collection, SERVED_ATTRIBUTES.indexed);
+  const chunks = counter(collection, SERVED_ATTRIBUTES.chunks);
+  const skippedChunks = cloud ? counter(collection, SERVED_ATTRIBUTES.skipped) : chunks - counter(collection, SERVED_ATTRIBUTES.vectors);
+  const searchableChunks = cloud ? chunks - counter(collection, SERVED_ATTRIBUTES.skipped) : counter(collection, SERVED_ATTRIBUTES.vectors);
+  return { indexed, total, complete: indexed === total, searchable: searchableChunks > 0, skipped_items: failed, skipped_chunks: skippedChunks };
+}
+
+/** Where a queryable collection's chunks are, or why it cannot be queried. */
+export function queryableMode(collection: KvItem): Exclude<CollectionMode, 'download'> {
+  const mode = collection.mode as CollectionMode;
+  if (mode === 'download') throw new PlatformError('mode_not_supported', 'A download collection prepares packages for download; it is not queried. Create a cloud or local_vectors collection to query.');
+  return mode;
+}
+
+export interface QueryAnswer {
+  collection_id: string;
+  matches: ChunkMatch[];
+  indexing: Indexing;
+}
+
+/**
+ * The matches for a query, then `indexing` as it is after the search. `cloud`: the query embedded
+ * through the workspace's vector database (its route, limits, usage), 400 for a `vector`;
+ * `local_vectors`: the client's `vector`, required, of the collection's dimensions; no upstream call.
+ */
+export async function queryCollection(engine: Engine, principal: Principal, collectionId: string, request: CollectionQuery, signal?: AbortSignal): Promise<QueryAnswer> {
+  const collection = await readCollection(engine, principal, collectionId);
+  const mode = queryableMode(collection);
+  const workspace = await workspaceOf(engine, principal);
+  const where = { org: principal.organizationId, workspace, collection: collectionId, index: String(collection.index) };
+  let matches: ChunkMatch[];
+  if (mode === 'cloud') {
+    if (request.vector) throw invalid('vector', 'vector is for local_vectors collections; a cloud collection embeds the query itself.');
+    const database = await readDatabase(engine, workspace);
+    if (!database || database.database_id !== collection.vector_database_id) {
+      throw new PlatformError('vector_database_not_created', "This collection's vector database was deleted; its chunks went with it. Create a new collection.");
+    }
+    if (database.state !== 'active') throw new PlatformError('vector_database_deleting', "This workspace's vector database is being deleted.");
+    const route = await stampedRoute(engine, database);
+    matches = await whileOpen(engine, database, async () => {
+      const [vector] = await embedTexts(engine, principal, route, database, [request.query], signal);
+      return searchChunks(engine, where, vector, request.top_k);
+    });
+  } else {
+    if (!request.vector) throw invalid('vector', 'A local_vectors collection is queried with the client\'s own embedding of the query: send `vector`.');
+    const dimensions = Number(collection.dimensions ?? 0);
+    if (dimensions === 0) matches = []; // no vectors stored yet: nothing to find
+    else if (request.vector.length !== dimensions) throw invalid('vector', `vector has ${request.vector.length} dimensions; this collection's vectors have ${dimensions}.`);
+    else matches = await searchChunks(engine, where, request.vector, request.top_k);
+  }
+  const now = await engine.kv.get(collectionKey(principal.organizationId, workspace, collectionId));
+  return { collection_id: collectionId, matches, indexing: indexingOf(now ?? collection) };
+}

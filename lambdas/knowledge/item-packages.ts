@@ -1,0 +1,193 @@
+/**
+ * What a client reads of and writes to a processed item (docs/ai/collections.md, "Packages and
+ * vectors"): its package (JSON Lines, any mode), its chunks a page at a time, and, in a
+ * `local_vectors` collection, the vectors it made of them: stored in the collection's own index and
+ * counted once per chunk, so `indexing` knows which items are wholly searchable.
+ */
+import type { Readable } from 'node:stream';
+import * as z from 'zod/mini';
+import type { Principal } from '../auth/principal.js';
+import type { Engine, KvItem, KvWrite, VectorEntry } from '../engine/ports.js';
+import { TransactionCanceledError } from '../engine/errors.js';
+import { openPage, nextPageCursor } from '../shared/cursors.js';
+import { PlatformError } from '../shared/errors.js';
+import { onFirstUse } from '../shared/validate.js';
+import type { Chunk } from './chunks.js';
+import { chunkEntry, putEntries } from './chunk-index.js';
+import { collectionKey, vectorMarksPk } from './collection-keys.js';
+import { parseVector } from './collection-query.js';
+import { asItem, readItem, SERVED_ATTRIBUTES, type Item } from './items.js';
+import { packageKey, readChunks } from './packages.js';
+
+export const MAX_CHUNKS_PAGE = 500;
+const DEFAULT_CHUNKS_PAGE = 100;
+/** Vectors one PUT stores (the index's batch). */
+export const MAX_VECTORS_PER_CALL = 500;
+/** Marks a transaction writes beside the item and the collection (the store's 100 writes). */
+const MARKS_PER_TRANSACTION = 90;
+
+/** The item with a package served, or 409 item_not_ready (queued, processing, failed). */
+async function servedItem(engine: Engine, principal: Principal, collectionId: string, itemId: string): Promise<{ collection: KvItem; item: Item; pkg: string }> {
+  const { collection, item } = await readItem(engine, principal, collectionId, itemId);
+  if (item.package_id === null) {
+    const why = item.state === 'failed' ? `it failed (${item.error_code})` : `it is ${item.state}`;
+    throw new PlatformError('item_not_ready', `Item "${itemId}" has no package yet: ${why}.`, 'item_id');
+  }
+  return { collection, item, pkg: item.package_id };
+}
+
+/** GET .../items/{item_id}/package: the package's JSON Lines, or a URL to fetch them from where the runtime cannot carry them. */
+export async function openPackage(engine: Engine, principal: Principal, collectionId: string, itemId: string, inlineBodyBytes: number | undefined) {
+  const { item, pkg } = await servedItem(engine, principal, collectionId, itemId);
+  const key = packageKey(item, pkg);
+  const size = (await engine.blobs.head(key))?.size;
+  if (size === undefined) throw new PlatformError('item_not_ready', `Item "${itemId}"'s package is being replaced; try again.`, 'item_id');
+  if (inlineBodyBytes !== undefined && size > inlineBodyBytes && engine.blobs.downloadUrl) return { url: await engine.blobs.downloadUrl(key, 900), package_id: pkg };
+  const found = await engine.blobs.get(key);
+  if (!found) throw new PlatformError('item_not_ready', `Item "${itemId}"'s package is being replaced; try again.`, 'item_id');
+  return { body: found.body as Readable, size: found.size, package_id: pkg };
+}
+
+/** GET .../items/{item_id}/chunks?limit=&cursor=: the package's chunks in order, with a sealed cursor bound to the package. */
+export async function listChunks(engine: Engine, principal: Principal, collectionId: string, itemId: string, query: Record<string, string>) {
+  for (const key of Object.keys(query)) {
+    if (key !== 'limit' && key !== 'cursor') throw new PlatformError('unsupported_field', `Unknown query parameter "${key}".`, key);
+  }
+  const { item, pkg } = await servedItem(engine, principal, collectionId, itemId);
+  const binding = `knowledge-chunks\n${item.org}\n${item.workspace}\n${collectionId}\n${itemId}\n${pkg}`;
+  const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_CHUNKS_PAGE, fallback: DEFAULT_CHUNKS_PAGE });
+  const chunks = (await readChunks(engine, item, pkg)) ?? [];
+  const from = position === undefined ? 0 : Number(position);
+  const page = chunks.slice(from, from + limit);
+  const next = from + limit < chunks.length ? String(from + limit) : undefined;
+  return {
+    object: 'list' as const,
+    item_id: itemId,
+    package_id: pkg,
+    chunk_count: chunks.length,
+    data: page.map((c: Chunk) => ({ chunk_id: c.chunk_id, text: c.text, locator: c.locator, tokens: c.tokens })),
+    next_cursor: await nextPageCursor(engine.secret, next, binding),
+  };
+}
+
+export interface VectorsRequest {
+  vectors: { chunk_id: string; vector: Float32Array }[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** PUT .../vectors's body: `{vectors: [{chunk_id, vector}]}`, 1 to 500, one dimension, each chunk once. */
+export function parseVectors(body: unknown): VectorsRequest {
+  if (!isObject(body)) throw new PlatformError('invalid_body', 'The body is a JSON object with `vectors`.');
+  for (const key of Object.keys(body)) if (key !== 'vectors') throw new PlatformError('unsupported_field', `Unknown field "${key}".`, key);
+  const list = body.vectors;
+  if (!Array.isArray(list) || list.length < 1 || list.length > MAX_VECTORS_PER_CALL) throw new PlatformError('invalid_body', `vectors is an array of 1 to ${MAX_VECTORS_PER_CALL} {chunk_id, vector}.`, 'vectors');
+  const seen = new Set<string>();
+  const vectors = list.map((entry, i) => {
+    const param = `vectors.${i}`;
+    if (!isObject(entry)) throw new PlatformError('invalid_body', `${param} is an object {chunk_id, vector}.`, param);
+    for (const key of Object.keys(entry)) if (key !== 'chunk_id' && key !== 'vector') throw new PlatformError('unsupported_field', `Unknown field "${param}.${key}".`, `${param}.${key}`);
+    if (typeof entry.chunk_id !== 'string' || !/^chk_\d{6,}$/.test(entry.chunk_id)) throw new PlatformError('invalid_body', `${param}.chunk_id is a chunk id of the item's package (chk_000000...).`, `${param}.chunk_id`);
+    if (seen.has(entry.chunk_id)) throw new PlatformError('invalid_body', `${param}.chunk_id ${entry.chunk_id} is sent twice.`, `${param}.chunk_id`);
+    seen.add(entry.chunk_id);
+    return { chunk_id: entry.chunk_id, vector: parseVector(entry.vector, `${param}.vector`) };
+  });
+  const dimensions = vectors[0].vector.length;
+  const other = vectors.findIndex((v) => v.vector.length !== dimensions);
+  if (other >= 0) throw new PlatformError('invalid_body', `vectors.${other}.vector has ${vectors[other].vector.length} dimensions, not ${dimensions} as the first.`, `vectors.${other}.vector`);
+  return { vectors };
+}
+
+/**
+ * PUT .../items/{item_id}/vectors (local_vectors): stores the client's vectors of the served package's
+ * chunks. The first vectors a collection gets fix its dimensions and make its index; others are
+ * `400 invalid_body`. A chunk sent again replaces its vector and is counted once.
+ */
+export async function storeVectors(engine: Engine, principal: Principal, collectionId: string, itemId: string, request: VectorsRequest) {
+  const { collection, item, pkg } = await servedItem(engine, principal, collectionId, itemId);
+  if (collection.mode !== 'local_vectors') throw new PlatformError('mode_not_supported', `Vectors are stored in local_vectors collections; this one is ${String(collection.mode)}, which embeds its chunks itself or is not queried.`);
+  const chunks = new Map(((await readChunks(engine, item, pkg)) ?? []).map((c) => [c.chunk_id, c]));
+  request.vectors.forEach((v, i) => {
+    if (!chunks.has(v.chunk_id)) throw new PlatformError('invalid_body', `vectors.${i}.chunk_id ${v.chunk_id} is not a chunk of package ${pkg}.`, `vectors.${i}.chunk_id`);
+  });
+  const index = String(collection.index);
+  await fixDimensions(engine, item, index, collection, request.vectors[0].vector.length);
+
+  const entries: VectorEntry[] = [];
+  let skipped = 0;
+  for (const v of request.vectors) {
+    const entry = chunkEntry(collectionId, item.id, pkg, chunks.get(v.chunk_id)!, v.vector);
+    if (entry) entries.push(entry);
+    else skipped += 1;
+  }
+  await putEntries(engine, index, entries);
+  const stored = new Set(entries.map((e) => e.key.slice(e.key.lastIndexOf('.') + 1)));
+  const counted = await countVectors(engine, item, pkg, [...stored]);
+  return { item_id: itemId, package_id: pkg, stored: stored.size, skipped, vectors_stored: counted.vectors_stored, chunk_count: item.chunk_count, indexed: counted.indexed };
+}
+
+/** The collection's dimensions: fixed by its first vectors (its index made then), checked after. */
+async function fixDimensions(engine: Engine, item: Item, index: string, collection: KvItem, dimensions: number): Promise<void> {
+  let fixed = Number(collection.dimensions ?? 0);
+  if (fixed === 0) {
+    const key = collectionKey(item.org, item.workspace, item.collection);
+    try {
+      await engine.kv.update({ key, set: { dimensions }, condition: { ifEquals: { dimensions: 0 } } });
+      fixed = dimensions;
+    } catch (error) {
+      fixed = Number((await engine.kv.get(key))?.dimensions ?? 0);
+      if (!fixed) throw error;
+    }
+  }
+  if (fixed !== dimensions) throw new PlatformError('invalid_body', `These vectors have ${dimensions} dimensions; this collection's have ${fixed} (fixed by its first vectors).`, 'vectors.0.vector');
+  await engine.vectors.createIndex(index, fixed);
+}
+
+/**
+ * Marks each chunk's vector as stored (once per chunk), with the item's and the collection's counts
+ * in the same transaction, then marks the item indexed when every chunk has its vector.
+ */
+async function countVectors(engine: Engine, item: Item, pkg: string, chunkIds: string[]): Promise<{ vectors_stored: number; indexed: boolean }> {
+  const pk = vectorMarksPk(item.org, item.workspace, item.collection, item.id, pkg);
+  const itemRef = { pk: item.record.pk, sk: item.record.sk };
+  for (let i = 0; i < chunkIds.length; i += MARKS_PER_TRANSACTION) {
+    const group = chunkIds.slice(i, i + MARKS_PER_TRANSACTION);
+    for (let attempt = 0; ; attempt++) {
+      const existing = await engine.kv.getMany(group.map((sk) => ({ pk, sk })));
+      const fresh = group.filter((_, j) => !existing[j]);
+      if (!fresh.length) break;
+      const writes: KvWrite[] = [
+        ...fresh.map((sk): KvWrite => ({ put: { pk, sk }, condition: { ifAbsent: true } })),
+        { update: itemRef, add: { vectors_stored: fresh.length }, condition: { ifEquals: { package_id: pkg } } },
+        { update: collectionKey(item.org, item.workspace, item.collection), add: { [SERVED_ATTRIBUTES.vectors]: fresh.length }, condition: { ifExists: true } },
+      ];
+      try {
+        await engine.kv.transact(writes);
+        break;
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledError) || attempt >= 5) throw error;
+        // Another call marked some of these meanwhile, or the item moved on: look again.
+        const now = await engine.kv.get(itemRef);
+        if (!now || now.package_id !== pkg) throw new PlatformError('item_not_ready', `Item "${item.id}" was deleted or re-processed meanwhile; its package ${pkg} is no longer served.`, 'item_id');
+      }
+    }
+  }
+  const now = await engine.kv.get(itemRef);
+  if (!now || now.package_id !== pkg) throw new PlatformError('item_not_ready', `Item "${item.id}" was deleted or re-processed meanwhile; its package ${pkg} is no longer served.`, 'item_id');
+  const current = asItem(now);
+  if (!current.indexed && current.vectors_stored >= current.chunk_count) {
+    try {
+      await engine.kv.transact([
+        { update: itemRef, set: { indexed: true }, condition: { ifEquals: { package_id: pkg, indexed: false } } },
+        { update: collectionKey(item.org, item.workspace, item.collection), add: { [SERVED_ATTRIBUTES.indexed]: 1 }, condition: { ifExists: true } },
+      ]);
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledError)) throw error; // marked by a call at the same time
+    }
+    return { vectors_stored: current.vectors_stored, indexed: true };
+  }
+  return { vectors_stored: current.vectors_stored, indexed: current.indexed };
+}
+
+/** A body that must be `{}` (or none): re-processing takes nothing. */
+export const emptyBodySchema = onFirstUse(() => z.strictObject({}));
