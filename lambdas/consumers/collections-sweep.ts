@@ -1,7 +1,7 @@
 /**
  * The collections sweep in AWS: an EventBridge rule invokes this function every few minutes
  * (lib/collections-sweep.ts). It removes the data of collections past their end
- * (sweepExpiredCollections, lambdas/knowledge/collections.ts), a batch at a time until nothing due is
+ * (sweepCollectionBatch, lambdas/knowledge/collections.ts), a batch at a time until nothing due is
  * left or its time budget is spent; the next run takes up the rest. Then it sends again the items whose
  * processing lease ran out (sweepProcessing). Every collection create sweeps a
  * few entries too, and the local runtime sweeps on a timer in every worker (lambdas/local/queue-workers.ts).
@@ -9,7 +9,7 @@
 import type { Context } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';
 import type { Engine } from '../engine/ports.js';
-import { sweepExpiredCollections } from '../knowledge/collections.js';
+import { sweepCollectionBatch } from '../knowledge/collections.js';
 import { sweepProcessing } from '../knowledge/processing.js';
 import { inRequest, log } from '../shared/log.js';
 
@@ -33,15 +33,18 @@ export function handler(_event?: unknown, context?: Context): Promise<{ swept: n
 }
 
 /**
- * Batches until one comes back short (nothing more is due) or the budget is spent. An entry that fails
- * stays due, so a batch full of failing entries repeats until the budget ends: bounded, and logged.
+ * Batches until nothing more is due or the budget is spent. Each batch continues after the last entry
+ * the one before read, so entries that keep failing (they stay due) do not hold up the others; the
+ * next run starts again from the oldest.
  */
 export async function sweepCollections(engine: Engine, budgetMs: number = COLLECTIONS_SWEEP.budgetMs): Promise<number> {
   const until = Date.now() + budgetMs;
   let swept = 0;
+  let cursor: string | undefined;
   for (;;) {
-    const n = await sweepExpiredCollections(engine, COLLECTIONS_SWEEP.batch);
-    swept += n;
-    if (n < COLLECTIONS_SWEEP.batch || Date.now() >= until) return swept;
+    const batch = await sweepCollectionBatch(engine, COLLECTIONS_SWEEP.batch, cursor);
+    swept += batch.handled;
+    cursor = batch.cursor;
+    if (!cursor || Date.now() >= until) return swept;
   }
 }

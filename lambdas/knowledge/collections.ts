@@ -262,13 +262,22 @@ export async function deleteCollection(engine: Engine, principal: Principal, id:
 
 /** Removes the data of collections past their end, oldest first; the number of entries looked at. */
 export async function sweepExpiredCollections(engine: Engine, limit = 100): Promise<number> {
+  return (await sweepCollectionBatch(engine, limit)).handled;
+}
+
+/**
+ * One batch of the sweep, from `cursor` (the previous batch's) on: an entry that fails stays due, so a
+ * run that batches on continues after it rather than reading the same failing entries again (as the
+ * uploads' sweep). `cursor` is absent once nothing more is due.
+ */
+export async function sweepCollectionBatch(engine: Engine, limit: number, cursor?: string): Promise<{ handled: number; cursor?: string }> {
   const now = nowSeconds(engine);
-  const page = await engine.kv.query({ pk: COLLECTION_SWEEP_PARTITION, sk: sweepDueBefore(now + 1), limit });
+  const page = await engine.kv.query({ pk: COLLECTION_SWEEP_PARTITION, sk: sweepDueBefore(now + 1), limit, cursor });
   for (const entry of page.items) {
     // One entry that keeps failing must not hold up the others behind it.
     await sweepEntry(engine, entry).catch((error) => log.warn('collection sweep entry failed; retried next sweep', { sk: String(entry.sk), error: String(error) }));
   }
-  return page.items.length;
+  return { handled: page.items.length, cursor: page.items.length < limit ? undefined : page.cursor };
 }
 
 async function sweepEntry(engine: Engine, entry: KvItem): Promise<void> {
