@@ -363,7 +363,7 @@ describe('codes of later collection routes', () => {
 });
 
 describe('the walk-through of docs/ai/collections.md', () => {
-  it('runs as written with curl: create, get, list, delete', async () => {
+  it('runs as written with curl: create, get, list, an item processed, its vectors, a query, delete', async () => {
     const script = docBlocks('docs/ai/collections.md', ['sh'])
       .join('\n')
       .split('\n')
@@ -373,7 +373,17 @@ describe('the walk-through of docs/ai/collections.md', () => {
     try {
       const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, env: { ...process.env, AI_URL: p.urls.ai, KEY: key }, maxBuffer: 1024 * 1024 });
       const answers = stdout.split(/(?<=})\n?(?=\{)/).map((text) => JSON.parse(text));
-      expect(answers.map((a) => a.status ?? a.object ?? a.deleted)).toEqual(['empty', 'empty', 'list', true]);
+      expect(answers.map((a) => a.status ?? a.object ?? a.deleted ?? (a.indexed === true ? 'indexed' : undefined) ?? a.indexing)).toEqual([
+        'empty',
+        'empty',
+        'list',
+        'queued',
+        'done',
+        'indexed',
+        { indexed: 1, total: 1, complete: true, searchable: true, skipped_items: 0, skipped_chunks: 0 },
+        true,
+      ]);
+      expect(answers[6].matches[0].citation.locator).toBe('heading=Install > Linux');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
