@@ -184,6 +184,10 @@ export interface ConsumerFunctionProps {
   readonly environment: Record<string, string>;
   /** Scheduled functions: 0, the next run takes what a failed one left. */
   readonly retryAttempts?: number;
+  /** Beside the shared 512 MB, for work that holds whole files. */
+  readonly memorySize?: number;
+  /** It calls model routes' upstreams (grantUpstreams): its bundle keeps the upstream keys' port. */
+  readonly upstreamKeys?: boolean;
 }
 
 /** A queue consumer or scheduled function (`scope/Function`), with its own role and log group. */
@@ -194,10 +198,11 @@ export function consumerFunction(scope: Construct, props: ConsumerFunctionProps)
     description: props.description,
     timeout: Duration.seconds(props.timeoutSeconds),
     retryAttempts: props.retryAttempts,
+    ...(props.memorySize ? { memorySize: props.memorySize } : {}),
     role,
     logGroup,
     environment: { [ENV.engine]: 'aws', ...props.environment },
-  });
+  }, { upstreamKeys: props.upstreamKeys });
   Tags.of(fn).add(CONSUMER_TAG, props.tag);
   return { fn, role };
 }

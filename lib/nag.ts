@@ -221,6 +221,17 @@ export function acknowledgeUploadsSweepObjects(role: IConstruct, arns: readonly 
   }
 }
 
+/** Knowledge's object grants (lib/knowledge-items.ts): named actions on one key prefix of the blob bucket each. */
+export function acknowledgeBlobPrefixes(role: IConstruct, arns: readonly string[]): void {
+  for (const arn of arns) {
+    ack(
+      role,
+      `AwsSolutions-IAM5[Resource::${flat(role, arn)}]`,
+      "Knowledge's files, packages and inline texts are named at run time (organization, workspace, collection, item, package); the wildcard covers one prefix of the blob bucket (ai-uploads/ or knowledge/) with the actions named in its statement only.",
+    );
+  }
+}
+
 /** PostToConnection/DeleteConnection patterns: the connection id is known only at run time. */
 export function acknowledgeConnectionArns(fn: IConstruct, arns: readonly string[]): void {
   for (const arn of arns) {

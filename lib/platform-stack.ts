@@ -15,6 +15,7 @@ import { AiEdge } from './ai-edge.js';
 import { BlobArrivals } from './blob-arrivals.js';
 import { UploadsSweep } from './uploads-sweep.js';
 import { CollectionsSweep } from './collections-sweep.js';
+import { KnowledgeItems } from './knowledge-items.js';
 import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
@@ -24,7 +25,7 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep, the knowledge queue's consumer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly vectors: VectorBucket;
@@ -41,6 +42,7 @@ export class PlatformStack extends Stack {
   readonly blobArrivals: BlobArrivals;
   readonly uploadsSweep: UploadsSweep;
   readonly collectionsSweep: CollectionsSweep;
+  readonly knowledgeItems: KnowledgeItems;
   readonly dataEdge: DataEdge;
   readonly alarms: AlarmTopic;
   readonly operations: Operations;
@@ -68,8 +70,11 @@ export class PlatformStack extends Stack {
     this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     // What expired AI uploads leave (docs/decisions/ai-uploads.md, "Expiry"), swept on a schedule.
     this.uploadsSweep = new UploadsSweep(this, 'UploadsSweep', { table: this.storage.table, bucket: this.storage.bucket });
-    // Expired knowledge collections' data (docs/decisions/knowledge-collections.md), swept on a schedule.
-    this.collectionsSweep = new CollectionsSweep(this, 'CollectionsSweep', { table: this.storage.table });
+    // Collection items become packages of cited chunks: the knowledge queue's consumer (docs/decisions/knowledge-items-aws.md).
+    const knowledge = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, vectors: this.vectors };
+    this.knowledgeItems = new KnowledgeItems(this, 'KnowledgeItems', knowledge);
+    // Expired knowledge collections' data (docs/decisions/knowledge-collections.md) and lost items, swept on a schedule.
+    this.collectionsSweep = new CollectionsSweep(this, 'CollectionsSweep', knowledge);
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });
     // The Events API's URL: HTTP routes and the stream under one base (docs/decisions/stream-url-aws.md).
     this.eventsEdge = new EventsEdge(this, 'EventsEdge', { httpApiId: this.http.apiIds.events, socketApiId: this.socket.apiId, socketStage: SOCKET_STAGE });
