@@ -1,20 +1,21 @@
 /**
- * The AI API's one base URL with chat streamed (lib/ai-edge.ts, docs/decisions/ai-streaming-aws.md):
- * the streaming function and its function URL, the distribution's origins and behaviors, the output,
- * the upstream grants (Secrets Manager under the prefix, Bedrock invoke), and cdk-nag.
+ * The AI API's one base URL with its streamed routes (chat, grounded collection chat; lib/ai-edge.ts,
+ * docs/decisions/ai-streaming-aws.md): the streaming functions and their function URLs, the
+ * distribution's origins and behaviors, the output, the upstream grants (Secrets Manager under the
+ * prefix, Bedrock invoke), and cdk-nag.
  */
 import { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES, routeById } from '../../lambdas/http/routes.js';
-import { AI_ORIGIN_IDS, STREAMED_ROUTE, STREAM_ROUTE_TAG } from '../../lib/ai-edge.js';
+import { ROUTES } from '../../lambdas/http/routes.js';
+import { AI_ORIGIN_IDS, STREAMED_ROUTES, STREAM_ROUTE_TAG, pathPattern } from '../../lib/ai-edge.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { BEDROCK_ACTIONS } from '../../lib/upstream-grants.js';
 import { allowedStatements, expectedEnvNames, routeFunctions, synthStack, taggedFunctions, type RouteFunctionResource, logicalIdIn, flatTemplate, TEST_REGION } from './helpers.js';
 
 let stack: PlatformStack;
 let template: Template;
-let streamFn: RouteFunctionResource;
+let streamFns: Map<string, RouteFunctionResource>;
 
 const CACHING_DISABLED = '4135ea2d-6df8-44a3-9df3-4b5a84be39ad';
 const ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
@@ -22,9 +23,12 @@ const ALL_VIEWER_EXCEPT_HOST_HEADER = 'b689b0a8-53d0-40ab-baf2-68738e2966ac';
 beforeAll(() => {
   ({ stack } = synthStack());
   template = flatTemplate(stack);
-  const streaming = taggedFunctions(template, STREAM_ROUTE_TAG);
-  expect([...streaming.keys()]).toEqual([STREAMED_ROUTE.id]);
-  streamFn = streaming.get(STREAMED_ROUTE.id)!;
+  streamFns = taggedFunctions(template, STREAM_ROUTE_TAG);
+  expect([...streamFns.keys()].sort()).toEqual(STREAMED_ROUTES.map((r) => r.id).sort());
+});
+
+it('streams chat completions and grounded collection chat', () => {
+  expect(STREAMED_ROUTES.map((r) => r.id).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
 });
 
 const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
@@ -34,29 +38,30 @@ function aiDistribution(): Record<string, any> {
   return (template.findResources('AWS::CloudFront::Distribution')[id] as any).Properties.DistributionConfig;
 }
 
-describe('the streaming function', () => {
-  it('is a second function of the chat route: its streaming entry, its grants, environment and IAM', () => {
-    const chat = routeById(STREAMED_ROUTE.id);
-    expect(streamFn.props.FunctionName).toBe('PlatformStack-ai-chat-completions-stream');
-    expect(streamFn.props.Handler).toBe('index.handler');
-    expect(streamFn.props.Timeout).toBe(900);
-    expect(Object.keys(streamFn.props.Environment.Variables).sort()).toEqual(expectedEnvNames(chat.grants));
+describe.each(STREAMED_ROUTES.map((r) => [r.id, r] as const))('the streaming function of %s', (id, route) => {
+  const streamFn = () => streamFns.get(id)!;
+
+  it('is a second function of the route: its streaming entry, its grants, environment and IAM', () => {
+    expect(streamFn().props.FunctionName).toBe(`PlatformStack-${id.replaceAll('.', '-')}-stream`);
+    expect(streamFn().props.Handler).toBe('index.handler');
+    expect(streamFn().props.Timeout).toBe(900);
+    expect(Object.keys(streamFn().props.Environment.Variables).sort()).toEqual(expectedEnvNames(route.grants));
     // The same IAM as the route's API Gateway function (resources differ only by its own log group).
     const actions = (fn: RouteFunctionResource) => allowedStatements(template, fn).flatMap((s) => s.actions).sort();
-    expect(actions(streamFn)).toEqual(actions(routeFunctions(template).get(chat.id)!));
+    expect(actions(streamFn())).toEqual(actions(routeFunctions(template).get(id)!));
     // Route functions stay one per route: the streaming one carries its own tag.
-    expect([...routeFunctions(template).values()].map((f) => f.logicalId)).not.toContain(streamFn.logicalId);
+    expect([...routeFunctions(template).values()].map((f) => f.logicalId)).not.toContain(streamFn().logicalId);
   });
 
   it('has a function URL in RESPONSE_STREAM mode, public to invoke (the function authenticates every call)', () => {
     template.hasResourceProperties('AWS::Lambda::Url', {
-      TargetFunctionArn: { 'Fn::GetAtt': [streamFn.logicalId, 'Arn'] },
+      TargetFunctionArn: { 'Fn::GetAtt': [streamFn().logicalId, 'Arn'] },
       InvokeMode: 'RESPONSE_STREAM',
       AuthType: 'NONE',
     });
-    template.resourceCountIs('AWS::Lambda::Url', 1);
+    template.resourceCountIs('AWS::Lambda::Url', STREAMED_ROUTES.length);
     template.hasResourceProperties('AWS::Lambda::Permission', {
-      FunctionName: { 'Fn::GetAtt': [streamFn.logicalId, 'Arn'] },
+      FunctionName: { 'Fn::GetAtt': [streamFn().logicalId, 'Arn'] },
       Action: 'lambda:InvokeFunctionUrl',
       Principal: '*',
       FunctionUrlAuthType: 'NONE',
@@ -65,21 +70,22 @@ describe('the streaming function', () => {
 });
 
 describe('the AI distribution', () => {
-  it('sends the chat path to the function URL and everything else to the AI HTTP API, caching nothing', () => {
+  it("sends each streamed route's path to its function URL and everything else to the AI HTTP API, caching nothing", () => {
     const config = aiDistribution();
     const origins = Object.fromEntries((config.Origins as any[]).map((o) => [o.Id, o]));
-    expect(Object.keys(origins).sort()).toEqual([AI_ORIGIN_IDS.http, AI_ORIGIN_IDS.stream].sort());
+    expect(Object.keys(origins).sort()).toEqual([AI_ORIGIN_IDS.http, ...STREAMED_ROUTES.map(AI_ORIGIN_IDS.stream)].sort());
 
     const http = origins[AI_ORIGIN_IDS.http];
     expect(JSON.stringify(http.DomainName)).toContain(`{"Ref":"${logicalId(stack.http.node.findChild('Ai').node.findChild('Api'))}"}`);
     expect(http.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] });
 
-    const stream = origins[AI_ORIGIN_IDS.stream];
-    // The function URL's host: Fn::Select 2 of its URL split on '/'.
-    const urlId = Object.keys(template.findResources('AWS::Lambda::Url'))[0];
-    expect(JSON.stringify(stream.DomainName)).toContain(`"Fn::GetAtt":["${urlId}","FunctionUrl"]`);
-    expect(stream.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'], OriginReadTimeout: 60 });
-    expect(stream.OriginAccessControlId).toBeUndefined();
+    for (const route of STREAMED_ROUTES) {
+      const stream = origins[AI_ORIGIN_IDS.stream(route)];
+      // The function URL's host: Fn::Select 2 of its URL split on '/'.
+      expect(JSON.stringify(stream.DomainName)).toContain(`"Fn::GetAtt":["${logicalId(stack.aiEdge.functionUrls[route.id])}","FunctionUrl"]`);
+      expect(stream.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'], OriginReadTimeout: 60 });
+      expect(stream.OriginAccessControlId).toBeUndefined();
+    }
 
     const passThrough = {
       CachePolicyId: CACHING_DISABLED,
@@ -88,9 +94,9 @@ describe('the AI distribution', () => {
       AllowedMethods: ['GET', 'HEAD', 'OPTIONS', 'PUT', 'PATCH', 'POST', 'DELETE'],
     };
     expect(config.DefaultCacheBehavior).toMatchObject({ TargetOriginId: AI_ORIGIN_IDS.http, ...passThrough });
-    expect(config.CacheBehaviors).toHaveLength(1);
-    expect(config.CacheBehaviors[0]).toMatchObject({ PathPattern: '/v1/chat/completions', TargetOriginId: AI_ORIGIN_IDS.stream, ...passThrough });
-    expect(config.CacheBehaviors[0].PathPattern).toBe(routeById(STREAMED_ROUTE.id).path);
+    const behaviors = Object.fromEntries((config.CacheBehaviors as any[]).map((b) => [b.PathPattern, b]));
+    expect(Object.keys(behaviors).sort()).toEqual(['/v1/chat/completions', '/v1/collections/*/chat']);
+    for (const route of STREAMED_ROUTES) expect(behaviors[pathPattern(route.path)], route.id).toMatchObject({ TargetOriginId: AI_ORIGIN_IDS.stream(route), ...passThrough });
   });
 
   it('outputs its URL as AiUrl', () => {
@@ -123,7 +129,7 @@ describe('upstream-keys:read', () => {
   });
 
   it('reads secrets under <stack>/ai-upstream/ only, and invokes Bedrock models and inference profiles only; others get neither', () => {
-    const fns = [...routeFunctions(template), [`${STREAMED_ROUTE.id} (stream)`, streamFn] as const];
+    const fns = [...routeFunctions(template), ...[...streamFns].map(([id, fn]) => [`${id} (stream)`, fn] as const)];
     for (const [id, fn] of fns) {
       const statements = allowedStatements(template, fn);
       const upstreamSecrets = statements.filter((s) => s.resources.includes('ai-upstream'));

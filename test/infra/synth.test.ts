@@ -43,7 +43,7 @@ function withTempDir<T>(prefix: string, use: (dir: string) => Promise<T>): Promi
 }
 
 describe('npm run synth, offline', () => {
-  it('the CDK CLI runs the app and writes a template with one function per route, the queue consumers and the streaming chat function', async () => {
+  it('the CDK CLI runs the app and writes a template with one function per route, the queue consumers and the streamed routes\' streaming functions', async () => {
     await withTempDir('cdk-ls-', async (out) => {
       const { stdout } = await promisify(execFile)('npx', ['cdk', 'ls', '--no-notices', '-o', out], { cwd: PROJECT_ROOT, timeout: 120_000 });
       expect(stdout.trim()).toBe('PlatformStack');
@@ -53,7 +53,7 @@ describe('npm run synth, offline', () => {
       const template = Template.fromJSON(flattenTemplate(root, (id) => read(root.Resources[id].Metadata['aws:asset:path'])));
       expect([...routeFunctions(template).keys()].sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
       expect([...taggedFunctions(template, CONSUMER_TAG).keys()].sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
-      expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()]).toEqual(['ai.chat.completions']);
+      expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()].sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
     });
   }, 150_000);
 
