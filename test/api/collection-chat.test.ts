@@ -1,0 +1,319 @@
+/**
+ * Grounded chat over a collection (POST /v1/collections/{id}/chat; docs/ai/chat-grounded.md) through
+ * the local server, with a fake embedder and a fake chat upstream: the passages the upstream is given,
+ * numbered; `citations` as the query's; [n] markers passed through; streaming with citations in the
+ * last chunk; idempotent replay; limits and usage as chat's; local_vectors with `vector`; every 4xx.
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
+import { startFakeEmbedder, fakeVector, type FakeEmbedder } from '../helpers/fake-embedder.js';
+import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
+import { addItem, call, createCollection, op, post, query, settledCollection, settledItem, uploadFile, type Client } from '../helpers/knowledge-calls.js';
+import { markdownFile, pdfFile } from '../helpers/knowledge-files.js';
+import { waitFor } from '../helpers/wait.js';
+import { systemClock } from '../../lambdas/engine/clock.js';
+import type { Clock } from '../../lambdas/engine/ports.js';
+import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
+import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
+import { Tenants } from '../../lambdas/auth/tenants.js';
+import { createVectorDatabase } from '../../lambdas/vector/databases.js';
+
+const DAY_MS = 24 * 3600 * 1000;
+let offsetMs = 0;
+const clock: Clock = { now: () => systemClock.now() + offsetMs, sleep: systemClock.sleep };
+
+let p: TestPlatform;
+let embedder: FakeEmbedder;
+let fake: FakeOpenAi;
+let c: Client;
+let org: string;
+let col: string;
+let pdfItem: string;
+
+const settingsOf = () => new AiOrgSettings(p.engine.kv, () => p.engine.clock.now());
+const tenants = () => new Tenants(p.engine.kv, () => p.engine.clock.now());
+const chat = (collection: string, body: object, id = op(), k = c.key) => post({ url: c.url, key: k }, `/v1/collections/${collection}/chat`, body, id);
+const codeOf = (r: { status: number; body: any }) => [r.status, r.body?.error?.code];
+const ask = (content: string) => [{ role: 'user', content }];
+/** The chat upstream's requests (the fake serves embeddings too, unused here). */
+const chatRequests = () => fake.requests.filter((r) => r.path.endsWith('/chat/completions'));
+
+const pages = [
+  ['Page one is about the harbour and its lighthouse keepers.'],
+  ['Page two explains the volcanic geology of the island in detail.'],
+  ['Page three lists the ferry timetable for the winter season.'],
+];
+
+beforeAll(async () => {
+  p = await startTestPlatform({ clock });
+  embedder = await startFakeEmbedder();
+  fake = await startFakeOpenAi();
+  org = p.credentials.organization_id;
+  c = { url: p.urls.ai, key: p.credentials.secret_key };
+  const routes = new ModelRoutes(p.engine.kv, () => p.engine.clock.now());
+  await routes.set(org, { id: 'emb', endpoint: '/v1/embeddings', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 2_000, default: true });
+  await routes.set(org, { id: 'chat', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: fake.baseUrl, upstream_model: 'gpt-fake', default: true });
+  await routes.set(org, { id: 'chat-priced', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: fake.baseUrl, upstream_model: 'gpt-fake', price_in_per_mtok: 1000, price_out_per_mtok: 1000 });
+  await createVectorDatabase(p.engine, p.credentials.workspace_id, 'emb');
+  col = await createCollection(c, 'cloud', 'Island');
+  const added = await addItem(c, col, { upload_id: await uploadFile(c, await pdfFile(pages), 'island.pdf', 'application/pdf') });
+  pdfItem = added.body.item_id;
+  await addItem(c, col, { text: markdownFile(), filename: 'guide.md' });
+  await settledCollection(c, col);
+});
+
+afterAll(async () => {
+  await fake?.close();
+  await embedder?.close();
+  await p?.close();
+});
+
+beforeEach(() => {
+  fake.requests.length = 0;
+  fake.behavior = { status: 200, chunks: ['The island ', 'is volcanic ', '[1].'], chunkDelayMs: 0, stallMs: 0 };
+});
+
+/** The server-sent events of a streamed answer, parsed (`[DONE]` kept as the string). */
+async function streamed(collection: string, body: object, id = op()): Promise<{ status: number; events: any[] }> {
+  const res = await fetch(`${c.url}/v1/collections/${collection}/chat`, {
+    method: 'POST',
+    headers: { ...bearer(c.key), 'content-type': 'application/json', 'x-operation-id': id },
+    body: JSON.stringify({ ...body, stream: true }),
+  });
+  const text = await res.text();
+  if (!res.headers.get('content-type')?.startsWith('text/event-stream')) return { status: res.status, events: [JSON.parse(text)] };
+  const events = text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6))
+    .map((d) => (d === '[DONE]' ? d : JSON.parse(d)));
+  return { status: res.status, events };
+}
+
+describe('a grounded answer', () => {
+  it('hands the upstream the passages numbered in a system message, and answers with the query citations, numbered, and [n] markers as the model wrote them', async () => {
+    const question = 'What is the volcanic geology of the island?';
+    const r = await chat(col, { model: 'chat', messages: [{ role: 'system', content: 'Answer in one sentence.' }, ...ask(question)], top_k: 3 });
+    expect(r.status, r.text).toBe(200);
+    const q = await query(c, col, { query: question, top_k: 3 });
+    expect(r.body).toMatchObject({ object: 'chat.completion', model: 'chat', choices: [{ message: { role: 'assistant', content: 'The island is volcanic [1].' } }] });
+    expect(r.body.citations).toEqual(q.body.matches.map((m: any, i: number) => ({ number: i + 1, ...m.citation })));
+    expect(r.body.citations[0]).toMatchObject({ number: 1, collection_id: col, item_id: pdfItem, locator: 'page=2' });
+    expect(r.body.indexing).toEqual(q.body.indexing);
+    expect(r.body.indexing).toEqual({ indexed: 2, total: 2, complete: true, searchable: true, skipped_items: 0, skipped_chunks: 0 });
+
+    const sent = chatRequests()[0].body;
+    expect(sent.model).toBe('gpt-fake');
+    // The client's own system message first, then the passages, then the conversation.
+    expect(sent.messages.map((m: any) => m.role)).toEqual(['system', 'system', 'user']);
+    expect(sent.messages[0].content).toBe('Answer in one sentence.');
+    expect(sent.messages[2].content).toBe(question);
+    const grounding: string = sent.messages[1].content;
+    expect(grounding).toContain('Cite each passage you use by its number in square brackets');
+    q.body.matches.forEach((m: any, i: number) => expect(grounding).toContain(`[${i + 1}] (${m.citation.locator})\n${m.text}`));
+    expect(grounding).not.toContain('[4]');
+  });
+
+  it('takes the retrieval query from the last user message: its text parts; the last 8,000 characters of a longer one', async () => {
+    const parts = [{ type: 'text', text: 'About the ferry:' }, { type: 'image_url', image_url: { url: 'https://example.com/map.png' } }, { type: 'text', text: 'what is the winter timetable?' }];
+    const r = await chat(col, { messages: [...ask('Hello'), { role: 'assistant', content: 'Hi!' }, { role: 'user', content: parts }], top_k: 1 });
+    expect(r.status, r.text).toBe(200);
+    expect(embedder.calls.at(-1)).toEqual(['About the ferry:\nwhat is the winter timetable?']);
+    expect(r.body.citations[0].locator).toBe('page=3');
+
+    const long = `${'x'.repeat(20_000)} volcanic geology`;
+    const l = await chat(col, { messages: ask(long), top_k: 1 });
+    expect(l.status, l.text).toBe(200);
+    expect(embedder.calls.at(-1)).toEqual([long.slice(-8000)]);
+    // The model still gets the whole message.
+    expect(chatRequests().at(-1)!.body.messages.at(-1).content).toBe(long);
+  });
+
+  it('with nothing found (an empty collection) still answers: citations [], and the model is told nothing was found', async () => {
+    const empty = await createCollection(c, 'cloud');
+    const r = await chat(empty, { messages: ask('Anything about penguins?') });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.citations).toEqual([]);
+    expect(r.body.indexing).toEqual({ indexed: 0, total: 0, complete: true, searchable: false, skipped_items: 0, skipped_chunks: 0 });
+    const grounding = chatRequests()[0].body.messages[0];
+    expect(grounding.role).toBe('system');
+    expect(grounding.content).toContain('found no passages');
+  });
+});
+
+describe('streamed', () => {
+  it('passes the chat chunks through and puts citations and indexing in the last chunk before [DONE]', async () => {
+    const r = await streamed(col, { messages: ask('volcanic geology'), top_k: 2, stream_options: { include_usage: true } });
+    expect(r.status).toBe(200);
+    expect(r.events.at(-1)).toBe('[DONE]');
+    const chunks = r.events.slice(0, -1);
+    const last = chunks.at(-1);
+    expect(last).toMatchObject({ object: 'chat.completion.chunk', id: 'chatcmpl-fake', model: 'chat', choices: [] });
+    expect(last.citations).toHaveLength(2);
+    expect(last.citations[0]).toMatchObject({ number: 1, item_id: pdfItem, locator: 'page=2' });
+    expect(last.indexing).toMatchObject({ complete: true, total: 2 });
+    // Only the last chunk carries them; the usage chunk the client asked for comes before it.
+    expect(chunks.slice(0, -1).some((ch: any) => 'citations' in ch)).toBe(false);
+    expect(chunks.at(-2).usage).toMatchObject({ prompt_tokens: 11 });
+    expect(chunks.map((ch: any) => ch.choices[0]?.delta?.content ?? '').join('')).toBe('The island is volcanic [1].');
+    expect(chatRequests()[0].body.messages[0].content).toContain('[2] ');
+  });
+
+  it('an upstream that fails before its first chunk answers its status, not a stream', async () => {
+    fake.behavior.status = 500;
+    const r = await streamed(col, { messages: ask('volcanic geology') });
+    expect([r.status, r.events[0].error.code]).toEqual([502, 'upstream_error']);
+  });
+});
+
+describe('idempotency', () => {
+  it('replays a kept answer for the same X-Operation-Id without calling the upstream; the id on another collection is 409 operation_id_reused', async () => {
+    const id = op();
+    const first = await chat(col, { messages: ask('volcanic geology') }, id);
+    expect(first.status, first.text).toBe(200);
+    fake.behavior.chunks = ['Something else.'];
+    const again = await chat(col, { messages: ask('the ferry timetable') }, id);
+    expect(again.status).toBe(200);
+    expect(again.headers['x-idempotent-replay']).toBe('true');
+    expect(again.body).toEqual(first.body);
+    expect(chatRequests()).toHaveLength(1);
+    const other = await createCollection(c, 'cloud');
+    expect(codeOf(await chat(other, { messages: ask('volcanic geology') }, id))).toEqual([409, 'operation_id_reused']);
+    expect(codeOf(await post(c, '/v1/chat/completions', { messages: ask('Hi') }, id))).toEqual([409, 'operation_id_reused']);
+  });
+
+  it('never keeps a streamed answer: the id runs again afterwards', async () => {
+    const id = op();
+    expect((await streamed(col, { messages: ask('volcanic geology') }, id)).status).toBe(200);
+    const after = await chat(col, { messages: ask('volcanic geology') }, id);
+    expect(after.status, after.text).toBe(200);
+    expect(after.headers['x-idempotent-replay']).toBeUndefined();
+    expect(chatRequests()).toHaveLength(2);
+  });
+});
+
+describe('limits and usage, as chat', () => {
+  it("a call past the organization's budget is 429 budget_exhausted, and the upstream is not called", async () => {
+    await settingsOf().setLimits(org, { budget_usd: 0.000001 });
+    try {
+      const r = await chat(col, { model: 'chat-priced', messages: ask('volcanic geology') });
+      expect(codeOf(r)).toEqual([429, 'budget_exhausted']);
+      expect(chatRequests()).toHaveLength(0);
+    } finally {
+      await settingsOf().setLimits(org, { budget_usd: null });
+    }
+  });
+
+  it("records the chat call's usage under the chat route and the retrieval's embedding under the database's route", async () => {
+    const from = clock.now();
+    const r = await chat(col, { messages: ask('volcanic geology') });
+    expect(r.status, r.text).toBe(200);
+    let items: any[] = [];
+    await waitFor(
+      'the usage records',
+      async () => {
+        const res = await fetch(`${p.urls.data}/v1/activity?from=${from}&limit=500`, { headers: bearer(c.key) });
+        items = ((await res.json()) as { items: any[] }).items;
+        return items.some((i) => i.kind === 'ai.usage' && i.route === 'chat') && items.some((i) => i.kind === 'ai.usage' && i.route === 'emb');
+      },
+      10_000,
+      50,
+    );
+    expect(items.filter((i) => i.kind === 'ai.usage' && i.route === 'chat')).toEqual([expect.objectContaining({ status: 200, usage: expect.objectContaining({ prompt_tokens: 11, completion_tokens: 7 }) })]);
+    expect(items.filter((i) => i.kind === 'api.call').map((i) => i.route)).toContain('/v1/collections/{id}/chat');
+  });
+});
+
+describe('local_vectors', () => {
+  it("retrieves with the client's `vector` (no embedding call), and requires it", async () => {
+    const local = await createCollection(c, 'local_vectors');
+    const added = await addItem(c, local, { text: markdownFile(), filename: 'guide.md' });
+    const item = await settledItem(c, local, added.body.item_id);
+    const chunks = await call(c, 'GET', `/v1/collections/${local}/items/${item.item_id}/chunks?limit=500`);
+    const vectors = chunks.body.data.map((ch: any) => ({ chunk_id: ch.chunk_id, vector: fakeVector(ch.text) }));
+    expect((await call(c, 'PUT', `/v1/collections/${local}/items/${item.item_id}/vectors`, { vectors })).status).toBe(200);
+    const embeds = embedder.calls.length;
+    const r = await chat(local, { messages: ask('How do I install on Debian?'), vector: fakeVector('Use apt.'), top_k: 1 });
+    expect(r.status, r.text).toBe(200);
+    expect(r.body.citations).toEqual([expect.objectContaining({ number: 1, item_id: item.item_id, locator: 'heading=Install > Linux > Debian' })]);
+    expect(embedder.calls.length).toBe(embeds);
+    expect(chatRequests()[0].body.messages[0].content).toContain('Use apt.');
+    const without = await chat(local, { messages: ask('How do I install on Debian?') });
+    expect([...codeOf(without), without.body.error.param]).toEqual([400, 'invalid_body', 'vector']);
+  });
+});
+
+describe('refusals', () => {
+  it('the collection: 404, 410, 403 collections_disabled before the body is read; a download collection is 409 mode_not_supported', async () => {
+    const bad = { nonsense: true };
+    expect(codeOf(await chat('col_00000000000000000000000000000000', bad))).toEqual([404, 'collection_not_found']);
+    const download = await createCollection(c, 'download');
+    expect(codeOf(await chat(download, { messages: ask('ferry') }))).toEqual([409, 'mode_not_supported']);
+    await settingsOf().setFeatures(org, { disable: ['collections'] });
+    try {
+      expect(codeOf(await chat(col, bad))).toEqual([403, 'collections_disabled']);
+    } finally {
+      await settingsOf().setFeatures(org, { enable: ['collections'] });
+    }
+    const expiring = await createCollection(c, 'cloud');
+    offsetMs += 31 * DAY_MS;
+    try {
+      expect(codeOf(await chat(expiring, bad))).toEqual([410, 'collection_expired']);
+    } finally {
+      offsetMs -= 31 * DAY_MS;
+    }
+  });
+
+  it('the body: chat rules and the retrieval fields, each with its code; nothing reaches an upstream', async () => {
+    const embeds = embedder.calls.length;
+    const cases: [object, number, string, string?][] = [
+      [{ messages: ask('x'), top_k: 0 }, 400, 'invalid_body', 'top_k'],
+      [{ messages: ask('x'), top_k: 21 }, 400, 'invalid_body', 'top_k'],
+      [{ messages: ask('x'), top_k: '5' }, 400, 'invalid_body', 'top_k'],
+      [{ messages: ask('x'), query: 'x' }, 400, 'unsupported_field', 'query'],
+      [{ messages: [] }, 400, 'invalid_body'],
+      [{ messages: [{ role: 'wizard', content: 'x' }] }, 400, 'invalid_messages', 'messages.0'],
+      [{ messages: [{ role: 'system', content: 'Be brief.' }] }, 400, 'invalid_messages', 'messages'],
+      [{ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'https://example.com/a.png' } }] }] }, 400, 'invalid_messages', 'messages.0'],
+      [{ messages: ask('   ') }, 400, 'invalid_messages', 'messages.0'],
+      [{ messages: ask('x'), model: 'emb' }, 400, 'model_not_allowed', 'model'],
+      [{ messages: ask('x'), model: 'nope' }, 400, 'model_not_allowed', 'model'],
+      [{ messages: ask('x'), n: 2 }, 403, 'field_not_allowed', 'n'],
+    ];
+    for (const [body, status, code, param] of cases) {
+      const r = await chat(col, body);
+      expect([JSON.stringify(body), r.status, r.body?.error?.code], r.text).toEqual([JSON.stringify(body), status, code]);
+      if (param) expect(r.body.error.param, JSON.stringify(body)).toBe(param);
+    }
+    const vectorOnCloud = await chat(col, { messages: ask('x'), vector: [1, 2, 3] });
+    expect([...codeOf(vectorOnCloud), vectorOnCloud.body.error.param]).toEqual([400, 'invalid_body', 'vector']);
+    expect(embedder.calls.length).toBe(embeds);
+    expect(chatRequests()).toHaveLength(0);
+  });
+
+  it('400 missing_operation_id, 413 request_too_large, 400 input_too_large once the passages are added', async () => {
+    const noId = await fetch(`${c.url}/v1/collections/${col}/chat`, { method: 'POST', headers: { ...bearer(c.key), 'content-type': 'application/json' }, body: JSON.stringify({ messages: ask('x') }) });
+    expect([noId.status, ((await noId.json()) as any).error.code]).toEqual([400, 'missing_operation_id']);
+    expect(codeOf(await chat(col, { messages: ask('x'.repeat(5 * 1024 * 1024)) }))).toEqual([413, 'request_too_large']);
+    // Under chat's 2,000,000 characters alone, over them with the passages.
+    const r = await chat(col, { messages: ask(`${'y'.repeat(1_999_900)} volcanic geology`) });
+    expect([...codeOf(r), r.body.error.param]).toEqual([400, 'input_too_large', 'messages']);
+    expect(chatRequests()).toHaveLength(0);
+  });
+
+  it('an application key needs knowledge and ai.chat (403 capability_not_enabled); with both it chats', async () => {
+    const keyWith = async (name: string, capabilities: string[]) => {
+      const app = await tenants().createApplication(p.credentials.workspace_id, name, capabilities as never);
+      return (await tenants().createSecretKey(org, app.id)).key;
+    };
+    const knowledgeOnly = await chat(col, { messages: ask('volcanic geology') }, op(), await keyWith('knowledge-only', ['knowledge']));
+    expect(codeOf(knowledgeOnly)).toEqual([403, 'capability_not_enabled']);
+    expect(knowledgeOnly.body.error.message).toContain('ai.chat');
+    const chatOnly = await chat(col, { messages: ask('volcanic geology') }, op(), await keyWith('chat-only', ['ai.chat']));
+    expect(codeOf(chatOnly)).toEqual([403, 'capability_not_enabled']);
+    expect(chatOnly.body.error.message).toContain('knowledge');
+    const both = await chat(col, { messages: ask('volcanic geology') }, op(), await keyWith('both', ['knowledge', 'ai.chat']));
+    expect(both.status, both.text).toBe(200);
+    expect(both.body.citations.length).toBeGreaterThan(0);
+  });
+});
