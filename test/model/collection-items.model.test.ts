@@ -8,7 +8,7 @@
  * re-process twice, process twice, delete while re-processing). A plain in-memory model says what
  * each must answer, and after every step:
  *
- * - the collection's counts and status are the model's;
+ * - the collection's counts, status and `indexing` are the model's;
  * - the items listed, with their statuses, served package (or none), chunk counts and errors, are the model's;
  * - a query of an item's text answers exactly the items that serve a package (the corpus is small
  *   enough that all fit top_k 20), each with its own text from its current package, and `indexing`
@@ -34,9 +34,9 @@ import { createVectorDatabase, type VectorDatabase } from '../../lambdas/vector/
 import { createCollection, getCollection, parseCreateCollection, statusOf } from '../../lambdas/knowledge/collections.js';
 import { addItem, deleteItem, fileToAdd, getItem, listItems, parseAddItem, reprocessItem } from '../../lambdas/knowledge/items.js';
 import { processItem } from '../../lambdas/knowledge/processing.js';
-import { parseCollectionQuery, queryCollection } from '../../lambdas/knowledge/collection-query.js';
+import { indexingOf, parseCollectionQuery, queryCollection } from '../../lambdas/knowledge/collection-query.js';
 import { collectionScope } from '../../lambdas/knowledge/chunk-index.js';
-import { itemKey } from '../../lambdas/knowledge/collection-keys.js';
+import { collectionKey, itemKey } from '../../lambdas/knowledge/collection-keys.js';
 import { PlatformError } from '../../lambdas/shared/errors.js';
 import { startFakeEmbedder, fakeVector, type FakeEmbedder } from '../helpers/fake-embedder.js';
 
@@ -262,6 +262,8 @@ class Real {
     const counts = this.model.counts();
     const collection = await getCollection(engine, principal, this.collection);
     expect({ status: collection.status, counts: collection.counts }).toEqual({ status: statusOf(counts), counts });
+    // What a query would report as `indexing` now, without its embeddings call.
+    expect(indexingOf((await engine.kv.get(collectionKey(principal.organizationId, workspace, this.collection)))!)).toEqual(this.model.indexing());
     const listed = await listItems(engine, principal, this.collection, { limit: '100' });
     const live = this.model.live();
     const byId = new Map(listed.data.map((v) => [v.item_id, v]));
