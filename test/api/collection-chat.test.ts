@@ -2,9 +2,16 @@
  * Grounded chat over a collection (POST /v1/collections/{id}/chat; docs/ai/chat-grounded.md) through
  * the local server, with a fake embedder and a fake chat upstream: the passages the upstream is given,
  * numbered; `citations` as the query's; [n] markers passed through; streaming with citations in the
- * last chunk; idempotent replay; limits and usage as chat's; local_vectors with `vector`; every 4xx.
+ * last chunk; idempotent replay; limits and usage as chat's; local_vectors with `vector`; every 4xx;
+ * the page's curl walk-through as written.
  */
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { docBlocks } from '../helpers/doc-blocks.js';
 import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
 import { startFakeEmbedder, fakeVector, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
@@ -315,5 +322,28 @@ describe('refusals', () => {
     const both = await chat(col, { messages: ask('volcanic geology') }, op(), await keyWith('both', ['knowledge', 'ai.chat']));
     expect(both.status, both.text).toBe(200);
     expect(both.body.citations.length).toBeGreaterThan(0);
+  });
+});
+
+describe('the walk-through of docs/ai/chat-grounded.md', () => {
+  it('runs as written with curl: a collection, a file, a cited answer, the same streamed', async () => {
+    // The reader's setup lines (AI_URL, KEY) are what the test sets from the platform it started.
+    const script = docBlocks('docs/ai/chat-grounded.md', ['sh'])
+      .join('\n')
+      .split('\n')
+      .filter((line) => !/^(AI_URL|KEY)=/.test(line))
+      .join('\n');
+    const dir = mkdtempSync(join(tmpdir(), 'chat-grounded-doc-'));
+    try {
+      const { stdout } = await promisify(execFile)('bash', ['-euo', 'pipefail', '-c', script], { cwd: dir, env: { ...process.env, AI_URL: c.url, KEY: c.key }, maxBuffer: 1024 * 1024, timeout: 30_000 });
+      const [item, answer] = stdout.split(/(?<=})(?=\{)|(?<=})(?=data: )/);
+      expect(JSON.parse(item)).toMatchObject({ filename: 'ferry.md', status: 'queued' });
+      const body = JSON.parse(answer);
+      expect(body.choices[0].message.content).toBe('The island is volcanic [1].');
+      expect(body.citations[0]).toMatchObject({ number: 1, locator: 'heading=Ferry > Winter' });
+      expect(stdout).toMatch(/data: \{[^\n]*"citations":\[\{"number":1,[^\n]*\n\ndata: \[DONE\]\n\n$/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
