@@ -18,6 +18,7 @@ import { nextPageCursor, openPage } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import type { OperationCall } from '../shared/operations.js';
+import { settings } from '../shared/settings.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { wellFormed } from '../vector/passages.js';
 import { countsWrite, readCollection, sortableId, workspaceOf, type CollectionMode, type ItemState } from './collection-records.js';
@@ -35,8 +36,8 @@ export const MAX_FILENAME_CHARS = 255;
 export const MAX_ITEMS_PAGE = 100;
 /** Items a collection's own answer lists (the newest); the rest are GET .../items. */
 export const ITEMS_IN_COLLECTION = 20;
-/** How long a queued or processing item may go unseen before the processing sweep sends it again. */
-export const LEASE_SECONDS = 120;
+/** How long a queued or processing item may go unseen before the processing sweep sends it again (KNOWLEDGE_LEASE_S). */
+export const leaseSeconds = () => settings().knowledgeLeaseSeconds;
 /** Spec 4.10's id shape, for items: `itm_` and 32 hex. */
 const ITEM_ID = /^itm_[0-9a-f]{32}$/;
 // eslint-disable-next-line no-control-regex
@@ -289,7 +290,7 @@ export const sendProcessing = (engine: Engine, item: Pick<Item, 'org' | 'workspa
 /**
  * POST /v1/collections/{id}/items: the item is written `queued` with the collection's counters and
  * the operation's kept answer in one transaction, then sent for processing. A send that fails is
- * made good by the processing sweep (the item's lease entry is due in LEASE_SECONDS).
+ * made good by the processing sweep (the item's lease entry is due in leaseSeconds()).
  */
 export async function addItem(engine: Engine, principal: Principal, collectionId: string, file: FileToAdd, keep: (answer: object) => KvUpdate): Promise<ItemView> {
   const collection = await readCollection(engine, principal, collectionId);
@@ -304,7 +305,7 @@ export async function addItem(engine: Engine, principal: Principal, collectionId
     sourceKey = packageBlobKey(org, workspace, collectionId, id, 'source');
     await engine.blobs.put(sourceKey, file.source.text);
   }
-  const lease = processingKey(now + LEASE_SECONDS, org, workspace, collectionId, id);
+  const lease = processingKey(now + leaseSeconds(), org, workspace, collectionId, id);
   const record: KvItem = {
     ...itemKey(org, workspace, collectionId, id),
     mode: collection.mode,
@@ -422,7 +423,7 @@ export async function reprocessItem(engine: Engine, principal: Principal, collec
     if (item.state === 'queued' || item.state === 'processing') throw new PlatformError('item_not_ready', `Item "${itemId}" is ${item.state} already.`, 'item_id');
     const nowMs = engine.clock.now();
     const now = Math.floor(nowMs / 1000);
-    const lease = processingKey(now + LEASE_SECONDS, item.org, item.workspace, item.collection, item.id);
+    const lease = processingKey(now + leaseSeconds(), item.org, item.workspace, item.collection, item.id);
     const set = { state: 'queued', pending_package: newPackageId(nowMs), attempt: 0, lease_until: 0, lease_sk: lease.sk, error_code: null, error_message: null };
     try {
       await engine.kv.transact([

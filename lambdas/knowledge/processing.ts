@@ -16,7 +16,6 @@ import type { Engine, KvItem, KvWrite, VectorEntry } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
-import { settings } from '../shared/settings.js';
 import { embedTexts } from '../vector/embed.js';
 import { readDatabase, stampedRoute } from '../vector/databases.js';
 import { chunkSections } from './chunks.js';
@@ -24,7 +23,7 @@ import { chunkEntry, putEntries, removePackage } from './chunk-index.js';
 import { collectionKey, itemKey, PROCESSING_PARTITION, processingKey, sweepDueBefore } from './collection-keys.js';
 import { detectFormat, extractText, MAX_INPUT_BYTES, type Extracted } from './extract/index.js';
 import { transcribeRecording } from './extract/media.js';
-import { asItem, collectionWrite, sendProcessing, servedCounters, type Item, type ItemFailure, type ProcessItemMessage } from './items.js';
+import { asItem, collectionWrite, leaseSeconds, sendProcessing, servedCounters, type Item, type ItemFailure, type ProcessItemMessage } from './items.js';
 import { writePackage } from './packages.js';
 
 /** Attempts an item gets at a transient failure before it fails `upstream_error`. */
@@ -35,7 +34,6 @@ const EMBED_BATCH = 64;
 const MAX_RECORDING_BYTES = 2 * 1024 * 1024 * 1024;
 
 const nowSeconds = (engine: Engine) => Math.floor(engine.clock.now() / 1000);
-const leaseSeconds = () => settings().knowledgeLeaseSeconds;
 
 export type ProcessOutcome = 'done' | 'failed' | 'retry' | 'busy' | 'gone';
 
