@@ -17,12 +17,27 @@ export interface FakeEmbedder {
 
 export const FAKE_DIMENSIONS = 32;
 
+/**
+ * Each word's hash, remembered: hashing every word of every text made the fake cost as much CPU as
+ * the PDF parser it is measured beside (bench/collections.ts). Bounded: cleared when full.
+ */
+const wordHashes = new Map<string, Buffer>();
+function wordHash(word: string): Buffer {
+  let h = wordHashes.get(word);
+  if (!h) {
+    if (wordHashes.size >= 100_000) wordHashes.clear();
+    h = createHash('sha256').update(word).digest();
+    wordHashes.set(word, h);
+  }
+  return h;
+}
+
 /** The vector the fake answers for `text`, unnormalized (what a test compares against). */
 export function fakeVector(text: string, dimensions = FAKE_DIMENSIONS): number[] {
   const v: number[] = new Array<number>(dimensions).fill(0);
   const words = text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean);
   for (const word of words.length ? words : [text]) {
-    const h = createHash('sha256').update(word).digest();
+    const h = wordHash(word);
     for (let k = 0; k < 3; k++) v[h[k] % dimensions] += h[3 + k] & 1 ? 1 : -1;
   }
   if (!v.some((x) => x !== 0)) v[0] = 1;
