@@ -183,25 +183,23 @@ export function collectionWrite(item: Pick<Item, 'org' | 'workspace' | 'collecti
 
 // ---------- adding ----------
 
-const addItemSchema = onFirstUse(() =>
-  z.union([
-    z.strictObject({ upload_id: z.string().check(z.minLength(1), z.maxLength(128), z.describe('A completed upload of this workspace.')) }),
-    z.strictObject({
-      text: z.string().check(
-        z.minLength(1),
-        z.refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_INLINE_TEXT_BYTES, `text must be at most ${MAX_INLINE_TEXT_BYTES} bytes as UTF-8; send a larger file as an upload`),
-        z.refine(wellFormed, 'text must be well-formed Unicode (no lone surrogates)'),
-      ),
-      filename: z.string().check(
-        z.minLength(1),
-        z.maxLength(MAX_FILENAME_CHARS),
-        z.refine((s) => !CONTROL.test(s) && !s.includes('/'), 'filename must hold no control characters or slashes'),
-      ),
-      content_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[^\u0000-\u001f\u007f]*)?$/))),
-    }),
-  ]),
+const uploadItemSchema = onFirstUse(() => z.strictObject({ upload_id: z.string().check(z.minLength(1), z.maxLength(128), z.describe('A completed upload of this workspace.')) }));
+const textItemSchema = onFirstUse(() =>
+  z.strictObject({
+    text: z.string().check(
+      z.minLength(1),
+      z.refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_INLINE_TEXT_BYTES, `text must be at most ${MAX_INLINE_TEXT_BYTES} bytes as UTF-8; send a larger file as an upload`),
+      z.refine(wellFormed, 'text must be well-formed Unicode (no lone surrogates)'),
+    ),
+    filename: z.string().check(
+      z.minLength(1),
+      z.maxLength(MAX_FILENAME_CHARS),
+      z.refine((s) => !CONTROL.test(s) && !s.includes('/'), 'filename must hold no control characters or slashes'),
+    ),
+    content_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[^\u0000-\u001f\u007f]*)?$/)))),
+  }),
 );
-export type AddItem = z.output<ReturnType<typeof addItemSchema>>;
+export type AddItem = z.output<ReturnType<typeof uploadItemSchema>> | z.output<ReturnType<typeof textItemSchema>>;
 
 /** POST .../items's body: `{upload_id}` or `{text, filename, content_type?}`. */
 export function parseAddItem(body: unknown): AddItem {
@@ -212,7 +210,8 @@ export function parseAddItem(body: unknown): AddItem {
   if (keys.includes('upload_id') && keys.some((k) => k !== 'upload_id')) {
     throw new PlatformError('invalid_body', 'Send either {upload_id} or {text, filename}, not both.', 'upload_id');
   }
-  return parseBody(addItemSchema(), body, { unknownField: 'unsupported_field' });
+  // One shape or the other, by its fields, so a wrong value is named (a union's error names none).
+  return keys.includes('upload_id') ? parseBody(uploadItemSchema(), body, { unknownField: 'unsupported_field' }) : parseBody(textItemSchema(), body, { unknownField: 'unsupported_field' });
 }
 
 const textTypeOf = (filename: string) => (/\.(md|markdown)$/i.test(filename) ? 'text/markdown; charset=utf-8' : /\.x?html?$/i.test(filename) ? 'text/html; charset=utf-8' : 'text/plain; charset=utf-8');
