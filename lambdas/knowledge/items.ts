@@ -191,12 +191,13 @@ const textItemSchema = onFirstUse(() =>
       z.refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_INLINE_TEXT_BYTES, `text must be at most ${MAX_INLINE_TEXT_BYTES} bytes as UTF-8; send a larger file as an upload`),
       z.refine(wellFormed, 'text must be well-formed Unicode (no lone surrogates)'),
     ),
+    // A lone surrogate is stored as U+FFFD by DynamoDB and S3: the item would name another file there than locally.
     filename: z.string().check(
       z.minLength(1),
       z.maxLength(MAX_FILENAME_CHARS),
-      z.refine((s) => !CONTROL.test(s) && !s.includes('/'), 'filename must hold no control characters or slashes'),
+      z.refine((s) => !CONTROL.test(s) && !s.includes('/') && wellFormed(s), 'filename must be well-formed Unicode with no control characters or slashes'),
     ),
-    content_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[^\u0000-\u001f\u007f]*)?$/)))),
+    content_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[^\u0000-\u001f\u007f]*)?$/), z.refine(wellFormed, 'content_type must be well-formed Unicode'))),
   }),
 );
 export type AddItem = z.output<ReturnType<typeof uploadItemSchema>> | z.output<ReturnType<typeof textItemSchema>>;
