@@ -152,7 +152,8 @@ function credentialedCase(method: string, path: string): Case {
 
 function caseOf(f: StackFunction): Case {
   const route = [...ROUTES].find((r) => r.id === f.name);
-  if (f.kind === 'stream') return credentialedCase('POST', '/v1/chat/completions');
+  // A streamed route's second function: its own route's request (grounded chat's path carries an id).
+  if (f.kind === 'stream' && route) return credentialedCase(route.method, samplePath(route));
   if (f.kind === 'route' && route && route.credentials !== 'none') return credentialedCase(route.method === 'ANY' ? 'GET' : route.method, samplePath(route));
   if (f.kind === 'route' && route?.id.endsWith('.oauth.token')) {
     return {
@@ -255,10 +256,10 @@ function caseOf(f: StackFunction): Case {
 describe('the Lambda bundles, as Lambda loads them', () => {
   it('the stack has a function for every route, the streaming chat, the eight consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
-    expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name)).toEqual(['ai.chat.completions']);
+    expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
     expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 10);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 11);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });
