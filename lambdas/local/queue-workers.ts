@@ -115,7 +115,11 @@ export function startReceiver(engine: Engine, options: ReceiverOptions, onError:
         }
       }
       for (const m of messages) {
-        const task = handle(m).finally(() => inFlight.delete(task));
+        // A freed slot wakes a receiver that was full: the next message starts now, not idleMs later.
+        const task = handle(m).finally(() => {
+          inFlight.delete(task);
+          wake?.();
+        });
         inFlight.add(task);
       }
       if (messages.length < room || room === 0) await idle();

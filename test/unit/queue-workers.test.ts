@@ -1,7 +1,7 @@
 /**
  * The local runtime's queue receivers (lambdas/local/queue-workers.ts) on the embedded queue: a
  * message whose consumer succeeds is deleted, a failed one stays leased and comes back when its lease
- * ends (as SQS does), at most `maxInFlight` run at once; and the jobs queue has its receiver beside
+ * ends (as SQS does), at most `maxInFlight` run at once, and a freed slot takes the next at once; and the jobs queue has its receiver beside
  * the webhooks one, running the jobs consumer.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -101,6 +101,17 @@ describe('a local receiver', () => {
     await receiver.stop();
     expect(most).toBe(3);
     expect(await pending('jobs')).toEqual([]);
+  });
+
+  it('takes the next message as soon as a slot frees, not after idling', async () => {
+    const seen: string[] = [];
+    for (let i = 0; i < 3; i++) await engine.queue.send('jobs', `m${i}`);
+    // An idle time far past the test's: only a freed slot's wake-up lets the later messages run.
+    const receiver = startReceiver(engine, { queue: 'jobs', consumer: async ([m]) => (seen.push(m.body), { failed: [] }), maxInFlight: 1, idleMs: 60_000 }, (e) => errors.push(e));
+    await waitFor('all three', () => seen.length === 3, 3_000);
+    await receiver.stop();
+    expect(seen.sort()).toEqual(['m0', 'm1', 'm2']);
+    expect(errors).toEqual([]);
   });
 });
 
