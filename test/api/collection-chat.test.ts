@@ -128,6 +128,12 @@ describe('a grounded answer', () => {
     expect(embedder.calls.at(-1)).toEqual(['About the ferry:\nwhat is the winter timetable?']);
     expect(r.body.citations[0].locator).toBe('page=3');
 
+    // After a tool call, the question is still the last user message's.
+    const toolCall = { id: 'call_1', type: 'function', function: { name: 'lookup', arguments: '{}' } };
+    const afterTool = await chat(col, { messages: [...ask('the ferry timetable'), { role: 'assistant', content: null, tool_calls: [toolCall] }, { role: 'tool', tool_call_id: 'call_1', content: 'none' }], top_k: 1 });
+    expect(afterTool.status, afterTool.text).toBe(200);
+    expect(embedder.calls.at(-1)).toEqual(['the ferry timetable']);
+
     const long = `${'x'.repeat(20_000)} volcanic geology`;
     const l = await chat(col, { messages: ask(long), top_k: 1 });
     expect(l.status, l.text).toBe(200);
@@ -164,6 +170,32 @@ describe('streamed', () => {
     expect(chunks.at(-2).usage).toMatchObject({ prompt_tokens: 11 });
     expect(chunks.map((ch: any) => ch.choices[0]?.delta?.content ?? '').join('')).toBe('The island is volcanic [1].');
     expect(chatRequests()[0].body.messages[0].content).toContain('[2] ');
+  });
+
+  it('holds the operation id while it streams (409 operation_in_progress), then lets it go; a failure mid-stream is an error event without citations', async () => {
+    let release!: () => void;
+    fake.behavior.holdLast = new Promise<void>((r) => (release = r));
+    const id = op();
+    const running = streamed(col, { messages: ask('volcanic geology') }, id);
+    await waitFor('the stream to reach the upstream', () => chatRequests().length === 1, 10_000);
+    expect(codeOf(await chat(col, { messages: ask('volcanic geology') }, id))).toEqual([409, 'operation_in_progress']);
+    release();
+    expect((await running).events.at(-1)).toBe('[DONE]');
+    expect((await chat(col, { messages: ask('volcanic geology') }, id)).status).toBe(200);
+
+    fake.behavior = { status: 200, chunks: ['a', 'b', 'c'], chunkDelayMs: 0, stallMs: 0, breakAfter: 2 };
+    const broken = await streamed(col, { messages: ask('volcanic geology') });
+    // As chat's: the broken connection's error event (no [DONE]).
+    expect(broken.events.at(-1).error.code).toMatch(/^(upstream_error|route_unavailable)$/);
+    expect(broken.events).not.toContain('[DONE]');
+    expect(broken.events.some((e: any) => e?.citations)).toBe(false);
+  });
+
+  it('replays a kept non-streamed answer as JSON to a streamed call with its id', async () => {
+    const id = op();
+    const first = await chat(col, { messages: ask('volcanic geology') }, id);
+    const again = await streamed(col, { messages: ask('volcanic geology') }, id);
+    expect(again.events).toEqual([first.body]);
   });
 
   it('an upstream that fails before its first chunk answers its status, not a stream', async () => {
