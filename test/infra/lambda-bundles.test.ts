@@ -218,6 +218,18 @@ function caseOf(f: StackFunction): Case {
       },
     };
   }
+  if (f.name === 'knowledge-items') {
+    const item = { org: 'org_1', workspace: 'ws_1', collection: `col_${'0'.repeat(32)}`, item: `itm_${'0'.repeat(32)}` };
+    return {
+      events: [sqsEvent(JSON.stringify(item)), sqsEvent('not an item message')],
+      check([gone, dropped], calls) {
+        // An item that is not there (deleted meanwhile) is done with, not failed; a message that names no item is dropped.
+        expect(gone).toEqual({ batchItemFailures: [] });
+        expect(dropped).toEqual({ batchItemFailures: [] });
+        expect(operations(calls)).toEqual(['DynamoDB_20120810.GetItem']);
+      },
+    };
+  }
   if (f.kind === 'edge') {
     // The Data distribution's upload relay: a GET (or a body that fits a function) goes on untouched.
     const request = { clientIp: '203.0.113.1', method: 'GET', uri: '/v1/databases', querystring: '', headers: { host: [{ key: 'Host', value: 'd.example' }] } };
@@ -254,12 +266,12 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat, the eight consumers and the upload relay', () => {
+  it('the stack has a function for every route, the streaming chat, the nine consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 11);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 12);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });
