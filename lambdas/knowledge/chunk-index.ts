@@ -38,13 +38,15 @@ export async function putEntries(engine: Engine, index: string, entries: VectorE
 
 /**
  * Removes a package: its vectors (the keys its chunks name), local_vectors' marks, and its blob.
- * Idempotent; a package never written has nothing to remove.
+ * Idempotent; a package never written has nothing to remove. `chunkIds`: the package's chunks when
+ * the caller made them, for its processor, whose vectors may arrive after another removal took the
+ * blob that names them.
  */
-export async function removePackage(engine: Engine, item: PackageOwner & { index: string | null }, pkg: string): Promise<void> {
-  const chunks = await readChunks(engine, item, pkg);
+export async function removePackage(engine: Engine, item: PackageOwner & { index: string | null }, pkg: string, chunkIds?: readonly string[]): Promise<void> {
+  const ids = chunkIds ?? (await readChunks(engine, item, pkg))?.map((c) => c.chunk_id);
   const index = item.index;
-  if (chunks?.length && index) {
-    const keys = chunks.map((c) => entryKey(item.id, pkg, c.chunk_id));
+  if (ids?.length && index) {
+    const keys = ids.map((id) => entryKey(item.id, pkg, id));
     for (let i = 0; i < keys.length; i += VECTOR_BATCH_MAX) {
       // An index already gone (its vector database deleted, a collection never given vectors) holds none.
       await engine.vectors.delete(index, keys.slice(i, i + VECTOR_BATCH_MAX)).catch((error) => log.warn('package vectors not removed', { index, error: String(error) }));

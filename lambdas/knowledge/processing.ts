@@ -85,20 +85,25 @@ export async function processItem(engine: Engine, message: ProcessItemMessage): 
   item = asItem({ ...record, ...claim });
 
   const heartbeat = keepLease(engine, item);
+  const written: Written = { chunkIds: null };
   try {
-    const made = await makePackage(engine, item, collection, heartbeat.signal);
+    const made = await makePackage(engine, item, collection, heartbeat.signal, written);
     heartbeat.stop();
-    return await finish(engine, item, { done: made });
+    return await finish(engine, item, { done: made }, written);
   } catch (error) {
     heartbeat.stop();
-    if (error instanceof ItemFailed) return finish(engine, item, { failed: error.reason, message: error.message });
-    if (heartbeat.lost) return 'busy'; // another processor took it over
+    if (error instanceof ItemFailed) return finish(engine, item, { failed: error.reason, message: error.message }, written);
+    if (heartbeat.lost) {
+      // Deleted meanwhile, or taken over by another processor.
+      await discardUnlessTaken(engine, item, written);
+      return 'busy';
+    }
     if (item.attempt < MAX_ATTEMPTS) {
       log.warn('item processing failed; tried again later', { item: item.id, attempt: item.attempt, error: String(error) });
       return release(engine, item);
     }
     const message = error instanceof PlatformError ? error.message : 'Processing kept failing.';
-    return finish(engine, item, { failed: 'upstream_error', message: `${message} (after ${item.attempt} attempts)` });
+    return finish(engine, item, { failed: 'upstream_error', message: `${message} (after ${item.attempt} attempts)` }, written);
   }
 }
 
@@ -131,7 +136,12 @@ interface Made {
   skipped_chunks: number;
 }
 
-async function makePackage(engine: Engine, item: Item, collection: KvItem, signal: AbortSignal): Promise<Made> {
+/** The chunks of the package this attempt wrote (null before it writes one): what it removes if the item is no longer its own. */
+interface Written {
+  chunkIds: string[] | null;
+}
+
+async function makePackage(engine: Engine, item: Item, collection: KvItem, signal: AbortSignal, written: Written): Promise<Made> {
   const head = await engine.blobs.head(item.source_key);
   if (!head) throw new ItemFailed('source_expired', FAILURE_MESSAGES.source_expired);
   const format = detectFormat(new Uint8Array(0), item.content_type, item.filename);
@@ -147,6 +157,7 @@ async function makePackage(engine: Engine, item: Item, collection: KvItem, signa
   if ('failed' in extracted) throw new ItemFailed(extracted.failed, ('message' in extracted && typeof extracted.message === 'string' && extracted.message) || FAILURE_MESSAGES[extracted.failed]);
   const chunks = chunkSections(extracted.sections);
   signal.throwIfAborted();
+  written.chunkIds = chunks.map((c) => c.chunk_id);
   await writePackage(
     engine,
     item,
@@ -189,7 +200,7 @@ async function readBlob(engine: Engine, key: string): Promise<Uint8Array | undef
  * The final write: `done` serving the new package, or `failed` (serving none), with the collection's
  * counters, only if this attempt still holds the item. Then what it no longer serves is removed.
  */
-async function finish(engine: Engine, item: Item, outcome: { done: Made } | { failed: ItemFailure; message: string }): Promise<ProcessOutcome> {
+async function finish(engine: Engine, item: Item, outcome: { done: Made } | { failed: ItemFailure; message: string }, written: Written): Promise<ProcessOutcome> {
   const processedAt = new Date(engine.clock.now()).toISOString();
   const served =
     'done' in outcome
@@ -224,14 +235,24 @@ async function finish(engine: Engine, item: Item, outcome: { done: Made } | { fa
         continue;
       }
       // Deleted meanwhile (or its collection), or taken over: what this attempt made is nobody's unless the taker makes the same package.
-      if (!now || now.pending_package !== item.pending_package) await removePackage(engine, item, item.pending_package);
+      if (!now || now.pending_package !== item.pending_package) await removePackage(engine, item, item.pending_package, written.chunkIds ?? undefined);
       return 'gone';
     }
   }
   const old = item.package_id;
   if (old !== null && old !== item.pending_package) await removePackage(engine, item, old).catch((error) => log.warn('old package not removed', { item: item.id, error: String(error) }));
-  if ('failed' in outcome) await removePackage(engine, item, item.pending_package).catch(() => undefined);
+  if ('failed' in outcome) await removePackage(engine, item, item.pending_package, written.chunkIds ?? undefined).catch(() => undefined);
   return 'done' in outcome ? 'done' : 'failed';
+}
+
+/**
+ * What an attempt that lost the item wrote, removed unless another attempt makes the same package:
+ * the delete that took the item may have run before the package was written or its vectors put, so
+ * it could not remove them.
+ */
+async function discardUnlessTaken(engine: Engine, item: Item, written: Written): Promise<void> {
+  const now = await engine.kv.get({ pk: item.record.pk, sk: item.record.sk });
+  if (!now || now.pending_package !== item.pending_package) await removePackage(engine, item, item.pending_package, written.chunkIds ?? undefined);
 }
 
 /** After a transient failure: queued again, and sent again after a pause that grows with the attempts. */
