@@ -183,15 +183,19 @@ function wordRuns(text: string, start: number, end: number, max: number): Unit[]
 function pieces(text: string, start: number, end: number, max: number): Unit[] {
   const out: Unit[] = [];
   let at = start;
+  // No token is longer than 16 characters in practice: the first piece starts there rather than count the
+  // whole rest; the next ones from the characters a token took in the piece before, so each is counted
+  // about once (16 characters a token for a word of one character a token cost most of the chunking's time).
+  let perToken = 16;
   while (at < end) {
-    // No token is longer than 16 characters in practice: start there rather than count the whole rest each time.
-    let to = Math.min(end, at + max * 16);
+    let to = Math.min(end, at + Math.ceil(max * perToken));
     let tokens = countTokens(text.slice(at, to));
     while (tokens > max) {
       to = at + Math.max(1, Math.floor(((to - at) * max) / tokens * 0.9));
       tokens = countTokens(text.slice(at, to));
     }
     out.push({ start: at, end: to, tokens, paragraphEnd: false });
+    perToken = Math.min(16, ((to - at) / Math.max(1, tokens)) * 1.1);
     at = to;
   }
   return out;
