@@ -28,8 +28,11 @@ export const QUEUE_AGE_ALARM_SECONDS: Readonly<Record<QueueName, number>> = {
   streams: 300,
   /** Jobs: 3 receives of 300 s each; twice that means nobody takes them. */
   jobs: 1800,
-  /** Items: a delayed retry waits at most 300 s, then one processing (under 900 s); an hour means nobody takes them. */
-  knowledge: 3600,
+  /**
+   * Items: a message the consumer fails (the store failed) is seen 5 times, 900 s apart, after a delayed
+   * retry's 300 s at most: 4,800 s; an hour and a half means nobody takes them.
+   */
+  knowledge: 5400,
 };
 
 /** A 5xx (or failed-execution) rate alarms past this many percent of calls... */
