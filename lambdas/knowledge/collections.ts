@@ -236,19 +236,25 @@ export async function removeCollectionData(engine: Engine, ref: CollectionRef): 
 }
 
 /**
- * DELETE /v1/collections/{id}: its data first, then its item, end record and sweep entry in one step,
- * so a delete that dies midway leaves a collection that a second delete (or the sweep) finishes.
+ * DELETE /v1/collections/{id}: its data first, then its item and end record in one step with its sweep
+ * entry moved to now, then its data again (what was added meanwhile), then the entry: a delete that
+ * dies midway leaves a collection that a second delete finishes, or a sweep entry the sweep does.
  */
 export async function deleteCollection(engine: Engine, principal: Principal, id: string): Promise<{ id: string; deleted: true }> {
   const item = await readCollection(engine, principal, id);
   const org = principal.organizationId;
   const workspace = await workspaceOf(engine, principal);
   const endsAt = Number(item.ends_at);
-  await removeCollectionData(engine, { org, workspace, id, mode: item.mode as CollectionMode, vectorDatabaseId: (item.vector_database_id as string | null) ?? null, index: (item.index as string | null) ?? null });
+  const ref: CollectionRef = { org, workspace, id, mode: item.mode as CollectionMode, vectorDatabaseId: (item.vector_database_id as string | null) ?? null, index: (item.index as string | null) ?? null };
+  await removeCollectionData(engine, ref);
+  // An item added after that removal, before the collection goes, would be left behind: the sweep
+  // entry is moved to now, and removed only after a second removal (the sweep finishes a call that dies).
+  const dueNow = collectionSweepKey(Math.min(nowSeconds(engine), endsAt - 1), org, workspace, id);
   const writes: KvWrite[] = [
     { delete: collectionKey(org, workspace, id), condition: { ifExists: true } },
     { delete: collectionEndKey(org, workspace, id) },
     { delete: collectionSweepKey(endsAt, org, workspace, id) },
+    { put: { ...dueNow, mode: ref.mode, vector_database_id: ref.vectorDatabaseId, index: ref.index } },
   ];
   try {
     await engine.kv.transact(writes);
@@ -257,6 +263,9 @@ export async function deleteCollection(engine: Engine, principal: Principal, id:
     if (error instanceof TransactionCanceledError) await readCollection(engine, principal, id); // its 404 or 410
     throw error;
   }
+  // No item can be added now (an add's write needs the collection).
+  await removeCollectionData(engine, ref);
+  await engine.kv.delete(dueNow);
   return { id, deleted: true };
 }
 
