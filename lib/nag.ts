@@ -143,14 +143,16 @@ export interface WildcardTargets {
 }
 
 /** The wildcards CDK's grant methods put into a route function's policy, acknowledged per grant. */
-export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: WildcardTargets): void {
+export function acknowledgeGrantWildcards(fn: IConstruct, grants: ReadonlySet<Grant>, t: WildcardTargets, blobPrefixes?: readonly string[]): void {
   const iam5 = (finding: string, reason: string) => ack(fn, `AwsSolutions-IAM5[${finding}]`, reason);
 
   if (grants.has('table:read') || grants.has('table:write')) acknowledgeTableIndexes(fn, t.table.tableArn);
 
   if (grants.has('blobs:read') || grants.has('blobs:write')) {
     const bucket = flat(fn, t.bucket.bucketArn);
-    iam5(`Resource::${bucket}/*`, 'Blob keys are chosen at run time; the wildcard covers objects of the one blob bucket only.');
+    if (blobPrefixes) {
+      for (const p of blobPrefixes) iam5(`Resource::${bucket}/${p}*`, `Blob keys are chosen at run time; the wildcard covers objects under ${p} of the one blob bucket only (the API's own prefix).`);
+    } else iam5(`Resource::${bucket}/*`, 'Blob keys are chosen at run time; the wildcard covers objects of the one blob bucket only.');
     const read = 'Read/stream/head of blobs: CDK grantRead action groups (object versions and attributes), on the blob bucket only.';
     for (const action of ['s3:GetObject*', 's3:GetBucket*', 's3:List*']) iam5(`Action::${action}`, read);
   }

@@ -8,6 +8,7 @@ import { ENV } from '../lambdas/shared/settings.js';
 import { ACTIVITY_KEY_PREFIX } from '../lambdas/activity/segments.js';
 import { RATE_WINDOW_KEY_PREFIX } from '../lambdas/shared/counters.js';
 import type { Grant } from '../lambdas/http/routes.js';
+import type { Api } from '../lambdas/shared/api.js';
 import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
@@ -15,6 +16,7 @@ import type { VectorBucket } from './vector-bucket.js';
 import { acknowledgeGrantWildcards } from './nag.js';
 import { grantRerankers, grantUpstreams } from './upstream-grants.js';
 import { platformStackName } from './stack-name.js';
+import { KNOWLEDGE_BLOB_PREFIXES } from './knowledge-items.js';
 import { functionRoleAndLogs, lambdaEntry, platformFunction } from './function-defaults.js';
 
 /** Tag on every route function: tells ours apart from helper functions CDK may add, and names the route. */
@@ -47,7 +49,7 @@ export interface GrantTargets {
 }
 
 export interface RouteFunctionProps {
-  readonly route: { readonly id: string; readonly handler: string; readonly streamedHandler?: string; readonly grants: readonly Grant[] };
+  readonly route: { readonly id: string; readonly api?: Api; readonly handler: string; readonly streamedHandler?: string; readonly grants: readonly Grant[] };
   /** The chain counts this route's calls per credential (countsCalls in lambdas/http/routes.ts). */
   readonly countsCalls?: boolean;
   readonly description: string;
@@ -60,6 +62,17 @@ export interface RouteFunctionProps {
    */
   readonly streamed?: { readonly suffix: string; readonly tag: string; readonly timeout: Duration };
 }
+
+/**
+ * The blob keys an API's routes use, where that is not the whole bucket: the AI API's uploads
+ * (`ai-uploads/`, and `.staging/`, where the AWS blob store keeps a multipart upload until it is
+ * complete: lambdas/engine/aws/blobs.ts) and knowledge's packages and inline texts (`knowledge/`). Its
+ * `blobs:read` / `blobs:write` are granted on these prefixes only, so an AI function cannot read or
+ * change the Data API's files (docs/decisions/knowledge-items-aws.md).
+ */
+export const API_BLOB_PREFIXES: Partial<Record<Api, readonly string[]>> = {
+  ai: [KNOWLEDGE_BLOB_PREFIXES.uploads, '.staging/', KNOWLEDGE_BLOB_PREFIXES.collections],
+};
 
 /** `ai.models.list` -> `AiModelsList`: construct ids derive from the route id. */
 export const constructId = (routeId: string) =>
@@ -99,9 +112,10 @@ export class RouteFunction extends Construct {
     );
     Tags.of(this.fn).add(streamed?.tag ?? ROUTE_TAG, route.id);
 
-    grantAccess(route.id, grants, targets, role);
+    const blobPrefixes = route.api ? API_BLOB_PREFIXES[route.api] : undefined;
+    grantAccess(route.id, grants, targets, role, blobPrefixes);
     if (countsCalls && grants.has('table:read') && !grants.has('table:write')) grantRateWindowWrite(targets, role);
-    acknowledgeGrantWildcards(this, grants, targets);
+    acknowledgeGrantWildcards(this, grants, targets, blobPrefixes);
   }
 }
 
@@ -122,7 +136,7 @@ function grantEnvironment(routeId: string, grants: Set<Grant>, t: GrantTargets):
 }
 
 /** The narrowest IAM each grant needs, plus reading the signing public key (to verify tokens); nothing else. */
-function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role: Role): void {
+function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role: Role, blobPrefixes?: readonly string[]): void {
   t.signing.grantVerify(role);
   if (grants.has('signing:sign')) t.signing.grantSign(role);
   if (grants.has('table:write')) t.table.grantReadWriteData(role);
@@ -131,8 +145,11 @@ function grantAccess(routeId: string, grants: Set<Grant>, t: GrantTargets, role:
     grantActivityWrite(t, role);
   }
   if (grants.has('secret:read')) t.secret.grantRead(role);
-  if (grants.has('blobs:write')) t.bucket.grantReadWrite(role);
-  else if (grants.has('blobs:read')) t.bucket.grantRead(role);
+  // Objects under the API's prefixes (API_BLOB_PREFIXES), else the whole bucket; bucket-level actions (List*, GetBucket*) on the bucket.
+  for (const pattern of blobPrefixes?.map((p) => `${p}*`) ?? ['*']) {
+    if (grants.has('blobs:write')) t.bucket.grantReadWrite(role, pattern);
+    else if (grants.has('blobs:read')) t.bucket.grantRead(role, pattern);
+  }
   // Sending goes to the work queues only; SQS itself moves messages to the dead-letter queues.
   if (grants.has('queue:send')) for (const { queue } of Object.values(t.queues.byName)) queue.grantSendMessages(role);
   if (grants.has('connections:post')) {

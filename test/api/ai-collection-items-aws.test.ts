@@ -28,6 +28,7 @@ import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 import { standInListParts, type PresignedParts } from '../helpers/presigned-parts.js';
 import type { S3rverBucket } from '../helpers/s3rver.js';
 import type { S3VectorsMock } from '../helpers/s3vectors-mock.js';
+import { allowedStatements, flatTemplate, leadingKeyPattern, logicalIdIn, routeFunctions, synthStack, type AllowStatement } from '../infra/helpers.js';
 
 let engine: Engine;
 let s3: S3rverBucket;
@@ -40,7 +41,11 @@ let org: string;
 let workspace: string;
 /** What the consumer's handler asked of S3, S3 Vectors and SQS while it ran (the routes share these clients). */
 let consuming = false;
+/** The test's own look at the store (not a route's). */
+let looking = false;
 const consumerSent = { s3: [] as { command: string; key: string }[], vectors: [] as string[], queue: [] as string[] };
+/** What each route's function asked of S3 (URLs it signed included: S3 authorizes them as its role), with S3's answer. */
+const routeSent: { route: string; command: string; key: string; copySource?: string; status: number }[] = [];
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'silent';
@@ -49,8 +54,16 @@ beforeAll(async () => {
   parts = standInListParts(engine);
   s3.client.middlewareStack.add(
     (next, context) => async (args) => {
-      if (consuming) consumerSent.s3.push({ command: String(context.commandName), key: String((args.input as { Key?: string }).Key) });
-      return next(args);
+      const input = args.input as { Key?: string; CopySource?: string };
+      if (consuming) consumerSent.s3.push({ command: String(context.commandName), key: String(input.Key) });
+      const sent = consuming || looking ? undefined : { route: gateway?.invocations.at(-1)?.route ?? 'test', command: String(context.commandName), key: String(input.Key), copySource: input.CopySource, status: 200 };
+      if (sent) routeSent.push(sent);
+      try {
+        return await next(args);
+      } catch (error) {
+        if (sent) sent.status = (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode ?? 0;
+        throw error;
+      }
     },
     { step: 'initialize', name: 'recordS3' },
   );
@@ -205,7 +218,8 @@ describe('collection items on AWS', () => {
     const q = await call(c, 'POST', `/v1/collections/${cloud}/query`, { query: 'basalt columns on the cliffs' });
     expect(q.body.matches).toEqual([]);
     expect(vectorKeys().filter((k) => k.startsWith(`${item.item_id}.`))).toEqual([]);
-    expect(await engine.blobs.head(packageBlobKey(org, workspace, cloud, item.item_id, item.package_id))).toBeUndefined();
+    looking = true;
+    expect(await engine.blobs.head(packageBlobKey(org, workspace, cloud, item.item_id, item.package_id)).finally(() => (looking = false))).toBeUndefined();
   });
 
   it("the consumer asked of S3, S3 Vectors and SQS only what its role grants (lib/knowledge-items.ts)", () => {
@@ -222,4 +236,53 @@ describe('collection items on AWS', () => {
     for (const action of consumerSent.vectors) expect(KNOWLEDGE_ITEMS_VECTOR_ACTIONS).toContain(action);
     for (const queue of consumerSent.queue) expect(queue).toBe('knowledge');
   });
+
+  it("every route's S3 requests, and the URLs it signs, are allowed by its own role: the AI API's blob grants name its prefixes only", () => {
+    const { stack } = synthStack();
+    const template = flatTemplate(stack);
+    const functions = routeFunctions(template);
+    const bucket = JSON.stringify({ 'Fn::GetAtt': [logicalIdIn(stack, stack.storage.bucket), 'Arn'] });
+    /** IAM's reading of an S3 request: the actions it needs and the object each is on. */
+    const needs = (r: (typeof routeSent)[number]): { action: string; key: string }[] => {
+      const on = (action: string) => [{ action, key: r.key }];
+      switch (r.command) {
+        case 'GetObjectCommand':
+        case 'HeadObjectCommand':
+          return on('s3:GetObject');
+        case 'PutObjectCommand':
+        case 'CreateMultipartUploadCommand':
+        case 'UploadPartCommand':
+        case 'CompleteMultipartUploadCommand':
+          return on('s3:PutObject');
+        case 'CopyObjectCommand':
+          return [...on('s3:PutObject'), { action: 's3:GetObject', key: decodeURIComponent(r.copySource!.slice(r.copySource!.indexOf('/') + 1)) }];
+        case 'DeleteObjectCommand':
+          return on('s3:DeleteObject');
+        case 'AbortMultipartUploadCommand':
+          return on('s3:AbortMultipartUpload');
+        case 'ListPartsCommand':
+          return on('s3:ListMultipartUploadParts');
+        default:
+          throw new Error(`unexpected S3 request ${r.command}`);
+      }
+    };
+    const allows = (statements: AllowStatement[], action: string, resource: (json: unknown) => boolean) =>
+      statements.some((st) => st.actions.some((a) => leadingKeyPattern(a).test(action)) && ([] as unknown[]).concat(JSON.parse(st.resources)).some(resource));
+    const objectIs = (key: string) => (json: unknown) => {
+      const join = (json as { 'Fn::Join'?: [string, [unknown, string]] })['Fn::Join'];
+      return !!join && JSON.stringify(join[1][0]) === bucket && leadingKeyPattern(join[1][1].slice(1)).test(key);
+    };
+    const checked = new Set<string>();
+    for (const r of routeSent.filter((x) => x.route !== 'test')) {
+      const fn = functions.get(r.route);
+      expect(fn, r.route).toBeDefined();
+      const statements = allowedStatements(template, fn!);
+      for (const need of needs(r)) expect(allows(statements, need.action, objectIs(need.key)), `${r.route}: ${need.action} ${need.key}`).toBe(true);
+      if (r.status === 404) expect(allows(statements, 's3:ListBucket', (json) => JSON.stringify(json) === bucket), `${r.route}: ${r.key} answered 404`).toBe(true);
+      checked.add(r.route);
+    }
+    expect([...checked].sort()).toEqual(expect.arrayContaining(['ai.collections.items.create', 'ai.collections.items.delete', 'ai.collections.items.package', 'ai.uploads.complete', 'ai.uploads.create']));
+    // A Data API file is out of an AI function's reach.
+    for (const route of checked) expect(allows(allowedStatements(template, functions.get(route)!), 's3:GetObject', objectIs('blobs/org_1/db/file')), route).toBe(false);
+  }, 60_000);
 });

@@ -15,8 +15,10 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import { ENTRY_METADATA, type EntryMetadata } from '../../lib/function-defaults.js';
 import { KNOWLEDGE_BLOB_PREFIXES, KNOWLEDGE_ITEMS } from '../../lib/knowledge-items.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
+import { API_BLOB_PREFIXES } from '../../lib/route-function.js';
 import { BEDROCK_ACTIONS } from '../../lib/upstream-grants.js';
-import { allowedStatements, consumerFunction, flatLogicalId, flatTemplate, nagFindings, RUNTIME_ENV_NAMES, synthStack, type AllowStatement } from './helpers.js';
+import { ROUTES } from '../../lambdas/http/routes.js';
+import { allowedStatements, consumerFunction, flatLogicalId, flatTemplate, nagFindings, routeFunctions, RUNTIME_ENV_NAMES, synthStack, type AllowStatement } from './helpers.js';
 
 let app: App;
 let stack: PlatformStack;
@@ -112,6 +114,23 @@ describe('the knowledge queue consumer', () => {
     expect(alarms.some((a) => a.includes(fn.logicalId) && a.includes('Errors'))).toBe(true);
     expect(alarms.some((a) => a.includes('knowledge-dead-letters'))).toBe(true);
     expect(alarms.some((a) => a.includes('knowledge-oldest-message'))).toBe(true);
+  });
+});
+
+describe("the AI API's routes", () => {
+  it('hold blob grants on its prefixes only (uploads, their multipart staging, knowledge), never the whole bucket; Data routes keep theirs', () => {
+    const bucket = arn(flatLogicalId(stack.storage.bucket.node.defaultChild as never));
+    const functions = routeFunctions(template);
+    const objectResources = (route: string) =>
+      allowedStatements(template, functions.get(route)!)
+        .filter((s) => s.actions.some((a) => a.startsWith('s3:')))
+        .flatMap((s) => ([] as unknown[]).concat(JSON.parse(s.resources)))
+        .filter((r) => JSON.stringify(r) !== JSON.stringify(bucket));
+    const withBlobs = ROUTES.filter((r) => r.grants.some((g) => g.startsWith('blobs:')));
+    const ai = withBlobs.filter((r) => r.api === 'ai');
+    expect(ai.map((r) => r.id)).toEqual(expect.arrayContaining(['ai.uploads.create', 'ai.collections.items.create', 'ai.collections.items.delete', 'ai.collections.items.package']));
+    for (const route of ai) expect(objectResources(route.id), route.id).toEqual(API_BLOB_PREFIXES.ai!.map(objects));
+    for (const route of withBlobs.filter((r) => r.api === 'data')) expect(objectResources(route.id), route.id).toEqual([objects('')]);
   });
 });
 
