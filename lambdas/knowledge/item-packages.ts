@@ -8,6 +8,7 @@ import type { Readable } from 'node:stream';
 import * as z from 'zod/mini';
 import type { Principal } from '../auth/principal.js';
 import type { Engine, KvItem, KvWrite, VectorEntry } from '../engine/ports.js';
+import { VECTOR_BATCH_MAX } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { openPage, nextPageCursor } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
@@ -122,8 +123,27 @@ export async function storeVectors(engine: Engine, principal: Principal, collect
   }
   await putEntries(engine, index, entries);
   const stored = new Set(entries.map((e) => e.key.slice(e.key.lastIndexOf('.') + 1)));
-  const counted = await countVectors(engine, item, pkg, [...stored]);
+  let counted: { vectors_stored: number; indexed: boolean };
+  try {
+    counted = await countVectors(engine, item, pkg, [...stored]);
+  } catch (error) {
+    if (error instanceof PlatformError && error.code === 'item_not_ready') await discardVectors(engine, item, index, entries.map((e) => e.key));
+    throw error;
+  }
   return { item_id: itemId, package_id: pkg, stored: stored.size, skipped, vectors_stored: counted.vectors_stored, chunk_count: item.chunk_count, indexed: counted.indexed };
+}
+
+/**
+ * Vectors put for a package that stopped being served meanwhile (the item deleted or re-processed, or
+ * the collection deleted, which may have removed its index before this call made it again): the
+ * removal that ran first could not see them, so this call removes them, or the whole index.
+ */
+async function discardVectors(engine: Engine, item: Item, index: string, keys: string[]): Promise<void> {
+  if (!(await engine.kv.get(collectionKey(item.org, item.workspace, item.collection)))) {
+    await engine.vectors.deleteIndex(index);
+    throw new PlatformError('collection_not_found', `No collection "${item.collection}" in this workspace.`, 'id');
+  }
+  for (let i = 0; i < keys.length; i += VECTOR_BATCH_MAX) await engine.vectors.delete(index, keys.slice(i, i + VECTOR_BATCH_MAX));
 }
 
 /** The collection's dimensions: fixed by its first vectors (its index made then), checked after. */
