@@ -25,6 +25,7 @@ import type { OperationCall } from '../shared/operations.js';
 import { log } from '../shared/log.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { vectorWorkspace } from '../vector/databases.js';
+import { wellFormed } from '../vector/passages.js';
 import { dueBefore, storedFileKey, sweepKey, SWEEP_PARTITION, uploadBytesKey, uploadKey } from './upload-keys.js';
 
 const MIB = 1024 * 1024;
@@ -93,7 +94,8 @@ export const startUploadSchema = onFirstUse(() =>
     filename: z.string().check(
       z.minLength(1),
       z.maxLength(255),
-      z.refine((s) => !CONTROL.test(s), 'filename must hold no control characters'),
+      // A lone surrogate is stored as U+FFFD by DynamoDB and S3: the upload (and its item) would name another file there.
+      z.refine((s) => !CONTROL.test(s) && wellFormed(s), 'filename must be well-formed Unicode with no control characters'),
       z.describe('The file\'s name, 1 to 255 characters.'),
     ),
     content_type: z.string().check(z.regex(CONTENT_TYPE, 'content_type must be a media type such as application/pdf'), z.describe('Its media type.')),
