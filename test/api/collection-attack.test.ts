@@ -313,6 +313,9 @@ describe('filenames and text', () => {
     refused(await raw('{"text":"x","filename":"half\\ud800.txt"}'), 400, 'invalid_body', 'filename');
     refused(await raw('{"text":"x","filename":"\\udc00"}'), 400, 'invalid_body', 'filename');
     refused(await raw('{"text":"x","filename":"a.txt","content_type":"text/plain; name=\\ud800"}'), 400, 'invalid_body', 'content_type');
+    // An upload's filename becomes its item's.
+    const upload = await postBytes(`${c.url}/v1/uploads`, `{"filename":"half\\ud800.txt","content_type":"text/plain","size":3,"sha256":"${'a'.repeat(64)}"}`, { authorization: `Bearer ${c.key}`, 'content-type': 'application/json', 'x-operation-id': op() });
+    refused(upload, 400, 'invalid_body', 'filename');
     const pair = await raw('{"text":"x","filename":"pair\\ud83d\\udc31.txt"}');
     expect([pair.status, pair.body.filename]).toEqual([202, 'pair🐱.txt']);
   });
