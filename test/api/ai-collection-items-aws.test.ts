@@ -17,7 +17,9 @@ import { handler as knowledgeItems } from '../../lambdas/consumers/knowledge-ite
 import { useEngine } from '../../lambdas/engine/index.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
-import { packageBlobKey } from '../../lambdas/knowledge/collection-keys.js';
+import { itemKey, packageBlobKey } from '../../lambdas/knowledge/collection-keys.js';
+import { countsWrite } from '../../lambdas/knowledge/collections.js';
+import { MAX_ATTEMPTS } from '../../lambdas/knowledge/processing.js';
 import { createVectorDatabase } from '../../lambdas/vector/databases.js';
 import { KNOWLEDGE_BLOB_PREFIXES, KNOWLEDGE_ITEMS_VECTOR_ACTIONS } from '../../lib/knowledge-items.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
@@ -235,6 +237,24 @@ describe('collection items on AWS', () => {
     expect([...new Set(consumerSent.vectors)]).toEqual(['s3vectors:PutVectors']);
     for (const action of consumerSent.vectors) expect(KNOWLEDGE_ITEMS_VECTOR_ACTIONS).toContain(action);
     for (const queue of consumerSent.queue) expect(queue).toBe('knowledge');
+  });
+
+  // Open (docs/decisions/knowledge-items-aws.md, "Open"): a run Lambda kills (out of memory, past 840 s)
+  // never reaches processing's catch, so its attempts are never judged and the collections sweep sends
+  // the item again each time its lease lapses, for ever. When a claim fails such an item, drop `.fails`.
+  it.fails('an item whose processing died MAX_ATTEMPTS times (the function killed) is failed at its next claim, not processed again', async () => {
+    const col = await createCollection('download');
+    const added = await call(c, 'POST', `/v1/collections/${col}/items`, { text: 'A file that kills its processor.', filename: 'k.txt' });
+    expect(added.status, added.text).toBe(202);
+    // What MAX_ATTEMPTS killed runs leave: processing, every attempt spent, the lease lapsed.
+    const key = itemKey(org, workspace, col, added.body.item_id);
+    await engine.kv.transact([
+      { update: key, set: { state: 'processing', attempt: MAX_ATTEMPTS, lease_until: Math.floor(Date.now() / 1000) - 1 } },
+      countsWrite(org, workspace, col, 'queued', 'processing'),
+    ]);
+    await processQueue();
+    const item = await call(c, 'GET', `/v1/collections/${col}/items/${added.body.item_id}`);
+    expect(item.body.status).toBe('failed');
   });
 
   it("every route's S3 requests, and the URLs it signs, are allowed by its own role: the AI API's blob grants name its prefixes only", () => {
