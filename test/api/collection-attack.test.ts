@@ -17,6 +17,7 @@ import { postBytes, type Answer } from '../helpers/ai-calls.js';
 import { addItem, call, createCollection, op, post, query, settledCollection, settledItem, uploadFile, type Client } from '../helpers/knowledge-calls.js';
 import { markdownFile, paragraphs } from '../helpers/knowledge-files.js';
 import { waitFor } from '../helpers/wait.js';
+import { useLocalProcess } from '../helpers/local-process.js';
 import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -862,4 +863,35 @@ describe('clients racing each other', () => {
     expect(left).toEqual([]);
     expect(collectionBlobs(col)).toEqual([]);
   });
+});
+
+describe('two workers (npm start, LOCAL_WORKERS=2)', () => {
+  const used = useLocalProcess('collection-attack-', { LOCAL_WORKERS: '2' });
+  let w: Client;
+
+  beforeAll(() => {
+    w = { url: used.local.urls.ai, key: used.key };
+  });
+
+  it('adds, the same operation id and vectors of the same chunks through both workers at once keep every count exact', async () => {
+    const col = await createCollection(w, 'local_vectors');
+    const id = op();
+    const same = await Promise.all(Array.from({ length: 6 }, () => addItem(w, col, { text: markdownFile(), filename: 'guide.md' }, id)));
+    for (const a of same) {
+      expect(a.status, a.text).toBeLessThan(500);
+      if (a.status !== 202) refused(a, 409, 'operation_in_progress');
+    }
+    expect(new Set(same.filter((a) => a.status === 202).map((a) => a.body.item_id)).size).toBe(1);
+    const many = await Promise.all(Array.from({ length: 30 }, (_, i) => addItem(w, col, { text: `Note ${i} about gannets and their colonies.`, filename: `note-${i}.txt` })));
+    for (const a of many) expect(a.status, a.text).toBe(202);
+    expect((await settledCollection(w, col)).counts).toEqual({ total: 31, queued: 0, processing: 0, done: 31, failed: 0 });
+    const guide = same.find((a) => a.status === 202)!.body.item_id;
+    const chunks = (await call(w, 'GET', itemPath(col, guide, '/chunks?limit=500'))).body.data;
+    const all = chunks.map((ch: any) => ({ chunk_id: ch.chunk_id, vector: fakeVector(ch.text) }));
+    const puts = await Promise.all(Array.from({ length: 16 }, (_, i) => call(w, 'PUT', itemPath(col, guide, '/vectors'), { vectors: i % 2 ? [...all].reverse() : all })));
+    for (const a of puts) expect([a.status, a.text.slice(0, 200)]).toEqual([200, expect.any(String)]);
+    expect((await call(w, 'GET', itemPath(col, guide))).body).toMatchObject({ vectors_stored: chunks.length });
+    const q = await query(w, col, { query: 'apt', vector: fakeVector('Use apt.') });
+    expect(q.body.indexing).toEqual({ indexed: 1, total: 31, complete: false, searchable: true, skipped_items: 0, skipped_chunks: 30 });
+  }, 90_000);
 });
