@@ -331,6 +331,20 @@ describe('filenames and text', () => {
     expect(Date.now() - started).toBeLessThan(15_000);
   }, 90_000);
 
+  it('a text that claims to be a PDF, a DOCX, audio or video fails with its reason, never stuck', async () => {
+    const ids: string[] = [];
+    for (const type of ['application/pdf', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document', 'audio/mpeg', 'video/mp4', 'image/png', 'application/zip']) {
+      const a = await addItem(c, col, { text: '%PDF-1.7 PK\u0003\u0004 ID3 ftypmp42 not what it says', filename: 'liar.bin', content_type: type });
+      expect([type, a.status]).toEqual([type, 202]);
+      ids.push(a.body.item_id);
+    }
+    for (const id of ids) {
+      const item = await settledItem(c, col, id);
+      expect([item.content_type, item.status]).toEqual([item.content_type, 'failed']);
+      expect(['unsupported_type', 'parse_error', 'empty_text']).toContain(item.error.code);
+    }
+  });
+
   it('control characters, NULs and odd whitespace in text end in a final state, never a stuck or 5xx item', async () => {
     const texts = ['\u0000'.repeat(100), 'bell\u0007 and \u001b[31m escape', '\r\n\r\n\u000b\u000c', 'a\u2028b\u2029c', '\ufeffbom first', '\u0000 binary-ish \u0001\u0002'];
     const ids: string[] = [];
