@@ -82,7 +82,13 @@ export async function processItem(engine: Engine, message: ProcessItemMessage): 
     if (error instanceof TransactionCanceledError) return 'busy'; // another processor claimed it, or it was deleted
     throw error;
   }
+  const takenOver = item.state === 'processing';
   item = asItem({ ...record, ...claim });
+  // Runs that died (killed for memory or time: no failure was ever recorded) count as attempts too,
+  // so a file that kills every processor fails instead of being sent again forever.
+  if (takenOver && item.attempt > MAX_ATTEMPTS) {
+    return finish(engine, item, { failed: 'too_large', message: `Processing stopped ${MAX_ATTEMPTS} times before it finished: the file is likely too large to process within one run's memory and time.` }, { chunkIds: null });
+  }
 
   const heartbeat = keepLease(engine, item);
   const written: Written = { chunkIds: null };

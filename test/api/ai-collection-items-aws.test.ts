@@ -242,7 +242,7 @@ describe('collection items on AWS', () => {
   // Open (docs/decisions/knowledge-items-aws.md, "Open"): a run Lambda kills (out of memory, past 840 s)
   // never reaches processing's catch, so its attempts are never judged and the collections sweep sends
   // the item again each time its lease lapses, for ever. When a claim fails such an item, drop `.fails`.
-  it.fails('an item whose processing died MAX_ATTEMPTS times (the function killed) is failed at its next claim, not processed again', async () => {
+  it('an item whose processing died MAX_ATTEMPTS times (the function killed) is failed at its next claim, not processed again', async () => {
     const col = await createCollection('download');
     const added = await call(c, 'POST', `/v1/collections/${col}/items`, { text: 'A file that kills its processor.', filename: 'k.txt' });
     expect(added.status, added.text).toBe(202);
@@ -255,6 +255,7 @@ describe('collection items on AWS', () => {
     await processQueue();
     const item = await call(c, 'GET', `/v1/collections/${col}/items/${added.body.item_id}`);
     expect(item.body.status).toBe('failed');
+    expect(item.body.error.code).toBe('too_large');
   });
 
   it("every route's S3 requests, and the URLs it signs, are allowed by its own role: the AI API's blob grants name its prefixes only", () => {
