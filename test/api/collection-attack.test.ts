@@ -726,6 +726,30 @@ describe('clients racing each other', () => {
     expect(collectionBlobs(col).filter((b) => b.includes('/pkg_'))).toEqual([expect.stringContaining(after.package_id)]);
   });
 
+  it('re-processings and deletes of one item at once: it is gone, counted once, and nothing of either package is left', async () => {
+    const col = await createCollection(c, 'cloud');
+    const keep = await doneItem(col, { text: 'Kittiwakes stay.', filename: 'k.txt' });
+    const item = await doneItem(col, { text: 'Petrels come and go.', filename: 'p.txt' });
+    const answers = await Promise.all([
+      post(c, itemPath(col, item.item_id, '/reprocess'), {}),
+      call(c, 'DELETE', itemPath(col, item.item_id)),
+      post(c, itemPath(col, item.item_id, '/reprocess'), {}),
+      call(c, 'DELETE', itemPath(col, item.item_id)),
+    ]);
+    for (const a of answers) {
+      expect(a.status, a.text).toBeLessThan(500);
+      if (a.status >= 400) expect(['item_not_found', 'item_not_ready']).toContain(a.body.error.code);
+    }
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    await settledCollection(c, col);
+    await waitFor('what the processor made to be removed', async () => collectionBlobs(col).every((b) => b.includes(keep.item_id)) && (await indexedEntries(col)).every((k) => k.startsWith(keep.item_id)), 20_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(collectionBlobs(col).filter((b) => !b.includes(keep.item_id))).toEqual([]);
+    expect((await indexedEntries(col)).filter((k) => !k.startsWith(keep.item_id))).toEqual([]);
+    expect((await call(c, 'GET', `/v1/collections/${col}`)).body.counts).toEqual({ total: 1, queued: 0, processing: 0, done: 1, failed: 0 });
+    expect(await leaseEntries(col)).toEqual([]);
+  });
+
   it('two deletes of one item at once: one 200, the other 404 item_not_found; the counts move once', async () => {
     const col = await createCollection(c, 'cloud');
     const a = await doneItem(col, { text: 'Terns dive in the shallows.', filename: 't.txt' });
