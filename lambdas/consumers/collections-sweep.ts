@@ -3,8 +3,8 @@
  * (lib/collections-sweep.ts). It removes the data of collections past their end
  * (sweepCollectionBatch, lambdas/knowledge/collections.ts), a batch at a time until nothing due is
  * left or its time budget is spent; the next run takes up the rest. Then it sends again the items whose
- * processing lease ran out (sweepProcessing). Every collection create sweeps a
- * few entries too, and the local runtime sweeps on a timer in every worker (lambdas/local/queue-workers.ts).
+ * processing lease ran out (sweepProcessing). The local runtime sweeps on a timer in every worker
+ * (lambdas/local/queue-workers.ts).
  */
 import type { Context } from 'aws-lambda';
 import { getEngine } from '../engine/index.js';

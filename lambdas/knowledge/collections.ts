@@ -47,8 +47,6 @@ export const EXPIRED_ANSWER_SECONDS = 30 * 24 * 3600;
 export const MAX_NAME_CHARS = 63;
 export const MAX_COLLECTIONS_PAGE = 100;
 const DEFAULT_COLLECTIONS_PAGE = 20;
-/** What one create call sweeps on its way, as an upload start does. */
-const SWEEP_PER_CREATE = 10;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
@@ -152,7 +150,6 @@ export async function createCollection(
   const org = principal.organizationId;
   const workspace = await workspaceOf(engine, principal);
   const database = request.mode === 'cloud' ? await openVectorDatabase(engine, principal) : undefined;
-  await sweepExpiredCollections(engine, SWEEP_PER_CREATE).catch((error) => log.warn('collection sweep failed; the next one takes it up', { error: String(error) }));
   const nowMs = engine.clock.now();
   const now = Math.floor(nowMs / 1000);
   const id = newCollectionId(nowMs);
