@@ -272,7 +272,9 @@ export const benchmark: Benchmark = {
       const vectors = questions.map((q) => Float32Array.from(fakeVector(q)));
       const where = { org: p.org, workspace: p.workspace, collection: col, index: p.database.index };
       const principal = { credentialId: 'bench' };
+      // The first answer of each is checked: a full top-k (and, for the collection, every item indexed).
       let checkedAnswer = false;
+      let checkedVectorAnswer = false;
       const run: Record<Subject, (i: number) => Promise<void>> = {
         'collection (HTTP)': async (i) => {
           const r = await postWithOperation(c.url, c.key, `/v1/collections/${col}/query`, op(), { query: questions[i], top_k: K }, agent);
@@ -286,6 +288,11 @@ export const benchmark: Benchmark = {
         'vector (HTTP)': async (i) => {
           const r = await postWithOperation(c.url, c.key, '/v1/vector/query', op(), { mode: 'shared', query: questions[i], top_k: K }, agent);
           if (r.status !== 200) throw new Error(`vector query: ${r.status} ${r.text.slice(0, 300)}`);
+          if (!checkedVectorAnswer) {
+            const matches = JSON.parse(r.text).matches.length;
+            if (matches !== K) throw new Error(`vector query: ${matches} matches`);
+            checkedVectorAnswer = true;
+          }
         },
         'collection (no HTTP)': async (i) => void (await searchChunks(p.engine, where, vectors[i], K)),
         'vector (no HTTP)': async (i) => void (await searchVectors(p.engine, p.database, principal, 'shared', vectors[i], K)),
