@@ -600,6 +600,22 @@ describe('local_vectors: vectors a careless client stores', () => {
     expect(r.body.matches[0].citation).toMatchObject({ item_id: item.item_id, locator: 'heading=Install > Linux > Debian' });
   });
 
+  it('many PUTs of overlapping chunk sets at once never fail on each other, and count each chunk once', async () => {
+    const own = await createCollection(c, 'local_vectors');
+    const sections = Array.from({ length: 40 }, (_, i) => `# Section ${i}\n\nLine ${i} about fulmars.`).join('\n\n');
+    const many = await doneItem(own, { text: sections, filename: 'sections.md' });
+    const list = (await call(c, 'GET', itemPath(own, many.item_id, '/chunks?limit=500'))).body.data;
+    expect(list.length).toBe(40);
+    // Call i stores chunks i..i+5: each shares five chunks with the call before and the call after.
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => call(c, 'PUT', itemPath(own, many.item_id, '/vectors'), { vectors: list.slice(i, i + 6).map((ch: any) => ({ chunk_id: ch.chunk_id, vector: fakeVector(ch.text) })) })),
+    );
+    for (const a of answers) expect([a.status, a.text.slice(0, 200)]).toEqual([200, expect.any(String)]);
+    expect((await call(c, 'GET', itemPath(own, many.item_id))).body).toMatchObject({ vectors_stored: 40 });
+    const q = await query(c, own, { query: 'fulmars', vector: fakeVector('Line 7 about fulmars.') });
+    expect(q.body.indexing).toEqual({ indexed: 1, total: 1, complete: true, searchable: true, skipped_items: 0, skipped_chunks: 0 });
+  });
+
   it("after a re-processing the old package's chunk ids name the new package's chunks; counts start again", async () => {
     const before = (await call(c, 'GET', itemPath(col, item.item_id))).body;
     const r = await post(c, itemPath(col, item.item_id, '/reprocess'), {});
@@ -932,4 +948,16 @@ describe('two workers (npm start, LOCAL_WORKERS=2)', () => {
     const q = await query(w, col, { query: 'apt', vector: fakeVector('Use apt.') });
     expect(q.body.indexing).toEqual({ indexed: 1, total: 31, complete: false, searchable: true, skipped_items: 0, skipped_chunks: 30 });
   }, 90_000);
+
+  it('PUTs of overlapping chunk sets through both workers at once never fail on each other', async () => {
+    const col = await createCollection(w, 'local_vectors');
+    const added = await addItem(w, col, { text: Array.from({ length: 40 }, (_, i) => `# Section ${i}\n\nLine ${i} about fulmars.`).join('\n\n'), filename: 'sections.md' });
+    const item = await settledItem(w, col, added.body.item_id);
+    const list = (await call(w, 'GET', itemPath(col, item.item_id, '/chunks?limit=500'))).body.data;
+    const answers = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => call(w, 'PUT', itemPath(col, item.item_id, '/vectors'), { vectors: list.slice(i % 35, (i % 35) + 6).map((ch: any) => ({ chunk_id: ch.chunk_id, vector: fakeVector(ch.text) })) })),
+    );
+    for (const a of answers) expect([a.status, a.text.slice(0, 200)]).toEqual([200, expect.any(String)]);
+    expect((await call(w, 'GET', itemPath(col, item.item_id))).body).toMatchObject({ vectors_stored: 40, chunk_count: 40 });
+  }, 60_000);
 });
