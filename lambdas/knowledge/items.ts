@@ -284,8 +284,22 @@ export interface ProcessItemMessage {
   item: string;
 }
 
-export const sendProcessing = (engine: Engine, item: Pick<Item, 'org' | 'workspace' | 'collection' | 'id'>, delaySeconds = 0) =>
-  engine.queue.send('knowledge', JSON.stringify({ org: item.org, workspace: item.workspace, collection: item.collection, item: item.id } satisfies ProcessItemMessage), delaySeconds ? { delaySeconds } : undefined);
+const queuedListeners = new Set<() => void>();
+
+/**
+ * Calls `listener` when this process sends an item to be processed now: the local receiver takes it
+ * at once instead of at its next poll (only a hint; another process's items are found by polling).
+ */
+export function onItemQueued(listener: () => void): () => void {
+  queuedListeners.add(listener);
+  return () => queuedListeners.delete(listener);
+}
+
+export async function sendProcessing(engine: Engine, item: Pick<Item, 'org' | 'workspace' | 'collection' | 'id'>, delaySeconds = 0): Promise<void> {
+  const message: ProcessItemMessage = { org: item.org, workspace: item.workspace, collection: item.collection, item: item.id };
+  await engine.queue.send('knowledge', JSON.stringify(message), delaySeconds ? { delaySeconds } : undefined);
+  if (!delaySeconds) for (const listener of queuedListeners) listener();
+}
 
 /**
  * POST /v1/collections/{id}/items: the item is written `queued` with the collection's counters and

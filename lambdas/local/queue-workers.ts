@@ -19,6 +19,7 @@ import { sweepPlatformEvents } from '../events/platform-events.js';
 import { jobsConsumer } from '../consumers/jobs.js';
 import { knowledgeConsumer } from '../consumers/knowledge-items.js';
 import { sweepProcessing } from '../knowledge/processing.js';
+import { onItemQueued } from '../knowledge/items.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
 import { sweepExpiredUploads } from '../knowledge/uploads.js';
 import { inRequest, log } from '../shared/log.js';
@@ -50,7 +51,7 @@ export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
   const receivers = [
     startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: onDeliveryQueued }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
-    startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge }, onError),
+    startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: onItemQueued }, onError),
   ];
 
   const sweeper = setInterval(() => {
