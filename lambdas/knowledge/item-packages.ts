@@ -11,6 +11,7 @@ import type { Engine, KvItem, KvWrite, VectorEntry } from '../engine/ports.js';
 import { VECTOR_BATCH_MAX } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { openPage, nextPageCursor } from '../shared/cursors.js';
+import { contentionPauseMs, pause } from '../shared/backoff.js';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse } from '../shared/validate.js';
 import type { Chunk } from './chunks.js';
@@ -24,6 +25,8 @@ export const MAX_CHUNKS_PAGE = 500;
 const DEFAULT_CHUNKS_PAGE = 100;
 /** Vectors one PUT stores (the index's batch). */
 export const MAX_VECTORS_PER_CALL = 500;
+/** Tries of one group's count against calls on the same item at once, before 503. */
+const MAX_COUNT_ATTEMPTS = 10;
 /** Marks a transaction writes beside the item and the collection (the store's 100 writes). */
 const MARKS_PER_TRANSACTION = 90;
 
@@ -185,10 +188,14 @@ async function countVectors(engine: Engine, item: Item, pkg: string, chunkIds: s
         await engine.kv.transact(writes);
         break;
       } catch (error) {
-        if (!(error instanceof TransactionCanceledError) || attempt >= 5) throw error;
+        if (!(error instanceof TransactionCanceledError)) throw error;
         // Another call marked some of these meanwhile, or the item moved on: look again.
         const now = await engine.kv.get(itemRef);
         if (!now || now.package_id !== pkg) throw new PlatformError('item_not_ready', `Item "${item.id}" was deleted or re-processed meanwhile; its package ${pkg} is no longer served.`, 'item_id');
+        // Calls on one item's counters keep colliding (DynamoDB cancels a transaction that meets another): the vectors are
+        // stored, the count is not; sending the same vectors again completes it.
+        if (attempt >= MAX_COUNT_ATTEMPTS) throw new PlatformError('service_unavailable', 'Too many calls stored vectors for this item at once; send these vectors again.', { retryAfterSeconds: 1 });
+        await pause(contentionPauseMs(attempt, 200));
       }
     }
   }

@@ -22,7 +22,8 @@ import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { createVectorDatabase, readDatabase } from '../../lambdas/vector/databases.js';
-import { itemsPk, PROCESSING_PARTITION } from '../../lambdas/knowledge/collection-keys.js';
+import { itemsPk, PROCESSING_PARTITION, vectorMarksPk } from '../../lambdas/knowledge/collection-keys.js';
+import { TransactionCanceledError } from '../../lambdas/engine/errors.js';
 import { collectionScope } from '../../lambdas/knowledge/chunk-index.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 
@@ -562,6 +563,30 @@ describe('local_vectors: vectors a careless client stores', () => {
     refused(await put([{ chunk_id: chunks[1].chunk_id, vector: fakeVector(chunks[1].text) }, { chunk_id: 'chk_999999', vector: fakeVector('a') }]), 400, 'invalid_body', 'vectors.1.chunk_id');
     refused(await put([{ chunk_id: `chk_${'0'.repeat(5000)}`, vector: fakeVector('a') }]), 400, 'invalid_body', 'vectors.0.chunk_id');
     expect((await call(c, 'GET', itemPath(col, item.item_id))).body.vectors_stored).toBe(1);
+  });
+
+  it('vectors whose count keeps colliding with other calls answer 503 service_unavailable, and sending them again counts them once', async () => {
+    const kv = p.engine.kv;
+    const transact = kv.transact.bind(kv);
+    // As DynamoDB cancels a transaction that meets another on the same items, every time.
+    kv.transact = async (writes, ...rest) => {
+      if (writes.some((w) => 'put' in w && String(w.put.pk).startsWith('kvec#'))) throw new TransactionCanceledError([0]);
+      return transact(writes, ...rest);
+    };
+    const vectors = chunks.slice(0, 2).map((ch) => ({ chunk_id: ch.chunk_id, vector: fakeVector(ch.text) }));
+    let busy: Awaited<ReturnType<typeof call>>;
+    try {
+      busy = await put(vectors);
+    } finally {
+      kv.transact = transact;
+    }
+    expect([busy.status, busy.body.error.code, busy.headers.get('retry-after')]).toEqual([503, 'service_unavailable', '1']);
+    const again = await put(vectors);
+    expect(again.status, again.text).toBe(200);
+    // Each chunk counted once: the count is the marks', whatever was sent twice.
+    const marks = await p.engine.kv.query({ pk: vectorMarksPk(org, workspace, col, item.item_id, item.package_id), limit: 1000 });
+    expect(again.body.vectors_stored).toBe(marks.items.length);
+    expect(marks.items.map((m) => m.sk)).toEqual(expect.arrayContaining(vectors.map((v) => v.chunk_id)));
   });
 
   it('vectors on a cloud or download collection are 409 mode_not_supported', async () => {
