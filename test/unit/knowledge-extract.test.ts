@@ -111,6 +111,15 @@ describe('extractText', () => {
     expect('sections' in within && within.sections[0].text.length).toBe(MAX_OUTPUT_CHARS);
   });
 
+  it('reads Markdown in time linear in its size, whatever runs of emphasis marks its text holds', async () => {
+    // marked's inline pass takes seconds over 128,000 characters of `*a`; only headings are read inline.
+    const body = '*a'.repeat(64_000);
+    const started = performance.now();
+    const got = await extractText(Buffer.from(`# Intro *to* it\n\n${body}\n\n## ${'*b'.repeat(2_000)}\n\nend`), 'text/markdown', 'x.md');
+    expect(performance.now() - started).toBeLessThan(1_000);
+    expect('sections' in got && got.sections.map((s) => s.locator)).toEqual(['heading=Intro to it', `heading=Intro to it > ${'*b'.repeat(2_000)}`]);
+  });
+
   it("locates a recording's segment by its time range, for transcripts", () => {
     expect(timeLocator(725, 790)).toBe('t=00:12:05-00:13:10');
     expect(timeLocator(0, 3725.9)).toBe('t=00:00:00-01:02:05');

@@ -9,11 +9,18 @@ import type { Section } from './types.js';
 
 const FRONT_MATTER = /^---\r?\n[\s\S]*?\r?\n---[ \t]*(?:\r?\n|$)/;
 
+/** Past this, a heading's title is taken as written rather than read for its inline Markdown. */
+const MAX_HEADING_CHARS = 1000;
+
 export function markdownSections(markdown: string): Section[] {
   const outline = new Outline();
   const source = markdown.replace(/\r\n?/g, '\n').replace(FRONT_MATTER, '');
-  for (const token of new Lexer().lex(source)) {
-    if (token.type === 'heading') outline.heading(token.depth, plain(token.tokens ?? []));
+  const lexer = new Lexer();
+  // Blocks only: the text is kept as written, so only headings need their inline Markdown read.
+  // marked's inline pass takes time super-linear in runs of emphasis marks (`*a*a*a...`: 128,000
+  // characters took 6 s), which a body of any size may hold; a heading is one short line.
+  for (const token of lexer.blockTokens(source, [])) {
+    if (token.type === 'heading') outline.heading(token.depth, token.text.length > MAX_HEADING_CHARS ? token.text : plain(lexer.inlineTokens(token.text)));
     else outline.text(token.raw);
   }
   return outline.finish();
