@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { extractText, MAX_INPUT_BYTES, MAX_OUTPUT_CHARS, timeLocator } from '../../lambdas/knowledge/extract/index.js';
+import { MAX_HTML_DEPTH } from '../../lambdas/knowledge/extract/html.js';
 import { docxFile, htmlFile, markdownFile, OUTLINE, pdfFile } from '../helpers/knowledge-files.js';
 
 const utf8 = (s: string) => new TextEncoder().encode(s);
@@ -118,6 +119,15 @@ describe('extractText', () => {
     const got = await extractText(Buffer.from(`# Intro *to* it\n\n${body}\n\n## ${'*b'.repeat(2_000)}\n\nend`), 'text/markdown', 'x.md');
     expect(performance.now() - started).toBeLessThan(1_000);
     expect('sections' in got && got.sections.map((s) => s.locator)).toEqual(['heading=Intro to it', `heading=Intro to it > ${'*b'.repeat(2_000)}`]);
+  });
+
+  it(`answers parse_error for HTML nested deeper than ${MAX_HTML_DEPTH} elements, at once, and reads HTML nested up to that`, async () => {
+    const nested = (n: number) => Buffer.from(`<h1>Top</h1>${'<div>'.repeat(n)}deep text${'</div>'.repeat(n)}`);
+    const started = performance.now();
+    expect(await extractText(nested(200_000), 'text/html', 'x.html')).toEqual({ failed: 'parse_error' });
+    expect(performance.now() - started).toBeLessThan(2_000);
+    const ok = await extractText(nested(MAX_HTML_DEPTH - 1), 'text/html', 'x.html');
+    expect('sections' in ok && ok.sections).toEqual([{ text: 'Top\n\ndeep text', locator: 'heading=Top' }]);
   });
 
   it("locates a recording's segment by its time range, for transcripts", () => {
