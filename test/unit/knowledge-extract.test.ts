@@ -117,7 +117,7 @@ describe('extractText', () => {
     const body = '*a'.repeat(64_000);
     const started = performance.now();
     const got = await extractText(Buffer.from(`# Intro *to* it\n\n${body}\n\n## ${'*b'.repeat(2_000)}\n\nend`), 'text/markdown', 'x.md');
-    expect(performance.now() - started).toBeLessThan(1_000);
+    expect(performance.now() - started).toBeLessThan(3_000);
     expect('sections' in got && got.sections.map((s) => s.locator)).toEqual(['heading=Intro to it', `heading=Intro to it > ${'*b'.repeat(2_000)}`]);
   });
 
@@ -125,7 +125,7 @@ describe('extractText', () => {
     const nested = (n: number) => Buffer.from(`<h1>Top</h1>${'<div>'.repeat(n)}deep text${'</div>'.repeat(n)}`);
     const started = performance.now();
     expect(await extractText(nested(200_000), 'text/html', 'x.html')).toEqual({ failed: 'parse_error' });
-    expect(performance.now() - started).toBeLessThan(2_000);
+    expect(performance.now() - started).toBeLessThan(3_000);
     const ok = await extractText(nested(MAX_HTML_DEPTH - 1), 'text/html', 'x.html');
     expect('sections' in ok && ok.sections).toEqual([{ text: 'Top\n\ndeep text', locator: 'heading=Top' }]);
   });
