@@ -7,13 +7,12 @@
  * vectors at once, and a collection deleted while its items are processed. Every answer is the
  * spec's status and code, never a 5xx or a stack trace, and nothing of a removed item is left.
  */
-import http from 'node:http';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { startFakeEmbedder, fakeVector, FAKE_DIMENSIONS, type FakeEmbedder } from '../helpers/fake-embedder.js';
-import { postBytes, type Answer } from '../helpers/ai-calls.js';
+import { postBytes, sendBytes, type Answer } from '../helpers/ai-calls.js';
 import { addItem, call, createCollection, op, post, query, settledCollection, settledItem, uploadFile, type Client } from '../helpers/knowledge-calls.js';
 import { markdownFile, paragraphs } from '../helpers/knowledge-files.js';
 import { waitFor } from '../helpers/wait.js';
@@ -37,29 +36,9 @@ const MiB = 1024 * 1024;
 
 /** Any request with the path sent byte for byte and any body bytes (fetch would normalize both). */
 function send(method: string, path: string, body?: string | Buffer, headers: Record<string, string> = {}, k = c.key): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const all: Record<string, string> = { authorization: `Bearer ${k}`, ...(method === 'GET' ? {} : { 'x-operation-id': op() }), ...headers };
-    if (body !== undefined) {
-      all['content-type'] ??= 'application/json';
-      all['content-length'] = String(Buffer.byteLength(body));
-    }
-    const req = http.request(c.url, { method, path, agent: false, headers: all }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => {
-        let parsed: any;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          parsed = undefined;
-        }
-        resolve({ status: res.statusCode!, headers: res.headers, text, body: parsed });
-      });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
+  const all: Record<string, string> = { authorization: `Bearer ${k}`, ...(method === 'GET' ? {} : { 'x-operation-id': op() }), ...headers };
+  if (body !== undefined) all['content-type'] ??= 'application/json';
+  return sendBytes(method, c.url, body, all, false, path);
 }
 
 /** The spec's error shape and nothing else: no 5xx, no stack trace, no credential echoed. */

@@ -19,8 +19,14 @@ export function postWithOperation(baseUrl: string, key: string, path: string, op
 
 /** One POST of any body bytes (malformed JSON too) with these headers, and its content-length. */
 export function postBytes(url: string, body: string | Buffer, headers: Record<string, string>, agent: http.Agent | false = false): Promise<Answer> {
+  return sendBytes('POST', url, body, headers, agent);
+}
+
+/** Any request sent byte for byte: the path as written (fetch would normalize it) and any body, with its content-length. */
+export function sendBytes(method: string, url: string, body: string | Buffer | undefined, headers: Record<string, string>, agent: http.Agent | false = false, path?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+    const all = body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) };
+    const req = http.request(url, { method, agent, headers: all, ...(path === undefined ? {} : { path }) }, (res) => {
       let text = '';
       res.setEncoding('utf8');
       res.on('data', (d) => (text += d));
