@@ -14,6 +14,7 @@ import type { Engine } from '../../lambdas/engine/ports.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { PART_URL_SECONDS } from '../../lambdas/knowledge/uploads.js';
+import { standInListParts, type PresignedParts } from '../helpers/presigned-parts.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import type { S3rverBucket } from '../helpers/s3rver.js';
 import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
@@ -26,15 +27,14 @@ let engine: Engine;
 let s3: S3rverBucket;
 let gateway: LambdaFront;
 let key: string;
-/** What S3 answered each part PUT, by S3's upload id: the stand-in for ListParts. */
-const sent = new Map<string, Map<number, { partNumber: number; etag: string; size: number }>>();
+let parts: PresignedParts;
 
 beforeAll(async () => {
   process.env.LOG_LEVEL = 'silent';
   const started = await startAwsDataEngine('ai-uploads-aws');
   engine = started.engine;
   s3 = started.s3;
-  engine.blobs.listParts = async (_key, uploadId) => [...(sent.get(uploadId.slice(uploadId.indexOf('.') + 1))?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
+  parts = standInListParts(engine);
   useEngine(engine);
   const tenants = new Tenants(engine.kv, () => Date.now());
   const org = await tenants.createOrganization('uploads');
@@ -58,16 +58,7 @@ async function call(method: string, path: string, body?: object) {
 }
 
 /** A part sent as a client sends it: a plain PUT of its bytes to the URL, no credential of ours. */
-async function sendPart(url: string, bytes: Buffer): Promise<void> {
-  const res = await fetch(url, { method: 'PUT', body: bytes });
-  expect(res.status).toBe(200);
-  const target = new URL(url);
-  const uploadId = target.searchParams.get('uploadId')!;
-  const partNumber = Number(target.searchParams.get('partNumber'));
-  const parts = sent.get(uploadId) ?? new Map();
-  parts.set(partNumber, { partNumber, etag: `${res.headers.get('etag')!.replace(/"/g, '')}:${bytes.length}`, size: bytes.length });
-  sent.set(uploadId, parts);
-}
+const sendPart = (url: string, bytes: Buffer): Promise<void> => parts.send(url, bytes);
 
 describe('an upload on AWS', () => {
   const file = randomBytes(11 * MiB + 5);
