@@ -33,12 +33,15 @@ export const sweepDueBefore = (epochSeconds: number) => ({ lt: second(epochSecon
  *   kvec#<org>#<ws>#<col>#<item>#<package> / <chunk id>    local_vectors: a chunk whose vector is stored
  *   kproc / <due>#<org>#<ws>#<col>#<item>#<random>          an item's processing lease: due when a
  *                                                           processor that died would have renewed it
- * Bytes: a package's chunks as JSON Lines at `knowledge/<org>/<ws>/<col>/<item>/<package>.jsonl`.
+ * Bytes: a package's chunks as JSON Lines at `knowledge/<org>/<ws>/<col>/<item>/<package>.jsonl`, and
+ * an inline text item's own bytes at `knowledge/<org>/<ws>/<col>/<item>/source`.
  */
 export const itemsPk = (org: string, workspace: string, collection: string) => `kitem#${org}#${workspace}#${collection}`;
 export const itemKey = (org: string, workspace: string, collection: string, item: string) => ({ pk: itemsPk(org, workspace, collection), sk: item });
 export const vectorMarksPk = (org: string, workspace: string, collection: string, item: string, pkg: string) => `kvec#${org}#${workspace}#${collection}#${item}#${pkg}`;
 export const packageBlobKey = (org: string, workspace: string, collection: string, item: string, pkg: string) => `knowledge/${org}/${workspace}/${collection}/${item}/${pkg}.jsonl`;
+/** An inline text item's bytes, beside its packages. */
+export const sourceBlobKey = (org: string, workspace: string, collection: string, item: string) => `knowledge/${org}/${workspace}/${collection}/${item}/source`;
 
 export const PROCESSING_PARTITION = 'kproc';
 /** Unique per write (a random tail), so a claim that replaces the entry in the same second never names it twice. */

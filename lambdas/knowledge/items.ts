@@ -22,7 +22,7 @@ import { settings } from '../shared/settings.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { wellFormed } from '../vector/passages.js';
 import { countsWrite, readCollection, sortableId, workspaceOf, type CollectionMode, type ItemState } from './collection-records.js';
-import { itemKey, itemsPk, packageBlobKey, processingKey } from './collection-keys.js';
+import { itemKey, itemsPk, processingKey, sourceBlobKey } from './collection-keys.js';
 import { completedUploadSource } from './uploads.js';
 import { removePackage } from './chunk-index.js';
 
@@ -316,7 +316,7 @@ export async function addItem(engine: Engine, principal: Principal, collectionId
   let sourceKey: string;
   if ('key' in file.source) sourceKey = file.source.key;
   else {
-    sourceKey = packageBlobKey(org, workspace, collectionId, id, 'source');
+    sourceKey = sourceBlobKey(org, workspace, collectionId, id);
     await engine.blobs.put(sourceKey, file.source.text);
   }
   const lease = processingKey(now + leaseSeconds(), org, workspace, collectionId, id);

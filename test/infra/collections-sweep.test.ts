@@ -19,7 +19,7 @@ import { SqsQueue } from '../../lambdas/engine/aws/queue.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { useEngine } from '../../lambdas/engine/index.js';
 import type { Engine, KvItem } from '../../lambdas/engine/ports.js';
-import { collectionKey, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemKey, itemsPk, packageBlobKey, PROCESSING_PARTITION, processingKey, vectorMarksPk } from '../../lambdas/knowledge/collection-keys.js';
+import { collectionKey, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemKey, itemsPk, packageBlobKey, PROCESSING_PARTITION, sourceBlobKey, processingKey, vectorMarksPk } from '../../lambdas/knowledge/collection-keys.js';
 import { chunkEntry, entryKey } from '../../lambdas/knowledge/chunk-index.js';
 import { writePackage } from '../../lambdas/knowledge/packages.js';
 import { uploadBytesKey } from '../../lambdas/knowledge/upload-keys.js';
@@ -175,7 +175,7 @@ function itemRecord(col: string, id: string, fields: Partial<KvItem> & { mode: s
     content_type: 'text/plain',
     size: 10,
     sha256: 'a'.repeat(64),
-    source_key: packageBlobKey(ORG, WS, col, id, 'source'),
+    source_key: sourceBlobKey(ORG, WS, col, id),
     pending_package: 'pkg_1',
     package_id: 'pkg_1',
     attempt: 1,
@@ -244,7 +244,7 @@ describe('the collections sweep in AWS', () => {
     const uploaded = uploadBytesKey(ORG, WS, 'b'.repeat(64), 'g1');
     await engine.blobs.put(uploaded, Buffer.from('the upload'));
     await processedItem('col_cloud', 'itm_a', 'cloud', CLOUD_INDEX, { upload_id: 'op-upload', source_key: uploaded });
-    await engine.blobs.put(packageBlobKey(ORG, WS, 'col_cloud', 'itm_b', 'source'), Buffer.from('inline'));
+    await engine.blobs.put(sourceBlobKey(ORG, WS, 'col_cloud', 'itm_b'), Buffer.from('inline'));
     await engine.kv.put(itemRecord('col_cloud', 'itm_b', { mode: 'cloud', index: CLOUD_INDEX, state: 'failed', package_id: null, pending_package: 'pkg_2', chunk_count: 0 }));
     // A queued item with its processing entry (not due): both go with the collection.
     const lease = processingKey(now + 100, ORG, WS, 'col_cloud', 'itm_c');
@@ -271,7 +271,7 @@ describe('the collections sweep in AWS', () => {
     expect(vectorKeys(CLOUD_INDEX).filter((k) => k.startsWith('itm_a.'))).toEqual([]);
     expect(s3vectors.indexes().has(localIndex)).toBe(false);
     expect(await engine.blobs.head(packageBlobKey(ORG, WS, 'col_cloud', 'itm_a', 'pkg_1'))).toBeUndefined();
-    expect(await engine.blobs.head(packageBlobKey(ORG, WS, 'col_cloud', 'itm_b', 'source'))).toBeUndefined();
+    expect(await engine.blobs.head(sourceBlobKey(ORG, WS, 'col_cloud', 'itm_b'))).toBeUndefined();
     expect(await engine.blobs.head(packageBlobKey(ORG, WS, 'col_local', 'itm_d', 'pkg_1'))).toBeUndefined();
     expect(await engine.blobs.head(uploaded)).toEqual({ size: 10 });
 

@@ -9,7 +9,7 @@ import type { App } from 'aws-cdk-lib';
 import type { Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { QUEUES } from '../../lambdas/engine/queues.js';
-import { packageBlobKey } from '../../lambdas/knowledge/collection-keys.js';
+import { packageBlobKey, sourceBlobKey } from '../../lambdas/knowledge/collection-keys.js';
 import { uploadBytesKey } from '../../lambdas/knowledge/upload-keys.js';
 import { ENV } from '../../lambdas/shared/settings.js';
 import { ENTRY_METADATA, type EntryMetadata } from '../../lib/function-defaults.js';
@@ -106,7 +106,7 @@ describe('the knowledge queue consumer', () => {
   it("names the domain's key prefixes: uploads' files and collections' packages", () => {
     expect(uploadBytesKey('org_1', 'ws_1', 'a'.repeat(64), 'g1').startsWith(KNOWLEDGE_BLOB_PREFIXES.uploads)).toBe(true);
     expect(packageBlobKey('org_1', 'ws_1', 'col_1', 'itm_1', 'pkg_1').startsWith(KNOWLEDGE_BLOB_PREFIXES.collections)).toBe(true);
-    expect(packageBlobKey('org_1', 'ws_1', 'col_1', 'itm_1', 'source').startsWith(KNOWLEDGE_BLOB_PREFIXES.collections)).toBe(true);
+    expect(sourceBlobKey('org_1', 'ws_1', 'col_1', 'itm_1').startsWith(KNOWLEDGE_BLOB_PREFIXES.collections)).toBe(true);
   });
 
   it("has the alarms every consumer has: its errors, and the knowledge queue's dead letters and oldest message", () => {
