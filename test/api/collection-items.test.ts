@@ -136,6 +136,24 @@ describe('honest indexing', () => {
   });
 });
 
+describe('the vector database a cloud collection needs', () => {
+  it('a query whose embedding route is no embeddings route any more is 503 service_unavailable, and answers again once it is back', async () => {
+    const col = await createCollection(c, 'cloud');
+    await settledItem(c, col, (await addItem(c, col, { text: 'Gannets dive for fish.', filename: 'g.txt' })).body.item_id);
+    const routes = new ModelRoutes(p.engine.kv, () => p.engine.clock.now());
+    const input = { id: 'emb', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 2_000 };
+    await routes.set(org, { ...input, endpoint: '/v1/chat/completions' }, { force: true });
+    try {
+      await waitFor('the route change', async () => (await query(c, col, { query: 'gannets' })).status === 503, 5_000);
+      const r = await query(c, col, { query: 'gannets' });
+      expect([r.status, r.body.error.code]).toEqual([503, 'service_unavailable']);
+    } finally {
+      await routes.set(org, { ...input, endpoint: '/v1/embeddings', default: true }, { force: true });
+    }
+    await waitFor('the route back', async () => (await query(c, col, { query: 'gannets' })).status === 200, 5_000);
+  });
+});
+
 describe('local_vectors', () => {
   it('the client fetches chunks, stores its vectors, and queries with its own vector; no text goes upstream', async () => {
     const col = await createCollection(c, 'local_vectors');
