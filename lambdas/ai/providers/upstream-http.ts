@@ -133,3 +133,20 @@ export function discard(body: Readable): void {
   });
   body.on('error', () => undefined);
 }
+
+/**
+ * A 2xx answer's body as JSON, read within `maxBytes`; another status (its body dropped, never quoted:
+ * it may echo the key) or a body that is not JSON is `upstream_error`.
+ */
+export async function jsonAnswer(res: UpstreamResponse, maxBytes: number, signal: AbortSignal): Promise<unknown> {
+  if (res.status < 200 || res.status > 299) {
+    discard(res.body);
+    throw upstreamError(`status ${res.status}`);
+  }
+  const text = await readText(res.body, maxBytes, signal);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw upstreamError('the answer is not JSON');
+  }
+}

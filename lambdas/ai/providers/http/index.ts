@@ -6,7 +6,7 @@
  */
 import type { UpstreamCall } from '../../types.js';
 import { routeUnavailable, upstreamError } from '../../upstream-errors.js';
-import { discard, MAX_ANSWER_BYTES, post, readText } from '../upstream-http.js';
+import { discard, jsonAnswer, MAX_ANSWER_BYTES, post } from '../upstream-http.js';
 
 export async function httpRun(call: UpstreamCall, input: string): Promise<object> {
   const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
@@ -17,17 +17,7 @@ export async function httpRun(call: UpstreamCall, input: string): Promise<object
     discard(res.body);
     throw routeUnavailable(`it redirects (status ${res.status})`);
   }
-  if (res.status < 200 || res.status > 299) {
-    discard(res.body);
-    throw upstreamError(`status ${res.status}`);
-  }
-  const text = await readText(res.body, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    throw upstreamError('the answer is not JSON');
-  }
+  const answer = await jsonAnswer(res, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
   if (answer === null || typeof answer !== 'object') throw upstreamError('the answer is not a JSON object or array');
   return answer;
 }

@@ -7,7 +7,7 @@
 import type { ChatBody, ChatChunk, ChatCompletion, EmbeddingList, EmbeddingsBody, ModelProvider, UpstreamCall } from '../../types.js';
 import { upstreamError } from '../../upstream-errors.js';
 import { readServerSentEvents } from './sse.js';
-import { discard, MAX_ANSWER_BYTES, MAX_EVENT_BYTES, post, readText, type UpstreamResponse } from '../upstream-http.js';
+import { discard, jsonAnswer, MAX_ANSWER_BYTES, MAX_EVENT_BYTES, post, readText, type UpstreamResponse } from '../upstream-http.js';
 
 const url = (call: UpstreamCall, path: string) => `${call.route.base_url!.replace(/\/+$/, '')}${path}`;
 
@@ -24,12 +24,7 @@ async function send(call: UpstreamCall, path: string, body: Record<string, unkno
 }
 
 async function json<T>(call: UpstreamCall, res: UpstreamResponse): Promise<T> {
-  const text = await readText(res.body, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
-  try {
-    return JSON.parse(text) as T;
-  } catch {
-    throw upstreamError('the answer is not JSON');
-  }
+  return (await jsonAnswer(res, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal)) as T;
 }
 
 export const openAiCompatible: ModelProvider = {

@@ -8,7 +8,7 @@
 import type { UpstreamCall } from '../../types.js';
 import type { CallUsage } from '../../usage.js';
 import { upstreamError } from '../../upstream-errors.js';
-import { discard, MAX_ANSWER_BYTES, post, readText } from '../upstream-http.js';
+import { jsonAnswer, MAX_ANSWER_BYTES, post } from '../upstream-http.js';
 
 export interface AudioFile {
   bytes: Uint8Array;
@@ -49,17 +49,7 @@ export async function transcribe(call: UpstreamCall, audio: AudioFile): Promise<
   const headers: Record<string, string> = { 'content-type': contentType, accept: 'application/json' };
   if (call.apiKey) headers.authorization = `Bearer ${call.apiKey}`;
   const res = await post(`${call.route.base_url!.replace(/\/+$/, '')}/audio/transcriptions`, headers, body, call.signal);
-  if (res.status < 200 || res.status > 299) {
-    discard(res.body);
-    throw upstreamError(`status ${res.status}`);
-  }
-  const text = await readText(res.body, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
-  let answer: unknown;
-  try {
-    answer = JSON.parse(text);
-  } catch {
-    throw upstreamError('the transcription is not JSON');
-  }
+  const answer = await jsonAnswer(res, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
   if (!isObject(answer)) throw upstreamError('the transcription is not a JSON object');
   const segments = segmentsOf(answer);
   const duration = seconds(answer.duration) ? answer.duration : segments.reduce((end, s) => Math.max(end, s.end), 0);
