@@ -1,12 +1,11 @@
 import { idempotentHandler } from '../../idempotent.js';
-import { serverSentEvents } from '../../sse.js';
+import { heldEventStream } from '../../held-stream.js';
 import { ModelRoutes } from '../../../ai/model-routes.js';
 import { AiOrgSettings } from '../../../ai/org-settings.js';
 import { outputCeiling, parseChatRequest, resolveRoute, upstreamChatBody } from '../../../ai/chat.js';
 import { chatCompletion, chatStream } from '../../../ai/gateway.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChat } from '../../../ai/estimate.js';
 import { AI_OPERATIONS, aiOperation } from '../../../ai/operations.js';
-import type { ChatChunk } from '../../../ai/types.js';
 import { PlatformError } from '../../../shared/errors.js';
 
 const MID_STREAM = { error: () => new PlatformError('upstream_error', "The model route's upstream failed mid-stream."), what: 'chat stream' };
@@ -31,20 +30,5 @@ export const handler = idempotentHandler('ai.chat.completions', AI_OPERATIONS, a
 
   // Streamed: the id is held while the stream runs (a second call is 409), then let go: nothing is kept.
   // An id whose non-streamed answer is kept replays that answer, as JSON (docs/ai/chat.md).
-  const held = await operation.hold(call);
-  if (held.kind === 'replay') return held.response;
-  const client = new AbortController();
-  // A client that leaves while the upstream has not sent its first chunk aborts it too (the answer,
-  // then a stream, takes over from there).
-  const stopListening = onClientGone?.(() => client.abort());
-  let chunks: AsyncGenerator<ChatChunk>;
-  try {
-    chunks = await chatStream({ ...scope, signal: client.signal }, route, body, estimate, request.stream_options?.include_usage === true);
-  } catch (error) {
-    await held.release();
-    throw error;
-  } finally {
-    stopListening?.();
-  }
-  return serverSentEvents(chunks, { beforeLast: held.release, abortUpstream: () => client.abort(), unexpected: MID_STREAM });
+  return heldEventStream(operation, call, onClientGone, (signal) => chatStream({ ...scope, signal }, route, body, estimate, request.stream_options?.include_usage === true), MID_STREAM);
 });

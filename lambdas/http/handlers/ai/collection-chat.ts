@@ -1,7 +1,6 @@
 import { idempotentHandler } from '../../idempotent.js';
-import { serverSentEvents } from '../../sse.js';
+import { heldEventStream } from '../../held-stream.js';
 import { AI_OPERATIONS } from '../../../ai/operations.js';
-import type { ChatChunk } from '../../../ai/types.js';
 import { checkCollectionsEnabled, readCollection } from '../../../knowledge/collections.js';
 import { queryableMode } from '../../../knowledge/collection-query.js';
 import { checkChatCapability, groundedChatStream, groundedCompletion, prepareGroundedChat } from '../../../knowledge/grounded-chat.js';
@@ -23,19 +22,5 @@ export const handler = idempotentHandler('ai.collections.chat', AI_OPERATIONS, a
   if (!chat.request.stream) return operation.answer(chat.operation, () => groundedCompletion(engine, principal, chat));
 
   // Streamed: the id is held while the stream runs, then let go (docs/ai/chat.md); a kept answer replays as JSON.
-  const held = await operation.hold(chat.operation);
-  if (held.kind === 'replay') return held.response;
-  const client = new AbortController();
-  // A client that leaves during the retrieval or before the first chunk aborts the upstream calls too.
-  const stopListening = onClientGone?.(() => client.abort());
-  let chunks: AsyncGenerator<ChatChunk>;
-  try {
-    chunks = await groundedChatStream(engine, principal, chat, client.signal);
-  } catch (error) {
-    await held.release();
-    throw error;
-  } finally {
-    stopListening?.();
-  }
-  return serverSentEvents(chunks, { beforeLast: held.release, abortUpstream: () => client.abort(), unexpected: MID_STREAM });
+  return heldEventStream(operation, chat.operation, onClientGone, (signal) => groundedChatStream(engine, principal, chat, signal), MID_STREAM);
 });
