@@ -7,6 +7,7 @@
 import type { Engine } from '../engine/ports.js';
 import type { Section } from './extract/types.js';
 import type { Chunk } from './chunks.js';
+import { TtlCache } from '../shared/ttl-cache.js';
 import { packageBlobKey } from './collection-keys.js';
 
 export interface PackageHeader {
@@ -50,8 +51,20 @@ export async function packageBytes(engine: Engine, item: PackageOwner, pkg: stri
   return Buffer.concat(parts);
 }
 
+/**
+ * Packages read lately, by blob key. A package's bytes never change (a retry writes the same ones), so
+ * a client paging through its chunks, or storing their vectors call after call, reads the blob once,
+ * not once a call. Only packages up to CACHED_PACKAGE_BYTES are kept, a few at a time.
+ */
+const recentChunks = new TtlCache<Chunk[]>(8);
+const CACHED_PACKAGE_BYTES = 16 * 1024 * 1024;
+const CACHE_MS = 60_000;
+
 /** The package's chunks, in order; undefined when it is gone. */
 export async function readChunks(engine: Engine, item: PackageOwner, pkg: string): Promise<Chunk[] | undefined> {
+  const key = packageKey(item, pkg);
+  const cached = recentChunks.get(key, Date.now());
+  if (cached) return cached;
   const bytes = await packageBytes(engine, item, pkg);
   if (!bytes) return undefined;
   const chunks: Chunk[] = [];
@@ -60,5 +73,6 @@ export async function readChunks(engine: Engine, item: PackageOwner, pkg: string
     const parsed = JSON.parse(line) as PackageLine;
     if (parsed.object === 'chunk') chunks.push({ chunk_id: parsed.chunk_id, text: parsed.text, locator: parsed.locator, tokens: parsed.tokens });
   }
+  if (bytes.length <= CACHED_PACKAGE_BYTES) recentChunks.set(key, chunks, Date.now() + CACHE_MS);
   return chunks;
 }

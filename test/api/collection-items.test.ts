@@ -163,7 +163,19 @@ describe('local_vectors', () => {
     expect(item).toMatchObject({ status: 'done', vectors_stored: 0 });
     const before = await query(c, col, { query: 'apt', vector: fakeVector('Use apt.') });
     expect(before.body.indexing).toMatchObject({ indexed: 0, total: 1, complete: false, searchable: false, skipped_chunks: item.chunk_count });
-    const chunks = await call(c, 'GET', `/v1/collections/${col}/items/${item.item_id}/chunks?limit=500`);
+    // The package's blob is read once for its chunks, then its vectors (a package never changes).
+    const get = p.engine.blobs.get.bind(p.engine.blobs);
+    let blobReads = 0;
+    p.engine.blobs.get = (key) => (blobReads++, get(key));
+    let chunks: Awaited<ReturnType<typeof call>>;
+    try {
+      const first = await call(c, 'GET', `/v1/collections/${col}/items/${item.item_id}/chunks?limit=1`);
+      expect(first.body.data).toHaveLength(1);
+      chunks = await call(c, 'GET', `/v1/collections/${col}/items/${item.item_id}/chunks?limit=500`);
+    } finally {
+      p.engine.blobs.get = get;
+    }
+    expect(blobReads).toBe(1);
     expect(chunks.status).toBe(200);
     expect(chunks.body.data).toHaveLength(item.chunk_count);
     const vectors = chunks.body.data.map((ch: any) => ({ chunk_id: ch.chunk_id, vector: fakeVector(ch.text) }));
