@@ -127,6 +127,11 @@ export interface Settings {
   knowledgeLeaseSeconds: number;
   ffmpegPath: string;
   localWorkers: number;
+  backgroundWorkers: number;
+  knowledgeMaxMemoryMb: number;
+  knowledgeMaxCpuSeconds: number;
+  knowledgeMaxQueuedItems: number;
+  backlogDegradedSeconds: number;
   aiPort: number;
   dataPort: number;
   eventsPort: number;
@@ -209,6 +214,36 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     wholeNumber(1, 64),
     () => defaultLocalWorkers(),
     '`npm start`: processes serving the APIs (default: 1 on 2 cores or fewer, else the cores, at most 4); 1 serves them in one process.',
+  ),
+  backgroundWorkers: define(
+    'BACKGROUND_WORKERS',
+    wholeNumber(1, 16),
+    1,
+    '`npm start`: processes running the queue consumers and sweeps (knowledge items, jobs, webhook deliveries, the sweeps), apart from the processes serving the APIs and at a lower CPU priority (default 1; docs/decisions/background-processes.md).',
+  ),
+  knowledgeMaxMemoryMb: define(
+    'KNOWLEDGE_MAX_MEMORY_MB',
+    wholeNumber(128, 65_536),
+    1024,
+    "The memory one item's extraction may use, in MiB: it runs in a child process of its own, killed past this, and the item fails `too_large` (docs/decisions/background-processes.md).",
+  ),
+  knowledgeMaxCpuSeconds: define(
+    'KNOWLEDGE_MAX_CPU_S',
+    wholeNumber(1, 3600),
+    60,
+    "The CPU time one item's extraction may use, in seconds: its child process is killed past this, and the item fails `too_large`.",
+  ),
+  knowledgeMaxQueuedItems: define(
+    'KNOWLEDGE_MAX_QUEUED_ITEMS',
+    wholeNumber(1, 1_000_000),
+    500,
+    'Items an organization may have queued or processing at once, over all its collections; past it, adding an item answers `429 rate_limited` with `Retry-After` (docs/decisions/knowledge-fairness.md).',
+  ),
+  backlogDegradedSeconds: define(
+    'BACKLOG_DEGRADED_S',
+    wholeNumber(1, 86_400),
+    300,
+    '`npm start`: `GET /readyz` says `degraded` (still 200) when the oldest waiting background message has waited longer than this, in seconds.',
   ),
   aiPort: define('AI_PORT', wholeNumber(0, 65_535), 8080, '`npm start`: the AI API\'s port (0 picks a free one).'),
   dataPort: define('DATA_PORT', wholeNumber(0, 65_535), 8081, '`npm start`: the Data API\'s port.'),
