@@ -20,15 +20,17 @@ try {
 
 const { openLocalEngine, localStateDir } = await import('../lambdas/local/engine.js');
 const { bootstrap, credentialsPath } = await import('../lambdas/local/bootstrap.js');
-const { startPlatform } = await import('../lambdas/local/platform.js');
-const { isLocalWorker, localSettings, runWorker, startWorkers } = await import('../lambdas/local/workers.js');
+const { localRole, localSettings, runBackground, runWorker, startLocalPlatform } = await import('../lambdas/local/workers.js');
 
 const settings = localSettings();
+const role = localRole();
 
-if (isLocalWorker()) {
+if (role === 'http') {
   await runWorker(settings);
+} else if (role === 'background') {
+  await runBackground();
 } else {
-  const { ports, opsPort, workers } = settings;
+  const { workers, backgroundWorkers } = settings;
   const dataDir = localStateDir();
   // The primary bootstraps before any worker starts, so the first start creates one tenant, not one per worker.
   // One process serving the APIs takes its checkpoints off the request path; with workers, each of them does.
@@ -41,17 +43,15 @@ if (isLocalWorker()) {
     process.stderr.write(`ENGINE=aws: the first call to the table failed (${error instanceof Error ? error.message : String(error)}); check TABLE_NAME, AWS_REGION, the credentials and AWS_ENDPOINT_URL\n`);
     process.exit(1);
   });
-  let running: { urls: Record<'ai' | 'data' | 'events', string>; opsUrl?: string; close(): Promise<void> };
-  if (workers === 1) running = await startPlatform({ engine, ports, opsPort });
-  else {
-    await engine.close();
-    running = await startWorkers(settings);
-  }
+  // With LOCAL_WORKERS=1 the primary serves over this engine; else the workers open their own.
+  const running = await startLocalPlatform(settings, engine);
 
   const { urls } = running;
   const lines = [`AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
   lines.push(`Operations  ${running.opsUrl}  (GET /healthz, GET /readyz; OPS_PORT)`);
-  lines.push(`(${workers === 1 ? 'one process' : `${workers} worker processes`}; LOCAL_WORKERS sets how many)`);
+  lines.push(
+    `(${workers === 1 ? 'one process serving' : `${workers} worker processes serving`}, LOCAL_WORKERS; ${backgroundWorkers} background process${backgroundWorkers === 1 ? '' : 'es'} for queued work, BACKGROUND_WORKERS)`,
+  );
   if (engine.name === 'aws') {
     const { tableName, bucketName } = readSettings();
     lines.push(`Engine aws: DynamoDB table ${tableName}, S3 bucket ${bucketName}; the ports without a setting in ${dataDir}`);

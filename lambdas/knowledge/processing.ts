@@ -21,7 +21,8 @@ import { readDatabase, stampedRoute } from '../vector/databases.js';
 import { chunkSections } from './chunks.js';
 import { chunkEntry, putEntries, removePackage } from './chunk-index.js';
 import { collectionKey, itemKey, PROCESSING_PARTITION, processingKey, sweepDueBefore } from './collection-keys.js';
-import { detectFormat, extractText, MAX_INPUT_BYTES, type Extracted } from './extract/index.js';
+import { detectFormat, MAX_INPUT_BYTES, type Extracted } from './extract/index.js';
+import { extractBounded, type Extraction } from './extraction-pool.js';
 import { transcribeRecording } from './extract/media.js';
 import { asItem, collectionWrite, leaseSeconds, sendProcessing, servedCounters, type Item, type ItemFailure, type ProcessItemMessage } from './items.js';
 import { writePackage } from './packages.js';
@@ -156,12 +157,14 @@ async function makePackage(engine: Engine, item: Item, collection: KvItem, signa
   const bytes = await readBlob(engine, item.source_key);
   if (!bytes) throw new ItemFailed('source_expired', FAILURE_MESSAGES.source_expired);
   const detected = detectFormat(bytes, item.content_type, item.filename);
-  const extracted: Extracted =
+  // A document is parsed in a bounded child (extraction-pool.ts): a hostile file costs that child only.
+  // A recording's work is the upstream's and ffmpeg's (a process of its own); its transcript is chunked here.
+  const extracted: Extraction =
     detected === 'audio' || detected === 'video'
-      ? await transcribeRecording(engine, item.owner, { bytes, contentType: item.content_type, filename: item.filename, format: detected }, signal)
-      : await extractText(bytes, item.content_type, item.filename);
-  if ('failed' in extracted) throw new ItemFailed(extracted.failed, ('message' in extracted && typeof extracted.message === 'string' && extracted.message) || FAILURE_MESSAGES[extracted.failed]);
-  const chunks = chunkSections(extracted.sections);
+      ? withChunks(await transcribeRecording(engine, item.owner, { bytes, contentType: item.content_type, filename: item.filename, format: detected }, signal))
+      : await extractBounded({ bytes, contentType: item.content_type, filename: item.filename });
+  if ('failed' in extracted) throw new ItemFailed(extracted.failed, extracted.message || FAILURE_MESSAGES[extracted.failed]);
+  const { chunks } = extracted;
   signal.throwIfAborted();
   written.chunkIds = chunks.map((c) => c.chunk_id);
   await writePackage(
@@ -193,6 +196,8 @@ async function makePackage(engine: Engine, item: Item, collection: KvItem, signa
   }
   return { chunk_count: chunks.length, skipped_chunks: skipped };
 }
+
+const withChunks = (extracted: Extracted): Extraction => ('failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections) });
 
 async function readBlob(engine: Engine, key: string): Promise<Uint8Array | undefined> {
   const found = await engine.blobs.get(key);

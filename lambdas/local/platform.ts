@@ -24,6 +24,11 @@ export interface PlatformOptions {
   ports: Record<Api, number>;
   /** The operations port (`/healthz`, `/readyz`); none when absent (tests of the APIs). 0 picks a free one. */
   opsPort?: number;
+  /**
+   * Whether this process also runs the queue consumers and sweeps (default true: a test's platform in
+   * one process). `npm start` serves with false: its background processes run them (workers.ts).
+   */
+  background?: boolean;
 }
 
 export interface RunningPlatform {
@@ -62,7 +67,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   // Last: a process answers ready only once it serves every API.
   const ops = options.opsPort === undefined ? undefined : createOpsServer(options.engine);
   const opsUrl = ops ? await listen(ops, options.opsPort!) : undefined;
-  const queueWorkers = startQueueWorkers(options.engine);
+  const queueWorkers = options.background === false ? undefined : startQueueWorkers(options.engine);
   let closing: Promise<void> | undefined;
   return {
     urls,
@@ -82,7 +87,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         );
         await streams?.close();
         await closed;
-        await queueWorkers.stop();
+        await queueWorkers?.stop();
         await flushActivity(options.engine);
         await options.engine.close();
       })()),

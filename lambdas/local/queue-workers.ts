@@ -1,6 +1,6 @@
 /**
- * The queue consumers of the local runtime, in every worker process, as SQS triggers a function per
- * batch in AWS: webhook deliveries, background jobs (a vector database's removal), and the sweeps of
+ * The queue consumers of the local runtime, in the background processes (workers.ts; in the one
+ * process of a test's platform), as SQS triggers a function per batch in AWS: webhook deliveries, background jobs (a vector database's removal), and the sweeps of
  * outbox entries a crashed publish left behind and of expired AI uploads.
  *
  * One receiver per queue and process takes up to 10 messages at a time and hands each to the consumer
@@ -42,16 +42,24 @@ export const RECEIVERS = {
   webhooks: { maxInFlight: 64, idleMs: 25 },
   /** Jobs are long and write the vector index (throttled per index on S3 Vectors): a few at once, polled less often. */
   jobs: { maxInFlight: 4, idleMs: 250 },
-  /** Items parse and chunk on the worker's CPU: two at once per process, so requests keep their share. */
+  /** Items parse and chunk in bounded children (knowledge/extraction-pool.ts): two at once per background process, one child each. */
   knowledge: { maxInFlight: 2, idleMs: 100 },
 } as const;
 
-export function startQueueWorkers(engine: Engine): { stop(): Promise<void> } {
+/** Where a receiver learns that a message was just queued (a hint): this process's own sends by default, the primary's relay in a background process. */
+export interface QueueWakeups {
+  knowledge: (listener: () => void) => () => void;
+  webhooks: (listener: () => void) => () => void;
+}
+
+const OWN_SENDS: QueueWakeups = { knowledge: onItemQueued, webhooks: onDeliveryQueued };
+
+export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SENDS): { stop(): Promise<void> } {
   const onError = (error: unknown) => log.error('queue consumer failed', { error: String(error) });
   const receivers = [
-    startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: onDeliveryQueued }, onError),
+    startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: wakeups.webhooks }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
-    startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: onItemQueued }, onError),
+    startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: wakeups.knowledge }, onError),
   ];
 
   const sweeper = setInterval(() => {

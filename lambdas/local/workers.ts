@@ -1,16 +1,27 @@
 /**
- * The local platform on several processes (node:cluster), as Lambda runs several instances of a
- * function: the primary bootstraps the state and supervises; each worker opens its own engine over
- * the same DATA_DIR (SQLite WAL serves several processes) and serves the three APIs on the shared
- * ports, node:cluster handing new connections to the workers in turn. Every cache is per worker, as
- * it is per function instance in AWS; rate limits are counted in the shared store
- * (docs/decisions/local-runtime.md).
+ * The local platform's processes (node:cluster; docs/architecture.md, "Processes"):
+ * - the primary bootstraps the state and supervises; with LOCAL_WORKERS=1 it serves the APIs itself;
+ * - LOCAL_WORKERS > 1 HTTP workers each open their own engine over the same DATA_DIR (SQLite WAL
+ *   serves several processes) and serve the three APIs on the shared ports, node:cluster handing new
+ *   connections to the workers in turn;
+ * - BACKGROUND_WORKERS background processes run every queue consumer and sweep (knowledge items,
+ *   jobs, webhook deliveries), at a lower CPU priority, parsing files only in bounded children of
+ *   their own (knowledge/extraction-pool.ts). A process that answers requests never parses a file.
+ * Every cache is per process, as it is per function instance in AWS; rate limits are counted in the
+ * shared store (docs/decisions/local-runtime.md, docs/decisions/background-processes.md).
  */
 import cluster, { type Worker } from 'node:cluster';
+import { setPriority } from 'node:os';
 import type { Api } from '../shared/api.js';
+import type { Engine } from '../engine/ports.js';
+import { useEngine } from '../engine/index.js';
 import { openLocalEngine } from './engine.js';
-import { startPlatform } from './platform.js';
+import { startPlatform, type RunningPlatform } from './platform.js';
+import { startQueueWorkers, type QueueWakeups } from './queue-workers.js';
 import { flushActivity, onFlushPeers } from '../activity/activity.js';
+import { onDeliveryQueued } from '../events/outbox.js';
+import { onItemQueued } from '../knowledge/items.js';
+import { closeExtractionPool } from '../knowledge/extraction-pool.js';
 import { log } from '../shared/log.js';
 import { settings, type Settings } from '../shared/settings.js';
 
@@ -21,6 +32,8 @@ export interface LocalSettings {
   opsPort: number;
   /** Processes serving the APIs; 1 serves them in the primary itself. */
   workers: number;
+  /** Processes running the queue consumers and sweeps. */
+  backgroundWorkers: number;
 }
 
 export function localSettings(config: Settings = settings()): LocalSettings {
@@ -29,80 +42,136 @@ export function localSettings(config: Settings = settings()): LocalSettings {
     ports: { ai: config.aiPort, data: config.dataPort, events: config.eventsPort },
     opsPort: config.opsPort,
     workers: config.localWorkers,
+    backgroundWorkers: config.backgroundWorkers,
   };
 }
 
+/** How a background process knows itself: an argument the primary forks it with. */
+const BACKGROUND_ARG = '--platform-background';
+
+/** The process this is: the primary, a worker serving the APIs, or a background process. */
+export const localRole = (): 'primary' | 'http' | 'background' =>
+  cluster.isPrimary ? 'primary' : process.argv.includes(BACKGROUND_ARG) ? 'background' : 'http';
+
+/** The background processes' priority: below the processes answering requests, so a flood of items cannot starve the APIs. */
+export const BACKGROUND_NICE = 10;
+
 /**
- * Between the primary and its workers. `flush-activity` / `activity-flushed`: a worker about to read
- * the activity log asks the primary, which asks every other worker to write its buffered events and
- * answers once all did (or after FLUSH_TIMEOUT_MS: a reader is never held up longer).
+ * Between the primary and the other processes.
+ * - `flush-activity` / `activity-flushed`: a process about to read the activity log asks the primary,
+ *   which asks every other process to write its buffered events and answers once all did (or after
+ *   FLUSH_TIMEOUT_MS: a reader is never held up longer).
+ * - `queued`: a serving process sent a message to be handled now; the primary passes it to the
+ *   background processes, whose receiver wakes instead of waiting for its next poll (a hint only).
  */
 type Message =
-  | { type: 'ready'; urls: Record<Api, string>; opsUrl?: string }
+  | { type: 'ready'; urls?: Record<Api, string>; opsUrl?: string }
   | { type: 'flush-activity'; id: string }
-  | { type: 'activity-flushed'; id: string };
+  | { type: 'activity-flushed'; id: string }
+  | { type: 'queued'; queue: keyof QueueWakeups };
 
 const FLUSH_TIMEOUT_MS = 2000;
-/** How long the primary waits for a worker to finish its requests on shutdown. */
+/** How long the primary waits for a process to finish its requests on shutdown. */
 const SHUTDOWN_GRACE_MS = 10_000;
+/** A background process that died is started again after this, so one that dies at once does not spin. */
+const RESTART_PAUSE_MS = 500;
 
 export interface Supervisor {
   urls: Record<Api, string>;
   opsUrl?: string;
-  /** Has every worker finish its in-flight requests and close its engine; resolves once all exited. */
+  /** Has every process finish its work and close its engine; resolves once all exited. */
   close(): Promise<void>;
 }
 
-/** Primary: forks the workers and resolves once each serves, with the URLs they serve on. */
-export async function startWorkers(settings: LocalSettings): Promise<Supervisor> {
+/**
+ * Primary: serves the APIs itself over `engine` when LOCAL_WORKERS is 1 (else closes it and forks the
+ * HTTP workers), forks the background processes, and resolves once every process is ready.
+ */
+export async function startLocalPlatform(settings: LocalSettings, engine: Engine): Promise<Supervisor> {
   let closing = false;
-  const ready = new Map<Worker, { urls: Record<Api, string>; opsUrl?: string }>();
-  const fork = () => cluster.fork();
+  const httpWorkers = settings.workers > 1 ? settings.workers : 0;
+  const ready = new Map<Worker, { urls?: Record<Api, string>; opsUrl?: string }>();
+  const background = new Set<Worker>();
   const replacements = new Set<Worker>();
+  const fork = (role: 'http' | 'background') => {
+    cluster.setupPrimary({ args: role === 'background' ? [BACKGROUND_ARG] : [] });
+    const worker = cluster.fork();
+    if (role === 'background') background.add(worker);
+    return worker;
+  };
+  const live = () => [...ready.keys()].filter((w) => !w.isDead());
 
-  // Flushes asked for by one worker, waiting on the others.
-  const flushes = new Map<string, { requester: Worker; id: string; waiting: Set<Worker>; timer: NodeJS.Timeout }>();
+  // Flushes asked for by one process, waiting on the others. The requester is undefined for the primary.
+  const flushes = new Map<string, { requester?: Worker; id: string; waiting: Set<Worker>; timer: NodeJS.Timeout; done?: () => void }>();
   const settle = (key: string) => {
     const flush = flushes.get(key);
     if (!flush || flush.waiting.size) return;
     flushes.delete(key);
     clearTimeout(flush.timer);
-    if (!flush.requester.isDead()) flush.requester.send({ type: 'activity-flushed', id: flush.id } satisfies Message, () => undefined);
+    flush.done?.();
+    if (flush.requester && !flush.requester.isDead()) flush.requester.send({ type: 'activity-flushed', id: flush.id } satisfies Message, () => undefined);
+  };
+  const askFlush = (key: string, id: string, requester?: Worker, done?: () => void) => {
+    const others = live().filter((w) => w !== requester);
+    const timer = setTimeout(() => {
+      flushes.get(key)?.waiting.clear();
+      settle(key);
+    }, FLUSH_TIMEOUT_MS);
+    flushes.set(key, { requester, id, waiting: new Set(others), timer, done });
+    for (const w of others) w.send({ type: 'flush-activity', id: key } satisfies Message, () => undefined);
+    settle(key);
+  };
+  const wakeBackground = (queue: keyof QueueWakeups) => {
+    for (const w of background) if (ready.has(w) && !w.isDead()) w.send({ type: 'queued', queue } satisfies Message, () => undefined);
   };
 
-  const { urls, opsUrl } = await new Promise<{ urls: Record<Api, string>; opsUrl?: string }>((resolve, reject) => {
+  const started = new Promise<void>((resolve, reject) => {
     cluster.on('message', (worker, message: Message) => {
-      if (message?.type === 'flush-activity') {
-        const key = `${worker.id}:${message.id}`;
-        const others = [...ready.keys()].filter((w) => w !== worker && !w.isDead());
-        const timer = setTimeout(() => {
-          flushes.get(key)?.waiting.clear();
-          settle(key);
-        }, FLUSH_TIMEOUT_MS);
-        flushes.set(key, { requester: worker, id: message.id, waiting: new Set(others), timer });
-        for (const w of others) w.send({ type: 'flush-activity', id: key } satisfies Message, () => undefined);
-        settle(key);
-      } else if (message?.type === 'activity-flushed') {
+      if (message?.type === 'flush-activity') askFlush(`${worker.id}:${message.id}`, message.id, worker);
+      else if (message?.type === 'activity-flushed') {
         flushes.get(message.id)?.waiting.delete(worker);
         settle(message.id);
-      } else if (message?.type === 'ready') {
+      } else if (message?.type === 'queued') wakeBackground(message.queue);
+      else if (message?.type === 'ready') {
         ready.set(worker, { urls: message.urls, opsUrl: message.opsUrl });
-        if (replacements.delete(worker)) log.warn('local worker replaced', { pid: worker.process.pid });
-        if (ready.size === settings.workers) resolve({ urls: message.urls, opsUrl: message.opsUrl });
+        if (replacements.delete(worker)) log.warn(`local ${background.has(worker) ? 'background process' : 'worker'} replaced`, { pid: worker.process.pid });
+        if (ready.size === httpWorkers + settings.backgroundWorkers) resolve();
       }
     });
     cluster.on('exit', (worker, code, signal) => {
       for (const [key, flush] of flushes) if (flush.waiting.delete(worker)) settle(key);
       const wasReady = ready.delete(worker);
+      const role = background.delete(worker) ? 'background' : 'http';
       if (closing) return;
-      // One that never served (a port taken, a broken state) fails the start; a serving one that
-      // died is replaced, as Lambda replaces a crashed instance.
-      if (!wasReady) return reject(new Error(`a worker exited during start-up (${signal ?? `code ${code}`})`));
-      log.error('local worker exited; starting another', { pid: worker.process.pid, code, signal });
-      replacements.add(fork());
+      // One that never became ready (a port taken, a broken state) fails the start; a ready one that
+      // died is replaced, as Lambda replaces a crashed instance. A background process's item comes
+      // back when its lease ends (the processing sweep), as after any crash.
+      if (!wasReady) return reject(new Error(`a ${role} process exited during start-up (${signal ?? `code ${code}`})`));
+      log.error(`local ${role === 'background' ? 'background process' : 'worker'} exited; starting another`, { pid: worker.process.pid, code, signal });
+      const restart = () => !closing && replacements.add(fork(role));
+      if (role === 'background') setTimeout(restart, RESTART_PAUSE_MS);
+      else restart();
     });
-    for (let i = 0; i < settings.workers; i++) fork();
   });
+  for (let i = 0; i < settings.backgroundWorkers; i++) fork('background');
+
+  let served: RunningPlatform | undefined;
+  if (httpWorkers === 0) {
+    // The primary serves: what it queues wakes the background processes directly, and a read of the
+    // activity log in it waits for theirs.
+    served = await startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, background: false });
+    onItemQueued(() => wakeBackground('knowledge'));
+    onDeliveryQueued(() => wakeBackground('webhooks'));
+    let asked = 0;
+    onFlushPeers(() => new Promise<void>((resolve) => askFlush(`primary:${++asked}`, String(asked), undefined, resolve)));
+  } else {
+    await engine.close();
+    for (let i = 0; i < httpWorkers; i++) fork('http');
+  }
+  await started;
+  const first = [...ready.values()].find((r) => r.urls);
+  const urls = served?.urls ?? first!.urls!;
+  const opsUrl = served ? served.opsUrl : first!.opsUrl;
 
   return {
     urls,
@@ -110,35 +179,28 @@ export async function startWorkers(settings: LocalSettings): Promise<Supervisor>
     close: async () => {
       closing = true;
       const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
-      await Promise.all(
+      const stopped = Promise.all(
         workers.map(
           (w) =>
             new Promise<void>((resolve) => {
-              // A worker stuck past the grace time (a request that never ends) is stopped hard.
+              // A process stuck past the grace time (a request that never ends) is stopped hard.
               const timer = setTimeout(() => w.process.kill('SIGKILL'), SHUTDOWN_GRACE_MS);
               w.once('exit', () => {
                 clearTimeout(timer);
                 resolve();
               });
-              // A signal, not a message: a worker still loading has no handler yet and simply ends.
+              // A signal, not a message: a process still loading has no handler yet and simply ends.
               w.process.kill('SIGTERM');
             }),
         ),
       );
+      await Promise.all([stopped, served?.close()]);
     },
   };
 }
 
-/** Worker: its own engine over DATA_DIR, the APIs on the shared ports, a clean exit when asked. */
-export async function runWorker(settings: LocalSettings): Promise<void> {
-  // The primary opened the same engine first and stopped on any setting it lacked.
-  const engine = await openLocalEngine('thread');
-  const starting = startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort });
-  // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
-  const stop = async () => {
-    await (await starting).close();
-    process.exit(0);
-  };
+/** The process side of the primary's messages: activity flushes, and what to do on `queued`. */
+function answerPrimary(onQueued?: (queue: keyof QueueWakeups) => void): void {
   let asked = 0;
   const answered = new Map<string, () => void>();
   onFlushPeers(
@@ -159,12 +221,69 @@ export async function runWorker(settings: LocalSettings): Promise<void> {
     } else if (message?.type === 'activity-flushed') {
       answered.get(message.id)?.();
       answered.delete(message.id);
-    }
+    } else if (message?.type === 'queued') onQueued?.(message.queue);
   });
-  // SIGTERM from the primary's close(); SIGINT too, as Ctrl-C reaches every process of the terminal's group.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => void stop());
+}
+
+/** Stops on SIGTERM from the primary's close(), and on SIGINT: Ctrl-C reaches every process of the terminal's group. */
+function stopOnSignals(stop: () => Promise<void>): void {
+  let stopping: Promise<void> | undefined;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.on(signal, () => {
+      stopping ??= stop().then(() => process.exit(0));
+    });
+  }
+}
+
+/** HTTP worker: its own engine over DATA_DIR, the APIs on the shared ports, a clean exit when asked. */
+export async function runWorker(settings: LocalSettings): Promise<void> {
+  // The primary opened the same engine first and stopped on any setting it lacked.
+  const engine = await openLocalEngine('thread');
+  const starting = startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, background: false });
+  // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
+  stopOnSignals(async () => (await starting).close());
+  answerPrimary();
+  // What this worker queues wakes the background processes, through the primary, at most once a tick.
+  const relay = (queue: keyof QueueWakeups) => {
+    let pending = false;
+    return () => {
+      if (pending) return;
+      pending = true;
+      setImmediate(() => {
+        pending = false;
+        process.send!({ type: 'queued', queue } satisfies Message, () => undefined);
+      });
+    };
+  };
+  onItemQueued(relay('knowledge'));
+  onDeliveryQueued(relay('webhooks'));
   const { urls, opsUrl } = await starting;
   process.send!({ type: 'ready', urls, opsUrl } satisfies Message);
 }
 
-export const isLocalWorker = () => cluster.isWorker;
+/** Background process: every queue consumer and sweep over its own engine, at a lower priority. */
+export async function runBackground(): Promise<void> {
+  try {
+    setPriority(BACKGROUND_NICE);
+  } catch (error) {
+    log.warn('background process priority not lowered', { error: String(error) });
+  }
+  const engine = await openLocalEngine('thread');
+  useEngine(engine);
+  const listeners: { [Q in keyof QueueWakeups]: Set<() => void> } = { knowledge: new Set(), webhooks: new Set() };
+  const subscribe = (queue: keyof QueueWakeups) => (listener: () => void) => {
+    listeners[queue].add(listener);
+    return () => void listeners[queue].delete(listener);
+  };
+  const queueWorkers = startQueueWorkers(engine, { knowledge: subscribe('knowledge'), webhooks: subscribe('webhooks') });
+  stopOnSignals(async () => {
+    await queueWorkers.stop();
+    closeExtractionPool();
+    await flushActivity(engine);
+    await engine.close();
+  });
+  answerPrimary((queue) => {
+    for (const listener of listeners[queue]) listener();
+  });
+  process.send!({ type: 'ready' } satisfies Message);
+}

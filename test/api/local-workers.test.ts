@@ -1,7 +1,8 @@
 /**
- * `npm start` with several worker processes (LOCAL_WORKERS=2): new connections go to the workers in
- * turn, the activity log shows every call answered before a read whichever worker recorded it, a
- * worker that dies is replaced, and SIGTERM stops every process with exit 0.
+ * `npm start` with several worker processes (LOCAL_WORKERS=2) and a background process: new
+ * connections go to the workers in turn, the activity log shows every call answered before a read
+ * whichever worker recorded it, a worker or background process that dies is replaced, and SIGTERM
+ * stops every process with exit 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
@@ -29,12 +30,19 @@ function call(url: string, headers: Record<string, string> = {}): Promise<{ stat
   });
 }
 
-/** The primary's children running bin/local.ts (tsx also starts an esbuild service beside them). */
-const workerPids = () =>
-  execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(local.child.pid)], { encoding: 'utf8' })
+/** The primary's children running bin/local.ts (tsx also starts an esbuild service beside them), with their nice value. */
+const children = () =>
+  execFileSync('ps', ['-o', 'pid=,ni=,args=', '--ppid', String(local.child.pid)], { encoding: 'utf8' })
     .split('\n')
     .filter((line) => line.includes('bin/local.ts'))
-    .map((line) => Number(line.trim().split(/\s+/)[0]));
+    .map((line) => {
+      const [pid, nice] = line.trim().split(/\s+/);
+      return { pid: Number(pid), nice: Number(nice), background: line.includes('--platform-background') };
+    });
+/** The workers serving the APIs. */
+const workerPids = () => children().filter((c) => !c.background).map((c) => c.pid);
+/** The background processes (queue consumers and sweeps). */
+const backgroundPids = () => children().filter((c) => c.background).map((c) => c.pid);
 
 beforeAll(async () => {
   local = await startLocalProcess({ DATA_DIR: dataDir, LOG_LEVEL: 'warn', LOCAL_WORKERS: '2' });
@@ -47,9 +55,14 @@ afterAll(async () => {
 });
 
 describe('npm start with LOCAL_WORKERS=2', () => {
-  it('says so, and runs two worker processes', () => {
-    expect(local.output()).toContain('2 worker processes');
+  it('says so, and runs two worker processes and one background process at a lower priority', () => {
+    expect(local.output()).toContain('2 worker processes serving');
+    expect(local.output()).toContain('1 background process for queued work');
     expect(workerPids()).toHaveLength(2);
+    const all = children();
+    expect(all.filter((c) => c.background)).toHaveLength(1);
+    const workerNice = all.find((c) => !c.background)!.nice;
+    expect(all.find((c) => c.background)!.nice).toBeGreaterThan(workerNice);
   });
 
   it('lists every call answered before the read, whichever worker recorded it', async () => {
@@ -73,8 +86,18 @@ describe('npm start with LOCAL_WORKERS=2', () => {
     for (let i = 0; i < 4; i++) expect((await call(`${local.urls.ai}/v1/models`)).status).toBe(200);
   }, 40_000);
 
+  it('replaces a background process that dies, leaving the workers as they were', async () => {
+    const workers = workerPids();
+    const [victim] = backgroundPids();
+    process.kill(victim, 'SIGKILL');
+    await expect.poll(() => backgroundPids().filter((pid) => pid !== victim), { timeout: 15_000, interval: 100 }).toHaveLength(1);
+    await expect.poll(() => local.output(), { timeout: 5_000 }).toContain('local background process exited; starting another');
+    await expect.poll(() => local.output(), { timeout: 15_000 }).toContain('local background process replaced');
+    expect(workerPids().sort()).toEqual(workers.sort());
+  }, 40_000);
+
   it('stops every process on SIGTERM, with exit code 0', async () => {
-    const pids = workerPids();
+    const pids = children().map((c) => c.pid);
     expect(await stopLocalProcess(local, 'SIGTERM')).toBe(0);
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
   }, 20_000);
