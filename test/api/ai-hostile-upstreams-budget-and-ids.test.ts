@@ -13,11 +13,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import zlib from 'node:zlib';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { useLocalProcess } from '../helpers/local-process.js';
+import { servingPids, useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
 import { closeServer } from '../helpers/servers.js';
@@ -277,12 +276,8 @@ const failedCleanly = (a: Answer, codes: string[]) =>
   (a.status >= 502 && a.status <= 504 && codes.includes(code(a)!) && typeof a.body.error.message === 'string') ||
   (a.status === 200 && !events(a).includes('[DONE]') && codes.includes(lastError(a)!));
 
-const workerPids = () =>
-  execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(p.local.child.pid)], { encoding: 'utf8' })
-    .split('\n')
-    .filter((line) => line.includes('bin/local.ts'))
-    .map((line) => Number(line.trim().split(/\s+/)[0]))
-    .sort();
+/** The two workers serving the APIs. */
+const workerPids = () => servingPids(p.local);
 
 const route = (...args: string[]) => adminOk(p.dataDir, 'route', 'set', '--org', p.org, ...args);
 /** A fresh organization-wide secret key with its own limits (its own counters). */

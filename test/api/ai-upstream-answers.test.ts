@@ -13,9 +13,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import http from 'node:http';
-import { execFileSync } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import { useLocalProcess } from '../helpers/local-process.js';
+import { servingPids, useLocalProcess } from '../helpers/local-process.js';
 import { adminOk } from '../helpers/cli.js';
 import { postWithOperation, type Answer } from '../helpers/ai-calls.js';
 import { closeServer } from '../helpers/servers.js';
@@ -231,13 +230,8 @@ function endsWithUpstreamError(a: Answer): boolean {
   }
 }
 
-/** The primary's children running bin/local.ts: the two workers. */
-const workerPids = () =>
-  execFileSync('ps', ['-o', 'pid=,args=', '--ppid', String(p.local.child.pid)], { encoding: 'utf8' })
-    .split('\n')
-    .filter((line) => line.includes('bin/local.ts'))
-    .map((line) => Number(line.trim().split(/\s+/)[0]))
-    .sort();
+/** The two workers serving the APIs. */
+const workerPids = () => servingPids(p.local);
 
 beforeAll(async () => {
   await startUpstream();

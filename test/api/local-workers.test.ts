@@ -5,12 +5,11 @@
  * stops every process with exit 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
 import { request } from 'node:http';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { crashLocalProcess, startLocalProcess, stopLocalProcess, type LocalProcess } from '../helpers/local-process.js';
+import { crashLocalProcess, localChildren, servingPids, startLocalProcess, stopLocalProcess, type LocalProcess } from '../helpers/local-process.js';
 
 const dataDir = mkdtempSync(join(tmpdir(), 'workers-'));
 let local: LocalProcess;
@@ -30,17 +29,9 @@ function call(url: string, headers: Record<string, string> = {}): Promise<{ stat
   });
 }
 
-/** The primary's children running bin/local.ts (tsx also starts an esbuild service beside them), with their nice value. */
-const children = () =>
-  execFileSync('ps', ['-o', 'pid=,ni=,args=', '--ppid', String(local.child.pid)], { encoding: 'utf8' })
-    .split('\n')
-    .filter((line) => line.includes('bin/local.ts'))
-    .map((line) => {
-      const [pid, nice] = line.trim().split(/\s+/);
-      return { pid: Number(pid), nice: Number(nice), background: line.includes('--platform-background') };
-    });
+const children = () => localChildren(local);
 /** The workers serving the APIs. */
-const workerPids = () => children().filter((c) => !c.background).map((c) => c.pid);
+const workerPids = () => servingPids(local);
 /** The background processes (queue consumers and sweeps). */
 const backgroundPids = () => children().filter((c) => c.background).map((c) => c.pid);
 

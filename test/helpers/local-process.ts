@@ -3,7 +3,7 @@
  * lifecycle, its worker processes, a crash). It runs in a process group of its own, so a crash can be
  * made of all its processes at once.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,3 +105,24 @@ export function useLocalProcess(prefix: string, env: Record<string, string> = {}
   });
   return used;
 }
+
+/**
+ * The primary's children running bin/local.ts (tsx also starts an esbuild service beside them): the
+ * workers serving the APIs and the background processes, with their nice value.
+ */
+export function localChildren(p: LocalProcess): { pid: number; nice: number; background: boolean }[] {
+  return execFileSync('ps', ['-o', 'pid=,ni=,args=', '--ppid', String(p.child.pid)], { encoding: 'utf8' })
+    .split('\n')
+    .filter((line) => line.includes('bin/local.ts'))
+    .map((line) => {
+      const [pid, nice] = line.trim().split(/\s+/);
+      return { pid: Number(pid), nice: Number(nice), background: line.includes('--platform-background') };
+    });
+}
+
+/** The pids of the workers serving the APIs, sorted. */
+export const servingPids = (p: LocalProcess) =>
+  localChildren(p)
+    .filter((c) => !c.background)
+    .map((c) => c.pid)
+    .sort();
