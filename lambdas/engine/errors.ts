@@ -29,6 +29,7 @@ export type LimitName =
   | 'batch_get_items'
   | 'queue_delay'
   | 'queue_message_size'
+  | 'queue_group'
   | 'queue_visibility'
   | 'queue_batch'
   | 'multipart_part';

@@ -177,9 +177,20 @@ export interface QueueMessage {
   receiveCount: number;
 }
 
+export interface QueueSendOptions {
+  /** At most 900 s, as SQS allows. */
+  delaySeconds?: number;
+  /**
+   * The tenant the message belongs to (SQS fair queues' MessageGroupId: 1 to 128 ASCII letters,
+   * digits and punctuation). Receives share out messages across groups, so one group's backlog does
+   * not hold up another's messages; a message without a group is a group of its own. Not an order.
+   */
+  group?: string;
+}
+
 export interface Queue {
-  /** Delay at most 900 s, as SQS allows. Returns the message id. */
-  send(queue: string, body: string, options?: { delaySeconds?: number }): Promise<string>;
+  /** Returns the message id. */
+  send(queue: string, body: string, options?: QueueSendOptions): Promise<string>;
   /** Leases up to `max` (1..10) visible messages for `visibilitySeconds`. */
   receive(queue: string, options: { max: number; visibilitySeconds: number }): Promise<QueueMessage[]>;
   delete(queue: string, receipt: string): Promise<void>;

@@ -16,7 +16,11 @@ export interface QueueFixture {
 }
 
 export interface QueueContractOptions {
-  /** The adapter hands out the oldest visible messages first (the embedded queue does; SQS standard queues do not). */
+  /**
+   * The adapter hands out the oldest visible messages first, and interleaves groups by turn (place in
+   * the group + the group's messages in flight): the embedded queue does; SQS standard queues promise
+   * no order, and their fair queues only approximate the interleaving.
+   */
   ordered?: boolean;
 }
 
@@ -139,6 +143,26 @@ export function queueContract(name: string, setup: () => Promise<QueueFixture>, 
       expect(got.map((m) => m.body.length)).toEqual([max]);
     });
 
+    it('refuses a group that SQS would refuse as a MessageGroupId', async () => {
+      for (const group of ['', 'x'.repeat(129), 'has space', 'é', 'tab\t']) {
+        expect(await limitOf(f.queue.send('jobs', 'x', { group })), JSON.stringify(group)).toBe('queue_group');
+      }
+      await f.queue.send('jobs', 'grouped', { group: `org_${'9'.repeat(124)}` });
+      await f.queue.send('jobs', 'punctuation', { group: '!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~' });
+      expect((await receive('jobs')).map((m) => m.body).sort()).toEqual(['grouped', 'punctuation']);
+    });
+
+    it('delivers, leases and dead-letters grouped messages as any other', async () => {
+      const id = await f.queue.send('jobs', 'poison', { group: 'org_a' });
+      for (let i = 1; i <= QUEUES.jobs.maxReceives; i++) {
+        const got = await receive('jobs', 10);
+        expect(got.map((m) => [m.id, m.receiveCount])).toEqual([[id, i]]);
+        f.clock.advance(seconds(11));
+      }
+      expect(await receive('jobs')).toEqual([]);
+      expect((await receive(deadLetterQueueName('jobs'))).map((m) => m.id)).toEqual([id]);
+    });
+
     it('refuses a batch outside 1..10 and a lease over 12 hours', async () => {
       expect(await limitOf(receive('jobs', 30, 0))).toBe('queue_batch');
       expect(await limitOf(receive('jobs', 30, 11))).toBe('queue_batch');
@@ -218,6 +242,57 @@ export function queueContract(name: string, setup: () => Promise<QueueFixture>, 
         expect((await receive('jobs', 30, 10)).map((m) => m.body)).toEqual(['c', 'd']);
         f.clock.advance(seconds(6));
         expect((await receive('jobs', 30, 10)).map((m) => m.body)).toEqual(['delayed']);
+      });
+
+      const sendAll = async (bodies: string[], group?: string) => {
+        for (const body of bodies) {
+          await f.queue.send('jobs', body, group === undefined ? {} : { group });
+          f.clock.advance(1);
+        }
+      };
+
+      it('interleaves two groups, each oldest first, whichever sent first', async () => {
+        await sendAll(['a1', 'a2', 'a3', 'a4'], 'org_a');
+        await sendAll(['b1', 'b2'], 'org_b');
+        expect((await receive('jobs', 30, 10)).map((m) => m.body)).toEqual(['a1', 'b1', 'a2', 'b2', 'a3', 'a4']);
+      });
+
+      it('a group with messages in flight yields to one with none, older messages or not', async () => {
+        await sendAll(['a1', 'a2', 'a3', 'a4', 'a5'], 'org_a');
+        expect((await receive('jobs', 30, 2)).map((m) => m.body)).toEqual(['a1', 'a2']);
+        await sendAll(['b1', 'b2', 'b3'], 'org_b');
+        // a3 is org_a's third turn (two in flight): org_b's first two come before it, its third after.
+        const taken = await receive('jobs', 30, 3);
+        expect(taken.map((m) => m.body)).toEqual(['b1', 'b2', 'a3']);
+        // org_b's done: none of its in flight, org_a's three still are.
+        for (const m of taken.slice(0, 2)) await f.queue.delete('jobs', m.receipt);
+        expect((await receive('jobs', 30, 10)).map((m) => m.body)).toEqual(['b3', 'a4', 'a5']);
+      });
+
+      it('a message done frees its group turn; a delayed one does not count as in flight', async () => {
+        await sendAll(['a1', 'a2', 'a3'], 'org_a');
+        await f.queue.send('jobs', 'a-later', { group: 'org_a', delaySeconds: 60 });
+        const [a1] = await receive('jobs', 30, 1);
+        await sendAll(['b1', 'b2'], 'org_b');
+        expect((await receive('jobs', 30, 1)).map((m) => m.body)).toEqual(['b1']);
+        await f.queue.delete('jobs', a1.receipt);
+        // org_a: none in flight (a1 done, a-later only delayed), so a2 is on its first turn and a3 on
+        // its second, older than b2 (org_b's second: b1 is in flight).
+        expect((await receive('jobs', 30, 3)).map((m) => m.body)).toEqual(['a2', 'a3', 'b2']);
+      });
+
+      it('a message without a group is a group of its own: never behind a backlog, and oldest first among its kind', async () => {
+        await sendAll(['u1']);
+        await sendAll(['a1', 'a2', 'a3'], 'org_a');
+        await sendAll(['u2', 'u3']);
+        expect((await receive('jobs', 30, 10)).map((m) => m.body)).toEqual(['u1', 'a1', 'u2', 'u3', 'a2', 'a3']);
+      });
+
+      it('a zero lease hands each message out once per receive, turns still interleaved', async () => {
+        await sendAll(['a1', 'a2', 'a3'], 'org_a');
+        await sendAll(['b1'], 'org_b');
+        expect((await receive('jobs', 0, 10)).map((m) => m.body)).toEqual(['a1', 'b1', 'a2', 'a3']);
+        expect((await receive('jobs', 0, 10)).map((m) => m.receiveCount)).toEqual([2, 2, 2, 2]);
       });
 
       it('does not let a retried message jump ahead of messages already waiting', async () => {

@@ -50,6 +50,20 @@ describe('SqsQueue', () => {
     ]);
   });
 
+  it('sends a group as the MessageGroupId (a fair queue on a standard queue), and none without one', async () => {
+    sqs.on(SendMessageCommand).resolves({ MessageId: 'm-2' });
+    await queue.send('jobs', 'tenant', { group: 'org_123' });
+    await queue.send('jobs', 'later', { group: 'org_456', delaySeconds: 5 });
+    await queue.send('jobs', 'loose');
+    const sent = inputs(SendMessageCommand);
+    expect(sent[0]).toStrictEqual({ QueueUrl: URLS.jobs, MessageBody: 'tenant', DelaySeconds: undefined, MessageGroupId: 'org_123' });
+    expect(sent[1]).toStrictEqual({ QueueUrl: URLS.jobs, MessageBody: 'later', DelaySeconds: 5, MessageGroupId: 'org_456' });
+    expect(sent[2].MessageGroupId).toBeUndefined();
+    // Refused before SQS, as SQS would refuse it.
+    await expect(queue.send('jobs', 'x', { group: 'no spaces' })).rejects.toMatchObject({ limit: 'queue_group' });
+    expect(inputs(SendMessageCommand)).toHaveLength(3);
+  });
+
   it('receives with batch size, lease and the receive count attribute, and maps the messages', async () => {
     sqs.on(ReceiveMessageCommand).resolves({
       Messages: [

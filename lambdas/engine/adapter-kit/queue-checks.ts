@@ -4,7 +4,13 @@ import { LIMITS } from '../limits.js';
 
 const isInt = (n: number) => Number.isInteger(n);
 
-export function assertQueueSend(body: string, delaySeconds: number | undefined): void {
+/** SQS's MessageGroupId: 1 to 128 ASCII letters, digits and punctuation. */
+const MESSAGE_GROUP = /^[\x21-\x7e]{1,128}$/;
+
+export function assertQueueSend(body: string, delaySeconds: number | undefined, group?: string): void {
+  if (group !== undefined && !MESSAGE_GROUP.test(group)) {
+    throw new EngineLimitError('queue_group', 'group must be 1 to 128 ASCII letters, digits or punctuation');
+  }
   if (delaySeconds !== undefined && (!isInt(delaySeconds) || delaySeconds < 0 || delaySeconds > LIMITS.queueMaxDelaySeconds)) {
     throw new EngineLimitError('queue_delay', `delaySeconds must be an integer in 0..${LIMITS.queueMaxDelaySeconds}`);
   }

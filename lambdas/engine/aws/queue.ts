@@ -1,6 +1,7 @@
 /**
- * Queue on SQS standard queues. The redrive policy (QUEUES) lives on the queues the stack creates, so
- * this adapter only maps calls; limits are checked in code first, exactly as the embedded queue does.
+ * Queue on SQS standard queues (fair queues when messages carry a group). The redrive policy (QUEUES)
+ * lives on the queues the stack creates, so this adapter only maps calls; limits are checked in code
+ * first, exactly as the embedded queue does.
  * `sqsConsumerHandler` adapts a QueueConsumer to an SQS-triggered Lambda with partial batch responses
  * (the event source mapping needs `ReportBatchItemFailures`).
  */
@@ -12,7 +13,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
-import type { Queue, QueueConsumer, QueueMessage } from '../ports.js';
+import type { Queue, QueueConsumer, QueueMessage, QueueSendOptions } from '../ports.js';
 import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../adapter-kit/queue-checks.js';
 import { callAws, isNotInFlight } from './errors.js';
 
@@ -26,11 +27,15 @@ export class SqsQueue implements Queue {
     return url;
   }
 
-  async send(queue: string, body: string, options: { delaySeconds?: number } = {}): Promise<string> {
+  /**
+   * A group is the message's MessageGroupId: on a standard queue that makes it a fair queue, where SQS
+   * serves the messages of quiet groups before those of a group holding a backlog in flight.
+   */
+  async send(queue: string, body: string, options: QueueSendOptions = {}): Promise<string> {
     const QueueUrl = this.url(queue);
-    assertQueueSend(body, options.delaySeconds);
+    assertQueueSend(body, options.delaySeconds, options.group);
     const out = await callAws('SQS SendMessage', () =>
-      this.client.send(new SendMessageCommand({ QueueUrl, MessageBody: body, DelaySeconds: options.delaySeconds })),
+      this.client.send(new SendMessageCommand({ QueueUrl, MessageBody: body, DelaySeconds: options.delaySeconds, MessageGroupId: options.group })),
     );
     if (!out.MessageId) throw new Error('SQS SendMessage returned no MessageId');
     return out.MessageId;

@@ -3,12 +3,18 @@
  * leases, per-receive receipts, message timers, and a dead-letter queue per entry of QUEUES. Time comes
  * from the clock only, so tests drive leases and delays with a ManualClock.
  *
+ * Fair across groups (SQS fair queues, docs/decisions/knowledge-fairness.md): a receive takes each
+ * group's visible messages oldest first, and interleaves the groups by turn = the message's place in
+ * its group + the group's messages in flight, then by age. So a group with a backlog and messages in
+ * flight yields to one with none, and a queue whose messages carry no group (each is a group of its
+ * own, as in SQS) is served oldest first, as before groups existed.
+ *
  * `runConsumer` is the local stand-in for the SQS -> Lambda event source mapping.
  */
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
 import { GroupCommit } from './group-commit.js';
-import type { Clock, Queue, QueueConsumer, QueueMessage } from '../ports.js';
+import type { Clock, Queue, QueueConsumer, QueueMessage, QueueSendOptions } from '../ports.js';
 import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../adapter-kit/queue-checks.js';
 import { LIMITS } from '../limits.js';
 import { QUEUES, deadLetterQueueName, type QueueDef } from '../queues.js';
@@ -31,17 +37,62 @@ CREATE TABLE IF NOT EXISTS queue_messages (
   sent_at INTEGER NOT NULL,
   visible_at INTEGER NOT NULL,
   receive_count INTEGER NOT NULL DEFAULT 0,
-  receipt TEXT
+  receipt TEXT,
+  grp TEXT
 );
 CREATE INDEX IF NOT EXISTS queue_messages_visible ON queue_messages (queue, visible_at, seq);
 CREATE INDEX IF NOT EXISTS queue_messages_receipt ON queue_messages (receipt) WHERE receipt IS NOT NULL;
 `;
+
+/** Made after the migration: a database from before groups gets its column first. */
+const GROUP_INDEXES = `
+CREATE INDEX IF NOT EXISTS queue_messages_group ON queue_messages (queue, grp, visible_at, seq);
+CREATE INDEX IF NOT EXISTS queue_messages_in_flight ON queue_messages (queue, grp, visible_at) WHERE receipt IS NOT NULL;
+`;
+
+/** A database made before messages had groups: its messages are each a group of their own (NULL). */
+function addGroupColumn(db: Database.Database): void {
+  const columns = db.prepare<[], { name: string }>('PRAGMA table_info(queue_messages)').all();
+  if (columns.some((c) => c.name === 'grp')) return;
+  try {
+    db.exec('ALTER TABLE queue_messages ADD COLUMN grp TEXT');
+  } catch (error) {
+    // Another process opening the same file added it first.
+    if (!/duplicate column/i.test(String(error))) throw error;
+  }
+}
+
+/**
+ * Per group of the queue, its oldest visible messages (up to @max, as [seq, visible_at]) and how many
+ * of its messages are in flight. The groups are found by skipping through the group index (one seek
+ * each), and each group's head is read from the same index, so the cost grows with the groups and
+ * @max, not with the backlog: 10,000 messages of one group cost what 10 do.
+ */
+const GROUP_HEADS = `
+WITH RECURSIVE groups(g) AS (
+  SELECT (SELECT grp FROM queue_messages WHERE queue = @queue AND grp IS NOT NULL ORDER BY grp LIMIT 1)
+  UNION ALL
+  SELECT (SELECT grp FROM queue_messages WHERE queue = @queue AND grp > groups.g ORDER BY grp LIMIT 1) FROM groups WHERE groups.g IS NOT NULL
+)
+SELECT
+  (SELECT json_group_array(json_array(seq, visible_at) ORDER BY visible_at, seq) FROM (
+    SELECT seq, visible_at FROM queue_messages WHERE queue = @queue AND grp = groups.g AND visible_at <= @now ORDER BY visible_at, seq LIMIT @max
+  )) AS head,
+  (SELECT COUNT(*) FROM queue_messages WHERE queue = @queue AND grp = groups.g AND receipt IS NOT NULL AND visible_at > @now) AS in_flight
+FROM groups WHERE groups.g IS NOT NULL`;
 
 interface Row {
   seq: number;
   id: string;
   body: string;
   receive_count: number;
+}
+
+/** A visible message in line for a receive: its turn among the groups, then its age. */
+interface Candidate {
+  seq: number;
+  turn: number;
+  visible_at: number;
 }
 
 export class SqliteQueue implements Queue {
@@ -54,17 +105,21 @@ export class SqliteQueue implements Queue {
     private readonly writer: GroupCommit = new GroupCommit(db),
   ) {
     db.exec(SCHEMA);
+    addGroupColumn(db);
+    db.exec(GROUP_INDEXES);
     this.stmt = {
       insert: db.prepare(
-        `INSERT INTO queue_messages (id, queue, body, sent_at, visible_at, receive_count, receipt)
-         VALUES (@id, @queue, @body, @now, @visible_at, 0, NULL)`,
+        `INSERT INTO queue_messages (id, queue, body, sent_at, visible_at, receive_count, receipt, grp)
+         VALUES (@id, @queue, @body, @now, @visible_at, 0, NULL, @group)`,
       ),
-      // Visible messages, oldest lease expiry / timer first, skipping those already leased in this receive.
-      visible: db.prepare<[string, number, string, number], Row>(
-        `SELECT seq, id, body, receive_count FROM queue_messages
-         WHERE queue = ? AND visible_at <= ? AND seq NOT IN (SELECT value FROM json_each(?))
-         ORDER BY visible_at, seq LIMIT ?`,
+      // Is anything visible? An idle receiver's cheap look before it takes the write lock.
+      anyVisible: db.prepare<[string, number], { seq: number }>('SELECT seq FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1'),
+      groupHeads: db.prepare<{ queue: string; now: number; max: number }, { head: string; in_flight: number }>(GROUP_HEADS),
+      // Messages sent without a group: each a group of its own, so always on its first turn.
+      ungrouped: db.prepare<{ queue: string; now: number; max: number }, { seq: number; visible_at: number }>(
+        `SELECT seq, visible_at FROM queue_messages WHERE queue = @queue AND grp IS NULL AND visible_at <= @now ORDER BY visible_at, seq LIMIT @max`,
       ),
+      rows: db.prepare<[string], Row>('SELECT seq, id, body, receive_count FROM queue_messages WHERE seq IN (SELECT value FROM json_each(?))'),
       lease: db.prepare('UPDATE queue_messages SET receive_count = receive_count + 1, receipt = ?, visible_at = ? WHERE seq = ?'),
       // Moved as SQS moves it: same id and body, receive count kept, visible at once in the dead-letter queue.
       redrive: db.prepare('UPDATE queue_messages SET queue = ?, receipt = NULL, visible_at = ? WHERE seq = ?'),
@@ -74,35 +129,61 @@ export class SqliteQueue implements Queue {
     };
   }
 
-  async send(queue: string, body: string, options: { delaySeconds?: number } = {}): Promise<string> {
+  async send(queue: string, body: string, options: QueueSendOptions = {}): Promise<string> {
     resolveQueue(queue);
-    assertQueueSend(body, options.delaySeconds);
+    assertQueueSend(body, options.delaySeconds, options.group);
     const id = randomUUID();
     const now = this.clock.now();
-    await this.writer.run(() => this.stmt.insert.run({ id, queue, body, now, visible_at: now + (options.delaySeconds ?? 0) * 1000 }));
+    await this.writer.run(() =>
+      this.stmt.insert.run({ id, queue, body, now, visible_at: now + (options.delaySeconds ?? 0) * 1000, group: options.group ?? null }),
+    );
     return id;
+  }
+
+  /**
+   * The visible messages a receive of `max` takes next, in order: by turn (place in its group + the
+   * group's messages in flight), then oldest first. `skip`: taken by this receive already (still
+   * visible under a zero lease), read past rather than taken twice.
+   */
+  private nextInLine(queue: string, now: number, max: number, skip: Set<number>): Candidate[] {
+    const per = max + skip.size;
+    const line: Candidate[] = [];
+    for (const { head, in_flight } of this.stmt.groupHeads.all({ queue, now, max: per })) {
+      let place = 0;
+      for (const [seq, visible_at] of JSON.parse(head) as [number, number][]) {
+        if (!skip.has(seq)) line.push({ seq, visible_at, turn: ++place + in_flight });
+      }
+    }
+    for (const { seq, visible_at } of this.stmt.ungrouped.all({ queue, now, max: per })) {
+      if (!skip.has(seq)) line.push({ seq, visible_at, turn: 1 });
+    }
+    line.sort((a, b) => a.turn - b.turn || a.visible_at - b.visible_at || a.seq - b.seq);
+    return line.slice(0, max);
   }
 
   async receive(queue: string, options: { max: number; visibilitySeconds: number }): Promise<QueueMessage[]> {
     const policy = resolveQueue(queue);
     assertQueueReceive(options);
     // An idle receiver polls often: look first with a read, which takes no write lock from the writers.
-    if (this.stmt.visible.all(queue, this.clock.now(), '[]', 1).length === 0) return [];
+    if (!this.stmt.anyVisible.get(queue, this.clock.now())) return [];
     return this.writer.run(() => {
         const now = this.clock.now();
         const out: QueueMessage[] = [];
-        const leased: number[] = [];
+        const leased = new Set<number>();
         while (out.length < options.max) {
-          const rows = this.stmt.visible.all(queue, now, JSON.stringify(leased), options.max - out.length);
-          if (rows.length === 0) break;
-          for (const row of rows) {
+          const line = this.nextInLine(queue, now, options.max - out.length, leased);
+          if (line.length === 0) break;
+          const rows = new Map(this.stmt.rows.all(JSON.stringify(line.map((c) => c.seq))).map((r) => [r.seq, r]));
+          for (const { seq } of line) {
+            const row = rows.get(seq)!;
             if (policy && row.receive_count >= policy.def.maxReceives) {
+              // Moved on, not taken: the next pass looks again for what fills its place.
               this.stmt.redrive.run(policy.dead, now, row.seq);
               continue;
             }
             const receipt = randomUUID();
             this.stmt.lease.run(receipt, now + options.visibilitySeconds * 1000, row.seq);
-            leased.push(row.seq);
+            leased.add(row.seq);
             out.push({ id: row.id, body: row.body, receipt, receiveCount: row.receive_count + 1 });
           }
         }
