@@ -46,7 +46,9 @@ export function onDeliveryQueued(listener: () => void): () => void {
 }
 
 export async function queueDelivery(engine: Engine, message: DeliveryMessage, delaySeconds = 0): Promise<void> {
-  await engine.queue.send('webhooks', JSON.stringify(message), delaySeconds ? { delaySeconds } : undefined);
+  // Grouped by workspace (the message names no organization): one workspace's backlog of deliveries
+  // to a slow endpoint does not hold up another's (docs/decisions/knowledge-fairness.md).
+  await engine.queue.send('webhooks', JSON.stringify(message), { group: message.workspace_id, ...(delaySeconds ? { delaySeconds } : {}) });
   if (!delaySeconds) for (const listener of queuedListeners) listener();
 }
 

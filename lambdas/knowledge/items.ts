@@ -295,9 +295,10 @@ export function onItemQueued(listener: () => void): () => void {
   return () => queuedListeners.delete(listener);
 }
 
+/** Grouped by organization: processors take organizations in turn, so one's backlog never holds another's item behind it. */
 export async function sendProcessing(engine: Engine, item: Pick<Item, 'org' | 'workspace' | 'collection' | 'id'>, delaySeconds = 0): Promise<void> {
   const message: ProcessItemMessage = { org: item.org, workspace: item.workspace, collection: item.collection, item: item.id };
-  await engine.queue.send('knowledge', JSON.stringify(message), delaySeconds ? { delaySeconds } : undefined);
+  await engine.queue.send('knowledge', JSON.stringify(message), { group: item.org, ...(delaySeconds ? { delaySeconds } : {}) });
   if (!delaySeconds) for (const listener of queuedListeners) listener();
 }
 

@@ -113,7 +113,7 @@ export async function deleteVectorDatabase(engine: Engine, workspaceId: string):
   }
   // Sent again when already deleting: a removal whose job was lost is started over.
   const job: RemoveVectorDatabaseJob = { kind: 'vector-db.remove', workspace_id: workspaceId, database_id: database.database_id };
-  await engine.queue.send('jobs', JSON.stringify(job));
+  await engine.queue.send('jobs', JSON.stringify(job), { group: workspaceId });
   return { ...database, state: 'deleting' };
 }
 
