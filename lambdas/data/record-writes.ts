@@ -480,6 +480,7 @@ const writeId = (w: KvWrite) => {
 function conditionHolds(condition: KvCondition, item: KvItem | undefined): boolean {
   if ('ifAbsent' in condition) return item === undefined;
   if ('ifExists' in condition) return item !== undefined;
+  if ('ifBelow' in condition) return Object.entries(condition.ifBelow).every(([k, cap]) => (item?.[k] === undefined ? 0 < cap : typeof item[k] === 'number' && item[k] < cap));
   return item !== undefined && Object.entries(condition.ifEquals).every(([k, v]) => deepEqual(item[k], v));
 }
 

@@ -31,7 +31,12 @@ export type KvCondition =
   | { ifAbsent: true }
   | { ifExists: true }
   /** The item exists and each named attribute equals the value (deep equality). */
-  | { ifEquals: Record<string, KvValue> };
+  | { ifEquals: Record<string, KvValue> }
+  /**
+   * Each named attribute is a number below the value, a missing attribute (or item) counting as 0 as
+   * `add` counts it: a counter an update may move only while it is under a cap.
+   */
+  | { ifBelow: Record<string, number> };
 
 export interface KvPut {
   put: KvItem;

@@ -64,6 +64,25 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
       await f.kv.delete({ pk, sk: 'a' }); // deleting nothing is fine
     });
 
+    it('honours ifBelow: a counter moves only while under its cap, a missing one counting as 0', async () => {
+      const key = { pk, sk: 'cap' };
+      const take = () => f.kv.update({ key, add: { n: 1 }, condition: { ifBelow: { n: 2 } } });
+      expect((await take()).n).toBe(1); // absent item
+      expect((await take()).n).toBe(2);
+      await expect(take()).rejects.toBeInstanceOf(ConditionFailedError);
+      expect((await f.kv.update({ key, add: { n: -1 } })).n).toBe(1);
+      expect((await take()).n).toBe(2);
+      // A missing attribute of an existing item is 0 too; a cap of 0 (or below) admits nothing.
+      await f.kv.put({ pk, sk: 'other', label: 'x' });
+      await f.kv.update({ key: { pk, sk: 'other' }, add: { m: 1 }, condition: { ifBelow: { m: 1 } } });
+      await expect(f.kv.update({ key: { pk, sk: 'zero' }, add: { n: 1 }, condition: { ifBelow: { n: 0 } } })).rejects.toBeInstanceOf(ConditionFailedError);
+      await expect(f.kv.put({ pk, sk: 'other', label: 'y' }, { ifBelow: { label: 5 } })).rejects.toBeInstanceOf(ConditionFailedError); // not a number
+      // Every named attribute must be under its cap.
+      await expect(f.kv.delete({ pk, sk: 'cap' }, { ifBelow: { n: 3, other: 0 } })).rejects.toBeInstanceOf(ConditionFailedError);
+      await f.kv.delete({ pk, sk: 'cap' }, { ifBelow: { n: 3, other: 1 } });
+      expect(await f.kv.get(key)).toBeUndefined();
+    });
+
     it('updates with set, add and remove, creating the item and returning the new one', async () => {
       const created = await f.kv.update({ key: { pk, sk: 'c' }, set: { name: 'n' }, add: { count: 2 } });
       expect(created).toEqual({ pk, sk: 'c', name: 'n', count: 2 });
@@ -245,6 +264,21 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
         const sks = (await f.kv.query({ pk })).items.map((i) => i.sk);
         expect(sks).not.toContain('c4');
         expect(sks.filter((s) => s.startsWith('c') || s.startsWith('d'))).toHaveLength(18);
+      });
+
+      it('admits exactly up to a cap under concurrent transactions (ifBelow)', async () => {
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 12 }, (_, i) =>
+            f.kv.transact([
+              { put: { pk, sk: `slot${i}` }, condition: { ifAbsent: true } },
+              { update: { pk, sk: 'count' }, add: { n: 1 }, condition: { ifBelow: { n: 5 } } },
+            ]),
+          ),
+        );
+        expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
+        for (const o of outcomes) if (o.status === 'rejected') expect(o.reason).toMatchObject({ failed: [1] });
+        expect((await f.kv.get({ pk, sk: 'count' }))?.n).toBe(5);
+        expect((await f.kv.query({ pk, sk: { beginsWith: 'slot' } })).items).toHaveLength(5);
       });
 
       it('refuses more than 100 writes, two writes on one item, and more than 4 MB', async () => {

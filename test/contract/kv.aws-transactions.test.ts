@@ -82,6 +82,24 @@ describe('DynamoKeyValueStore.transact', () => {
     );
   });
 
+  it('compiles ifBelow so a missing counter (or item) counts as 0', async () => {
+    const { kv, nowSeconds } = store();
+    doc.on(TransactWriteCommand).resolves({});
+    await kv.transact([
+      { update: { pk: 'p', sk: 'count' }, add: { n: 1 }, condition: { ifBelow: { n: 500 } } },
+      { check: { pk: 'p', sk: 'pair' }, condition: { ifBelow: { a: 2, b: 0 } } },
+    ]);
+    const [update, check] = doc.commandCalls(TransactWriteCommand)[0].args[0].input.TransactItems!;
+    const now = JSON.stringify(nowSeconds);
+    expect(expand(update.Update!, update.Update!.ConditionExpression)).toBe(
+      `(attribute_not_exists(pk) OR expires_at <= ${now} OR (attribute_not_exists(n) OR n < 500)) AND NOT (expires_at <= ${now})`,
+    );
+    // A cap of 0 admits no missing value, so the item must exist.
+    expect(expand(check.ConditionCheck!, check.ConditionCheck!.ConditionExpression)).toBe(
+      `attribute_exists(pk) AND NOT (expires_at <= ${now}) AND (attribute_not_exists(a) OR a < 2) AND b < 0`,
+    );
+  });
+
   it('names the writes whose condition failed', async () => {
     const { kv } = store();
     doc.on(TransactWriteCommand).rejects(canceled('None', 'ConditionalCheckFailed'));

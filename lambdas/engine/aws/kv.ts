@@ -66,11 +66,22 @@ function compileCondition(condition: KvCondition, e: Expr, nowSeconds: number): 
   // Absent means no item or an expired one; present is its exact complement. `NOT (x <= now)` rather
   // than `x > now` so that a missing or non-numeric expires_at counts as never expiring, as in SQLite.
   if ('ifAbsent' in condition) return `attribute_not_exists(${e.name(PK)}) OR ${expired(e, nowSeconds)}`;
-  const live = `attribute_exists(${e.name(PK)}) AND NOT (${expired(e, nowSeconds)})`;
-  if ('ifExists' in condition) return live;
+  // Placeholders are made only for what the expression uses: DynamoDB refuses unused ones.
+  const live = () => `attribute_exists(${e.name(PK)}) AND NOT (${expired(e, nowSeconds)})`;
+  if ('ifExists' in condition) return live();
+  if ('ifBelow' in condition) {
+    // A missing attribute (or item) counts as 0, so it passes where 0 is below the cap.
+    const caps = Object.entries(condition.ifBelow);
+    const below = caps.map(([k, cap]) => (cap > 0 ? `(attribute_not_exists(${e.name(k)}) OR ${e.name(k)} < ${e.value(cap)})` : `${e.name(k)} < ${e.value(cap)}`));
+    if (!below.length) return `attribute_not_exists(${e.name(PK)}) OR attribute_exists(${e.name(PK)})`;
+    // AND binds before OR; DynamoDB refuses redundant parentheses.
+    return caps.every(([, cap]) => cap > 0)
+      ? `attribute_not_exists(${e.name(PK)}) OR ${expired(e, nowSeconds)} OR ${below.join(' AND ')}`
+      : `${live()} AND ${below.join(' AND ')}`;
+  }
   // `=` compares lists and maps deeply, as deepEqual does.
   const equal = Object.entries(condition.ifEquals).map(([k, v]) => ` AND ${e.name(k)} = ${e.value(v)}`);
-  return live + equal.join('');
+  return live() + equal.join('');
 }
 
 function keyOf(key: KvKey): KvKey {

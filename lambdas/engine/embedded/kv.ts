@@ -103,6 +103,12 @@ export class SqliteKeyValueStore implements KeyValueStore {
     if (!condition) return true;
     if ('ifAbsent' in condition) return current === undefined;
     if ('ifExists' in condition) return current !== undefined;
+    if ('ifBelow' in condition) {
+      return Object.entries(condition.ifBelow).every(([k, cap]) => {
+        const value = current?.[k];
+        return value === undefined ? 0 < cap : typeof value === 'number' && value < cap;
+      });
+    }
     if (!current) return false;
     return Object.entries(condition.ifEquals).every(([k, v]) => deepEqual(current[k], v));
   }
