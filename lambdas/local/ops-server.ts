@@ -5,12 +5,20 @@
  * `/health/readiness` split them (docs/decisions/request-ids-and-health.md):
  *
  *   GET /healthz   200 while the process serves: restart it when this stops answering
- *   GET /readyz    200 when the store answers a key-value read, else 503: send it no traffic meanwhile
+ *   GET /readyz    200 when the store answers a key-value read, else 503: send it no traffic meanwhile;
+ *                  `degraded` (still 200: the APIs answer) when background work waits longer than
+ *                  BACKLOG_DEGRADED_S, with each queue's backlog (docs/decisions/background-processes.md)
+ *
+ * It runs in the processes serving the APIs, never in a background process: a readiness answer says
+ * whether requests are answered, whatever the background work is doing.
  *
  * HEAD too; anything else is 404. No credential: the answers tell nothing but up or down.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Engine } from '../engine/ports.js';
+import { SqliteQueue } from '../engine/embedded/queue.js';
+import { QUEUES, type QueueName } from '../engine/queues.js';
+import { settings } from '../shared/settings.js';
 import { errorBody } from '../http/error-response.js';
 import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
@@ -27,9 +35,11 @@ export function createOpsServer(engine: Engine): Server {
     const method = req.method ?? 'GET';
     if ((method === 'GET' || method === 'HEAD') && pathname === '/healthz') return answer(req, res, 200, { status: 'ok' });
     if ((method === 'GET' || method === 'HEAD') && pathname === '/readyz') {
-      return void storeAnswers(engine).then((store) =>
-        answer(req, res, store === 'ok' ? 200 : 503, { status: store === 'ok' ? 'ok' : 'unavailable', checks: { store } }),
-      );
+      return void storeAnswers(engine).then((store) => {
+        const background = store === 'ok' ? backgroundBacklog(engine) : undefined;
+        const status = store !== 'ok' ? 'unavailable' : background?.status === 'degraded' ? 'degraded' : 'ok';
+        answer(req, res, store === 'ok' ? 200 : 503, { status, checks: { store, ...(background ? { background } : {}) } });
+      });
     }
     answer(req, res, 404, errorBody(new PlatformError('not_found', 'The operations port serves GET /healthz and GET /readyz only.')));
   });
@@ -53,6 +63,25 @@ async function storeAnswers(engine: Engine): Promise<'ok' | 'unreachable'> {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * The background processes' backlog, from the embedded queue (an SQS queue reports its own in
+ * CloudWatch: lib/alarms.ts): per queue, the messages waiting and how long the oldest has waited;
+ * `degraded` once one waited longer than BACKLOG_DEGRADED_S.
+ */
+function backgroundBacklog(engine: Engine) {
+  if (!(engine.queue instanceof SqliteQueue)) return undefined;
+  const queue = engine.queue;
+  const threshold = settings().backlogDegradedSeconds;
+  const queues = Object.fromEntries(
+    (Object.keys(QUEUES) as QueueName[]).map((name) => {
+      const { waiting, oldestWaitSeconds } = queue.backlog(name);
+      return [name, { waiting, oldest_wait_seconds: oldestWaitSeconds }];
+    }),
+  );
+  const late = Object.values(queues).some((q) => q.oldest_wait_seconds > threshold);
+  return { status: late ? 'degraded' : 'ok', degraded_after_seconds: threshold, queues };
 }
 
 function answer(req: IncomingMessage, res: ServerResponse, status: number, body: unknown) {

@@ -1,6 +1,6 @@
 /**
  * The operations port (lambdas/local/ops-server.ts): `/healthz` while the process serves, `/readyz`
- * while the store answers, nothing else; the APIs themselves keep answering 401 to such paths. And
+ * while the store answers (`degraded` when background work waits too long), nothing else; the APIs themselves keep answering 401 to such paths. And
  * `npm start` as a process manager sees it: the port printed, the access line on stderr.
  */
 import { afterAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { createOpsServer } from '../../lambdas/local/ops-server.js';
+import { ManualClock } from '../../lambdas/engine/clock.js';
+import { useSettings } from '../../lambdas/shared/settings.js';
 import { startLocalProcess, stopLocalProcess } from '../helpers/local-process.js';
 
 // The 503 below logs a warning; the started process gets its own LOG_LEVEL.
@@ -53,11 +55,37 @@ describe('the operations port', () => {
     const store = engine();
     const url = await listen(createOpsServer(store));
     expect(await status(`${url}/healthz`)).toEqual([200, 'application/json', { status: 'ok' }]);
-    expect(await status(`${url}/readyz`)).toEqual([200, 'application/json', { status: 'ok', checks: { store: 'ok' } }]);
+    expect(await status(`${url}/readyz`)).toMatchObject([200, 'application/json', { status: 'ok', checks: { store: 'ok', background: { status: 'ok' } } }]);
     expect(await status(`${url}/readyz?probe=1`, { method: 'HEAD' })).toEqual([200, 'application/json', null]);
     await store.close();
     expect(await status(`${url}/readyz`)).toEqual([503, 'application/json', { status: 'unavailable', checks: { store: 'unreachable' } }]);
     expect(await status(`${url}/healthz`)).toEqual([200, 'application/json', { status: 'ok' }]);
+  });
+
+  it('says degraded, still 200, with each queue\'s backlog once background work waited longer than BACKLOG_DEGRADED_S', async () => {
+    useSettings({ backlogDegradedSeconds: 30 });
+    const clock = new ManualClock(Date.parse('2026-12-01T00:00:00Z'));
+    const e = createEmbeddedEngine({ dataDir: tempDir(), clock });
+    engines.push(e);
+    const url = await listen(createOpsServer(e));
+    const ready = async () => (await status(`${url}/readyz`)).slice(0, 3);
+    const queues = (knowledge: object, webhooks = { waiting: 0, oldest_wait_seconds: 0 }) => ({ knowledge, webhooks, jobs: { waiting: 0, oldest_wait_seconds: 0 }, streams: { waiting: 0, oldest_wait_seconds: 0 } });
+    const body = (status: string, knowledge: object) => ({
+      status,
+      checks: { store: 'ok', background: { status, degraded_after_seconds: 30, queues: queues(knowledge) } },
+    });
+    expect(await ready()).toEqual([200, 'application/json', body('ok', { waiting: 0, oldest_wait_seconds: 0 })]);
+    await e.queue.send('knowledge', '{}', { group: 'org_a' });
+    await e.queue.send('webhooks', '{}', { delaySeconds: 60 }); // not deliverable yet: not waiting
+    clock.advance(30_000);
+    expect(await ready()).toEqual([200, 'application/json', body('ok', { waiting: 1, oldest_wait_seconds: 30 })]);
+    clock.advance(1_000);
+    expect(await ready()).toEqual([200, 'application/json', body('degraded', { waiting: 1, oldest_wait_seconds: 31 })]);
+    // Taken by a background process: nothing waits any more.
+    const [taken] = await e.queue.receive('knowledge', { max: 1, visibilitySeconds: 60 });
+    expect(await ready()).toEqual([200, 'application/json', body('ok', { waiting: 0, oldest_wait_seconds: 0 })]);
+    await e.queue.delete('knowledge', taken.receipt);
+    useSettings();
   });
 
   it('serves nothing else: 404', async () => {

@@ -119,6 +119,7 @@ export class SqliteQueue implements Queue {
       ungrouped: db.prepare<{ queue: string; now: number; max: number }, { seq: number; visible_at: number }>(
         `SELECT seq, visible_at FROM queue_messages WHERE queue = @queue AND grp IS NULL AND visible_at <= @now ORDER BY visible_at, seq LIMIT @max`,
       ),
+      backlog: db.prepare<[string, number], { waiting: number; oldest: number | null }>('SELECT COUNT(*) AS waiting, MIN(visible_at) AS oldest FROM queue_messages WHERE queue = ? AND visible_at <= ?'),
       rows: db.prepare<[string], Row>('SELECT seq, id, body, receive_count FROM queue_messages WHERE seq IN (SELECT value FROM json_each(?))'),
       lease: db.prepare('UPDATE queue_messages SET receive_count = receive_count + 1, receipt = ?, visible_at = ? WHERE seq = ?'),
       // Moved as SQS moves it: same id and body, receive count kept, visible at once in the dead-letter queue.
@@ -203,6 +204,17 @@ export class SqliteQueue implements Queue {
     assertQueueVisibility(visibilitySeconds);
     const now = this.clock.now();
     await this.writer.run(() => this.stmt.changeVisibility.run(now + visibilitySeconds * 1000, queue, receipt, now));
+  }
+
+  /**
+   * What waits in `queue` now: the messages a receive could take, and how long the one deliverable
+   * longest has waited (0 when none). For the local server's readiness (lambdas/local/ops-server.ts);
+   * SQS reports the same as ApproximateNumberOfMessagesVisible and ApproximateAgeOfOldestMessage.
+   */
+  backlog(queue: string): { waiting: number; oldestWaitSeconds: number } {
+    const now = this.clock.now();
+    const row = this.stmt.backlog.get(queue, now)!;
+    return { waiting: row.waiting, oldestWaitSeconds: row.oldest === null ? 0 : Math.max(0, Math.floor((now - row.oldest) / 1000)) };
   }
 }
 
