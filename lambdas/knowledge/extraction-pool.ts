@@ -93,6 +93,7 @@ class PooledChild {
   private readonly process: ChildProcess;
   private readonly memoryMb: number;
   private exited: string | undefined;
+  private killed = false;
   private idleTimer: NodeJS.Timeout | undefined;
   private stderr = '';
   /** Resolves once the child loaded its parsers: their loading is not the item's CPU time. */
@@ -120,7 +121,7 @@ class PooledChild {
   }
 
   usable(caps: ExtractionCaps): boolean {
-    return this.exited === undefined && caps.memoryMb === this.memoryMb;
+    return this.exited === undefined && !this.killed && caps.memoryMb === this.memoryMb;
   }
 
   residentBytes(): number {
@@ -141,6 +142,8 @@ class PooledChild {
 
   kill(): void {
     clearTimeout(this.idleTimer);
+    // Marked at once: its 'exit' comes later, and it must not go back to the pool meanwhile.
+    this.killed = true;
     if (this.exited === undefined) this.process.kill('SIGKILL');
   }
 
