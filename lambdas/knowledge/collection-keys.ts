@@ -43,6 +43,14 @@ export const packageBlobKey = (org: string, workspace: string, collection: strin
 /** An inline text item's bytes, beside its packages. */
 export const sourceBlobKey = (org: string, workspace: string, collection: string, item: string) => `knowledge/${org}/${workspace}/${collection}/${item}/source`;
 
+/**
+ * An organization's items waiting or in processing, over all its workspaces and collections:
+ *
+ *   kqueued#<org> / items      `n`: its items that took a slot when queued (`admitted`) and hold it
+ *                              until done, failed or removed (collection-records.ts, admissionWrite)
+ */
+export const queuedItemsKey = (org: string) => ({ pk: `kqueued#${org}`, sk: 'items' });
+
 export const PROCESSING_PARTITION = 'kproc';
 /** Unique per write (a random tail), so a claim that replaces the entry in the same second never names it twice. */
 export const processingKey = (dueAt: number, org: string, workspace: string, collection: string, item: string) => ({

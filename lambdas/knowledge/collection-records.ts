@@ -1,15 +1,16 @@
 /**
  * What a collection's items and queries share with the collection itself (collections.ts): its modes,
- * the counters an item's change moves, its workspace, sortable ids, and reading the live collection
- * (404, 410). Kept apart so items (items.ts) and the collection routes import it without importing
+ * the counters an item's change moves, the organization's queued-item slots, its workspace, sortable
+ * ids, and reading the live collection (404, 410). Kept apart so items (items.ts) and the collection routes import it without importing
  * each other.
  */
 import { randomBytes } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import type { Engine, KvItem, KvUpdate } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
+import { settings } from '../shared/settings.js';
 import { vectorWorkspace } from '../vector/databases.js';
-import { collectionEndKey, collectionKey } from './collection-keys.js';
+import { collectionEndKey, collectionKey, queuedItemsKey } from './collection-keys.js';
 
 export const COLLECTION_MODES = ['download', 'cloud', 'local_vectors'] as const;
 export type CollectionMode = (typeof COLLECTION_MODES)[number];
@@ -48,6 +49,36 @@ export function countsWrite(org: string, workspace: string, id: string, from: It
   if (to === null) add[COUNT_ATTRIBUTES.total] = -1;
   return { update: collectionKey(org, workspace, id), add, condition: { ifExists: true } };
 }
+
+/**
+ * Admission (docs/decisions/knowledge-fairness.md): an organization has at most
+ * KNOWLEDGE_MAX_QUEUED_ITEMS items queued or processing. An item takes a slot in the write that queues
+ * it (added or re-processed: `admitted` set, the counter raised only while under the cap) and gives it
+ * back in the write that ends it (done, failed, deleted, or removed with its collection), so the
+ * counter is exactly the number of items marked admitted, however many writers run. Items queued
+ * before admission existed hold no slot and give none back.
+ */
+export const ADMITTED = 'admitted';
+
+/** The slot write for an item that takes one: refused (its transaction cancelled) at the cap. */
+export function admissionWrite(org: string): KvUpdate {
+  return { update: queuedItemsKey(org), add: { n: 1 }, condition: { ifBelow: { n: settings().knowledgeMaxQueuedItems } } };
+}
+
+/** The write that gives an item's slot back, if it holds one (to go with the write that ends it or takes it away). */
+export function releaseSlotWrite(item: { org: string; record: KvItem }): KvUpdate[] {
+  return item.record[ADMITTED] === true ? [{ update: queuedItemsKey(item.org), add: { n: -1 } }] : [];
+}
+
+/** How long a client refused for the cap waits: items take seconds each, and slots free as they finish. */
+export const QUEUE_FULL_RETRY_SECONDS = 5;
+
+export const queueFull = () =>
+  new PlatformError(
+    'rate_limited',
+    `This organization has ${settings().knowledgeMaxQueuedItems} items queued or processing, the most it may have at once; add more as they finish.`,
+    { retryAfterSeconds: QUEUE_FULL_RETRY_SECONDS },
+  );
 
 /** The workspace a collection belongs to: the key's application's, else the organization's default (as vectors). */
 export async function workspaceOf(engine: Engine, principal: Principal): Promise<string> {

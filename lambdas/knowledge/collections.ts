@@ -27,7 +27,7 @@ import { settings } from '../shared/settings.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { openVectorDatabase } from '../vector/databases.js';
 import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemsPk, PROCESSING_PARTITION, sweepDueBefore } from './collection-keys.js';
-import { COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
+import { ADMITTED, COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, releaseSlotWrite, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
 import { asItem, newestItems, removeItemData, SERVED_ATTRIBUTES, type ItemView } from './items.js';
 
 export { COLLECTION_MODES, COUNT_ATTRIBUTES, countsWrite, newCollectionId, readCollection, sortableId, workspaceOf } from './collection-records.js';
@@ -226,7 +226,18 @@ export async function removeCollectionData(engine: Engine, ref: CollectionRef): 
     for (const record of page.items) {
       const item = asItem(record);
       await removeItemData(engine, item);
-      await engine.kv.transact([{ delete: { pk: record.pk, sk: record.sk } }, ...(item.lease_sk ? [{ delete: { pk: PROCESSING_PARTITION, sk: item.lease_sk } }] : [])]);
+      // Its queued-item slot goes with it, once: the delete is conditioned on the state it was read in
+      // (a processor may still move it while the collection exists; then it is read again).
+      const slot = releaseSlotWrite(item);
+      try {
+        await engine.kv.transact([
+          { delete: { pk: record.pk, sk: record.sk }, ...(slot.length ? { condition: { ifEquals: { state: item.state, attempt: item.attempt, [ADMITTED]: true } } } : {}) },
+          ...slot,
+          ...(item.lease_sk ? [{ delete: { pk: PROCESSING_PARTITION, sk: item.lease_sk } }] : []),
+        ]);
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledError)) throw error;
+      }
     }
   }
   if (ref.mode === 'local_vectors' && ref.index) await engine.vectors.deleteIndex(ref.index);

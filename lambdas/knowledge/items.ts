@@ -21,8 +21,8 @@ import type { OperationCall } from '../shared/operations.js';
 import { settings } from '../shared/settings.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { wellFormed } from '../vector/passages.js';
-import { countsWrite, readCollection, sortableId, workspaceOf, type CollectionMode, type ItemState } from './collection-records.js';
-import { itemKey, itemsPk, processingKey, sourceBlobKey } from './collection-keys.js';
+import { ADMITTED, admissionWrite, countsWrite, queueFull, readCollection, releaseSlotWrite, sortableId, workspaceOf, type CollectionMode, type ItemState } from './collection-records.js';
+import { itemKey, itemsPk, processingKey, queuedItemsKey, sourceBlobKey } from './collection-keys.js';
 import { completedUploadSource } from './uploads.js';
 import { removePackage } from './chunk-index.js';
 
@@ -303,13 +303,16 @@ export async function sendProcessing(engine: Engine, item: Pick<Item, 'org' | 'w
 }
 
 /**
- * POST /v1/collections/{id}/items: the item is written `queued` with the collection's counters and
- * the operation's kept answer in one transaction, then sent for processing. A send that fails is
- * made good by the processing sweep (the item's lease entry is due in leaseSeconds()).
+ * POST /v1/collections/{id}/items: the item is written `queued` with the collection's counters, its
+ * organization's queued-item slot (429 rate_limited at the cap) and the operation's kept answer in one
+ * transaction, then sent for processing. A send that fails is made good by the processing sweep (the
+ * item's lease entry is due in leaseSeconds()).
  */
 export async function addItem(engine: Engine, principal: Principal, collectionId: string, file: FileToAdd, keep: (answer: object) => KvUpdate): Promise<ItemView> {
   const collection = await readCollection(engine, principal, collectionId);
   const org = principal.organizationId;
+  // At the cap already: refused before any bytes are written (the transaction below is what decides).
+  if (Number((await engine.kv.get(queuedItemsKey(org)))?.n ?? 0) >= settings().knowledgeMaxQueuedItems) throw queueFull();
   const workspace = await workspaceOf(engine, principal);
   const nowMs = engine.clock.now();
   const now = Math.floor(nowMs / 1000);
@@ -344,15 +347,22 @@ export async function addItem(engine: Engine, principal: Principal, collectionId
     owner: JSON.stringify(principal),
     created_at: iso(now),
     processed_at: null,
+    [ADMITTED]: true,
     // No store expiry: the collection's removal (removeCollectionData) must still find the item to
     // remove its package and vectors; every read goes through the collection, which answers 410 first.
   };
   const item = asItem(record);
   const view = itemView(item);
+  const writes: KvWrite[] = [{ put: record, condition: { ifAbsent: true } }, collectionWrite(item, null, 'queued'), { put: { ...lease } }, keep(view), admissionWrite(org)];
   try {
-    await engine.kv.transact([{ put: record, condition: { ifAbsent: true } }, collectionWrite(item, null, 'queued'), { put: { ...lease } }, keep(view)]);
+    await engine.kv.transact(writes);
   } catch (error) {
-    if (error instanceof TransactionCanceledError) await readCollection(engine, principal, collectionId); // deleted or expired meanwhile: its 404 or 410
+    if (error instanceof TransactionCanceledError) {
+      // Nothing was written: an inline text's bytes are nobody's (after another error the write may have applied).
+      if ('text' in file.source) await engine.blobs.delete(sourceKey).catch(() => undefined);
+      await readCollection(engine, principal, collectionId); // deleted or expired meanwhile: its 404 or 410
+      if (error.failed.includes(writes.length - 1)) throw queueFull();
+    }
     throw error;
   }
   await sendProcessing(engine, item).catch(() => undefined);
@@ -406,6 +416,7 @@ export async function deleteItem(engine: Engine, principal: Principal, collectio
       // Conditioned on what the counters it moves were computed from (vectors may arrive meanwhile).
       { delete: { pk: item.record.pk, sk: item.record.sk }, condition: { ifEquals: { state: item.state, attempt: item.attempt, package_id: item.package_id, vectors_stored: item.vectors_stored, indexed: item.indexed } } },
       collectionWrite(item, item.state, null, servedCounters(item, -1)),
+      ...releaseSlotWrite(item),
     ];
     if (item.lease_sk) writes.push({ delete: { pk: 'kproc', sk: item.lease_sk } });
     try {
@@ -430,7 +441,8 @@ export async function removeItemData(engine: Engine, item: Item): Promise<void> 
 /**
  * POST .../items/{item_id}/reprocess: processes the item's file again into a new package. The package
  * served now stays served until the new one is done, then disappears in the same write (a `failed`
- * item serves none). 409 item_not_ready while it is queued or processing.
+ * item serves none). 409 item_not_ready while it is queued or processing; it takes a queued-item slot
+ * as an add does (429 rate_limited at the organization's cap).
  */
 export async function reprocessItem(engine: Engine, principal: Principal, collectionId: string, itemId: string): Promise<ItemView> {
   for (;;) {
@@ -439,16 +451,19 @@ export async function reprocessItem(engine: Engine, principal: Principal, collec
     const nowMs = engine.clock.now();
     const now = Math.floor(nowMs / 1000);
     const lease = processingKey(now + leaseSeconds(), item.org, item.workspace, item.collection, item.id);
-    const set = { state: 'queued', pending_package: newPackageId(nowMs), attempt: 0, lease_until: 0, lease_sk: lease.sk, error_code: null, error_message: null };
+    const set = { state: 'queued', pending_package: newPackageId(nowMs), attempt: 0, lease_until: 0, lease_sk: lease.sk, error_code: null, error_message: null, [ADMITTED]: true };
+    const writes: KvWrite[] = [
+      { update: { pk: item.record.pk, sk: item.record.sk }, set, condition: { ifEquals: { state: item.state, attempt: item.attempt, pending_package: item.pending_package } } },
+      collectionWrite(item, item.state, 'queued'),
+      { put: { ...lease } },
+      admissionWrite(item.org),
+    ];
     try {
-      await engine.kv.transact([
-        { update: { pk: item.record.pk, sk: item.record.sk }, set, condition: { ifEquals: { state: item.state, attempt: item.attempt, pending_package: item.pending_package } } },
-        collectionWrite(item, item.state, 'queued'),
-        { put: { ...lease } },
-      ]);
+      await engine.kv.transact(writes);
     } catch (error) {
-      if (error instanceof TransactionCanceledError) continue;
-      throw error;
+      if (!(error instanceof TransactionCanceledError)) throw error;
+      if (error.failed.length === 1 && error.failed[0] === writes.length - 1) throw queueFull();
+      continue;
     }
     // A failed attempt's package is no longer anyone's.
     if (item.pending_package !== item.package_id) await removePackage(engine, item, item.pending_package);

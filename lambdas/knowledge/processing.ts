@@ -25,6 +25,7 @@ import { detectFormat, MAX_INPUT_BYTES, type Extracted } from './extract/index.j
 import { extractBounded, type Extraction } from './extraction-pool.js';
 import { transcribeRecording } from './extract/media.js';
 import { asItem, collectionWrite, leaseSeconds, sendProcessing, servedCounters, type Item, type ItemFailure, type ProcessItemMessage } from './items.js';
+import { ADMITTED, releaseSlotWrite } from './collection-records.js';
 import { writePackage } from './packages.js';
 
 /** Attempts an item gets at a transient failure before it fails `upstream_error`. */
@@ -217,10 +218,11 @@ async function finish(engine: Engine, item: Item, outcome: { done: Made } | { fa
     'done' in outcome
       ? { package_id: item.pending_package, chunk_count: outcome.done.chunk_count, skipped_chunks: outcome.done.skipped_chunks, vectors_stored: 0, indexed: item.mode === 'cloud' || outcome.done.chunk_count === 0 }
       : { package_id: null, chunk_count: 0, skipped_chunks: 0, vectors_stored: 0, indexed: false };
+  // Its organization's queued-item slot is given back in the same write (collection-records.ts, admission).
   const set =
     'done' in outcome
-      ? { state: 'done', ...served, error_code: null, error_message: null, processed_at: processedAt, lease_until: 0, lease_sk: null }
-      : { state: 'failed', ...served, error_code: outcome.failed, error_message: outcome.message.slice(0, 1000), processed_at: processedAt, lease_until: 0, lease_sk: null };
+      ? { state: 'done', ...served, error_code: null, error_message: null, processed_at: processedAt, lease_until: 0, lease_sk: null, [ADMITTED]: false }
+      : { state: 'failed', ...served, error_code: outcome.failed, error_message: outcome.message.slice(0, 1000), processed_at: processedAt, lease_until: 0, lease_sk: null, [ADMITTED]: false };
   let current = item;
   for (let attempt = 0; ; attempt++) {
     // The package served until now leaves the counters as they are now (vectors may have arrived for it meanwhile).
@@ -234,6 +236,7 @@ async function finish(engine: Engine, item: Item, outcome: { done: Made } | { fa
       },
       collectionWrite(item, 'processing', 'done' in outcome ? 'done' : 'failed', delta),
       { delete: { pk: PROCESSING_PARTITION, sk: current.lease_sk ?? item.lease_sk! } },
+      ...releaseSlotWrite(item),
     ];
     try {
       await engine.kv.transact(writes);

@@ -15,7 +15,9 @@
  *   is the model's;
  * - the index holds exactly one entry per chunk of each served package: none of a deleted item,
  *   a replaced package or a failed item;
- * - a deleted item is 404 item_not_found.
+ * - a deleted item is 404 item_not_found;
+ * - the organization's queued-item slots (admission, docs/decisions/knowledge-fairness.md) are exactly
+ *   its items queued or processing, and deleting the collection at the end of a run gives back all of its.
  *
  * Replay a failure with FC_SEED=<seed> FC_PATH=<path> from fast-check's report.
  */
@@ -31,12 +33,12 @@ import type { Principal } from '../../lambdas/auth/principal.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { createVectorDatabase, type VectorDatabase } from '../../lambdas/vector/databases.js';
-import { createCollection, getCollection, parseCreateCollection, statusOf } from '../../lambdas/knowledge/collections.js';
+import { createCollection, deleteCollection, getCollection, parseCreateCollection, statusOf } from '../../lambdas/knowledge/collections.js';
 import { addItem, deleteItem, fileToAdd, getItem, listItems, parseAddItem, reprocessItem } from '../../lambdas/knowledge/items.js';
 import { processItem } from '../../lambdas/knowledge/processing.js';
 import { indexingOf, parseCollectionQuery, queryCollection } from '../../lambdas/knowledge/collection-query.js';
 import { collectionScope } from '../../lambdas/knowledge/chunk-index.js';
-import { collectionKey, itemKey } from '../../lambdas/knowledge/collection-keys.js';
+import { collectionKey, itemKey, queuedItemsKey } from '../../lambdas/knowledge/collection-keys.js';
 import { PlatformError } from '../../lambdas/shared/errors.js';
 import { startFakeEmbedder, fakeVector, type FakeEmbedder } from '../helpers/fake-embedder.js';
 
@@ -153,12 +155,24 @@ async function codeOf(work: Promise<unknown>): Promise<string> {
   }
 }
 
+/** The organization's queued-item slots taken. */
+const slotsHeld = async () => Number((await engine.kv.get(queuedItemsKey(principal.organizationId)))?.n ?? 0);
+
 class Real {
   collection!: string;
+  /** Slots held when the run began (by a run that failed before it deleted its collection). */
+  slotsBefore = 0;
   constructor(readonly model: Model) {}
 
   async setup() {
     this.collection = (await createCollection(engine, principal, parseCreateCollection({ mode: 'cloud' }), keep)).id;
+    this.slotsBefore = await slotsHeld();
+  }
+
+  /** The collection goes with every slot its items held. */
+  async teardown() {
+    await deleteCollection(engine, principal, this.collection);
+    expect(await slotsHeld()).toBe(this.slotsBefore);
   }
 
   message(id: string) {
@@ -282,6 +296,7 @@ class Real {
     const hits = await engine.vectors.query(database.index, { vector: Float32Array.from(fakeVector('anything')), topK: 100, filter: { scope: collectionScope(this.collection) } });
     const entries = hits.map((h) => h.key.split('.').slice(0, 2).join('.')).sort();
     expect(entries).toEqual(live.filter((i) => i.served !== null).map((i) => `${i.id}.${byId.get(i.id)!.package_id}`).sort());
+    expect(await slotsHeld()).toBe(this.slotsBefore + counts.queued + counts.processing);
   }
 }
 
@@ -312,6 +327,7 @@ it('items added, processed, deleted, re-processed and queried, alone and two at 
       await real.check();
     }
     for (const item of model.live()) note(`final ${item.state}`);
+    await real.teardown();
   });
   await fc.assert(property, { numRuns: env.FC_RUNS ? Number(env.FC_RUNS) : RUNS, seed, path: env.FC_PATH, endOnFailure: env.FC_SHRINK === '0' });
   console.log(`collection items model: seed ${seed}, ${runs} runs; ${[...tally].sort().map(([k, v]) => `${k} ${v}`).join(', ')}`);
