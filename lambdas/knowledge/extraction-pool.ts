@@ -106,7 +106,7 @@ class PooledChild {
     // its parent did. A Lambda bundle is JavaScript and forks itself.
     const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
     this.process = fork(entry, [CHILD_FLAG], {
-      execArgv: [...loader, `--max-old-space-size=${caps.memoryMb}`, '--stack-size=984'],
+      execArgv: [...loader, `--max-old-space-size=${caps.memoryMb}`],
       serialization: 'advanced',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });

@@ -16,6 +16,7 @@ import { createApiServer } from './http-server.js';
 import { createOpsServer } from './ops-server.js';
 import { LocalStreams } from './streams.js';
 import { startQueueWorkers } from './queue-workers.js';
+import { closeExtractionPool } from '../knowledge/extraction-pool.js';
 
 export interface PlatformOptions {
   engine: Engine;
@@ -88,6 +89,7 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
         await streams?.close();
         await closed;
         await queueWorkers?.stop();
+        if (queueWorkers) closeExtractionPool();
         await flushActivity(options.engine);
         await options.engine.close();
       })()),
