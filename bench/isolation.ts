@@ -1,0 +1,490 @@
+/**
+ * Isolation between organizations on `npm start` (issue 32, "Benchmark"; docs/decisions/isolation-benchmark.md,
+ * figures in docs/benchmarks.md): another organization's simple vector query while one organization
+ * floods items and sends hostile files, against the same query on the idle server, all in one run.
+ *
+ * Processes: the real `npm start` (`node --import tsx bin/local.ts`) as a child with LOCAL_WORKERS=2
+ * (as the attack ran it), the default BACKGROUND_WORKERS, a fresh DATA_DIR, LOG_LEVEL=warn and
+ * KNOWLEDGE_MAX_QUEUED_ITEMS=1000 (so the whole flood is admitted); the tests' fake embedder in a
+ * process of its own; the bench (probe and flood clients) in this one. Tenants through the admin CLI:
+ *   B (the victim, the bootstrapped organization): an embeddings route to the fake embedder, the
+ *     workspace's vector database on it, BENCH_DOCS (300) passages ingested into `shared`;
+ *   A (the flooder): an organization, workspace and secret key of its own, `download` collections
+ *     (no embeddings needed).
+ * The probe: B's `POST /v1/vector/query` (mode shared, top_k 10, 8 words of the passages) at a fixed
+ * rate (BENCH_PROBE_RATE, 25 a second), open loop, over at most 2 keep-alive connections, from before
+ * the first round to after the last; each phase's figures are the queries sent inside its window.
+ *
+ * Rounds (BENCH_ROUNDS, 3), each:
+ *   idle     BENCH_IDLE_S (20) s once the background processes are quiet;
+ *   flood    A adds BENCH_FLOOD_ITEMS (600) Markdown items of about 200 KB inline, 4 at a time, to a new
+ *            `download` collection; the window runs from the first add until every item is done. Round 1
+ *            always runs to the end (A's throughput: items / (last processed_at - first add)); later
+ *            rounds stop after BENCH_FLOOD_WINDOW_S (90) s if the flood is not done by then, and delete
+ *            the collection (what is left of the backlog is dropped) so a run fits in ~10 minutes on a
+ *            busy machine;
+ *   hostile  A sends each hostile file of the attack (test/helpers/hostile-files.ts), one at a time:
+ *            uploaded (POST /v1/uploads) and added, or inline for the Markdown families, then waited
+ *            for until it settles; the window spans them all.
+ * Targets, every round: B's p99 in flood and hostile <= 2x its idle p99 of the same round; no 5xx, no
+ * transport error (connection reset, timeout); the serving workers' pids unchanged from the start;
+ * each hostile item `failed` with its code and message. Throughput: A's flood on this code (round 1)
+ * >= 0.8x the same flood on the code before the issue (BASELINE_COMMIT, b79c548), started the same
+ * way from a git worktree and flooded alone before our server starts (no probe).
+ * Beside them, per phase: the CPU seconds of the primary, the serving workers, the background
+ * processes (with their extraction children), the embedder and the bench, and the load average.
+ */
+import { cpus, loadavg } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { paragraphs } from '../test/helpers/knowledge-files.js';
+import { addItem, call, createCollection, post, uploadFile, type Client } from '../test/helpers/knowledge-calls.js';
+import { queryTexts } from './support/collection-corpus.js';
+import { envNumber } from './support/env.js';
+import { addWorktree, BASELINE_COMMIT } from './support/isolation-baseline.js';
+import { collectionCounts, floodBodies, listItems, sendFlood, waitSettled, type FloodSent } from './support/isolation-flood.js';
+import { hostileFiles, type HostileFile } from './support/isolation-hostile.js';
+import { cpuByRole, localChildren, servingPids, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
+import { startProbe, windowFigures, type Probe, type WindowFigures } from './support/isolation-probe.js';
+import { groupCpuSeconds, ROOT, startServer, type ServerProcess } from './support/processes.js';
+import { fmt, fmtInt, type Table } from './support/table.js';
+import type { Benchmark, BenchReport, Figure } from './support/types.js';
+
+const P99_TARGET = 2;
+const THROUGHPUT_TARGET = 0.8;
+const INGEST_BATCH = 100;
+
+const now = () => performance.now();
+const loadText = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+
+type PhaseName = 'idle' | 'flood' | 'hostile';
+
+interface CpuSnapshot {
+  roles: Record<Role, number>;
+  embedder: number;
+  bench: number;
+}
+
+interface Phase {
+  round: number;
+  name: PhaseName;
+  from: number;
+  to: number;
+  figures: WindowFigures;
+  /** CPU seconds spent during the phase, by process. */
+  cpu: Record<string, number>;
+  loadAtEnd: string;
+  /** Serving pids changed during the phase (before -> after), when they did. */
+  pidsChanged?: string;
+  note?: string;
+}
+
+interface FloodResult {
+  collection: string;
+  sent: FloodSent;
+  /** ms from the first add to the last processed_at; undefined when the flood was cut short. */
+  spanMs?: number;
+  itemsPerS?: number;
+  done: number;
+  failed: number;
+  /** Items left when the window closed (rounds after the first). */
+  leftQueued?: number;
+}
+
+interface HostileResult {
+  round: number;
+  file: string;
+  bytes: number;
+  status: string;
+  code?: string;
+  message?: string;
+  settleS: number;
+  figures: WindowFigures;
+}
+
+/** The victim's passages: `docs` paragraphs of 6 sentences. */
+const victimPassages = (docs: number) => paragraphs(docs, 6, 7);
+
+function cpuSnapshot(server: LocalStart, embedder: ServerProcess): CpuSnapshot {
+  const e = groupCpuSeconds(embedder.pgid);
+  const b = process.cpuUsage();
+  return { roles: cpuByRole(server.pid), embedder: e ? e.user + e.system : 0, bench: (b.user + b.system) / 1e6 };
+}
+
+function cpuSpent(a: CpuSnapshot, b: CpuSnapshot): Record<string, number> {
+  return {
+    primary: b.roles.primary - a.roles.primary,
+    serving: b.roles.serving - a.roles.serving,
+    background: b.roles.background - a.roles.background,
+    embedder: b.embedder - a.embedder,
+    bench: b.bench - a.bench,
+  };
+}
+
+/** Waits until the background processes (with their children) use under 5 % of a core over 2 s, at most `timeoutMs`. */
+async function backgroundQuiet(server: LocalStart, timeoutMs = 60_000): Promise<number> {
+  const started = Date.now();
+  let last = cpuByRole(server.pid).background;
+  let quietFor = 0;
+  while (Date.now() - started < timeoutMs) {
+    await sleep(1_000);
+    const nowCpu = cpuByRole(server.pid).background;
+    quietFor = nowCpu - last < 0.05 ? quietFor + 1 : 0;
+    last = nowCpu;
+    if (quietFor >= 2) break;
+  }
+  return Date.now() - started;
+}
+
+/** One flood to the end: sent, waited for, read back. */
+async function floodToTheEnd(c: Client, bodies: string[], name: string, timeoutMs: number): Promise<FloodResult> {
+  const col = await createCollection(c, 'download', name);
+  const sent = await sendFlood(c, col, bodies);
+  await waitSettled(c, col, sent.items.length, timeoutMs);
+  const items = await listItems(c, col);
+  const last = Math.max(...items.map((i) => i.processedAt ?? 0));
+  const spanMs = last - sent.firstAddAt;
+  return {
+    collection: col,
+    sent,
+    spanMs,
+    itemsPerS: (sent.items.length / spanMs) * 1000,
+    done: items.filter((i) => i.status === 'done').length,
+    failed: items.filter((i) => i.status === 'failed').length,
+  };
+}
+
+export const benchmark: Benchmark = {
+  name: 'isolation',
+  title: "Isolation on npm start: another organization's vector query while one floods items and sends hostile files (vs idle), and the flood's throughput (vs the code before issue 32)",
+  async run(progress): Promise<BenchReport> {
+    const rounds = envNumber('BENCH_ROUNDS', 3);
+    const floodItems = envNumber('BENCH_FLOOD_ITEMS', 600);
+    const idleS = envNumber('BENCH_IDLE_S', 20);
+    const rate = envNumber('BENCH_PROBE_RATE', 25);
+    const floodWindowS = envNumber('BENCH_FLOOD_WINDOW_S', 90);
+    const docs = envNumber('BENCH_DOCS', 300);
+    const hostileTimeoutS = envNumber('BENCH_HOSTILE_TIMEOUT_S', 240);
+    const baselineCommit = process.env.BENCH_BASELINE_COMMIT ?? BASELINE_COMMIT;
+    const skipBaseline = process.env.BENCH_SKIP_BASELINE === '1';
+    const runStarted = new Date();
+
+    let started = now();
+    const bodies = floodBodies(floodItems);
+    progress(`${cpus().length} CPUs, load ${loadText()}; ${floodItems} flood items of ${fmtInt(bodies[0].length)} bytes made in ${fmt((now() - started) / 1000)} s`);
+    const hostile: HostileFile[] = (await hostileFiles()) ?? [];
+    progress(hostile.length ? `hostile files: ${hostile.map((h) => `${h.label} (${fmtInt(h.bytes.length)} B)`).join(', ')}` : 'hostile files: none (test/helpers/hostile-files.ts is not there): the hostile phase is skipped');
+
+    const embedder = await startServer('fake embedder', 'bench/support/fake-embedder-server.ts', {}, /fake embedder at http:\S+\n/);
+    const embedderUrl = /fake embedder at (http:\S+)/.exec(embedder.output())![1];
+    let server: LocalStart | undefined;
+    let probe: Probe | undefined;
+    const notes: string[] = [];
+    const checks: string[] = [];
+    try {
+      // ---------- the baseline: the code before the issue, A alone ----------
+      let baseline: FloodResult | undefined;
+      let baselineLoad = '';
+      let baselineCpu: Record<Role, number> | undefined;
+      if (!skipBaseline) {
+        const tree = addWorktree(baselineCommit);
+        try {
+          const old = await startLocal(`npm start at ${tree.commit}`, tree.path, { LOCAL_WORKERS: '2', KNOWLEDGE_MAX_QUEUED_ITEMS: '1000' });
+          try {
+            const c: Client = { url: old.urls.ai, key: old.credentials.secret_key };
+            await sleep(2_000);
+            progress(`baseline: npm start at ${tree.commit} (worktree), serving pids ${servingPids(old.pid).join(', ')}, load ${loadText()}; flooding ${floodItems} items alone`);
+            const cpu0 = cpuByRole(old.pid);
+            baseline = await floodToTheEnd(c, bodies, 'baseline flood', 20 * 60_000);
+            const cpu1 = cpuByRole(old.pid);
+            baselineCpu = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, v - cpu0[k as Role]])) as Record<Role, number>;
+            baselineLoad = loadText();
+            progress(
+              `baseline: ${baseline.sent.items.length} added in ${fmt((baseline.sent.lastAddAt - baseline.sent.firstAddAt) / 1000)} s, all processed after ${fmt(baseline.spanMs! / 1000)} s: ` +
+                `${fmt(baseline.itemsPerS, 2)} items/s (${baseline.done} done, ${baseline.failed} failed), load ${baselineLoad}`,
+            );
+          } finally {
+            await old.stop();
+          }
+        } finally {
+          tree.remove();
+        }
+      }
+
+      // ---------- this code ----------
+      started = now();
+      server = await startLocal('npm start', ROOT, { LOCAL_WORKERS: '2', KNOWLEDGE_MAX_QUEUED_ITEMS: '1000' });
+      const s = server;
+      const children = localChildren(s.pid);
+      const pids0 = servingPids(s.pid);
+      progress(
+        `npm start up in ${fmt((now() - started) / 1000)} s: serving ${pids0.join(', ')}, background ${children
+          .filter((ch) => ch.background)
+          .map((ch) => `${ch.pid} (nice ${ch.nice})`)
+          .join(', ')}`,
+      );
+      if (pids0.length !== 2) throw new Error(`expected 2 serving workers, found ${pids0.length}: ${JSON.stringify(children)}`);
+
+      // B: the bootstrapped organization, its route, vector database and passages.
+      const b = s.credentials;
+      s.admin('route', 'set', '--org', b.organization_id, '--id', 'emb', '--endpoint', '/v1/embeddings', '--provider', 'openai-compatible', '--base-url', embedderUrl, '--model', 'fake-embed', '--default');
+      s.admin('vector-db', 'create', '--workspace', b.workspace_id, '--embedding-route', 'emb');
+      const cb: Client = { url: s.urls.ai, key: b.secret_key };
+      const passages = victimPassages(docs);
+      for (let from = 0; from < passages.length; from += INGEST_BATCH) {
+        const documents = passages.slice(from, from + INGEST_BATCH).map((text, i) => ({ id: `doc-${from + i}`, text }));
+        const r = await post(cb, '/v1/vector/ingest', { scope: 'shared', documents });
+        if (r.status !== 200) throw new Error(`ingest: ${r.status} ${r.text.slice(0, 300)}`);
+      }
+      // A: an organization of its own.
+      const orgA = s.admin('org', 'create', '--name', 'Flooder');
+      s.admin('workspace', 'create', '--org', orgA.id, '--name', 'default');
+      const ca: Client = { url: s.urls.ai, key: s.admin('key', 'create', '--org', orgA.id).key };
+      progress(`B (${b.organization_id}): ${docs} passages ingested; A (${orgA.id}) created`);
+
+      // Warm-up, untimed: one item of A through the pipeline (the extraction child, the parser), and the probe's path.
+      const warm = await createCollection(ca, 'download', 'warm-up');
+      const warmItem = await addItem(ca, warm, JSON.parse(bodies[0]));
+      if (warmItem.status !== 202) throw new Error(`warm-up item: ${warmItem.status} ${warmItem.text}`);
+      await waitSettled(ca, warm, 1, 120_000, 200);
+      probe = startProbe({ url: s.urls.ai, key: b.secret_key, queries: queryTexts(passages, 500), ratePerS: rate, sockets: 2 });
+      await sleep(5_000);
+      const warmFigures = windowFigures(probe.samples, 0, now());
+      if (warmFigures.n === 0 || warmFigures.fivexx + warmFigures.other > 0 || Object.keys(warmFigures.errors).length) {
+        throw new Error(`the probe does not work: ${JSON.stringify(warmFigures)}`);
+      }
+      progress(`warm-up: probe p50 ${fmt(warmFigures.p50, 2)} ms over ${warmFigures.n} queries`);
+
+      const phases: Phase[] = [];
+      const floods: FloodResult[] = [];
+      const hostileResults: HostileResult[] = [];
+      let lastPids = pids0;
+      const measure = async (round: number, name: PhaseName, work: () => Promise<string | undefined>) => {
+        const cpu0 = cpuSnapshot(s, embedder);
+        const from = now();
+        const note = await work();
+        const to = now();
+        const cpu = cpuSpent(cpu0, cpuSnapshot(s, embedder));
+        const pids = servingPids(s.pid);
+        const changed = pids.join(',') !== lastPids.join(',');
+        const phase: Phase = { round, name, from, to, figures: windowFigures(probe!.samples, from, to), cpu, loadAtEnd: loadText(), ...(changed ? { pidsChanged: `${lastPids.join(',')} -> ${pids.join(',')}` } : {}), ...(note ? { note } : {}) };
+        lastPids = pids;
+        phases.push(phase);
+        const f = phase.figures;
+        progress(
+          `round ${round} ${name}: ${fmt((to - from) / 1000)} s, ${f.n} queries, p50 ${fmt(f.p50, 2)} ms, p99 ${fmt(f.p99, 2)} ms, max ${fmt(f.max, 1)} ms, ` +
+            `5xx ${f.fivexx}, errors ${JSON.stringify(f.errors)}; CPU s serving ${fmt(cpu.serving)} background ${fmt(cpu.background)}; load ${phase.loadAtEnd}${changed ? `; SERVING PIDS CHANGED ${phase.pidsChanged}` : ''}${note ? `; ${note}` : ''}`,
+        );
+        return phase;
+      };
+
+      let hostileCollection: string | undefined;
+      /** Sends one hostile file as A (uploaded, or inline for text) and waits until its item settles. */
+      const sendHostile = async (c: Client, h: HostileFile): Promise<any> => {
+        const col = (hostileCollection ??= await createCollection(c, 'download', 'hostile'));
+        const body = h.inline
+          ? { text: Buffer.from(h.bytes).toString('utf8'), filename: h.filename, content_type: h.contentType }
+          : { upload_id: await uploadFile(c, h.bytes, h.filename, h.contentType) };
+        const added = await addItem(c, col, body);
+        if (added.status !== 202) return { status: `refused ${added.status}`, error: added.body?.error };
+        const id = added.body.item_id;
+        const until = Date.now() + hostileTimeoutS * 1000;
+        for (;;) {
+          const r = await call(c, 'GET', `/v1/collections/${col}/items/${id}`);
+          if (r.body?.status === 'done' || r.body?.status === 'failed') return r.body;
+          if (Date.now() > until) return { status: `still ${r.body?.status} after ${hostileTimeoutS} s` };
+          await sleep(250);
+        }
+      };
+
+      for (let round = 1; round <= rounds; round++) {
+        const quietMs = await backgroundQuiet(s);
+        if (quietMs > 10_000) progress(`round ${round}: the background processes went quiet after ${fmt(quietMs / 1000)} s`);
+        await measure(round, 'idle', async () => {
+          await sleep(idleS * 1000);
+          return undefined;
+        });
+
+        await measure(round, 'flood', async () => {
+          if (round === 1) {
+            const result = await floodToTheEnd(ca, bodies, `flood ${round}`, 20 * 60_000);
+            floods.push(result);
+            return `${result.sent.items.length} added in ${fmt((result.sent.lastAddAt - result.sent.firstAddAt) / 1000)} s, processed after ${fmt(result.spanMs! / 1000)} s: ${fmt(result.itemsPerS, 2)} items/s`;
+          }
+          const col = await createCollection(ca, 'download', `flood ${round}`);
+          const sent = await sendFlood(ca, col, bodies);
+          const until = sent.firstAddAt + floodWindowS * 1000;
+          let counts = await collectionCounts(ca, col);
+          while (counts.queued + counts.processing > 0 && Date.now() < until) {
+            await sleep(500);
+            counts = await collectionCounts(ca, col);
+          }
+          const result: FloodResult = { collection: col, sent, done: counts.done, failed: counts.failed };
+          if (counts.queued + counts.processing === 0) {
+            const items = await listItems(ca, col);
+            result.spanMs = Math.max(...items.map((i) => i.processedAt ?? 0)) - sent.firstAddAt;
+            result.itemsPerS = (sent.items.length / result.spanMs) * 1000;
+          } else result.leftQueued = counts.queued + counts.processing;
+          floods.push(result);
+          // The window closes here; the rest of the backlog (if any) is dropped outside it.
+          return result.spanMs
+            ? `${sent.items.length} added in ${fmt((sent.lastAddAt - sent.firstAddAt) / 1000)} s, processed after ${fmt(result.spanMs / 1000)} s: ${fmt(result.itemsPerS, 2)} items/s`
+            : `${sent.items.length} added in ${fmt((sent.lastAddAt - sent.firstAddAt) / 1000)} s; window closed after ${floodWindowS} s with ${counts.done} done, ${result.leftQueued} left (collection deleted)`;
+        });
+        const lastFlood = floods.at(-1)!;
+        if (Object.keys(lastFlood.sent.refused).length) checks.push(`round ${round}: flood adds refused ${JSON.stringify(lastFlood.sent.refused)}`);
+        if (lastFlood.leftQueued) {
+          const deleted = await call(ca, 'DELETE', `/v1/collections/${lastFlood.collection}`);
+          if (deleted.status !== 200 && deleted.status !== 204) throw new Error(`delete the flood's collection: ${deleted.status} ${deleted.text.slice(0, 200)}`);
+          const quiet = await backgroundQuiet(s, 120_000);
+          progress(`round ${round}: flood collection deleted, background quiet after ${fmt(quiet / 1000)} s`);
+        }
+
+        if (!hostile.length) continue;
+        await backgroundQuiet(s);
+        await measure(round, 'hostile', async () => {
+          for (const h of hostile) {
+            const t0 = now();
+            const item = await sendHostile(ca, h);
+            const settleS = (now() - t0) / 1000;
+            const result: HostileResult = {
+              round,
+              file: h.label,
+              bytes: h.bytes.length,
+              status: item.status,
+              code: item.error?.code,
+              message: item.error?.message,
+              settleS,
+              figures: windowFigures(probe!.samples, t0, now()),
+            };
+            hostileResults.push(result);
+            progress(`  ${h.label}: ${item.status}${item.error ? ` ${item.error.code}: ${String(item.error.message).slice(0, 120)}` : ''} after ${fmt(settleS, 1)} s; B p50 ${fmt(result.figures.p50, 2)} ms, max ${fmt(result.figures.max, 1)} ms`);
+          }
+          return undefined;
+        });
+      }
+
+      await probe.stop();
+      const probeAll = windowFigures(probe.samples, 0, Infinity);
+      probe = undefined;
+      const pidsEnd = servingPids(s.pid);
+      const bgEnd = localChildren(s.pid).filter((ch) => ch.background);
+      const restarts = (s.server.output().match(/exited; starting another/g) ?? []).length;
+
+      // ---------- verdicts ----------
+      const idleOf = (round: number) => phases.find((p) => p.round === round && p.name === 'idle')!.figures;
+      const phaseRows: string[][] = [];
+      for (const p of phases) {
+        const ratio = p.name === 'idle' ? undefined : p.figures.p99 / idleOf(p.round).p99;
+        const errors = Object.entries(p.figures.errors).map(([k, v]) => `${k} ${v}`).join(', ');
+        if (ratio !== undefined && !(ratio <= P99_TARGET)) checks.push(`round ${p.round} ${p.name}: B's p99 ${fmt(ratio, 2)}x idle`);
+        if (p.figures.fivexx) checks.push(`round ${p.round} ${p.name}: ${p.figures.fivexx} 5xx`);
+        if (errors) checks.push(`round ${p.round} ${p.name}: transport errors ${errors}`);
+        if (p.pidsChanged) checks.push(`round ${p.round} ${p.name}: serving pids changed ${p.pidsChanged}`);
+        phaseRows.push([
+          String(p.round),
+          p.name,
+          fmt((p.to - p.from) / 1000),
+          String(p.figures.n),
+          fmt(p.figures.p50, 2),
+          fmt(p.figures.p99, 2),
+          fmt(p.figures.max, 1),
+          ratio === undefined ? '' : `${fmt(ratio, 2)} ${ratio <= P99_TARGET ? 'ok' : 'MISS'}`,
+          ratio === undefined ? '' : fmt(p.figures.p50 / idleOf(p.round).p50, 2),
+          String(p.figures.fivexx),
+          errors || '0',
+          p.pidsChanged ? 'CHANGED' : 'same',
+          p.loadAtEnd,
+        ]);
+      }
+      if (pidsEnd.join(',') !== pids0.join(',')) checks.push(`serving pids ${pids0.join(',')} at the start, ${pidsEnd.join(',')} at the end`);
+      if (!hostile.length) checks.push('no hostile files (test/helpers/hostile-files.ts missing): hostile phase not run');
+      const hostileRows = hostileResults.map((h) => {
+        if (h.status !== 'failed' || !h.code || !h.message) checks.push(`round ${h.round} ${h.file}: ${h.status}${h.code ? ` ${h.code}` : ''}`);
+        return [String(h.round), h.file, fmtInt(h.bytes), h.status, h.code ?? '', (h.message ?? '').slice(0, 110), fmt(h.settleS, 1), fmt(h.figures.p50, 2), fmt(h.figures.p99, 2), fmt(h.figures.max, 1)];
+      });
+      const ours = floods[0];
+      const throughputRatio = baseline?.itemsPerS && ours.itemsPerS ? ours.itemsPerS / baseline.itemsPerS : undefined;
+      if (throughputRatio === undefined) checks.push(skipBaseline ? 'throughput: no baseline (BENCH_SKIP_BASELINE=1)' : 'throughput: not measured');
+      else if (throughputRatio < THROUGHPUT_TARGET) checks.push(`A's flood throughput ${fmt(throughputRatio, 2)}x the baseline's`);
+      for (const [i, f] of floods.entries()) if (f.failed) checks.push(`flood ${i + 1}: ${f.failed} items failed`);
+
+      const floodRows = floods.map((f, i) => [
+        String(i + 1),
+        'this code (B probing)',
+        String(f.sent.items.length),
+        fmt((f.sent.lastAddAt - f.sent.firstAddAt) / 1000),
+        f.spanMs ? fmt(f.spanMs / 1000) : `cut at ${floodWindowS} s (${f.done} done, ${f.leftQueued} left)`,
+        f.itemsPerS ? fmt(f.itemsPerS, 2) : 'n/a',
+        f.itemsPerS && baseline?.itemsPerS ? fmt(f.itemsPerS / baseline.itemsPerS, 2) + (i === 0 ? (f.itemsPerS / baseline.itemsPerS >= THROUGHPUT_TARGET ? ' ok' : ' MISS') : '') : '',
+      ]);
+      if (baseline) {
+        floodRows.unshift([
+          '-',
+          `${baselineCommit} alone (baseline)`,
+          String(baseline.sent.items.length),
+          fmt((baseline.sent.lastAddAt - baseline.sent.firstAddAt) / 1000),
+          fmt(baseline.spanMs! / 1000),
+          fmt(baseline.itemsPerS, 2),
+          '1.00',
+        ]);
+      }
+      const cpuRows = phases.map((p) => [String(p.round), p.name, fmt(p.cpu.primary), fmt(p.cpu.serving), fmt(p.cpu.background), fmt(p.cpu.embedder), fmt(p.cpu.bench), fmt(((p.cpu.primary + p.cpu.serving + p.cpu.background + p.cpu.embedder + p.cpu.bench) / Math.max(0.001, (p.to - p.from) / 1000)) * 50)]);
+      if (baselineCpu) cpuRows.unshift(['-', `baseline flood (${baselineCommit})`, fmt(baselineCpu.primary), fmt(baselineCpu.serving), fmt(baselineCpu.background), '', '', '']);
+
+      notes.push(
+        `run started ${runStarted.toISOString()}; probe: ${rate} queries/s open loop over 2 keep-alive connections, ${probeAll.n} queries in all, ${probeAll.fivexx} 5xx, ${probeAll.other} other non-200, transport errors ${JSON.stringify(probeAll.errors)}`,
+        `serving pids ${pids0.join(', ')} at the start, ${pidsEnd.join(', ')} at the end; background ${bgEnd.map((ch) => `${ch.pid} (nice ${ch.nice})`).join(', ')} at the end; ${restarts} process restart(s) logged by the primary`,
+        ...(baseline ? [`baseline (${baselineCommit}, alone, no probe): CPU s serving ${fmt(baselineCpu!.serving)}, primary ${fmt(baselineCpu!.primary)}; load at its end ${baselineLoad}`] : []),
+      );
+      const tables: Table[] = [
+        {
+          title: `B's vector query by phase (ms; ratio: p99 / the same round's idle p99, target <= ${P99_TARGET}; load average at the phase's end)`,
+          headers: ['round', 'phase', 's', 'queries', 'p50', 'p99', 'max', `p99 / idle (<= ${P99_TARGET})`, 'p50 / idle', '5xx', 'transport errors', 'serving pids', 'load 1/5/15'],
+          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l', 'l', 'l'],
+          rows: phaseRows,
+        },
+        {
+          title: `A's flood of ${floodItems} Markdown items of ~200 KB (items/s: items / (last processed_at - first add); target: round 1 >= ${THROUGHPUT_TARGET}x the baseline)`,
+          headers: ['round', 'server', 'items', 'adds s', 'processed s', 'items/s', 'x baseline'],
+          align: ['l', 'l', 'r', 'r', 'r', 'r', 'r'],
+          rows: floodRows,
+        },
+        {
+          title: "Hostile files (one at a time; B's query while each was in; ms)",
+          headers: ['round', 'file', 'bytes', 'status', 'code', 'message', 'settled s', 'B p50', 'B p99', 'B max'],
+          align: ['r', 'l', 'r', 'l', 'l', 'l', 'r', 'r', 'r', 'r'],
+          rows: hostileRows,
+        },
+        {
+          title: 'CPU seconds by process during each phase (background: with its extraction children; busy %: of the 2 cores)',
+          headers: ['round', 'phase', 'primary', 'serving', 'background', 'embedder', 'bench', 'busy % (of 2 cores)'],
+          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
+          rows: cpuRows,
+        },
+      ];
+      const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+      const ratios = (name: PhaseName) => phases.filter((p) => p.name === name).map((p) => p.figures.p99 / idleOf(p.round).p99);
+      const figures: Figure[] = [
+        { name: 'idle p99 ms', value: median(phases.filter((p) => p.name === 'idle').map((p) => p.figures.p99)), digits: 2 },
+        { name: 'flood p99 / idle', value: median(ratios('flood')), digits: 2 },
+        ...(ratios('hostile').length ? [{ name: 'hostile p99 / idle', value: median(ratios('hostile')), digits: 2 }] : []),
+        ...(throughputRatio ? [{ name: 'flood throughput x baseline', value: throughputRatio, digits: 2 }] : []),
+      ];
+      return {
+        tables,
+        notes,
+        figures,
+        verdict: {
+          pass: checks.length === 0,
+          summary: checks.length
+            ? checks.join('; ')
+            : `every round: B's p99 <= ${fmt(Math.max(...ratios('flood'), ...ratios('hostile')), 2)}x idle, no 5xx or reset, serving pids unchanged, every hostile item failed with its reason; A's flood ${fmt(throughputRatio, 2)}x the baseline's items/s`,
+        },
+      };
+    } finally {
+      await probe?.stop();
+      await server?.stop();
+      await embedder.stop();
+    }
+  },
+};
