@@ -74,7 +74,7 @@ WITH RECURSIVE groups(g) AS (
   UNION ALL
   SELECT (SELECT grp FROM queue_messages WHERE queue = @queue AND grp > groups.g ORDER BY grp LIMIT 1) FROM groups WHERE groups.g IS NOT NULL
 )
-SELECT
+SELECT groups.g AS grp,
   (SELECT json_group_array(json_array(seq, visible_at) ORDER BY visible_at, seq) FROM (
     SELECT seq, visible_at FROM queue_messages WHERE queue = @queue AND grp = groups.g AND visible_at <= @now ORDER BY visible_at, seq LIMIT @max
   )) AS head,
@@ -91,6 +91,8 @@ interface Row {
 /** A visible message in line for a receive: its turn among the groups, then its age. */
 interface Candidate {
   seq: number;
+  /** null: sent without a group (a group of its own). */
+  group: string | null;
   turn: number;
   visible_at: number;
 }
@@ -114,7 +116,7 @@ export class SqliteQueue implements Queue {
       ),
       // Is anything visible? An idle receiver's cheap look before it takes the write lock.
       anyVisible: db.prepare<[string, number], { seq: number }>('SELECT seq FROM queue_messages WHERE queue = ? AND visible_at <= ? LIMIT 1'),
-      groupHeads: db.prepare<{ queue: string; now: number; max: number }, { head: string; in_flight: number }>(GROUP_HEADS),
+      groupHeads: db.prepare<{ queue: string; now: number; max: number }, { grp: string; head: string; in_flight: number }>(GROUP_HEADS),
       // Messages sent without a group: each a group of its own, so always on its first turn.
       ungrouped: db.prepare<{ queue: string; now: number; max: number }, { seq: number; visible_at: number }>(
         `SELECT seq, visible_at FROM queue_messages WHERE queue = @queue AND grp IS NULL AND visible_at <= @now ORDER BY visible_at, seq LIMIT @max`,
@@ -142,21 +144,25 @@ export class SqliteQueue implements Queue {
   }
 
   /**
-   * The visible messages a receive of `max` takes next, in order: by turn (place in its group + the
-   * group's messages in flight), then oldest first. `skip`: taken by this receive already (still
-   * visible under a zero lease), read past rather than taken twice.
+   * The visible messages a receive takes next (up to `max`), in order: by turn (place among its group's
+   * visible messages + the group's messages in flight), then oldest first. Taking them in this order is
+   * taking, one at a time, the message of least turn: a message taken puts its group's next one a place
+   * forward and one more in flight. `taken`: what this receive took already, by group; under a zero
+   * lease still visible, so read past and counted as in flight as a longer lease would be.
    */
-  private nextInLine(queue: string, now: number, max: number, skip: Set<number>): Candidate[] {
-    const per = max + skip.size;
+  private nextInLine(queue: string, now: number, max: number, taken: Map<number, string | null>, zeroLease: boolean): Candidate[] {
+    const per = max + taken.size;
+    const takenIn = new Map<string, number>();
+    if (zeroLease) for (const group of taken.values()) if (group !== null) takenIn.set(group, (takenIn.get(group) ?? 0) + 1);
     const line: Candidate[] = [];
-    for (const { head, in_flight } of this.stmt.groupHeads.all({ queue, now, max: per })) {
+    for (const { grp, head, in_flight } of this.stmt.groupHeads.all({ queue, now, max: per })) {
       let place = 0;
       for (const [seq, visible_at] of JSON.parse(head) as [number, number][]) {
-        if (!skip.has(seq)) line.push({ seq, visible_at, turn: ++place + in_flight });
+        if (!taken.has(seq)) line.push({ seq, group: grp, visible_at, turn: ++place + in_flight + (takenIn.get(grp) ?? 0) });
       }
     }
     for (const { seq, visible_at } of this.stmt.ungrouped.all({ queue, now, max: per })) {
-      if (!skip.has(seq)) line.push({ seq, visible_at, turn: 1 });
+      if (!taken.has(seq)) line.push({ seq, group: null, visible_at, turn: 1 });
     }
     line.sort((a, b) => a.turn - b.turn || a.visible_at - b.visible_at || a.seq - b.seq);
     return line.slice(0, max);
@@ -170,21 +176,21 @@ export class SqliteQueue implements Queue {
     return this.writer.run(() => {
         const now = this.clock.now();
         const out: QueueMessage[] = [];
-        const leased = new Set<number>();
+        const taken = new Map<number, string | null>();
         while (out.length < options.max) {
-          const line = this.nextInLine(queue, now, options.max - out.length, leased);
+          const line = this.nextInLine(queue, now, options.max - out.length, taken, options.visibilitySeconds === 0);
           if (line.length === 0) break;
           const rows = new Map(this.stmt.rows.all(JSON.stringify(line.map((c) => c.seq))).map((r) => [r.seq, r]));
-          for (const { seq } of line) {
+          for (const { seq, group } of line) {
             const row = rows.get(seq)!;
             if (policy && row.receive_count >= policy.def.maxReceives) {
-              // Moved on, not taken: the next pass looks again for what fills its place.
+              // Moved on, not taken: the turns behind it in its group move up, so the line is read again.
               this.stmt.redrive.run(policy.dead, now, row.seq);
-              continue;
+              break;
             }
             const receipt = randomUUID();
             this.stmt.lease.run(receipt, now + options.visibilitySeconds * 1000, row.seq);
-            leased.add(row.seq);
+            taken.set(row.seq, group);
             out.push({ id: row.id, body: row.body, receipt, receiveCount: row.receive_count + 1 });
           }
         }
