@@ -16,7 +16,7 @@
  * the first round to after the last; each phase's figures are the queries sent inside its window.
  *
  * Rounds (BENCH_ROUNDS, 3), each:
- *   idle     BENCH_IDLE_S (20) s once the background processes are quiet;
+ *   idle     BENCH_IDLE_S (30) s once the background processes are quiet;
  *   flood    A adds BENCH_FLOOD_ITEMS (600) Markdown items of about 200 KB inline, 4 at a time, to a new
  *            `download` collection; the window runs from the first add until every item is done. Round 1
  *            always runs to the end (A's throughput: items / (last processed_at - first add)); later
@@ -28,7 +28,8 @@
  *            for until it settles; the window spans them all.
  * Targets, every round: B's p99 in flood and hostile <= 2x its idle p99 of the same round; no 5xx, no
  * transport error (connection reset, timeout); the serving workers' pids unchanged from the start;
- * each hostile item `failed` with its code and message. Throughput: A's flood on this code (round 1)
+ * each hostile item ends as test/api/knowledge-isolation.test.ts expects: `failed` with its code and
+ * message (too_large, parse_error for the deep DOCX, unsupported_type), pathological Markdown `done`. Throughput: A's flood on this code (round 1)
  * >= 0.8x the same flood on the code before the issue (BASELINE_COMMIT, b79c548), started the same
  * way from a git worktree and flooded alone before our server starts (no probe).
  * Beside them, per phase: the CPU seconds of the primary, the serving workers, the background
@@ -97,6 +98,7 @@ interface HostileResult {
   status: string;
   code?: string;
   message?: string;
+  expect: HostileFile['expect'];
   settleS: number;
   figures: WindowFigures;
 }
@@ -159,7 +161,7 @@ export const benchmark: Benchmark = {
   async run(progress): Promise<BenchReport> {
     const rounds = envNumber('BENCH_ROUNDS', 3);
     const floodItems = envNumber('BENCH_FLOOD_ITEMS', 600);
-    const idleS = envNumber('BENCH_IDLE_S', 20);
+    const idleS = envNumber('BENCH_IDLE_S', 30);
     const rate = envNumber('BENCH_PROBE_RATE', 25);
     const floodWindowS = envNumber('BENCH_FLOOD_WINDOW_S', 90);
     const docs = envNumber('BENCH_DOCS', 300);
@@ -171,7 +173,7 @@ export const benchmark: Benchmark = {
     let started = now();
     const bodies = floodBodies(floodItems);
     progress(`${cpus().length} CPUs, load ${loadText()}; ${floodItems} flood items of ${fmtInt(bodies[0].length)} bytes made in ${fmt((now() - started) / 1000)} s`);
-    const hostile: HostileFile[] = (await hostileFiles()) ?? [];
+    const hostile: HostileFile[] = (await hostileFiles(process.env.BENCH_MARKDOWN === 'all' ? 'all' : 'attack')) ?? [];
     progress(hostile.length ? `hostile files: ${hostile.map((h) => `${h.label} (${fmtInt(h.bytes.length)} B)`).join(', ')}` : 'hostile files: none (test/helpers/hostile-files.ts is not there): the hostile phase is skipped');
 
     const embedder = await startServer('fake embedder', 'bench/support/fake-embedder-server.ts', {}, /fake embedder at http:\S+\n/);
@@ -353,6 +355,7 @@ export const benchmark: Benchmark = {
               status: item.status,
               code: item.error?.code,
               message: item.error?.message,
+              expect: h.expect,
               settleS,
               figures: windowFigures(probe!.samples, t0, now()),
             };
@@ -399,8 +402,10 @@ export const benchmark: Benchmark = {
       if (pidsEnd.join(',') !== pids0.join(',')) checks.push(`serving pids ${pids0.join(',')} at the start, ${pidsEnd.join(',')} at the end`);
       if (!hostile.length) checks.push('no hostile files (test/helpers/hostile-files.ts missing): hostile phase not run');
       const hostileRows = hostileResults.map((h) => {
-        if (h.status !== 'failed' || !h.code || !h.message) checks.push(`round ${h.round} ${h.file}: ${h.status}${h.code ? ` ${h.code}` : ''}`);
-        return [String(h.round), h.file, fmtInt(h.bytes), h.status, h.code ?? '', (h.message ?? '').slice(0, 110), fmt(h.settleS, 1), fmt(h.figures.p50, 2), fmt(h.figures.p99, 2), fmt(h.figures.max, 1)];
+        const e = h.expect;
+        const ok = e.status === 'done' ? h.status === 'done' : h.status === 'failed' && e.codes.includes(h.code ?? '') && !!h.message;
+        if (!ok) checks.push(`round ${h.round} ${h.file}: ${h.status}${h.code ? ` ${h.code}` : ''}, expected ${e.status === 'done' ? 'done' : `failed ${e.codes.join(' or ')}`}`);
+        return [String(h.round), h.file, fmtInt(h.bytes), `${h.status}${h.code ? ` ${h.code}` : ''}`, `${e.status === 'done' ? 'done' : `failed ${e.codes.join('/')}`} ${ok ? 'ok' : 'MISS'}`, (h.message ?? '').slice(0, 90), fmt(h.settleS, 1), fmt(h.figures.p50, 2), fmt(h.figures.p99, 2), fmt(h.figures.max, 1)];
       });
       const ours = floods[0];
       const throughputRatio = baseline?.itemsPerS && ours.itemsPerS ? ours.itemsPerS / baseline.itemsPerS : undefined;
@@ -451,7 +456,7 @@ export const benchmark: Benchmark = {
         },
         {
           title: "Hostile files (one at a time; B's query while each was in; ms)",
-          headers: ['round', 'file', 'bytes', 'status', 'code', 'message', 'settled s', 'B p50', 'B p99', 'B max'],
+          headers: ['round', 'file', 'bytes', 'ended', 'expected', 'message', 'settled s', 'B p50', 'B p99', 'B max'],
           align: ['r', 'l', 'r', 'l', 'l', 'l', 'r', 'r', 'r', 'r'],
           rows: hostileRows,
         },
@@ -478,7 +483,7 @@ export const benchmark: Benchmark = {
           pass: checks.length === 0,
           summary: checks.length
             ? checks.join('; ')
-            : `every round: B's p99 <= ${fmt(Math.max(...ratios('flood'), ...ratios('hostile')), 2)}x idle, no 5xx or reset, serving pids unchanged, every hostile item failed with its reason; A's flood ${fmt(throughputRatio, 2)}x the baseline's items/s`,
+            : `every round: B's p99 <= ${fmt(Math.max(...ratios('flood'), ...ratios('hostile')), 2)}x idle, no 5xx or reset, serving pids unchanged, every hostile item ended as expected (failed with its reason; Markdown done); A's flood ${fmt(throughputRatio, 2)}x the baseline's items/s`,
         },
       };
     } finally {
