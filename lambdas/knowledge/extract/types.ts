@@ -24,6 +24,21 @@ export type ExtractFailure = 'unsupported_type' | 'parse_error' | 'empty_text' |
 /** `message`, when there is one, tells the item's owner what to do (configure a transcription route, install ffmpeg). */
 export type Extracted = { sections: Section[] } | { failed: ExtractFailure; message?: string };
 
+/**
+ * Thrown by a parser that refuses a file before reading it further (a zip bomb, a page tree listing
+ * 300,000 pages, XML nested too deep): `extractText` answers `failure` with `message`, which names
+ * the cap and what to do.
+ */
+export class Refusal extends Error {
+  constructor(
+    readonly failure: ExtractFailure,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'Refusal';
+  }
+}
+
 /** A file larger than this is not read (`too_large`): a Lambda holds it whole in memory while parsing. */
 export const MAX_INPUT_BYTES = 100 * 1024 * 1024;
 
