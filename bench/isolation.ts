@@ -16,22 +16,22 @@
  * the first round to after the last; each phase's figures are the queries sent inside its window.
  *
  * Rounds (BENCH_ROUNDS, 3), each:
- *   idle     BENCH_IDLE_S (30) s once the background processes are quiet;
+ *   idle     BENCH_IDLE_S (20) s once the background processes are quiet;
  *   flood    A adds BENCH_FLOOD_ITEMS (600) Markdown items of about 200 KB inline, 4 at a time, to a new
- *            `download` collection; the window runs from the first add until every item is done. Round 1
- *            always runs to the end (A's throughput: items / (last processed_at - first add)); later
- *            rounds stop after BENCH_FLOOD_WINDOW_S (90) s if the flood is not done by then, and delete
- *            the collection (what is left of the backlog is dropped) so a run fits in ~10 minutes on a
- *            busy machine;
+ *            `download` collection; the window runs from the first add until every item is processed.
+ *            A's throughput: items / (last processed_at - first add);
  *   hostile  A sends each hostile file of the attack (test/helpers/hostile-files.ts), one at a time:
  *            uploaded (POST /v1/uploads) and added, or inline for the Markdown families, then waited
  *            for until it settles; the window spans them all.
  * Targets, every round: B's p99 in flood and hostile <= 2x its idle p99 of the same round; no 5xx, no
  * transport error (connection reset, timeout); the serving workers' pids unchanged from the start;
  * each hostile item ends as test/api/knowledge-isolation.test.ts expects: `failed` with its code and
- * message (too_large, parse_error for the deep DOCX, unsupported_type), pathological Markdown `done`. Throughput: A's flood on this code (round 1)
- * >= 0.8x the same flood on the code before the issue (BASELINE_COMMIT, b79c548), started the same
- * way from a git worktree and flooded alone before our server starts (no probe).
+ * message (too_large; too_large or parse_error for the deep DOCX; unsupported_type), pathological
+ * Markdown `done`; A's flood >= 0.8x the items/s of the same flood on the code before the issue
+ * (BASELINE_COMMIT, b79c548; BENCH_BASELINE_COMMIT), started the same way from a git worktree and
+ * flooded alone, without the probe, before this code's server starts.
+ * Knobs: BENCH_HOSTILE_TIMEOUT_S (240) per hostile item, BENCH_MARKDOWN=all (every Markdown family,
+ * not the attack's two), BENCH_SKIP_BASELINE=1 (no worktree; the throughput target then fails).
  * Beside them, per phase: the CPU seconds of the primary, the serving workers, the background
  * processes (with their extraction children), the embedder and the bench, and the load average.
  */
@@ -42,9 +42,9 @@ import { addItem, call, createCollection, post, uploadFile, type Client } from '
 import { queryTexts } from './support/collection-corpus.js';
 import { envNumber } from './support/env.js';
 import { addWorktree, BASELINE_COMMIT } from './support/isolation-baseline.js';
-import { collectionCounts, floodBodies, listItems, sendFlood, waitSettled, type FloodSent } from './support/isolation-flood.js';
+import { floodBodies, listItems, sendFlood, waitSettled, type FloodSent } from './support/isolation-flood.js';
 import { hostileFiles, type HostileFile } from './support/isolation-hostile.js';
-import { cpuByRole, localChildren, servingPids, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
+import { backlog, cpuByRole, localChildren, servingPids, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
 import { startProbe, windowFigures, type Probe, type WindowFigures } from './support/isolation-probe.js';
 import { groupCpuSeconds, ROOT, startServer, type ServerProcess } from './support/processes.js';
 import { fmt, fmtInt, type Table } from './support/table.js';
@@ -82,13 +82,11 @@ interface Phase {
 interface FloodResult {
   collection: string;
   sent: FloodSent;
-  /** ms from the first add to the last processed_at; undefined when the flood was cut short. */
-  spanMs?: number;
-  itemsPerS?: number;
+  /** ms from the first add to the last processed_at. */
+  spanMs: number;
+  itemsPerS: number;
   done: number;
   failed: number;
-  /** Items left when the window closed (rounds after the first). */
-  leftQueued?: number;
 }
 
 interface HostileResult {
@@ -122,17 +120,22 @@ function cpuSpent(a: CpuSnapshot, b: CpuSnapshot): Record<string, number> {
   };
 }
 
-/** Waits until the background processes (with their children) use under 5 % of a core over 2 s, at most `timeoutMs`. */
-async function backgroundQuiet(server: LocalStart, timeoutMs = 60_000): Promise<number> {
+/**
+ * Waits until no queue has a message waiting (GET /readyz) and the background processes (with their
+ * children) used under 0.05 CPU s in each of 6 seconds in a row (the sweeps run every 5 s), at most
+ * `timeoutMs`; answers how long it waited.
+ */
+async function backgroundQuiet(server: LocalStart, timeoutMs = 120_000): Promise<number> {
   const started = Date.now();
   let last = cpuByRole(server.pid).background;
   let quietFor = 0;
   while (Date.now() - started < timeoutMs) {
     await sleep(1_000);
     const nowCpu = cpuByRole(server.pid).background;
-    quietFor = nowCpu - last < 0.05 ? quietFor + 1 : 0;
+    const waiting = Object.values((await backlog(server)) ?? {}).reduce((a, b) => a + b, 0);
+    quietFor = nowCpu - last < 0.05 && waiting === 0 ? quietFor + 1 : 0;
     last = nowCpu;
-    if (quietFor >= 2) break;
+    if (quietFor >= 6) break;
   }
   return Date.now() - started;
 }
@@ -161,9 +164,8 @@ export const benchmark: Benchmark = {
   async run(progress): Promise<BenchReport> {
     const rounds = envNumber('BENCH_ROUNDS', 3);
     const floodItems = envNumber('BENCH_FLOOD_ITEMS', 600);
-    const idleS = envNumber('BENCH_IDLE_S', 30);
+    const idleS = envNumber('BENCH_IDLE_S', 20);
     const rate = envNumber('BENCH_PROBE_RATE', 25);
-    const floodWindowS = envNumber('BENCH_FLOOD_WINDOW_S', 90);
     const docs = envNumber('BENCH_DOCS', 300);
     const hostileTimeoutS = envNumber('BENCH_HOSTILE_TIMEOUT_S', 240);
     const baselineCommit = process.env.BENCH_BASELINE_COMMIT ?? BASELINE_COMMIT;
@@ -187,6 +189,7 @@ export const benchmark: Benchmark = {
       let baseline: FloodResult | undefined;
       let baselineLoad = '';
       let baselineCpu: Record<Role, number> | undefined;
+      let baselineWallS = NaN;
       if (!skipBaseline) {
         const tree = addWorktree(baselineCommit);
         try {
@@ -196,12 +199,14 @@ export const benchmark: Benchmark = {
             await sleep(2_000);
             progress(`baseline: npm start at ${tree.commit} (worktree), serving pids ${servingPids(old.pid).join(', ')}, load ${loadText()}; flooding ${floodItems} items alone`);
             const cpu0 = cpuByRole(old.pid);
+            const t0 = now();
             baseline = await floodToTheEnd(c, bodies, 'baseline flood', 20 * 60_000);
+            baselineWallS = (now() - t0) / 1000;
             const cpu1 = cpuByRole(old.pid);
             baselineCpu = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, v - cpu0[k as Role]])) as Record<Role, number>;
             baselineLoad = loadText();
             progress(
-              `baseline: ${baseline.sent.items.length} added in ${fmt((baseline.sent.lastAddAt - baseline.sent.firstAddAt) / 1000)} s, all processed after ${fmt(baseline.spanMs! / 1000)} s: ` +
+              `baseline: ${baseline.sent.items.length} added in ${fmt((baseline.sent.lastAddAt - baseline.sent.firstAddAt) / 1000)} s, all processed after ${fmt(baseline.spanMs / 1000)} s: ` +
                 `${fmt(baseline.itemsPerS, 2)} items/s (${baseline.done} done, ${baseline.failed} failed), load ${baselineLoad}`,
             );
           } finally {
@@ -300,46 +305,19 @@ export const benchmark: Benchmark = {
 
       for (let round = 1; round <= rounds; round++) {
         const quietMs = await backgroundQuiet(s);
-        if (quietMs > 10_000) progress(`round ${round}: the background processes went quiet after ${fmt(quietMs / 1000)} s`);
+        if (quietMs > 15_000) progress(`round ${round}: the background processes went quiet after ${fmt(quietMs / 1000)} s`);
         await measure(round, 'idle', async () => {
           await sleep(idleS * 1000);
           return undefined;
         });
 
         await measure(round, 'flood', async () => {
-          if (round === 1) {
-            const result = await floodToTheEnd(ca, bodies, `flood ${round}`, 20 * 60_000);
-            floods.push(result);
-            return `${result.sent.items.length} added in ${fmt((result.sent.lastAddAt - result.sent.firstAddAt) / 1000)} s, processed after ${fmt(result.spanMs! / 1000)} s: ${fmt(result.itemsPerS, 2)} items/s`;
-          }
-          const col = await createCollection(ca, 'download', `flood ${round}`);
-          const sent = await sendFlood(ca, col, bodies);
-          const until = sent.firstAddAt + floodWindowS * 1000;
-          let counts = await collectionCounts(ca, col);
-          while (counts.queued + counts.processing > 0 && Date.now() < until) {
-            await sleep(500);
-            counts = await collectionCounts(ca, col);
-          }
-          const result: FloodResult = { collection: col, sent, done: counts.done, failed: counts.failed };
-          if (counts.queued + counts.processing === 0) {
-            const items = await listItems(ca, col);
-            result.spanMs = Math.max(...items.map((i) => i.processedAt ?? 0)) - sent.firstAddAt;
-            result.itemsPerS = (sent.items.length / result.spanMs) * 1000;
-          } else result.leftQueued = counts.queued + counts.processing;
+          const result = await floodToTheEnd(ca, bodies, `flood ${round}`, 20 * 60_000);
           floods.push(result);
-          // The window closes here; the rest of the backlog (if any) is dropped outside it.
-          return result.spanMs
-            ? `${sent.items.length} added in ${fmt((sent.lastAddAt - sent.firstAddAt) / 1000)} s, processed after ${fmt(result.spanMs / 1000)} s: ${fmt(result.itemsPerS, 2)} items/s`
-            : `${sent.items.length} added in ${fmt((sent.lastAddAt - sent.firstAddAt) / 1000)} s; window closed after ${floodWindowS} s with ${counts.done} done, ${result.leftQueued} left (collection deleted)`;
+          return `${result.sent.items.length} added in ${fmt((result.sent.lastAddAt - result.sent.firstAddAt) / 1000)} s, processed after ${fmt(result.spanMs / 1000)} s: ${fmt(result.itemsPerS, 2)} items/s`;
         });
         const lastFlood = floods.at(-1)!;
         if (Object.keys(lastFlood.sent.refused).length) checks.push(`round ${round}: flood adds refused ${JSON.stringify(lastFlood.sent.refused)}`);
-        if (lastFlood.leftQueued) {
-          const deleted = await call(ca, 'DELETE', `/v1/collections/${lastFlood.collection}`);
-          if (deleted.status !== 200 && deleted.status !== 204) throw new Error(`delete the flood's collection: ${deleted.status} ${deleted.text.slice(0, 200)}`);
-          const quiet = await backgroundQuiet(s, 120_000);
-          progress(`round ${round}: flood collection deleted, background quiet after ${fmt(quiet / 1000)} s`);
-        }
 
         if (!hostile.length) continue;
         await backgroundQuiet(s);
@@ -372,6 +350,12 @@ export const benchmark: Benchmark = {
       const pidsEnd = servingPids(s.pid);
       const bgEnd = localChildren(s.pid).filter((ch) => ch.background);
       const restarts = (s.server.output().match(/exited; starting another/g) ?? []).length;
+      // What the server logged at LOG_LEVEL=warn after its banner: each distinct message once, with its count.
+      const logged = new Map<string, number>();
+      for (const line of s.server.output().split('\n')) {
+        const msg = /"msg":"([^"]+)"/.exec(line)?.[1] ?? /"message":"([^"]+)"/.exec(line)?.[1];
+        if (msg) logged.set(msg, (logged.get(msg) ?? 0) + 1);
+      }
 
       // ---------- verdicts ----------
       const idleOf = (round: number) => phases.find((p) => p.round === round && p.name === 'idle')!.figures;
@@ -407,30 +391,39 @@ export const benchmark: Benchmark = {
         if (!ok) checks.push(`round ${h.round} ${h.file}: ${h.status}${h.code ? ` ${h.code}` : ''}, expected ${e.status === 'done' ? 'done' : `failed ${e.codes.join(' or ')}`}`);
         return [String(h.round), h.file, fmtInt(h.bytes), `${h.status}${h.code ? ` ${h.code}` : ''}`, `${e.status === 'done' ? 'done' : `failed ${e.codes.join('/')}`} ${ok ? 'ok' : 'MISS'}`, (h.message ?? '').slice(0, 90), fmt(h.settleS, 1), fmt(h.figures.p50, 2), fmt(h.figures.p99, 2), fmt(h.figures.max, 1)];
       });
-      const ours = floods[0];
-      const throughputRatio = baseline?.itemsPerS && ours.itemsPerS ? ours.itemsPerS / baseline.itemsPerS : undefined;
-      if (throughputRatio === undefined) checks.push(skipBaseline ? 'throughput: no baseline (BENCH_SKIP_BASELINE=1)' : 'throughput: not measured');
-      else if (throughputRatio < THROUGHPUT_TARGET) checks.push(`A's flood throughput ${fmt(throughputRatio, 2)}x the baseline's`);
+      const ratiosTp = floods.map((f) => (baseline ? f.itemsPerS / baseline.itemsPerS : undefined));
+      if (!baseline) checks.push(skipBaseline ? 'throughput: no baseline (BENCH_SKIP_BASELINE=1)' : 'throughput: not measured');
+      for (const [i, r] of ratiosTp.entries()) if (r !== undefined && r < THROUGHPUT_TARGET) checks.push(`round ${i + 1}: A's flood ${fmt(r, 2)}x the baseline's items/s`);
       for (const [i, f] of floods.entries()) if (f.failed) checks.push(`flood ${i + 1}: ${f.failed} items failed`);
+      const throughputRatio = ratiosTp.length && ratiosTp.every((r) => r !== undefined) ? Math.min(...(ratiosTp as number[])) : undefined;
 
-      const floodRows = floods.map((f, i) => [
-        String(i + 1),
-        'this code (B probing)',
-        String(f.sent.items.length),
-        fmt((f.sent.lastAddAt - f.sent.firstAddAt) / 1000),
-        f.spanMs ? fmt(f.spanMs / 1000) : `cut at ${floodWindowS} s (${f.done} done, ${f.leftQueued} left)`,
-        f.itemsPerS ? fmt(f.itemsPerS, 2) : 'n/a',
-        f.itemsPerS && baseline?.itemsPerS ? fmt(f.itemsPerS / baseline.itemsPerS, 2) + (i === 0 ? (f.itemsPerS / baseline.itemsPerS >= THROUGHPUT_TARGET ? ' ok' : ' MISS') : '') : '',
-      ]);
+      const floodPhases = phases.filter((p) => p.name === 'flood');
+      const floodRows = floods.map((f, i) => {
+        const cpu = floodPhases[i]?.cpu;
+        const wall = floodPhases[i] ? (floodPhases[i].to - floodPhases[i].from) / 1000 : NaN;
+        return [
+          String(i + 1),
+          'this code (B probing)',
+          String(f.sent.items.length),
+          fmt((f.sent.lastAddAt - f.sent.firstAddAt) / 1000),
+          fmt(f.spanMs / 1000),
+          fmt(f.itemsPerS, 2),
+          ratiosTp[i] === undefined ? '' : `${fmt(ratiosTp[i], 2)} ${ratiosTp[i]! >= THROUGHPUT_TARGET ? 'ok' : 'MISS'}`,
+          cpu ? `${fmt((cpu.background / f.sent.items.length) * 1000, 0)} (background)` : '',
+          cpu ? fmt(cpu.background / wall, 2) : '',
+        ];
+      });
       if (baseline) {
         floodRows.unshift([
           '-',
           `${baselineCommit} alone (baseline)`,
           String(baseline.sent.items.length),
           fmt((baseline.sent.lastAddAt - baseline.sent.firstAddAt) / 1000),
-          fmt(baseline.spanMs! / 1000),
+          fmt(baseline.spanMs / 1000),
           fmt(baseline.itemsPerS, 2),
           '1.00',
+          `${fmt((baselineCpu!.serving / baseline.sent.items.length) * 1000, 0)} (serving, with the adds)`,
+          fmt(baselineCpu!.serving / baselineWallS, 2),
         ]);
       }
       const cpuRows = phases.map((p) => [String(p.round), p.name, fmt(p.cpu.primary), fmt(p.cpu.serving), fmt(p.cpu.background), fmt(p.cpu.embedder), fmt(p.cpu.bench), fmt(((p.cpu.primary + p.cpu.serving + p.cpu.background + p.cpu.embedder + p.cpu.bench) / Math.max(0.001, (p.to - p.from) / 1000)) * 50)]);
@@ -439,6 +432,7 @@ export const benchmark: Benchmark = {
       notes.push(
         `run started ${runStarted.toISOString()}; probe: ${rate} queries/s open loop over 2 keep-alive connections, ${probeAll.n} queries in all, ${probeAll.fivexx} 5xx, ${probeAll.other} other non-200, transport errors ${JSON.stringify(probeAll.errors)}`,
         `serving pids ${pids0.join(', ')} at the start, ${pidsEnd.join(', ')} at the end; background ${bgEnd.map((ch) => `${ch.pid} (nice ${ch.nice})`).join(', ')} at the end; ${restarts} process restart(s) logged by the primary`,
+        `server log (LOG_LEVEL=warn): ${logged.size ? [...logged].map(([m, n]) => `${n}x "${m}"`).join('; ') : 'nothing'}`,
         ...(baseline ? [`baseline (${baselineCommit}, alone, no probe): CPU s serving ${fmt(baselineCpu!.serving)}, primary ${fmt(baselineCpu!.primary)}; load at its end ${baselineLoad}`] : []),
       );
       const tables: Table[] = [
@@ -449,9 +443,9 @@ export const benchmark: Benchmark = {
           rows: phaseRows,
         },
         {
-          title: `A's flood of ${floodItems} Markdown items of ~200 KB (items/s: items / (last processed_at - first add); target: round 1 >= ${THROUGHPUT_TARGET}x the baseline)`,
-          headers: ['round', 'server', 'items', 'adds s', 'processed s', 'items/s', 'x baseline'],
-          align: ['l', 'l', 'r', 'r', 'r', 'r', 'r'],
+          title: `A's flood of ${floodItems} Markdown items of ~200 KB (items/s: items / (last processed_at - first add); target: every round >= ${THROUGHPUT_TARGET}x the baseline; CPU per item and cores used: the processes doing the items, over the flood)`,
+          headers: ['round', 'server', 'items', 'adds s', 'processed s', 'items/s', `x baseline (>= ${THROUGHPUT_TARGET})`, 'CPU ms / item', 'cores used'],
+          align: ['l', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
           rows: floodRows,
         },
         {

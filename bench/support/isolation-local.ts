@@ -17,6 +17,8 @@ export interface LocalStart {
   /** The primary's pid (also the process group's). */
   pid: number;
   urls: { ai: string; data: string; events: string };
+  /** The operations port's URL (GET /readyz), when the tree prints one. */
+  opsUrl?: string;
   /** The bootstrapped organization (credentials.json). */
   credentials: { organization_id: string; workspace_id: string; secret_key: string };
   dataDir: string;
@@ -49,6 +51,7 @@ export async function startLocal(name: string, root: string, env: Record<string,
     server,
     pid: server.pgid,
     urls: { ai: url('AI'), data: url('Data'), events: url('Events') },
+    opsUrl: /Operations\s+(http:\S+)/.exec(out)?.[1],
     credentials,
     dataDir,
     admin: (...args: string[]) => JSON.parse(runScript(adminScript, args, { DATA_DIR: dataDir, ENGINE: 'embedded', LOG_LEVEL: 'warn' })),
@@ -127,3 +130,15 @@ export function cpuByRole(pgid: number): Record<Role, number> {
   return totals;
 }
 let ticksPerSecond: number | undefined;
+
+/** Messages waiting per queue, from GET /readyz (its `background` backlog); undefined when it reports none. */
+export async function backlog(start: LocalStart): Promise<Record<string, number> | undefined> {
+  if (!start.opsUrl) return undefined;
+  try {
+    const body = (await (await fetch(`${start.opsUrl}/readyz`)).json()) as { background?: { queues?: Record<string, { waiting: number }> } };
+    const queues = body.background?.queues;
+    return queues ? Object.fromEntries(Object.entries(queues).map(([name, q]) => [name, q.waiting])) : undefined;
+  } catch {
+    return undefined;
+  }
+}
