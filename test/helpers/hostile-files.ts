@@ -87,6 +87,17 @@ export function tinyParagraphsDocx(inflatedBytes = 400 * MiB): HostileFile {
   return docxOf('tiny-paragraphs.docx', repeatedDeflate(DOC_HEAD, '<w:p><w:r><w:t>a</w:t></w:r></w:p>', DOC_TAIL, inflatedBytes));
 }
 
+/** A DOCX whose word/document.xml body is `xml`, deflated as any zip writer would. */
+export function docxWithBody(xml: string, filename = 'body.docx'): HostileFile {
+  return docxWithDocument(`${DOC_HEAD}${xml}${DOC_TAIL}`, filename);
+}
+
+/** A DOCX whose word/document.xml is `xml`, whole (a DTD, another root), deflated as any zip writer would. */
+export function docxWithDocument(xml: string, filename = 'document.docx'): HostileFile {
+  const raw = Buffer.from(xml);
+  return docxOf(filename, { data: deflateRawSync(raw), size: raw.length, crc: crc32(raw) });
+}
+
 /** A DOCX whose body is `xml` (say, one paragraph) repeated to `inflatedBytes`: for measuring what each element costs. */
 export function repeatingDocx(xml: string, inflatedBytes: number, filename = 'repeating.docx'): HostileFile {
   return docxOf(filename, repeatedDeflate(DOC_HEAD, xml, DOC_TAIL, inflatedBytes));

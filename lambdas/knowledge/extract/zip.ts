@@ -78,6 +78,11 @@ export class BoundedZip {
     return this.entries.has(name);
   }
 
+  /** The entries' names, in directory order. */
+  names(): string[] {
+    return [...this.entries.keys()];
+  }
+
   /**
    * The entry's bytes, inflated within the caps. Throws Refusal: `too_large` past a cap (before
    * inflating when the declared size says so), `parse_error` for an entry that is corrupt,
