@@ -232,7 +232,8 @@ export function zipFile(entries: ZipEntry[]): Uint8Array {
 /**
  * The attack's Markdown families, and those that cost marked's block pass most per byte: runs of
  * one inline mark, container lines (nested lists and quotes within the nesting that is still read
- * as Markdown, quotes with lazy continuation lines), tables, reference definitions, headings.
+ * as Markdown, quotes with lazy continuation lines), tables, reference definitions, headings; and
+ * long runs of spaces inside a line (a trailing-space pattern once tried each of them again).
  */
 export const MARKDOWN_FAMILIES = {
   brackets: '[',
@@ -249,6 +250,7 @@ export const MARKDOWN_FAMILIES = {
   'reference-definitions': '[a]: b\n',
   headings: '# a\n',
   setext: 'a\n=\n',
+  'space-runs': `a${' '.repeat(256 * 1024)}b\n`,
 } as const;
 
 export type MarkdownFamily = keyof typeof MARKDOWN_FAMILIES;
