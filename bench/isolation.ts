@@ -31,11 +31,14 @@
  * (BASELINE_COMMIT, b79c548; BENCH_BASELINE_COMMIT), started the same way from a git worktree and
  * flooded alone, without the probe, before this code's server starts.
  * Knobs: BENCH_HOSTILE_TIMEOUT_S (240) per hostile item, BENCH_MARKDOWN=all (every Markdown family,
- * not the attack's two), BENCH_SKIP_BASELINE=1 (no worktree; the throughput target then fails).
+ * not the attack's two), BENCH_SKIP_BASELINE=1 (no worktree; the throughput target then fails),
+ * BENCH_ACCESS_LOG=1 (this code's server at LOG_LEVEL=info, its log teed to a file: each of B's
+ * queries split into its handler's time and the rest, a table more).
  * Beside them, per phase: the CPU seconds of the primary, the serving workers, the background
  * processes (with their extraction children), the embedder and the bench, and the load average.
  */
 import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { paragraphs } from '../test/helpers/knowledge-files.js';
 import { addItem, call, createCollection, post, uploadFile, type Client } from '../test/helpers/knowledge-calls.js';
@@ -44,9 +47,9 @@ import { envNumber } from './support/env.js';
 import { addWorktree, BASELINE_COMMIT } from './support/isolation-baseline.js';
 import { floodBodies, listItems, sendFlood, waitSettled, type FloodSent } from './support/isolation-flood.js';
 import { hostileFiles, type HostileFile } from './support/isolation-hostile.js';
-import { backlog, cpuByRole, localChildren, servingPids, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
-import { startProbe, windowFigures, type Probe, type WindowFigures } from './support/isolation-probe.js';
-import { groupCpuSeconds, ROOT, startServer, type ServerProcess } from './support/processes.js';
+import { backlog, cpuByRole, localChildren, readAccessLog, servingPids, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
+import { percentile, startProbe, windowFigures, type Probe, type WindowFigures } from './support/isolation-probe.js';
+import { groupCpuSeconds, makeTempDir, ROOT, startServer, type ServerProcess } from './support/processes.js';
 import { fmt, fmtInt, type Table } from './support/table.js';
 import type { Benchmark, BenchReport, Figure } from './support/types.js';
 
@@ -170,6 +173,10 @@ export const benchmark: Benchmark = {
     const hostileTimeoutS = envNumber('BENCH_HOSTILE_TIMEOUT_S', 240);
     const baselineCommit = process.env.BENCH_BASELINE_COMMIT ?? BASELINE_COMMIT;
     const skipBaseline = process.env.BENCH_SKIP_BASELINE === '1';
+    // BENCH_ACCESS_LOG=1: this code's server logs at info level into a file (isolation-log-tee.mjs), and
+    // each of B's queries is split into the time its handler took (the access line) and the rest.
+    const accessLogDir = process.env.BENCH_ACCESS_LOG === '1' ? makeTempDir('bench-isolation-log-') : undefined;
+    const accessLog = accessLogDir ? join(accessLogDir.path, 'server.log') : undefined;
     const runStarted = new Date();
 
     let started = now();
@@ -219,7 +226,7 @@ export const benchmark: Benchmark = {
 
       // ---------- this code ----------
       started = now();
-      server = await startLocal('npm start', ROOT, { LOCAL_WORKERS: '2', KNOWLEDGE_MAX_QUEUED_ITEMS: '1000' });
+      server = await startLocal('npm start', ROOT, { LOCAL_WORKERS: '2', KNOWLEDGE_MAX_QUEUED_ITEMS: '1000' }, { accessLog });
       const s = server;
       const children = localChildren(s.pid);
       const pids0 = servingPids(s.pid);
@@ -345,6 +352,7 @@ export const benchmark: Benchmark = {
       }
 
       await probe.stop();
+      const probeSamples = probe.samples;
       const probeAll = windowFigures(probe.samples, 0, Infinity);
       probe = undefined;
       const pidsEnd = servingPids(s.pid);
@@ -461,6 +469,35 @@ export const benchmark: Benchmark = {
           rows: cpuRows,
         },
       ];
+      if (accessLog) {
+        const handlerMs = new Map<string, number>();
+        for (const line of readAccessLog(accessLog)) if (line.requestId && line.route === 'ai.vector.query') handlerMs.set(line.requestId, line.durationMs);
+        tables.push({
+          title: "Where B's query time went (BENCH_ACCESS_LOG=1): its handler's duration (the server's access line, joined by x-request-id) and the rest (waiting for the worker's event loop, the connection, the network)",
+          headers: ['round', 'phase', 'joined', 'client p50', 'client p99', 'handler p50', 'handler p99', 'rest p50', 'rest p99', 'slowest 1 %: handler share'],
+          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+          rows: phases.map((p) => {
+            const pairs = probeSamples
+              .filter((x) => x.at >= p.from && x.at < p.to && x.requestId && handlerMs.has(x.requestId))
+              .map((x) => ({ client: x.ms, handler: handlerMs.get(x.requestId!)! }));
+            const cut = percentile(pairs.map((x) => x.client), 99);
+            const slow = pairs.filter((x) => x.client >= cut);
+            const share = slow.reduce((a, x) => a + x.handler, 0) / Math.max(1e-9, slow.reduce((a, x) => a + x.client, 0));
+            return [
+              String(p.round),
+              p.name,
+              String(pairs.length),
+              fmt(percentile(pairs.map((x) => x.client), 50), 2),
+              fmt(cut, 2),
+              fmt(percentile(pairs.map((x) => x.handler), 50), 2),
+              fmt(percentile(pairs.map((x) => x.handler), 99), 2),
+              fmt(percentile(pairs.map((x) => x.client - x.handler), 50), 2),
+              fmt(percentile(pairs.map((x) => x.client - x.handler), 99), 2),
+              slow.length ? `${fmt(share * 100, 0)} %` : 'n/a',
+            ];
+          }),
+        });
+      }
       const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
       const ratios = (name: PhaseName) => phases.filter((p) => p.name === name).map((p) => p.figures.p99 / idleOf(p.round).p99);
       const figures: Figure[] = [
@@ -484,6 +521,7 @@ export const benchmark: Benchmark = {
       await probe?.stop();
       await server?.stop();
       await embedder.stop();
+      accessLogDir?.remove();
     }
   },
 };

@@ -10,6 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { clockTicks, makeTempDir, runScript, startServer, type ServerProcess } from './processes.js';
 
 export interface LocalStart {
@@ -31,14 +32,17 @@ export interface LocalStart {
  * Starts `<root>/bin/local.ts` (root: this checkout or a worktree) as `npm start` runs it, with `env`
  * over free ports, a fresh DATA_DIR and LOG_LEVEL=warn; resolves once it printed its URLs.
  */
-export async function startLocal(name: string, root: string, env: Record<string, string>): Promise<LocalStart> {
+export async function startLocal(name: string, root: string, env: Record<string, string>, options: { accessLog?: string } = {}): Promise<LocalStart> {
   const temp = makeTempDir('bench-isolation-');
   const dataDir = temp.path;
-  const fullEnv = { AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', DATA_DIR: dataDir, ...env };
+  const fullEnv: Record<string, string> = { AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', DATA_DIR: dataDir, ...env };
+  // With an access log: every process's log lines, at info level (an access line per request, with its duration), also go to that file.
+  if (options.accessLog) Object.assign(fullEnv, { LOG_LEVEL: 'info', BENCH_SERVER_LOG: options.accessLog });
+  const nodeArgs = options.accessLog ? ['--import', pathToFileURL(join(import.meta.dirname, 'isolation-log-tee.mjs')).href] : [];
   let server: ServerProcess;
   try {
     // nodeArgs [] runs `node --import tsx <script>`: the primary is the child itself (as `npm start`'s exec makes it).
-    server = await startServer(name, join(root, 'bin', 'local.ts'), fullEnv, /Events API\s+http:\S+\n/, { nodeArgs: [], timeoutMs: 90_000 });
+    server = await startServer(name, join(root, 'bin', 'local.ts'), fullEnv, /Events API\s+http:\S+\n/, { nodeArgs, timeoutMs: 90_000 });
   } catch (error) {
     temp.remove();
     throw error;
@@ -141,4 +145,35 @@ export async function backlog(start: LocalStart): Promise<Record<string, number>
   } catch {
     return undefined;
   }
+}
+
+export interface AccessLine {
+  /** Date.now() of the line (the answer's end). */
+  at: number;
+  durationMs: number;
+  route: string | null;
+  status: number;
+  org: string | null;
+  requestId: string | null;
+}
+
+/** The access lines (LOG_LEVEL=info `request` lines) of a log written by isolation-log-tee.mjs. */
+export function readAccessLog(file: string): AccessLine[] {
+  let text = '';
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return [];
+  }
+  const lines: AccessLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.includes('"message":"request"')) continue;
+    try {
+      const l = JSON.parse(line) as { time: string; duration_ms: number; route: string | null; status: number; organization_id: string | null; request_id: string | null };
+      lines.push({ at: Date.parse(l.time), durationMs: l.duration_ms, route: l.route, status: l.status, org: l.organization_id, requestId: l.request_id });
+    } catch {
+      // a line cut by a crash
+    }
+  }
+  return lines;
 }

@@ -15,6 +15,8 @@ export interface Sample {
   status: number;
   /** A transport error (ECONNRESET, a timeout...) instead of an answer. */
   error?: string;
+  /** The answer's x-request-id (the server's access line names it). */
+  requestId?: string;
 }
 
 export interface Probe {
@@ -40,8 +42,9 @@ export function startProbe(opts: { url: string; key: string; queries: string[]; 
     const body = JSON.stringify({ mode: 'shared', query: opts.queries[n++ % opts.queries.length], top_k: 10 });
     const at = performance.now();
     const done = new Promise<void>((resolve) => {
+      let requestId: string | undefined;
       const finish = (status: number, error?: string) => {
-        samples.push({ at, ms: performance.now() - at, status, ...(error ? { error } : {}) });
+        samples.push({ at, ms: performance.now() - at, status, ...(error ? { error } : {}), ...(requestId ? { requestId } : {}) });
         resolve();
       };
       const req = http.request(
@@ -60,6 +63,7 @@ export function startProbe(opts: { url: string; key: string; queries: string[]; 
           },
         },
         (res) => {
+          requestId = res.headers['x-request-id'] as string | undefined;
           res.resume();
           res.on('end', () => finish(res.statusCode ?? 0));
           res.on('error', (e: NodeJS.ErrnoException) => finish(res.statusCode ?? 0, e.code ?? e.message));
