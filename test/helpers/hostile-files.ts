@@ -233,7 +233,8 @@ export function zipFile(entries: ZipEntry[]): Uint8Array {
  * The attack's Markdown families, and those that cost marked's block pass most per byte: runs of
  * one inline mark, container lines (nested lists and quotes within the nesting that is still read
  * as Markdown, quotes with lazy continuation lines), tables, reference definitions, headings; and
- * long runs of spaces inside a line (a trailing-space pattern once tried each of them again).
+ * long runs of spaces inside a line (a trailing-space pattern once tried each of them again), and
+ * headings whose titles are runs of emphasis marks (titles are still read for their inline Markdown).
  */
 export const MARKDOWN_FAMILIES = {
   brackets: '[',
@@ -251,6 +252,7 @@ export const MARKDOWN_FAMILIES = {
   headings: '# a\n',
   setext: 'a\n=\n',
   'space-runs': `a${' '.repeat(256 * 1024)}b\n`,
+  'heading-titles': `# ${'_a'.repeat(255)}\nx\n`,
 } as const;
 
 export type MarkdownFamily = keyof typeof MARKDOWN_FAMILIES;

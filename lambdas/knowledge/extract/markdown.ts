@@ -27,8 +27,14 @@ const FRONT_MATTER = /^---\r?\n[\s\S]*?\r?\n---[ \t]*(?:\r?\n|$)/;
 const MAX_INDENT_COLUMNS = 256;
 const MAX_QUOTE_DEPTH = 64;
 
-/** Past this, a heading's title is taken as written rather than read for its inline Markdown. */
-const MAX_HEADING_CHARS = 1000;
+/**
+ * Past this, a heading's title is taken as written rather than read for its inline Markdown: marked's
+ * inline pass grows with the square of a run of emphasis marks (a 1,000-character title of `_a`
+ * took 1.4 ms, so a MiB of such headings 1.4 s); real titles are a line of words.
+ */
+const MAX_HEADING_CHARS = 512;
+/** And past this many characters of titles read so, the rest are taken as written: a bound on the whole file's inline work. */
+const MAX_INLINE_TITLE_CHARS = 256 * 1024;
 /** A title without a character inline Markdown gives meaning to reads as written (most titles: no lexer needed). */
 const PLAIN_TITLE = /^[^\\`*_[\]<>!&~|\n]*$/;
 
@@ -41,9 +47,12 @@ export function markdownSections(markdown: string): Section[] {
   Object.assign(lexer.tokens.links, links);
   const outline = new Outline();
   let from = 0;
+  let inline = MAX_INLINE_TITLE_CHARS;
   for (const h of found) {
     outline.text(source.slice(from, h.start));
-    outline.heading(h.level, h.title.length > MAX_HEADING_CHARS || PLAIN_TITLE.test(h.title) ? h.title : plain(lexer.inlineTokens(h.title)));
+    const read = h.title.length <= MAX_HEADING_CHARS && h.title.length <= inline && !PLAIN_TITLE.test(h.title);
+    if (read) inline -= h.title.length;
+    outline.heading(h.level, read ? plain(lexer.inlineTokens(h.title)) : h.title);
     from = h.end;
   }
   outline.text(source.slice(from));
