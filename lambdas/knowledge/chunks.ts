@@ -33,29 +33,48 @@ function tokenizer(): Tiktoken {
   return encoder;
 }
 
-/** A run of this many characters without a space is counted in slices (see countTokens). */
+/** A run of this many characters without a space, or of this many spaces, is counted in slices (see countTokens). */
 const LONG_RUN = 256;
-const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}`, 'g');
+const LONG_SPACE = 64;
+const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}|\\s{${LONG_SPACE},}`, 'g');
 const RUN_SLICE = 32;
 
 /**
  * The number of cl100k_base tokens of `text`. js-tiktoken's merging takes time quadratic in a run
  * without spaces (8,000 letters: 4 s), and a document may hold one (a DNA sequence, an inlined
- * image): such runs are counted in slices of 32 characters (the merging is quadratic in a slice too), exact for ordinary text and within a
- * token a slice for them.
+ * image), or long runs of spaces (indentation: 64 KiB of deeply indented list lines took 4 s to
+ * count a few times): such runs are counted in slices of 32 characters (the merging is quadratic in a
+ * slice too), exact for ordinary text and within a token a slice for them.
  */
 export function countTokens(text: string): number {
   const encoder = tokenizer();
-  if (text.length < LONG_RUN || !LONG_RUNS.test(text)) return encoder.encode(text).length;
+  if (text.length < LONG_SPACE || !LONG_RUNS.test(text)) return encoder.encode(text).length;
   LONG_RUNS.lastIndex = 0;
   let count = 0;
   let from = 0;
   for (const run of text.matchAll(LONG_RUNS)) {
     count += encoder.encode(text.slice(from, run.index)).length;
-    for (let i = 0; i < run[0].length; i += RUN_SLICE) count += encoder.encode(run[0].slice(i, i + RUN_SLICE)).length;
+    for (let i = 0; i < run[0].length; i += RUN_SLICE) count += sliceTokens(encoder, run[0].slice(i, i + RUN_SLICE));
     from = run.index + run[0].length;
   }
   return count + encoder.encode(text.slice(from)).length;
+}
+
+/**
+ * Slices of long runs, counted once: such runs repeat (1 MiB of `[`, a base64 padding, a rule of
+ * dashes), and each slice's merging costs about 0.1 ms, so a 1 MiB run counted slice by slice each
+ * time a chunk is measured took 20 s. Bounded: cleared when full.
+ */
+const sliceCounts = new Map<string, number>();
+const MAX_SLICE_COUNTS = 4096;
+function sliceTokens(encoder: Tiktoken, slice: string): number {
+  let n = sliceCounts.get(slice);
+  if (n === undefined) {
+    if (sliceCounts.size >= MAX_SLICE_COUNTS) sliceCounts.clear();
+    n = encoder.encode(slice).length;
+    sliceCounts.set(slice, n);
+  }
+  return n;
 }
 
 /** A piece of a section's text, by offsets: a sentence, or a run of words of a sentence over the budget. */
@@ -90,11 +109,21 @@ export function chunkSections(sections: Section[], options: ChunkOptions = {}): 
     let i = 0;
     while (i < units.length) {
       let j = windowEnd(units, i, max);
-      let tokens = countTokens(section.text.slice(units[i].start, units[j - 1].end));
-      // Units are counted alone; joined, a few tokens may merge or split differently at their seams.
-      while (tokens > max && j - 1 > i) {
-        j--;
-        tokens = countTokens(section.text.slice(units[i].start, units[j - 1].end));
+      const count = (end: number) => countTokens(section.text.slice(units[i].start, units[end - 1].end));
+      let tokens = count(j);
+      if (tokens > max && j - 1 > i) {
+        // Units are counted alone; joined, the space between them (indentation) counts too, and tokens
+        // merge or split differently at their seams. The most units that fit, by bisection: cutting
+        // one unit at a time recounted the whole window each time (24 KiB of indented list lines: minutes).
+        let fits = i + 1;
+        let over = j;
+        while (over - fits > 1) {
+          const mid = (fits + over) >> 1;
+          if (count(mid) <= max) fits = mid;
+          else over = mid;
+        }
+        j = fits;
+        tokens = count(j);
       }
       emit(units[i].start, units[j - 1].end, tokens);
       if (j >= units.length) break;
@@ -133,21 +162,53 @@ function unitsOf(text: string, max: number): Unit[] {
   const units: Unit[] = [];
   let from = 0;
   for (const gap of [...text.matchAll(PARAGRAPH_BREAK), { index: text.length, 0: '' }]) {
-    const paragraph = text.slice(from, gap.index);
     const first = units.length;
-    for (const { segment, index } of segmenter.segment(paragraph)) {
-      const lead = segment.search(/\S/);
-      if (lead < 0) continue;
-      const start = from + index + lead;
-      const end = from + index + segment.trimEnd().length;
-      const tokens = countTokens(text.slice(start, end));
-      if (tokens <= max) units.push({ start, end, tokens, paragraphEnd: false });
-      else units.push(...wordRuns(text, start, end, max));
+    for (const [windowStart, windowEnd] of segmentWindows(text, from, gap.index!)) {
+      for (const { segment, index } of segmenter.segment(text.slice(windowStart, windowEnd))) {
+        const lead = segment.search(/\S/);
+        if (lead < 0) continue;
+        const start = windowStart + index + lead;
+        const end = windowStart + index + segment.trimEnd().length;
+        const tokens = countTokens(text.slice(start, end));
+        if (tokens <= max) units.push({ start, end, tokens, paragraphEnd: false });
+        else units.push(...wordRuns(text, start, end, max));
+      }
     }
     if (units.length > first) units[units.length - 1].paragraphEnd = true;
     from = gap.index! + gap[0].length;
   }
+  // A unit's count takes in the space before it (a token for a line break, what it is for more:
+  // indentation, a run of blank lines): a chunk's text holds it, and left out, a window of units that
+  // "fit" could hold thousands of uncounted tokens, each chunk then cut back by recounting and stepping
+  // back only a unit or a few (1 MiB of one-word list lines: 4,000 chunks and two minutes).
+  for (let k = 1; k < units.length; k++) {
+    const gap = units[k].start - units[k - 1].end;
+    if (gap > 2) units[k].tokens += countTokens(text.slice(units[k - 1].end, units[k].start));
+    else if (text.slice(units[k - 1].end, units[k].start).includes('\n')) units[k].tokens += 1; // a space merges into the word after it; a line break does not
+  }
   return units;
+}
+
+/**
+ * Most characters handed to the sentence segmenter at once. ICU's sentence segmentation takes time
+ * quadratic in a paragraph of many short lines (a Markdown table of 128 KiB: 8 s), so a long paragraph
+ * is segmented in windows, each ending at a line break (a sentence break anyway), else at a space,
+ * else where the window ends: a sentence is never that long, and a cut one is still a unit.
+ */
+const SEGMENT_WINDOW = 4096;
+
+function segmentWindows(text: string, from: number, to: number): [number, number][] {
+  const windows: [number, number][] = [];
+  while (to - from > SEGMENT_WINDOW) {
+    const limit = from + SEGMENT_WINDOW;
+    const newline = text.lastIndexOf('\n', limit - 1);
+    const space = newline > from ? newline : text.lastIndexOf(' ', limit - 1);
+    const cut = space > from ? space + 1 : limit;
+    windows.push([from, cut]);
+    from = cut;
+  }
+  windows.push([from, to]);
+  return windows;
 }
 
 /** A sentence over the budget as runs of whole words within it (and a word over it in pieces). */
@@ -161,10 +222,13 @@ function wordRuns(text: string, start: number, end: number, max: number): Unit[]
     runStart = -1;
     runTokens = 0;
   };
+  let previousEnd = start;
   for (const word of text.slice(start, end).matchAll(/\S+/g)) {
     const wStart = start + word.index!;
     const wEnd = wStart + word[0].length;
-    const tokens = countTokens(text.slice(wStart, wEnd)) + 1;
+    // The space before the word counts as one token, or as what it is when longer (as between units).
+    const tokens = countTokens(text.slice(wStart, wEnd)) + (wStart - previousEnd > 2 ? countTokens(text.slice(previousEnd, wStart)) : 1);
+    previousEnd = wEnd;
     if (tokens > max) {
       close();
       runs.push(...pieces(text, wStart, wEnd, max));

@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { chunkSections, countTokens, type Chunk } from '../../lambdas/knowledge/chunks.js';
 import type { Section } from '../../lambdas/knowledge/extract/index.js';
 import { paragraphs, proseLines } from '../helpers/knowledge-files.js';
+import { pathologicalMarkdown, proseMarkdown } from '../helpers/hostile-files.js';
 
 /** Each chunk's offsets in its section's text, in order (chunks of a section are in document order). */
 function offsets(section: Section, chunks: Chunk[]): { start: number; end: number }[] {
@@ -146,4 +147,23 @@ describe('chunkSections', () => {
     // Measured ~150 ms here (docs/decisions/knowledge-extraction.md); the bound only catches a blow-up.
     expect(ms).toBeLessThan(3000);
   });
+
+  it('chunks the pathological Markdown families in time linear in their size: within 15x plain prose of the same size', () => {
+    const size = 128 * 1024;
+    const timed = (text: string) => {
+      const started = performance.now();
+      const chunks = chunkSections([{ text, locator: 'top' }]);
+      expect(chunks.length).toBeGreaterThan(0);
+      for (const c of chunks) expect(c.tokens).toBeLessThanOrEqual(800);
+      return performance.now() - started;
+    };
+    const decode = (f: { bytes: Uint8Array }) => new TextDecoder().decode(f.bytes);
+    timed(decode(proseMarkdown(size))); // the tokenizer's table, built once
+    const prose = timed(decode(proseMarkdown(size)));
+    // Each was quadratic: a window of units recounted one unit at a time (list lines, tables), runs
+    // of spaces merged whole (indentation), ICU's sentence segmentation of a paragraph of many lines.
+    for (const family of ['list-indent', 'list-items', 'tables', 'quotes', 'lazy-quotes', 'brackets', 'backticks'] as const) {
+      expect(timed(decode(pathologicalMarkdown(family, size))), family).toBeLessThan(15 * prose + 500);
+    }
+  }, 60_000);
 });
