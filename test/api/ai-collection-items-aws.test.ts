@@ -6,7 +6,8 @@
  * event source mapping would send. A file uploaded through presigned part URLs becomes a cloud item
  * whose query cites its page; a local_vectors item takes the client's vectors; a download package over
  * what a function may answer is a 307 to a presigned S3 URL; a deleted item leaves nothing behind. What
- * processing asks of S3, S3 Vectors and SQS stays inside the grants of lib/knowledge-items.ts.
+ * processing asks of S3, S3 Vectors and SQS stays inside the grants of lib/knowledge-items.ts. The
+ * attack's hostile files, in one batch, each fail alone while the handler returns normally.
  */
 import { randomUUID } from 'node:crypto';
 import type { SQSEvent } from 'aws-lambda';
@@ -25,6 +26,7 @@ import { KNOWLEDGE_BLOB_PREFIXES, KNOWLEDGE_ITEMS_VECTOR_ACTIONS } from '../../l
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { fakeVector, startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { markdownFile, paragraphs, pdfFile } from '../helpers/knowledge-files.js';
+import { deepNestingDocx, pngAsMarkdown, repeatedPagePdf, tinyParagraphsDocx, zipBombDocx, type HostileFile } from '../helpers/hostile-files.js';
 import { call, sha256, type Client } from '../helpers/knowledge-calls.js';
 import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 import { standInListParts, type PresignedParts } from '../helpers/presigned-parts.js';
@@ -154,6 +156,40 @@ async function createCollection(mode: string): Promise<string> {
 }
 
 const vectorKeys = () => [...s3vectors.indexes().values()].flatMap((index) => [...index.vectors.keys()]);
+
+describe("hostile files through the knowledge consumer's Lambda handler (issue 32)", () => {
+  it('each fails alone with its reason in one batch, the ordinary item beside them is done, and the handler returns normally', async () => {
+    const col = await createCollection('download');
+    const files: HostileFile[] = [await repeatedPagePdf(), zipBombDocx(), tinyParagraphsDocx(), deepNestingDocx(), pngAsMarkdown()];
+    const hostile: string[] = [];
+    for (const file of files) {
+      const added = await call(c, 'POST', `/v1/collections/${col}/items`, { upload_id: await upload(file.bytes, file.filename, file.contentType) });
+      expect(added.status, added.text).toBe(202);
+      hostile.push(added.body.item_id);
+    }
+    const ordinary = await call(c, 'POST', `/v1/collections/${col}/items`, { text: markdownFile(), filename: 'guide.md' });
+    expect(ordinary.status, ordinary.text).toBe(202);
+
+    // One batch of every message, as an event source mapping with a larger batch would send them.
+    const messages = await engine.queue.receive('knowledge', { max: 10, visibilitySeconds: 900 });
+    expect(messages).toHaveLength(files.length + 1);
+    const started = Date.now();
+    expect(await knowledgeItems(sqsEvent(messages))).toEqual({ batchItemFailures: [] });
+    expect(Date.now() - started).toBeLessThan(60_000);
+    for (const m of messages) await engine.queue.delete('knowledge', m.receipt);
+
+    const items = await Promise.all(hostile.map(async (id) => (await call(c, 'GET', `/v1/collections/${col}/items/${id}`)).body));
+    expect(items.map((i) => [i.filename, i.status, i.error?.code])).toEqual([
+      ['repeated-page.pdf', 'failed', 'too_large'],
+      ['zip-bomb.docx', 'failed', 'too_large'],
+      ['tiny-paragraphs.docx', 'failed', 'too_large'],
+      ['deep-nesting.docx', 'failed', expect.stringMatching(/^(too_large|parse_error)$/)],
+      ['image.md', 'failed', 'unsupported_type'],
+    ]);
+    for (const i of items) expect(i.error.message.length).toBeGreaterThan(0);
+    expect((await call(c, 'GET', `/v1/collections/${col}/items/${ordinary.body.item_id}`)).body).toMatchObject({ status: 'done', error: null });
+  }, 120_000);
+});
 
 describe('collection items on AWS', () => {
   const pages = [['The harbour has two lighthouses.'], ['Basalt columns line the northern cliffs of the island.'], ['Ferries leave at nine.']];
@@ -307,3 +343,4 @@ describe('collection items on AWS', () => {
     for (const route of checked) expect(allows(allowedStatements(template, functions.get(route)!), 's3:GetObject', objectIs('blobs/org_1/db/file')), route).toBe(false);
   }, 60_000);
 });
+
