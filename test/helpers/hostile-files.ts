@@ -2,7 +2,7 @@
  * The hostile files of issue 32's attack, made on the spot (no binaries checked in), each small to
  * send and costly to read naively: a PDF listing one page 300,000 times, DOCX zip bombs (one entry
  * of 1 GiB; 400 MiB of tiny paragraphs), a DOCX nested 200,000 deep, 1 MiB of pathological Markdown,
- * and binary bytes under a text type. Deterministic, and fast: all of them take well under a second
+ * and binary bytes under a text type; and a PDF whose one page's content inflates to 1 GiB. Deterministic, and fast: all of them take well under a second
  * to make (the big deflate streams are a short compressed segment repeated, not 1 GiB compressed).
  * Each is `{ filename, contentType, bytes }`, ready to send as an item.
  */
@@ -46,24 +46,72 @@ export function loopingPageTreePdf(): HostileFile {
   ]);
 }
 
+/**
+ * A PDF of one page whose content stream (one line of text, then spaces) inflates to
+ * `inflatedBytes` (1 GiB): about 1 MB sent, deflate's best. Read naively its one page is decoded whole.
+ */
+export function flateBombPdf(inflatedBytes = 1024 * MiB): HostileFile {
+  const head = Buffer.from('BT /F1 12 Tf 50 800 Td (The page under the bomb.) Tj ET\n');
+  const segment = Buffer.alloc(MiB, 0x20);
+  let flushed = flushedSpaces.get(MiB);
+  if (!flushed) flushedSpaces.set(MiB, (flushed = deflateRawSync(segment, { level: 9, finishFlush: constants.Z_FULL_FLUSH })));
+  const count = Math.max(1, Math.round((inflatedBytes - head.length) / MiB));
+  // zlib's wrapping: its header, the deflate stream, then the Adler-32 of every byte (for a run of one byte value, a sum).
+  const adler = adlerExtend(adler32(head), 0x20, count * MiB);
+  const trailer = Buffer.alloc(4);
+  trailer.writeUInt32BE(adler >>> 0);
+  const data = Buffer.concat([Buffer.from([0x78, 0xda]), deflateRawSync(head, { finishFlush: constants.Z_FULL_FLUSH }), ...Array<Buffer>(count).fill(flushed), deflateRawSync(Buffer.alloc(0)), trailer]);
+  return pdfFile('flate-bomb.pdf', [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Count 1 /Kids [3 0 R] >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    Buffer.concat([Buffer.from(`<< /Length ${data.length} /Filter /FlateDecode >>\nstream\n`), data, Buffer.from('\nendstream')]),
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ]);
+}
+
+const flushedSpaces = new Map<number, Buffer>();
+
+function adler32(bytes: Buffer): number {
+  let a = 1;
+  let b = 0;
+  for (const byte of bytes) {
+    a = (a + byte) % 65521;
+    b = (b + a) % 65521;
+  }
+  return (b << 16) | a;
+}
+
+/** The Adler-32 of bytes whose checksum is `adler`, followed by `n` bytes of `value`. */
+function adlerExtend(adler: number, value: number, n: number): number {
+  const M = 65521n;
+  const a = BigInt(adler & 0xffff);
+  const b = BigInt(adler >>> 16);
+  const N = BigInt(n);
+  const v = BigInt(value);
+  const a2 = (a + N * v) % M;
+  const b2 = (b + N * a + (v * N * (N + 1n)) / 2n) % M;
+  return Number((b2 << 16n) | a2);
+}
+
 function stream(content: string): string {
   return `<< /Length ${content.length} >>\nstream\n${content}\nendstream`;
 }
 
 /** A PDF of the given objects (numbered from 1, the first being the catalog), with a correct xref table. */
-function pdfFile(filename: string, objects: string[]): HostileFile {
-  const parts = ['%PDF-1.7\n'];
+function pdfFile(filename: string, objects: (string | Buffer)[]): HostileFile {
+  const parts = [Buffer.from('%PDF-1.7\n')];
   let length = parts[0].length;
   const offsets: number[] = [];
   objects.forEach((body, i) => {
     offsets.push(length);
-    const obj = `${i + 1} 0 obj\n${body}\nendobj\n`;
+    const obj = Buffer.concat([Buffer.from(`${i + 1} 0 obj\n`), typeof body === 'string' ? Buffer.from(body, 'latin1') : body, Buffer.from('\nendobj\n')]);
     parts.push(obj);
     length += obj.length;
   });
   const xref = [`xref\n0 ${objects.length + 1}\n`, '0000000000 65535 f \n', ...offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`)].join('');
-  parts.push(xref, `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`);
-  return { filename, contentType: 'application/pdf', bytes: new Uint8Array(Buffer.from(parts.join(''), 'latin1')) };
+  parts.push(Buffer.from(`${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`));
+  return { filename, contentType: 'application/pdf', bytes: new Uint8Array(Buffer.concat(parts)) };
 }
 
 // --- DOCX --------------------------------------------------------------------------------------

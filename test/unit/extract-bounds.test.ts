@@ -1,14 +1,14 @@
 /**
- * Hostile files are refused before they are read (issue 32): each of the attack's files gets its
- * failure, with a message naming the cap, within a couple of seconds and without the process's
- * peak memory growing by more than a little (before: 2-7 GB and 3 s to hours); and ordinary files
- * read as before.
+ * Hostile files are refused before they are read (issue 32): each of the attack's files, and a PDF
+ * flate bomb, gets its failure, with a message naming the cap, within a couple of seconds and
+ * without the process's peak memory growing by more than a little (before: 2-7 GB and 3 s to
+ * hours); and ordinary files read as before.
  */
 import { deflateRawSync, crc32 } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { extractText, type Extracted } from '../../lambdas/knowledge/extract/index.js';
 import { MAX_DOCX_DEPTH, MAX_DOCX_ELEMENTS } from '../../lambdas/knowledge/extract/docx.js';
-import { MAX_PDF_PAGES } from '../../lambdas/knowledge/extract/pdf.js';
+import { MAX_PDF_PAGES, MAX_PDF_STREAM_BYTES } from '../../lambdas/knowledge/extract/pdf.js';
 import { BoundedZip, MAX_INFLATED_BYTES, MAX_RATIO } from '../../lambdas/knowledge/extract/zip.js';
 import {
   BINARY_HEADS,
@@ -18,6 +18,7 @@ import {
   docxWithDocument,
   DOCX_TYPE,
   exeAsText,
+  flateBombPdf,
   loopingPageTreePdf,
   noiseAsText,
   pngAsMarkdown,
@@ -134,6 +135,15 @@ describe('PDF: pages read one at a time, each listed page once, at most 10,000',
     expect(pdf.bytes.length).toBeLessThan(2e6);
     await expectRefused(pdf, 'too_large', /has 300,000 pages; at most 10,000/);
     await expectRefused(repeatedPagePdf(MAX_PDF_PAGES + 1), 'too_large', /has 10,001 pages/);
+  });
+
+  it(`refuses a PDF whose one page's content inflates to 1 GiB (1 MB sent) as too_large before PDF.js decodes it: past ${MAX_PDF_STREAM_BYTES / 2 ** 20} MiB`, async () => {
+    const bomb = flateBombPdf();
+    expect(bomb.bytes.length).toBeLessThan(1.2e6);
+    await expectRefused(bomb, 'too_large', /stream at byte \d[\d,]* inflates past 64 MiB/);
+    // A page whose content inflates to 8 MiB is no bomb: it reads.
+    const eight = flateBombPdf(8 * 2 ** 20);
+    expect(await extractText(eight.bytes, eight.contentType, eight.filename)).toEqual({ sections: [{ text: 'The page under the bomb.', locator: 'page=1' }] });
   });
 
   it('reads a page the tree lists again once, at its first place', async () => {

@@ -9,13 +9,24 @@
  * read, and text past the output cap stops the reading there. PDF.js itself refuses a page tree that
  * loops back on itself.
  */
+import { constants, inflateSync } from 'node:zlib';
 import { getDocumentProxy } from 'unpdf';
 import { MAX_OUTPUT_CHARS, Refusal, type Section } from './types.js';
 
 /** A book is hundreds of pages; past ten thousand a PDF is a scan archive or made to be read forever. */
 export const MAX_PDF_PAGES = 10_000;
+/**
+ * A deflated stream PDF.js would decode to read text (a page's content, a form, a font, an object
+ * stream) inflating past this is `too_large`: PDF.js holds about 4 times a content stream's size
+ * while it reads it (a 266 KB file whose one page inflates to 256 MiB peaked at 1 GB), and a page's
+ * content is kilobytes to a few MiB. Images are not read for text, and not checked.
+ */
+export const MAX_PDF_STREAM_BYTES = 64 * 1024 * 1024;
+/** And all such streams together: what the check itself may inflate. */
+export const MAX_PDF_STREAMS_BYTES = 512 * 1024 * 1024;
 
 export async function pdfSections(bytes: Uint8Array): Promise<Section[]> {
+  checkStreams(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length));
   // PDF.js may take over (detach) the buffer it is given, and refuses a Node Buffer: it gets a plain
   // Uint8Array copy (a Buffer's slice() would share the memory), the caller keeps its bytes.
   const pdf = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0 });
@@ -57,5 +68,46 @@ export async function pdfSections(bytes: Uint8Array): Promise<Section[]> {
   } finally {
     // Frees the document's worker-side state at once rather than at garbage collection.
     await pdf.loadingTask.destroy();
+  }
+}
+
+/** How far before `stream` its dictionary is looked for: a stream's dictionary is a few hundred bytes. */
+const DICTIONARY_WINDOW = 4096;
+
+/**
+ * Inflates, within the caps, each deflated stream PDF.js would decode for text, found in the file's
+ * bytes (`stream` ... `endstream`, its dictionary naming /FlateDecode and no /Image), before PDF.js
+ * reads any: a PDF's zip bomb is refused before it is decoded. Streams that do not inflate (encrypted,
+ * filtered first by another filter) are left to PDF.js.
+ */
+function checkStreams(pdf: Buffer): void {
+  let total = 0;
+  for (let at = pdf.indexOf('stream'); at !== -1; at = pdf.indexOf('stream', at + 6)) {
+    if (at >= 3 && pdf.toString('latin1', at - 3, at) === 'end') continue;
+    let start = at + 6;
+    if (pdf[start] === 0x0d) start++;
+    if (pdf[start] !== 0x0a) continue;
+    start++;
+    const head = pdf.toString('latin1', Math.max(0, at - DICTIONARY_WINDOW), at);
+    const dictionary = head.slice(head.lastIndexOf(' obj') + 1);
+    if (!dictionary.includes('/FlateDecode') || /\/Subtype\s*\/Image\b/.test(dictionary)) continue;
+    let end = pdf.indexOf('endstream', start);
+    if (end === -1) end = pdf.length;
+    let inflated: Buffer;
+    try {
+      // A sync flush: a stream cut short still inflates as far as it goes, as PDF.js reads it.
+      inflated = inflateSync(pdf.subarray(start, end), { maxOutputLength: MAX_PDF_STREAM_BYTES, finishFlush: constants.Z_SYNC_FLUSH });
+    } catch (error) {
+      if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
+        throw new Refusal('too_large', `The PDF's stream at byte ${at.toLocaleString('en')} inflates past ${MAX_PDF_STREAM_BYTES / 2 ** 20} MiB; no page's text needs that much.`);
+      }
+      at = end;
+      continue;
+    }
+    total += inflated.length;
+    if (total > MAX_PDF_STREAMS_BYTES) {
+      throw new Refusal('too_large', `The PDF's streams inflate past ${MAX_PDF_STREAMS_BYTES / 2 ** 20} MiB in all; split it and send the parts.`);
+    }
+    at = end;
   }
 }
