@@ -51,6 +51,20 @@ describe('Markdown: 1 MiB of each pathological family within 10x plain prose', (
     expect(ms, `${family}: ${ms.toFixed(0)} ms, prose ${markdownProse.toFixed(0)} ms`).toBeLessThan(budget(markdownProse));
   });
 
+  // One line of 1 MiB that fails a block pattern only at its end (where a backtracking pattern pays again for each mark).
+  const lines: Record<string, Buffer> = {
+    'a thematic break broken at its end': Buffer.concat([fill('* ', MiB - 1), Buffer.from('x')]),
+    'a delimiter row broken at its end': Buffer.concat([Buffer.from('a|b\n'), fill('|-', MiB - 5), Buffer.from('x')]),
+    'a line like a delimiter row': Buffer.concat([Buffer.from('a\n'), fill('|:- ', MiB - 3), Buffer.from('x')]),
+    'a definition label of escapes': Buffer.concat([Buffer.from('['), fill('\\]', MiB - 1)]),
+    'a tag of many attributes': Buffer.concat([Buffer.from('<a'), fill(' b=c', MiB - 4), Buffer.from(' !')]),
+    'a closing run of #': Buffer.concat([Buffer.from('# a '), fill('#', MiB - 7), Buffer.from('b #')]),
+  };
+  it.each(Object.keys(lines))('%s', async (name) => {
+    const ms = await bestMs(lines[name], 'text/markdown');
+    expect(ms, `${name}: ${ms.toFixed(0)} ms, prose ${markdownProse.toFixed(0)} ms`).toBeLessThan(budget(markdownProse));
+  });
+
   it('units fast-check makes of Markdown-significant characters, and of any characters, repeated to 1 MiB', async () => {
     const marks = fc.string({ unit: fc.constantFrom('[', ']', '(', ')', '`', '*', '_', '<', '>', '&', '|', '#', '-', '=', ' ', '\n', '\t', 'a', '!', '\\', ':', '"', '1', '.', '~', '+'), minLength: 1, maxLength: 24 });
     const any = fc.string({ unit: 'binary', minLength: 1, maxLength: 12 });

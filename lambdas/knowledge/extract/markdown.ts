@@ -100,19 +100,16 @@ type Links = Record<string, { href: string; title: string }>;
 const FENCE_OPEN = /^(`{3,}|~{3,})(.*)$/;
 const FENCE_CLOSE = /^ {0,3}(`{3,}|~{3,})[ \t]*$/;
 const SETEXT = /^(?:=+|-+)[ \t]*$/;
-const THEMATIC_BREAK = /^(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$/;
 const LIST_ITEM = /^([*+-]|\d{1,9}[.)])(?=[ \t]|$)/;
 const BLANK = /^[ \t]*$/;
-const DELIMITER_ROW = /^\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$/;
 /** A link reference definition: its label, then its destination and title, which may each start the next line. */
 const DEFINITION = /^\[((?:\\.|[^[\]\\])+)\]:[ \t]*(.*)$/;
 const DESTINATION = /^[ \t]*(<[^<>\n]*>|[^\s<>]\S*)(?:[ \t]+("[^"]*"|'[^']*'|\([^()]*\)))?[ \t]*$/;
 const TITLE = /^[ \t]*("[^"]*"|'[^']*'|\([^()]*\))[ \t]*$/;
 /** A list item that interrupts a paragraph: a bullet or `1.`, with content. */
 const INTERRUPTING_ITEM = /^(?:[*+-]|1[.)])[ \t]+[^ \t]/;
-/** Lines marked never reads into a setext heading's text: one like a list item, one like a table's delimiter row. */
+/** Lines marked never reads into a setext heading's text: one like a list item, and one like a delimiter row (`delimiterLike`). */
 const LIST_LIKE = /^(?:[*+-]|\d{1,9}[.)]) /;
-const DELIMITER_LIKE = /^\|?(?:[:\- ]*\|)+[:\- ]*$/;
 /** Container marks inside a container's line (nested quotes, list markers), taken off one at a time. */
 const NESTED_MARK = /(?: {0,3}>[ ]?| {0,3}(?:[*+-]|\d{1,9}[.)])(?:[ \t]+|$))/y;
 
@@ -194,7 +191,7 @@ function headings(source: string): { found: Heading[]; links: Links } {
       inner = { paragraph: false, fence: { char: open[1][0], length: open[1].length } };
       return;
     }
-    if (atxLevel(line) || THEMATIC_BREAK.test(line) || (inner.paragraph && SETEXT.test(line)) || htmlBlock(line, true)) {
+    if (atxLevel(line) || thematicBreak(line) || (inner.paragraph && SETEXT.test(line)) || htmlBlock(line, true)) {
       inner.paragraph = false;
       return;
     }
@@ -278,7 +275,7 @@ function headings(source: string): { found: Heading[]; links: Links } {
         continue;
       }
       // A sibling item (any marker, empty or not) before a lazy line: the list is the container here, not a paragraph.
-      const item = indent <= 3 && !THEMATIC_BREAK.test(line) ? LIST_ITEM.exec(line) : null;
+      const item = indent <= 3 && !thematicBreak(line) ? LIST_ITEM.exec(line) : null;
       if (item) {
         openItem(text, indent, item[1]);
         continue;
@@ -343,7 +340,7 @@ function headings(source: string): { found: Heading[]; links: Links } {
         continue;
       }
     }
-    if ((c === '*' || c === '-' || c === '_') && THEMATIC_BREAK.test(line)) {
+    if ((c === '*' || c === '-' || c === '_') && thematicBreak(line)) {
       paragraph = undefined;
       table = false;
       continue;
@@ -365,7 +362,7 @@ function headings(source: string): { found: Heading[]; links: Links } {
       continue;
     }
     if (table) continue;
-    if (paragraph !== undefined && (line.includes('|') || line.includes(':')) && DELIMITER_ROW.test(line) && cells(line) === cells(lastLine)) {
+    if (paragraph !== undefined && (line.includes('|') || line.includes(':')) && cells(line) === cells(lastLine) && delimiterRow(line)) {
       // The paragraph's last line is the table's header (marked splits the paragraph there).
       table = true;
       paragraph = undefined;
@@ -389,7 +386,7 @@ function headings(source: string): { found: Heading[]; links: Links } {
       setext = true;
       lines = 0;
     }
-    const readable = !(item && LIST_LIKE.test(line)) && !((c === '|' || c === ':' || c === '-') && DELIMITER_LIKE.test(line));
+    const readable = !(item && LIST_LIKE.test(line)) && !((c === '|' || c === ':' || c === '-') && delimiterLike(line));
     if (!readable) setext = false;
     // Cut off on its own, a definition's line is read as a definition again and an item's as a list, not as a heading.
     lastSetext = readable && !item && !(label && label[2] && DESTINATION.test(label[2]));
@@ -415,7 +412,7 @@ function define(links: Links, label: string, href: string, title: string | undef
 function lazy(line: string, indent: number): boolean {
   if (indent >= 4) return true;
   const c = line[0];
-  if (c === '>' || (c === '#' && atxLevel(line)) || ((c === '*' || c === '-' || c === '_') && THEMATIC_BREAK.test(line)) || htmlBlock(line, true)) return false;
+  if (c === '>' || (c === '#' && atxLevel(line)) || ((c === '*' || c === '-' || c === '_') && thematicBreak(line)) || htmlBlock(line, true)) return false;
   const open = c === '`' || c === '~' ? FENCE_OPEN.exec(line) : null;
   if (open && !(open[1][0] === '`' && open[2].includes('`'))) return false;
   // Any list item ends a container's paragraph here (marked's reading: in a list a sibling, in a quote a list of its own).
@@ -454,6 +451,59 @@ function atxTitle(raw: string): string {
   if (end === title.length) return title;
   const rest = title.slice(0, end);
   return !rest || rest.endsWith(' ') ? rest.trim() : title;
+}
+
+/**
+ * A thematic break: three or more of one of `*`, `-`, `_`, and nothing else but spaces and tabs.
+ * Read by hand: the pattern for it backtracks through every mark of a long line that fails at its end.
+ */
+function thematicBreak(line: string): boolean {
+  const mark = line[0];
+  if (mark !== '*' && mark !== '-' && mark !== '_') return false;
+  let marks = 0;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === mark) marks++;
+    else if (c !== ' ' && c !== '\t') return false;
+  }
+  return marks >= 3;
+}
+
+/** A table's delimiter row: cells of `-` (a `:` at either end allowed) between pipes; read by hand, as above. */
+function delimiterRow(line: string): boolean {
+  const n = line.length;
+  let i = 0;
+  const spaces = () => {
+    while (i < n && (line[i] === ' ' || line[i] === '\t')) i++;
+  };
+  spaces();
+  if (line[i] === '|') i++;
+  let cells = 0;
+  for (;;) {
+    spaces();
+    if (i >= n) return cells > 0;
+    if (line[i] === ':') i++;
+    const dashes = i;
+    while (line[i] === '-') i++;
+    if (i === dashes) return false;
+    if (line[i] === ':') i++;
+    spaces();
+    cells++;
+    if (i >= n) return true;
+    if (line[i] !== '|') return false;
+    i++;
+  }
+}
+
+/** Like a delimiter row to marked: nothing but `|`, `:`, `-` and spaces, and a pipe among them. */
+function delimiterLike(line: string): boolean {
+  let pipe = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i];
+    if (c === '|') pipe = true;
+    else if (c !== ':' && c !== '-' && c !== ' ') return false;
+  }
+  return pipe;
 }
 
 /** A table row's cells: its unescaped pipes, less a leading and a trailing one. */
