@@ -67,7 +67,7 @@ const BINARY_HEADERS: { kind: string; at?: number; header: (number | string)[] }
   { kind: 'a JPEG image', header: [0xff, 0xd8, 0xff] },
   { kind: 'a GIF image', header: ['GIF87a'] },
   { kind: 'a GIF image', header: ['GIF89a'] },
-  { kind: 'a WebP image', header: ['RIFF'], at: 0 },
+  { kind: 'a RIFF file', header: ['RIFF'] },
   { kind: 'a TIFF image', header: ['II*', 0x00] },
   { kind: 'a TIFF image', header: ['MM', 0x00, '*'] },
   { kind: 'a Photoshop image', header: ['8BPS', 0x00, 0x01] },
@@ -106,10 +106,10 @@ const BINARY_HEADERS: { kind: string; at?: number; header: (number | string)[] }
 export function binaryKind(bytes: Uint8Array): string | undefined {
   for (const { kind, at = 0, header } of BINARY_HEADERS) {
     if (!matches(bytes, at, header)) continue;
-    if (kind !== 'a WebP image') return kind;
+    if (kind !== 'a RIFF file') return kind;
     // RIFF holds images, audio and video alike; its form type says which.
     const form = ascii(bytes, 8, 12);
-    return form === 'WEBP' ? kind : form === 'WAVE' ? 'a WAV recording' : form === 'AVI ' ? 'an AVI video' : 'a RIFF file';
+    return form === 'WEBP' ? 'a WebP image' : form === 'WAVE' ? 'a WAV recording' : form === 'AVI ' ? 'an AVI video' : kind;
   }
   // ISO media (MP4, QuickTime, HEIF, AVIF): a box size, then `ftyp`.
   if (bytes[0] === 0 && matches(bytes, 4, ['ftyp'])) return 'an MP4, QuickTime or HEIF file';

@@ -27,7 +27,7 @@ export function decodeText(bytes: Uint8Array, charset?: string): string | undefi
 const CONTROL_SAMPLE_BYTES = 64 * 1024;
 /**
  * Control bytes (other than tab, line breaks, form feed and the escape of terminal colors) past
- * which bytes are binary: text holds next to none, random bytes about 10 % (26 of 256 values).
+ * which bytes are binary: text holds next to none, random bytes about 10 % (27 of 256 values).
  */
 export const MAX_CONTROL_SHARE = 0.05;
 
