@@ -237,42 +237,76 @@ export interface ZipEntry {
   crc: number;
 }
 
-/** A zip of the entries, in order (no data descriptors, no zip64). */
-export function zipFile(entries: ZipEntry[]): Uint8Array {
+/**
+ * A zip of the entries, in order (no data descriptors). `zip64`: every size and offset in zip64
+ * extra fields and a zip64 end record, as writers that stream do.
+ */
+export function zipFile(entries: ZipEntry[], opts: { zip64?: boolean } = {}): Uint8Array {
+  const zip64 = opts.zip64 ?? false;
   const locals: Buffer[] = [];
   const centrals: Buffer[] = [];
   let offset = 0;
   for (const e of entries) {
     const name = Buffer.from(e.name);
+    const localExtra = zip64 ? zip64Extra([e.size, e.data.length]) : Buffer.alloc(0);
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(zip64 ? 45 : 20, 4);
     local.writeUInt16LE(0x0800, 6); // names in UTF-8
     local.writeUInt16LE(e.method, 8);
     local.writeUInt32LE(0x21, 10); // 1980-01-01 00:00
     local.writeUInt32LE(e.crc >>> 0, 14);
-    local.writeUInt32LE(e.data.length, 18);
-    local.writeUInt32LE(e.size, 22);
+    local.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 18);
+    local.writeUInt32LE(zip64 ? 0xffffffff : e.size, 22);
     local.writeUInt16LE(name.length, 26);
-    locals.push(local, name, Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length));
+    local.writeUInt16LE(localExtra.length, 28);
+    locals.push(local, name, localExtra, Buffer.from(e.data.buffer, e.data.byteOffset, e.data.length));
+    const centralExtra = zip64 ? zip64Extra([e.size, e.data.length, offset]) : Buffer.alloc(0);
     const central = Buffer.alloc(46);
     central.writeUInt32LE(0x02014b50, 0);
-    central.writeUInt16LE(20, 4);
-    central.writeUInt16LE(20, 6);
+    central.writeUInt16LE(zip64 ? 45 : 20, 4);
+    central.writeUInt16LE(zip64 ? 45 : 20, 6);
     local.copy(central, 8, 6, 26);
     central.writeUInt16LE(name.length, 28);
-    central.writeUInt32LE(offset, 42);
-    centrals.push(central, name);
-    offset += 30 + name.length + e.data.length;
+    central.writeUInt16LE(centralExtra.length, 30);
+    central.writeUInt32LE(zip64 ? 0xffffffff : offset, 42);
+    centrals.push(central, name, centralExtra);
+    offset += 30 + name.length + localExtra.length + e.data.length;
   }
   const directory = Buffer.concat(centrals);
+  const tail: Buffer[] = [];
+  if (zip64) {
+    const record = Buffer.alloc(56);
+    record.writeUInt32LE(0x06064b50, 0);
+    record.writeBigUInt64LE(44n, 4);
+    record.writeUInt16LE(45, 12);
+    record.writeUInt16LE(45, 14);
+    record.writeBigUInt64LE(BigInt(entries.length), 24);
+    record.writeBigUInt64LE(BigInt(entries.length), 32);
+    record.writeBigUInt64LE(BigInt(directory.length), 40);
+    record.writeBigUInt64LE(BigInt(offset), 48);
+    const locator = Buffer.alloc(20);
+    locator.writeUInt32LE(0x07064b50, 0);
+    locator.writeBigUInt64LE(BigInt(offset + directory.length), 8);
+    locator.writeUInt32LE(1, 16);
+    tail.push(record, locator);
+  }
   const end = Buffer.alloc(22);
   end.writeUInt32LE(0x06054b50, 0);
-  end.writeUInt16LE(entries.length, 8);
-  end.writeUInt16LE(entries.length, 10);
-  end.writeUInt32LE(directory.length, 12);
-  end.writeUInt32LE(offset, 16);
-  return new Uint8Array(Buffer.concat([...locals, directory, end]));
+  end.writeUInt16LE(zip64 ? 0xffff : entries.length, 8);
+  end.writeUInt16LE(zip64 ? 0xffff : entries.length, 10);
+  end.writeUInt32LE(zip64 ? 0xffffffff : directory.length, 12);
+  end.writeUInt32LE(zip64 ? 0xffffffff : offset, 16);
+  return new Uint8Array(Buffer.concat([...locals, directory, ...tail, end]));
+}
+
+/** A zip64 extra field holding `values` (sizes, then an offset) as 64-bit numbers. */
+function zip64Extra(values: number[]): Buffer {
+  const extra = Buffer.alloc(4 + 8 * values.length);
+  extra.writeUInt16LE(1, 0);
+  extra.writeUInt16LE(8 * values.length, 2);
+  values.forEach((v, i) => extra.writeBigUInt64LE(BigInt(v), 4 + 8 * i));
+  return extra;
 }
 
 // --- Markdown ----------------------------------------------------------------------------------

@@ -100,7 +100,7 @@ describe('DOCX (any zip): entries inflated within caps, XML scanned before mammo
     await expectRefused(docxWithDocument(dtd), 'parse_error', /declares a DTD/);
   });
 
-  it('reads ordinary DOCX as before: deflated (Word, the docx package) and stored entries alike', async () => {
+  it('reads ordinary DOCX as before: deflated (Word, the docx package) and stored entries alike, zip64 too', async () => {
     const expected = ['top', 'heading=Install', 'heading=Install > Linux', 'heading=Install > Linux > Debian', 'heading=Install > macOS', 'heading=Use'];
     const got = await extractText(await docxFile(OUTLINE), DOCX_TYPE, 'guide.docx');
     expect('sections' in got && got.sections.map((s) => s.locator)).toEqual(expected);
@@ -115,6 +115,16 @@ describe('DOCX (any zip): entries inflated within caps, XML scanned before mammo
     const withComment = new Uint8Array([...stored.subarray(0, stored.length - 2), 5, 0, ...utf8('hello')]);
     const again = await extractText(withComment, DOCX_TYPE, 'stored.docx');
     expect('sections' in again && again.sections.map((s) => s.locator)).toEqual(expected);
+    // And in zip64's records, as writers that stream write them.
+    const zip64 = zipFile(
+      zip.names().map((name) => {
+        const data = zip.read(name);
+        return { name, data: deflateRawSync(data), method: 8, size: data.length, crc: crc32(data) };
+      }),
+      { zip64: true },
+    );
+    const wide = await extractText(zip64, DOCX_TYPE, 'zip64.docx');
+    expect('sections' in wide && wide.sections.map((s) => s.locator)).toEqual(expected);
   });
 
   it('answers parse_error, without a message, for a zip that is merely damaged (as before)', async () => {
