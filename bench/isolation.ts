@@ -33,10 +33,15 @@
  * Knobs: BENCH_HOSTILE_TIMEOUT_S (240) per hostile item, BENCH_MARKDOWN=all (every Markdown family,
  * not the attack's two), BENCH_SKIP_BASELINE=1 (no worktree; the throughput target then fails),
  * BENCH_ACCESS_LOG=1 (this code's server at LOG_LEVEL=info, its log teed to a file: each of B's
- * queries split into its handler's time and the rest, a table more).
+ * queries split into its handler's time and the rest, a table more). Diagnoses, which change what is
+ * measured and say so in the notes: BENCH_BACKGROUND_WORKERS=<n> (this code's BACKGROUND_WORKERS),
+ * BENCH_BACKGROUND_NICE=<n> (the background processes reniced after the start); BENCH_DUMP_DIR=<dir>
+ * writes every probe sample, phase and flood (and the access log) there.
  * Beside them, per phase: the CPU seconds of the primary, the serving workers, the background
  * processes (with their extraction children), the embedder and the bench, and the load average.
  */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -226,8 +231,17 @@ export const benchmark: Benchmark = {
 
       // ---------- this code ----------
       started = now();
-      server = await startLocal('npm start', ROOT, { LOCAL_WORKERS: '2', KNOWLEDGE_MAX_QUEUED_ITEMS: '1000' }, { accessLog });
+      const backgroundWorkers = process.env.BENCH_BACKGROUND_WORKERS;
+      server = await startLocal('npm start', ROOT, { LOCAL_WORKERS: '2', KNOWLEDGE_MAX_QUEUED_ITEMS: '1000', ...(backgroundWorkers ? { BACKGROUND_WORKERS: backgroundWorkers } : {}) }, { accessLog });
       const s = server;
+      // A diagnosis, not the product: BENCH_BACKGROUND_NICE=0 puts the background processes back at the
+      // serving workers' priority (their extraction children, forked later, inherit it).
+      const backgroundNice = process.env.BENCH_BACKGROUND_NICE;
+      if (backgroundNice !== undefined) {
+        for (const ch of localChildren(s.pid).filter((c) => c.background)) execFileSync('renice', ['-n', backgroundNice, '-p', String(ch.pid)]);
+        notes.push(`DIAGNOSIS: the background processes were reniced to ${backgroundNice} after the start (BENCH_BACKGROUND_NICE)`);
+      }
+      if (backgroundWorkers) notes.push(`DIAGNOSIS: BACKGROUND_WORKERS=${backgroundWorkers} (BENCH_BACKGROUND_WORKERS), not the default`);
       const children = localChildren(s.pid);
       const pids0 = servingPids(s.pid);
       progress(
@@ -354,6 +368,11 @@ export const benchmark: Benchmark = {
       await probe.stop();
       const probeSamples = probe.samples;
       const probeAll = windowFigures(probe.samples, 0, Infinity);
+      // BENCH_DUMP_DIR: every sample, phase and flood as JSON, for a look beyond the tables.
+      if (process.env.BENCH_DUMP_DIR) {
+        writeFileSync(join(process.env.BENCH_DUMP_DIR, 'isolation.json'), JSON.stringify({ timeOrigin: performance.timeOrigin, phases, floods, hostileResults, samples: probeSamples }));
+        if (accessLog) copyFileSync(accessLog, join(process.env.BENCH_DUMP_DIR, 'server.log'));
+      }
       probe = undefined;
       const pidsEnd = servingPids(s.pid);
       const bgEnd = localChildren(s.pid).filter((ch) => ch.background);
@@ -390,6 +409,19 @@ export const benchmark: Benchmark = {
           p.pidsChanged ? 'CHANGED' : 'same',
           p.loadAtEnd,
         ]);
+        // The flood in two parts, reported (no target): while A's adds come in (the serving workers take
+        // them), and after the last add answered (only the background processes work on A's items).
+        const flood = p.name === 'flood' ? floods[p.round - 1] : undefined;
+        if (flood) {
+          const lastAdd = flood.sent.lastAddAt - performance.timeOrigin;
+          for (const [label, from, to] of [
+            ['  while A adds', p.from, lastAdd],
+            ['  processing only', lastAdd, p.to],
+          ] as const) {
+            const f = windowFigures(probeSamples, from, to);
+            phaseRows.push([String(p.round), label, fmt((to - from) / 1000), String(f.n), fmt(f.p50, 2), fmt(f.p99, 2), fmt(f.max, 1), `(${fmt(f.p99 / idleOf(p.round).p99, 2)})`, fmt(f.p50 / idleOf(p.round).p50, 2), String(f.fivexx), Object.keys(f.errors).length ? JSON.stringify(f.errors) : '0', '', '']);
+          }
+        }
       }
       if (pidsEnd.join(',') !== pids0.join(',')) checks.push(`serving pids ${pids0.join(',')} at the start, ${pidsEnd.join(',')} at the end`);
       if (!hostile.length) checks.push('no hostile files (test/helpers/hostile-files.ts missing): hostile phase not run');
@@ -445,7 +477,7 @@ export const benchmark: Benchmark = {
       );
       const tables: Table[] = [
         {
-          title: `B's vector query by phase (ms; ratio: p99 / the same round's idle p99, target <= ${P99_TARGET}; load average at the phase's end)`,
+          title: `B's vector query by phase (ms; ratio: p99 / the same round's idle p99, target <= ${P99_TARGET}; a flood's two parts below it are reported, not targets; load average at the phase's end)`,
           headers: ['round', 'phase', 's', 'queries', 'p50', 'p99', 'max', `p99 / idle (<= ${P99_TARGET})`, 'p50 / idle', '5xx', 'transport errors', 'serving pids', 'load 1/5/15'],
           align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'l', 'l', 'l'],
           rows: phaseRows,
