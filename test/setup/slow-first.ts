@@ -11,6 +11,7 @@ const SLOW_FIRST = [
   'test/api/events-crash.test.ts',
   'test/api/ai-hostile-upstreams-budget-and-ids.test.ts',
   'test/infra/lambda-bundles.test.ts',
+  'test/api/knowledge-isolation.test.ts',
   'test/infra/synth.test.ts',
   'test/api/events-dead-replay.test.ts',
   'test/api/events-hostile-input-and-revocation.test.ts',
