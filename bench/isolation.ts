@@ -41,7 +41,7 @@
  * processes (with their extraction children), the embedder and the bench, and the load average.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -54,7 +54,7 @@ import { floodBodies, listItems, sendFlood, waitSettled, type FloodSent } from '
 import { hostileFiles, type HostileFile } from './support/isolation-hostile.js';
 import { backlog, cpuByRole, localChildren, readAccessLog, servingPids, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
 import { percentile, startProbe, windowFigures, type Probe, type WindowFigures } from './support/isolation-probe.js';
-import { groupCpuSeconds, makeTempDir, ROOT, startServer, type ServerProcess } from './support/processes.js';
+import { clockTicks, groupCpuSeconds, machineCpu, makeTempDir, ROOT, startServer, type ServerProcess } from './support/processes.js';
 import { fmt, fmtInt, type Table } from './support/table.js';
 import type { Benchmark, BenchReport, Figure } from './support/types.js';
 
@@ -71,6 +71,23 @@ interface CpuSnapshot {
   roles: Record<Role, number>;
   embedder: number;
   bench: number;
+  /** The machine's busy and total CPU seconds (all cores), from /proc/stat. */
+  machine?: { busy: number; total: number };
+  /** Seconds some task waited for a CPU (/proc/pressure/cpu `some` total), and the wall clock. */
+  pressure?: number;
+  wall: number;
+}
+
+const TICKS = clockTicks();
+/** /proc/pressure/cpu's `some total` in seconds: the time at least one runnable task waited for a CPU. */
+function cpuPressureSeconds(): number | undefined {
+  try {
+    const some = readFileSync('/proc/pressure/cpu', 'utf8').split('\n').find((l) => l.startsWith('some'));
+    const total = /total=(\d+)/.exec(some ?? '')?.[1];
+    return total === undefined ? undefined : Number(total) / 1e6;
+  } catch {
+    return undefined;
+  }
 }
 
 interface Phase {
@@ -115,17 +132,30 @@ const victimPassages = (docs: number) => paragraphs(docs, 6, 7);
 function cpuSnapshot(server: LocalStart, embedder: ServerProcess): CpuSnapshot {
   const e = groupCpuSeconds(embedder.pgid);
   const b = process.cpuUsage();
-  return { roles: cpuByRole(server.pid), embedder: e ? e.user + e.system : 0, bench: (b.user + b.system) / 1e6 };
+  const m = machineCpu();
+  return {
+    roles: cpuByRole(server.pid),
+    embedder: e ? e.user + e.system : 0,
+    bench: (b.user + b.system) / 1e6,
+    machine: m ? { busy: m.busy / TICKS, total: m.total / TICKS } : undefined,
+    pressure: cpuPressureSeconds(),
+    wall: Date.now() / 1000,
+  };
 }
 
 function cpuSpent(a: CpuSnapshot, b: CpuSnapshot): Record<string, number> {
-  return {
+  const spent: Record<string, number> = {
     primary: b.roles.primary - a.roles.primary,
     serving: b.roles.serving - a.roles.serving,
     background: b.roles.background - a.roles.background,
     embedder: b.embedder - a.embedder,
     bench: b.bench - a.bench,
   };
+  const ours = spent.primary + spent.serving + spent.background + spent.embedder + spent.bench;
+  // Other processes on the machine: its busy CPU seconds less ours (NaN without /proc).
+  spent.others = a.machine && b.machine ? b.machine.busy - a.machine.busy - ours : NaN;
+  spent.pressure = a.pressure !== undefined && b.pressure !== undefined ? (b.pressure - a.pressure) / Math.max(0.001, b.wall - a.wall) : NaN;
+  return spent;
 }
 
 /**
@@ -201,6 +231,8 @@ export const benchmark: Benchmark = {
       let baseline: FloodResult | undefined;
       let baselineLoad = '';
       let baselineCpu: Record<Role, number> | undefined;
+      /** The baseline flood's share of the machine: ours % (its server and the bench), others %, CPU pressure %. */
+      let baselineMachine: { ours: number; others: number; pressure: number } | undefined;
       let baselineWallS = NaN;
       if (!skipBaseline) {
         const tree = addWorktree(baselineCommit);
@@ -211,11 +243,19 @@ export const benchmark: Benchmark = {
             await sleep(2_000);
             progress(`baseline: npm start at ${tree.commit} (worktree), serving pids ${servingPids(old.pid).join(', ')}, load ${loadText()}; flooding ${floodItems} items alone`);
             const cpu0 = cpuByRole(old.pid);
+            const [m0, p0, b0] = [machineCpu(), cpuPressureSeconds(), process.cpuUsage()];
             const t0 = now();
             baseline = await floodToTheEnd(c, bodies, 'baseline flood', 20 * 60_000);
             baselineWallS = (now() - t0) / 1000;
             const cpu1 = cpuByRole(old.pid);
             baselineCpu = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, v - cpu0[k as Role]])) as Record<Role, number>;
+            const [m1, p1, b1] = [machineCpu(), cpuPressureSeconds(), process.cpuUsage(b0)];
+            const ours = baselineCpu.primary + baselineCpu.serving + baselineCpu.background + (b1.user + b1.system) / 1e6;
+            baselineMachine = {
+              ours: (ours / baselineWallS) * 50,
+              others: m0 && m1 ? (((m1.busy - m0.busy) / TICKS - ours) / baselineWallS) * 50 : NaN,
+              pressure: p0 !== undefined && p1 !== undefined ? ((p1 - p0) / baselineWallS) * 100 : NaN,
+            };
             baselineLoad = loadText();
             progress(
               `baseline: ${baseline.sent.items.length} added in ${fmt((baseline.sent.lastAddAt - baseline.sent.firstAddAt) / 1000)} s, all processed after ${fmt(baseline.spanMs / 1000)} s: ` +
@@ -466,8 +506,26 @@ export const benchmark: Benchmark = {
           fmt(baselineCpu!.serving / baselineWallS, 2),
         ]);
       }
-      const cpuRows = phases.map((p) => [String(p.round), p.name, fmt(p.cpu.primary), fmt(p.cpu.serving), fmt(p.cpu.background), fmt(p.cpu.embedder), fmt(p.cpu.bench), fmt(((p.cpu.primary + p.cpu.serving + p.cpu.background + p.cpu.embedder + p.cpu.bench) / Math.max(0.001, (p.to - p.from) / 1000)) * 50)]);
-      if (baselineCpu) cpuRows.unshift(['-', `baseline flood (${baselineCommit})`, fmt(baselineCpu.primary), fmt(baselineCpu.serving), fmt(baselineCpu.background), '', '', '']);
+      const cpuRows = phases.map((p) => {
+        const wall = Math.max(0.001, (p.to - p.from) / 1000);
+        const ours = p.cpu.primary + p.cpu.serving + p.cpu.background + p.cpu.embedder + p.cpu.bench;
+        return [
+          String(p.round),
+          p.name,
+          fmt(p.cpu.primary),
+          fmt(p.cpu.serving),
+          fmt(p.cpu.background),
+          fmt(p.cpu.embedder),
+          fmt(p.cpu.bench),
+          fmt((ours / wall) * 50),
+          fmt((p.cpu.others / wall) * 50),
+          fmt(p.cpu.pressure * 100),
+        ];
+      });
+      if (baselineCpu) {
+        const m = baselineMachine!;
+        cpuRows.unshift(['-', `baseline flood (${baselineCommit})`, fmt(baselineCpu.primary), fmt(baselineCpu.serving), fmt(baselineCpu.background), '', '(in ours %)', fmt(m.ours), fmt(m.others), fmt(m.pressure)]);
+      }
 
       notes.push(
         `run started ${runStarted.toISOString()}; probe: ${rate} queries/s open loop over 2 keep-alive connections, ${probeAll.n} queries in all, ${probeAll.fivexx} 5xx, ${probeAll.other} other non-200, transport errors ${JSON.stringify(probeAll.errors)}`,
@@ -495,9 +553,10 @@ export const benchmark: Benchmark = {
           rows: hostileRows,
         },
         {
-          title: 'CPU seconds by process during each phase (background: with its extraction children; busy %: of the 2 cores)',
-          headers: ['round', 'phase', 'primary', 'serving', 'background', 'embedder', 'bench', 'busy % (of 2 cores)'],
-          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r'],
+          title:
+            "CPU seconds by process during each phase (background: with its extraction children); ours and others: % of the 2 cores used by these processes and by the machine's other processes; CPU pressure: % of the time some runnable task waited for a core (/proc/pressure/cpu)",
+          headers: ['round', 'phase', 'primary', 'serving', 'background', 'embedder', 'bench', 'ours %', 'others %', 'CPU pressure %'],
+          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
           rows: cpuRows,
         },
       ];
