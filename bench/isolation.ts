@@ -73,16 +73,17 @@ interface CpuSnapshot {
   bench: number;
   /** The machine's busy and total CPU seconds (all cores), from /proc/stat. */
   machine?: { busy: number; total: number };
-  /** Seconds some task waited for a CPU (/proc/pressure/cpu `some` total), and the wall clock. */
+  /** Seconds some task waited for a CPU, and for I/O (/proc/pressure/{cpu,io} `some` totals), and the wall clock. */
   pressure?: number;
+  ioPressure?: number;
   wall: number;
 }
 
 const TICKS = clockTicks();
-/** /proc/pressure/cpu's `some total` in seconds: the time at least one runnable task waited for a CPU. */
-function cpuPressureSeconds(): number | undefined {
+/** /proc/pressure/cpu's `some total` in seconds: the time at least one runnable task waited for a CPU (`io`: for I/O). */
+function cpuPressureSeconds(resource: 'cpu' | 'io' = 'cpu'): number | undefined {
   try {
-    const some = readFileSync('/proc/pressure/cpu', 'utf8').split('\n').find((l) => l.startsWith('some'));
+    const some = readFileSync(`/proc/pressure/${resource}`, 'utf8').split('\n').find((l) => l.startsWith('some'));
     const total = /total=(\d+)/.exec(some ?? '')?.[1];
     return total === undefined ? undefined : Number(total) / 1e6;
   } catch {
@@ -139,6 +140,7 @@ function cpuSnapshot(server: LocalStart, embedder: ServerProcess): CpuSnapshot {
     bench: (b.user + b.system) / 1e6,
     machine: m ? { busy: m.busy / TICKS, total: m.total / TICKS } : undefined,
     pressure: cpuPressureSeconds(),
+    ioPressure: cpuPressureSeconds('io'),
     wall: Date.now() / 1000,
   };
 }
@@ -155,6 +157,7 @@ function cpuSpent(a: CpuSnapshot, b: CpuSnapshot): Record<string, number> {
   // Other processes on the machine: its busy CPU seconds less ours (NaN without /proc).
   spent.others = a.machine && b.machine ? b.machine.busy - a.machine.busy - ours : NaN;
   spent.pressure = a.pressure !== undefined && b.pressure !== undefined ? (b.pressure - a.pressure) / Math.max(0.001, b.wall - a.wall) : NaN;
+  spent.ioPressure = a.ioPressure !== undefined && b.ioPressure !== undefined ? (b.ioPressure - a.ioPressure) / Math.max(0.001, b.wall - a.wall) : NaN;
   return spent;
 }
 
@@ -232,7 +235,7 @@ export const benchmark: Benchmark = {
       let baselineLoad = '';
       let baselineCpu: Record<Role, number> | undefined;
       /** The baseline flood's share of the machine: ours % (its server and the bench), others %, CPU pressure %. */
-      let baselineMachine: { ours: number; others: number; pressure: number } | undefined;
+      let baselineMachine: { ours: number; others: number; pressure: number; ioPressure: number } | undefined;
       let baselineWallS = NaN;
       if (!skipBaseline) {
         const tree = addWorktree(baselineCommit);
@@ -243,18 +246,19 @@ export const benchmark: Benchmark = {
             await sleep(2_000);
             progress(`baseline: npm start at ${tree.commit} (worktree), serving pids ${servingPids(old.pid).join(', ')}, load ${loadText()}; flooding ${floodItems} items alone`);
             const cpu0 = cpuByRole(old.pid);
-            const [m0, p0, b0] = [machineCpu(), cpuPressureSeconds(), process.cpuUsage()];
+            const [m0, p0, io0, b0] = [machineCpu(), cpuPressureSeconds(), cpuPressureSeconds('io'), process.cpuUsage()];
             const t0 = now();
             baseline = await floodToTheEnd(c, bodies, 'baseline flood', 20 * 60_000);
             baselineWallS = (now() - t0) / 1000;
             const cpu1 = cpuByRole(old.pid);
             baselineCpu = Object.fromEntries(Object.entries(cpu1).map(([k, v]) => [k, v - cpu0[k as Role]])) as Record<Role, number>;
-            const [m1, p1, b1] = [machineCpu(), cpuPressureSeconds(), process.cpuUsage(b0)];
+            const [m1, p1, io1, b1] = [machineCpu(), cpuPressureSeconds(), cpuPressureSeconds('io'), process.cpuUsage(b0)];
             const ours = baselineCpu.primary + baselineCpu.serving + baselineCpu.background + (b1.user + b1.system) / 1e6;
             baselineMachine = {
               ours: (ours / baselineWallS) * 50,
               others: m0 && m1 ? (((m1.busy - m0.busy) / TICKS - ours) / baselineWallS) * 50 : NaN,
               pressure: p0 !== undefined && p1 !== undefined ? ((p1 - p0) / baselineWallS) * 100 : NaN,
+              ioPressure: io0 !== undefined && io1 !== undefined ? ((io1 - io0) / baselineWallS) * 100 : NaN,
             };
             baselineLoad = loadText();
             progress(
@@ -520,11 +524,12 @@ export const benchmark: Benchmark = {
           fmt((ours / wall) * 50),
           fmt((p.cpu.others / wall) * 50),
           fmt(p.cpu.pressure * 100),
+          fmt(p.cpu.ioPressure * 100),
         ];
       });
       if (baselineCpu) {
         const m = baselineMachine!;
-        cpuRows.unshift(['-', `baseline flood (${baselineCommit})`, fmt(baselineCpu.primary), fmt(baselineCpu.serving), fmt(baselineCpu.background), '', '(in ours %)', fmt(m.ours), fmt(m.others), fmt(m.pressure)]);
+        cpuRows.unshift(['-', `baseline flood (${baselineCommit})`, fmt(baselineCpu.primary), fmt(baselineCpu.serving), fmt(baselineCpu.background), '', '(in ours %)', fmt(m.ours), fmt(m.others), fmt(m.pressure), fmt(m.ioPressure)]);
       }
 
       notes.push(
@@ -554,9 +559,9 @@ export const benchmark: Benchmark = {
         },
         {
           title:
-            "CPU seconds by process during each phase (background: with its extraction children); ours and others: % of the 2 cores used by these processes and by the machine's other processes; CPU pressure: % of the time some runnable task waited for a core (/proc/pressure/cpu)",
-          headers: ['round', 'phase', 'primary', 'serving', 'background', 'embedder', 'bench', 'ours %', 'others %', 'CPU pressure %'],
-          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
+            "CPU seconds by process during each phase (background: with its extraction children); ours and others: % of the 2 cores used by these processes and by the machine's other processes; CPU and I/O pressure: % of the time some task waited for a core, for I/O (/proc/pressure)",
+          headers: ['round', 'phase', 'primary', 'serving', 'background', 'embedder', 'bench', 'ours %', 'others %', 'CPU pressure %', 'I/O pressure %'],
+          align: ['r', 'l', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'r'],
           rows: cpuRows,
         },
       ];
