@@ -220,7 +220,9 @@ function readStat(pid: number): { cpuSeconds: number; residentBytes: number } | 
 
 if (process.argv.includes(CHILD_FLAG) && process.send) {
   const { extractText } = await import('./extract/index.js');
-  const { chunkSections } = await import('./chunks.js');
+  const { chunkSections, countTokens } = await import('./chunks.js');
+  // The tokenizer's table takes most of a second to build: built before `ready`, not on an item's CPU time.
+  countTokens('ready');
   process.send('ready');
   process.on('message', async (job: Job) => {
     let answer: ChildAnswer;
