@@ -20,9 +20,9 @@
  *   flood    A adds BENCH_FLOOD_ITEMS (600) Markdown items of about 200 KB inline, 4 at a time, to a new
  *            `download` collection; the window runs from the first add until every item is processed.
  *            A's throughput: items / (last processed_at - first add);
- *   hostile  A sends each hostile file of the attack (test/helpers/hostile-files.ts), one at a time:
- *            uploaded (POST /v1/uploads) and added, or inline for the Markdown families, then waited
- *            for until it settles; the window spans them all.
+ *   hostile  A sends each hostile file of the attack (test/helpers/hostile-files.ts), one at a time,
+ *            BENCH_HOSTILE_REPEAT (3) times each: uploaded (POST /v1/uploads) and added, or inline for
+ *            the Markdown families, then waited for until it settles; the window spans them all.
  * Targets, every round: B's p99 in flood and hostile <= 2x its idle p99 of the same round; no 5xx, no
  * transport error (connection reset, timeout); the serving workers' pids unchanged from the start;
  * each hostile item ends as test/api/knowledge-isolation.test.ts expects: `failed` with its code and
@@ -209,6 +209,9 @@ export const benchmark: Benchmark = {
     const rate = envNumber('BENCH_PROBE_RATE', 25);
     const docs = envNumber('BENCH_DOCS', 300);
     const hostileTimeoutS = envNumber('BENCH_HOSTILE_TIMEOUT_S', 240);
+    // Each hostile file is sent this many times a round (one after the other): a file that fails in
+    // 0.3 s is 8 queries of the probe, and a window of 70 queries has no p99 but its worst one.
+    const hostileRepeat = envNumber('BENCH_HOSTILE_REPEAT', 3);
     const baselineCommit = process.env.BENCH_BASELINE_COMMIT ?? BASELINE_COMMIT;
     const skipBaseline = process.env.BENCH_SKIP_BASELINE === '1';
     // BENCH_ACCESS_LOG=1: this code's server logs at info level into a file (isolation-log-tee.mjs), and
@@ -387,7 +390,7 @@ export const benchmark: Benchmark = {
         if (!hostile.length) continue;
         await backgroundQuiet(s);
         await measure(round, 'hostile', async () => {
-          for (const h of hostile) {
+          for (const h of hostile.flatMap((f) => Array.from({ length: hostileRepeat }, () => f))) {
             const t0 = now();
             const item = await sendHostile(ca, h);
             const settleS = (now() - t0) / 1000;
