@@ -438,7 +438,7 @@ export const benchmark: Benchmark = {
         const ratio = p.name === 'idle' ? undefined : p.figures.p99 / idleOf(p.round).p99;
         const errors = Object.entries(p.figures.errors).map(([k, v]) => `${k} ${v}`).join(', ');
         if (ratio !== undefined && !(ratio <= P99_TARGET)) checks.push(`round ${p.round} ${p.name}: B's p99 ${fmt(ratio, 2)}x idle`);
-        if (p.figures.fivexx) checks.push(`round ${p.round} ${p.name}: ${p.figures.fivexx} 5xx`);
+        if (p.figures.fivexx) checks.push(`round ${p.round} ${p.name}: ${p.figures.fivexx} 5xx (${JSON.stringify(p.figures.failures)})`);
         if (errors) checks.push(`round ${p.round} ${p.name}: transport errors ${errors}`);
         if (p.pidsChanged) checks.push(`round ${p.round} ${p.name}: serving pids changed ${p.pidsChanged}`);
         phaseRows.push([
@@ -536,7 +536,7 @@ export const benchmark: Benchmark = {
       }
 
       notes.push(
-        `run started ${runStarted.toISOString()}; probe: ${rate} queries/s open loop over 2 keep-alive connections, ${probeAll.n} queries in all, ${probeAll.fivexx} 5xx, ${probeAll.other} other non-200, transport errors ${JSON.stringify(probeAll.errors)}`,
+        `run started ${runStarted.toISOString()}; probe: ${rate} queries/s open loop over 2 keep-alive connections, ${probeAll.n} queries in all, ${probeAll.fivexx} 5xx, ${probeAll.other} other non-200 (${JSON.stringify(probeAll.failures)}), transport errors ${JSON.stringify(probeAll.errors)}`,
         `serving pids ${pids0.join(', ')} at the start, ${pidsEnd.join(', ')} at the end; background ${bgEnd.map((ch) => `${ch.pid} (nice ${ch.nice})`).join(', ')} at the end; ${restarts} process restart(s) logged by the primary`,
         `server log (LOG_LEVEL=warn): ${logged.size ? [...logged].map(([m, n]) => `${n}x "${m}"`).join('; ') : 'nothing'}`,
         ...(baseline ? [`baseline (${baselineCommit}, alone, no probe): CPU s serving ${fmt(baselineCpu!.serving)}, primary ${fmt(baselineCpu!.primary)}; load at its end ${baselineLoad}`] : []),

@@ -17,6 +17,8 @@ export interface Sample {
   error?: string;
   /** The answer's x-request-id (the server's access line names it). */
   requestId?: string;
+  /** An answer other than 200: its error code (`error.code` of the body), to say what failed. */
+  code?: string;
 }
 
 export interface Probe {
@@ -43,8 +45,11 @@ export function startProbe(opts: { url: string; key: string; queries: string[]; 
     const at = performance.now();
     const done = new Promise<void>((resolve) => {
       let requestId: string | undefined;
+      let text = '';
       const finish = (status: number, error?: string) => {
-        samples.push({ at, ms: performance.now() - at, status, ...(error ? { error } : {}), ...(requestId ? { requestId } : {}) });
+        let code: string | undefined;
+        if (status !== 200 && text) code = /"code"\s*:\s*"([^"]+)"/.exec(text)?.[1] ?? text.slice(0, 60);
+        samples.push({ at, ms: performance.now() - at, status, ...(error ? { error } : {}), ...(requestId ? { requestId } : {}), ...(code ? { code } : {}) });
         resolve();
       };
       const req = http.request(
@@ -64,7 +69,9 @@ export function startProbe(opts: { url: string; key: string; queries: string[]; 
         },
         (res) => {
           requestId = res.headers['x-request-id'] as string | undefined;
-          res.resume();
+          // Only a failed answer's body is kept (its error code); a 200's is drained unread.
+          if (res.statusCode === 200) res.resume();
+          else res.on('data', (d: Buffer) => (text += d.toString()).length > 2000 && (text = text.slice(0, 2000)));
           res.on('end', () => finish(res.statusCode ?? 0));
           res.on('error', (e: NodeJS.ErrnoException) => finish(res.statusCode ?? 0, e.code ?? e.message));
         },
@@ -118,6 +125,8 @@ export interface WindowFigures {
   other: number;
   /** Transport errors by code (ECONNRESET, TIMEOUT...). */
   errors: Record<string, number>;
+  /** Answers other than 200 by status and error code ("503 service_unavailable"). */
+  failures: Record<string, number>;
 }
 
 /** The figures of the samples sent in [from, to). */
@@ -125,7 +134,9 @@ export function windowFigures(samples: Sample[], from: number, to: number): Wind
   const inside = samples.filter((s) => s.at >= from && s.at < to);
   const answered = inside.filter((s) => !s.error);
   const errors: Record<string, number> = {};
+  const failures: Record<string, number> = {};
   for (const s of inside) if (s.error) errors[s.error] = (errors[s.error] ?? 0) + 1;
+  for (const s of answered) if (s.status !== 200) failures[`${s.status} ${s.code ?? ''}`.trim()] = (failures[`${s.status} ${s.code ?? ''}`.trim()] ?? 0) + 1;
   const ms = inside.map((s) => s.ms);
   return {
     n: inside.length,
@@ -135,5 +146,6 @@ export function windowFigures(samples: Sample[], from: number, to: number): Wind
     fivexx: answered.filter((s) => s.status >= 500).length,
     other: answered.filter((s) => s.status !== 200 && s.status < 500).length,
     errors,
+    failures,
   };
 }
