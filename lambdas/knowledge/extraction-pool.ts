@@ -153,10 +153,11 @@ class PooledChild {
     (this.process.channel as { ref?(): void } | undefined)?.ref?.();
     await this.ready;
     const pid = this.process.pid!;
-    const startCpu = readStat(pid)?.cpuSeconds ?? 0;
+    const first = readStat(pid);
+    const startCpu = first?.cpuSeconds ?? 0;
     const started = Date.now();
     const capBytes = caps.memoryMb * 1024 * 1024;
-    const procAvailable = readStat(pid) !== undefined;
+    const procAvailable = first !== undefined;
     return new Promise((resolve) => {
       let settled = false;
       const settle = (outcome: { answer: ChildAnswer } | { breached: string } | { died: string }) => {

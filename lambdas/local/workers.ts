@@ -160,8 +160,7 @@ export async function startLocalPlatform(settings: LocalSettings, engine: Engine
     // The primary serves: what it queues wakes the background processes directly, and a read of the
     // activity log in it waits for theirs.
     served = await startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, background: false });
-    onItemQueued(() => wakeBackground('knowledge'));
-    onDeliveryQueued(() => wakeBackground('webhooks'));
+    relayQueued(wakeBackground);
     let asked = 0;
     onFlushPeers(() => new Promise<void>((resolve) => askFlush(`primary:${++asked}`, String(asked), undefined, resolve)));
   } else {
@@ -197,6 +196,26 @@ export async function startLocalPlatform(settings: LocalSettings, engine: Engine
       await Promise.all([stopped, served?.close()]);
     },
   };
+}
+
+/**
+ * Passes this process's sends of work to be done now on to `wake`, at most once a tick per queue: a
+ * publish to many subscriptions, or a burst of adds, costs one message between processes, not one each.
+ */
+function relayQueued(wake: (queue: keyof QueueWakeups) => void): void {
+  const coalesced = (queue: keyof QueueWakeups) => {
+    let pending = false;
+    return () => {
+      if (pending) return;
+      pending = true;
+      setImmediate(() => {
+        pending = false;
+        wake(queue);
+      });
+    };
+  };
+  onItemQueued(coalesced('knowledge'));
+  onDeliveryQueued(coalesced('webhooks'));
 }
 
 /** The process side of the primary's messages: activity flushes, and what to do on `queued`. */
@@ -243,20 +262,8 @@ export async function runWorker(settings: LocalSettings): Promise<void> {
   // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
   stopOnSignals(async () => (await starting).close());
   answerPrimary();
-  // What this worker queues wakes the background processes, through the primary, at most once a tick.
-  const relay = (queue: keyof QueueWakeups) => {
-    let pending = false;
-    return () => {
-      if (pending) return;
-      pending = true;
-      setImmediate(() => {
-        pending = false;
-        process.send!({ type: 'queued', queue } satisfies Message, () => undefined);
-      });
-    };
-  };
-  onItemQueued(relay('knowledge'));
-  onDeliveryQueued(relay('webhooks'));
+  // What this worker queues wakes the background processes, through the primary.
+  relayQueued((queue) => process.send!({ type: 'queued', queue } satisfies Message, () => undefined));
   const { urls, opsUrl } = await starting;
   process.send!({ type: 'ready', urls, opsUrl } satisfies Message);
 }
