@@ -182,9 +182,10 @@ async function backgroundQuiet(server: LocalStart, timeoutMs = 120_000): Promise
 }
 
 /** One flood to the end: sent, waited for, read back. */
-async function floodToTheEnd(c: Client, bodies: string[], name: string, timeoutMs: number): Promise<FloodResult> {
+async function floodToTheEnd(c: Client, bodies: string[], name: string, timeoutMs: number, around?: { before(): void; after(): void }): Promise<FloodResult> {
   const col = await createCollection(c, 'download', name);
-  const sent = await sendFlood(c, col, bodies);
+  around?.before();
+  const sent = await sendFlood(c, col, bodies).finally(() => around?.after());
   await waitSettled(c, col, sent.items.length, timeoutMs);
   const items = await listItems(c, col);
   const last = Math.max(...items.map((i) => i.processedAt ?? 0));
@@ -380,7 +381,10 @@ export const benchmark: Benchmark = {
         });
 
         await measure(round, 'flood', async () => {
-          const result = await floodToTheEnd(ca, bodies, `flood ${round}`, 20 * 60_000);
+          // Diagnosis: the background processes stopped (SIGSTOP) while A adds, so the adds meet only the serving side.
+          const stopped = process.env.BENCH_STOP_BACKGROUND_DURING_ADDS === '1' ? localChildren(s.pid).filter((c) => c.background).map((c) => c.pid) : [];
+          const signal = (sig: NodeJS.Signals) => () => stopped.forEach((pid) => process.kill(pid, sig));
+          const result = await floodToTheEnd(ca, bodies, `flood ${round}`, 20 * 60_000, stopped.length ? { before: signal('SIGSTOP'), after: signal('SIGCONT') } : undefined);
           floods.push(result);
           return `${result.sent.items.length} added in ${fmt((result.sent.lastAddAt - result.sent.firstAddAt) / 1000)} s, processed after ${fmt(result.spanMs / 1000)} s: ${fmt(result.itemsPerS, 2)} items/s`;
         });

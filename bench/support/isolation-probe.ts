@@ -4,8 +4,13 @@
  * whether or not the last one answered), over keep-alive connections (at most `sockets`; a request
  * that finds both busy waits in the agent, and that wait is part of its latency). Every answer is
  * kept with the time it was sent: a phase's figures are the samples sent inside its window.
+ *
+ * The probe runs in a process of its own (this file, forked with `--probe-child`), as the victim's
+ * client would run on its own machine: in the bench's process, A's flood client (200 KB bodies sent
+ * four at a time) held the same event loop, and its work showed up as the victim's latency.
  */
 import http from 'node:http';
+import { fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 
 export interface Sample {
@@ -29,7 +34,51 @@ export interface Probe {
 
 const TIMEOUT_MS = 60_000;
 
-export function startProbe(opts: { url: string; key: string; queries: string[]; ratePerS: number; sockets: number }): Probe {
+export interface ProbeOptions {
+  url: string;
+  key: string;
+  queries: string[];
+  ratePerS: number;
+  sockets: number;
+}
+
+/**
+ * Starts the probe in a child process; its samples arrive here as they complete, with `at` on this
+ * process's performance.now() clock (both clocks read from the same wall-clock origin).
+ */
+export function startProbe(opts: ProbeOptions): Probe {
+  const child = fork(import.meta.filename, ['--probe-child'], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const samples: Sample[] = [];
+  const stopped = new Promise<void>((resolve, reject) => {
+    child.on('message', (m: { sample?: Sample; stopped?: true }) => {
+      if (m.sample) samples.push({ ...m.sample, at: m.sample.at - performance.timeOrigin });
+      if (m.stopped) resolve();
+    });
+    child.on('exit', (code) => (code ? reject(new Error(`the probe exited with ${code}`)) : resolve()));
+  });
+  child.send({ start: opts });
+  return {
+    samples,
+    async stop() {
+      child.send({ stop: true });
+      await stopped;
+      child.disconnect();
+    },
+  };
+}
+
+if (process.argv.includes('--probe-child')) {
+  process.once('message', (m: { start: ProbeOptions }) => {
+    const probe = probeLoop(m.start, (sample) => process.send!({ sample: { ...sample, at: sample.at + performance.timeOrigin } }));
+    process.once('message', async () => {
+      await probe.stop();
+      process.send!({ stopped: true }, () => process.exit(0));
+    });
+  });
+}
+
+/** The probe's loop in this process; `onSample` gets each answer as it completes. */
+function probeLoop(opts: ProbeOptions, onSample: (sample: Sample) => void): Probe {
   const agent = new http.Agent({ keepAlive: true, maxSockets: opts.sockets });
   const target = new URL('/v1/vector/query', opts.url);
   const samples: Sample[] = [];
@@ -49,7 +98,9 @@ export function startProbe(opts: { url: string; key: string; queries: string[]; 
       const finish = (status: number, error?: string) => {
         let code: string | undefined;
         if (status !== 200 && text) code = /"code"\s*:\s*"([^"]+)"/.exec(text)?.[1] ?? text.slice(0, 60);
-        samples.push({ at, ms: performance.now() - at, status, ...(error ? { error } : {}), ...(requestId ? { requestId } : {}), ...(code ? { code } : {}) });
+        const sample: Sample = { at, ms: performance.now() - at, status, ...(error ? { error } : {}), ...(requestId ? { requestId } : {}), ...(code ? { code } : {}) };
+        samples.push(sample);
+        onSample(sample);
         resolve();
       };
       const req = http.request(

@@ -24,12 +24,15 @@ function defined(map: Record<string, string | undefined> | undefined, lower: boo
   return out;
 }
 
-/** `bodyStream`: the request body, unread, from a piping runtime on a `body: 'stream'` route. */
-export function toHttpRequest(event: APIGatewayProxyEventV2, bodyStream?: Readable): HttpRequest {
+/**
+ * `bodyStream`: the request body, unread, from a piping runtime on a `body: 'stream'` route; `read`:
+ * the body as such a runtime read it (the event's body is then not decoded).
+ */
+export function toHttpRequest(event: APIGatewayProxyEventV2, bodyStream?: Readable, read?: Buffer): HttpRequest {
   const headers = defined(event.headers, true);
   const query = defined(event.queryStringParameters, false, true);
   const params = defined(event.pathParameters, false);
-  const body = event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : NO_BODY;
+  const body = read ?? (event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : NO_BODY);
   return new EventRequest(event.requestContext.http.method, event.rawPath, params, query, headers, body, bodyStream);
 }
 

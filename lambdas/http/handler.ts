@@ -45,7 +45,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     // The first step: the request, the latency clock, on an API with operation ids the id every answer
     // echoes (picked before anything can fail, so a 401 or a 503 carries one too), then the engine.
     .before(async ({ event, context }) => {
-      const req = toHttpRequest(event, context.transport?.bodyStream);
+      const req = toHttpRequest(event, context.transport?.bodyStream, context.transport?.body);
       const country = req.headers['cloudfront-viewer-country'];
       const call = templated && country === undefined ? templated : { api: route.api, method: req.method, route: templated ? route.path : req.path, country: country ?? null };
       const platform: PlatformContext['platform'] = { route, req, call, requestId: logContext()?.request_id ?? randomUUID(), startedAt: performance.now() };
@@ -57,6 +57,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
       if (context.transport?.mode !== 'piped') platform.inlineBodyBytes = LAMBDA_MAX_BODY_BYTES;
       if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
       if (context.transport?.onClientGone) platform.onClientGone = context.transport.onClientGone;
+      if (context.transport?.shareLargeBody) platform.shareLargeBody = context.transport.shareLargeBody;
       context.platform = platform;
       platform.engine = await getEngine();
     })

@@ -69,7 +69,15 @@ export interface RequestScope {
   upgrade?: UpgradeOffer;
   /** Transport.onClientGone, when the runtime can tell. */
   onClientGone?: ClientGone;
+  /** Transport.shareLargeBody, when the runtime serves many organizations in one process. */
+  shareLargeBody?: ShareLargeBody;
 }
+
+/**
+ * Resolves once `organizationId` may have its large body parsed and handled here; the runtime frees
+ * the turn when the request ends.
+ */
+export type ShareLargeBody = (organizationId: string) => Promise<void>;
 
 /** Calls `listener` if the client leaves before its answer is written; returns the way to stop listening. */
 export type ClientGone = (listener: () => void) => () => void;
@@ -94,6 +102,17 @@ export interface Transport {
   mode: ResponseMode;
   /** `body: 'stream'` routes: the request body, unread. */
   bodyStream?: Readable;
+  /**
+   * The request body as the runtime read it. The event carries the same bytes (base64, as API Gateway
+   * sends a binary body); a runtime that has them already saves the round trip.
+   */
+  body?: Buffer;
+  /**
+   * A runtime whose one process serves every organization (the local server) takes large JSON bodies
+   * an organization at a time in turn (docs/decisions/serving-fairness.md). Lambda needs none: each
+   * invocation has its environment to itself.
+   */
+  shareLargeBody?: ShareLargeBody;
   /**
    * A runtime that can upgrade this request to a WebSocket (the local server, on a valid handshake):
    * the stream route, once every check passed, accepts here and answers 101; without an offer it

@@ -14,6 +14,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { getPriority, setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { settings } from '../shared/settings.js';
 import type { Chunk } from './chunks.js';
@@ -36,6 +37,8 @@ type ChildAnswer = { ok: Extraction } | { error: string };
 
 /** The argument that makes this module, forked, serve extractions instead of being imported. */
 const CHILD_FLAG = '--knowledge-extraction-child';
+/** The extraction child's nice value (at least; never above its parent's priority). */
+export const EXTRACTION_NICE = 10;
 const WATCH_MS = 50;
 /** A child idle this long exits: an idle background process holds no parser's memory. */
 const IDLE_MS = 30_000;
@@ -220,6 +223,13 @@ function readStat(pid: number): { cpuSeconds: number; residentBytes: number } | 
 // ---------- the child side ----------
 
 if (process.argv.includes(CHILD_FLAG) && process.send) {
+  // Below its parent: the parent holds the store's write lock at times and must not wait for a CPU
+  // behind its own child's parsing (docs/decisions/background-processes.md).
+  try {
+    setPriority(Math.max(getPriority(), EXTRACTION_NICE));
+  } catch {
+    // A platform without priorities: the caps still bound the child.
+  }
   const { extractText } = await import('./extract/index.js');
   const { chunkSections, countTokens } = await import('./chunks.js');
   // The tokenizer's table takes most of a second to build: built before `ready`, not on an item's CPU time.

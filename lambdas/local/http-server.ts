@@ -21,6 +21,8 @@ import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
 import { API_POLICIES } from '../http/chain.js';
 import { operationIdFor } from '../http/middleware/operation-id.js';
+import { LARGE_BODY_BYTES } from '../http/middleware/json-body.js';
+import { LargeBodyTurns } from './large-body-turns.js';
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -48,6 +50,7 @@ export interface Upgrades {
 
 export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader, upgrades?: Upgrades): Promise<Server> {
   const router = new Router(api, table);
+  const largeBodies = new LargeBodyTurns();
   const handlers = new Map<string, RouteFunction>();
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
 
@@ -77,7 +80,8 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       }
       const event = toEvent(api, req, url, route, params, body);
       access.requestId = event.requestContext.requestId;
-      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, onClientGone: (listener) => clientGone(res, listener) };
+      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, body, onClientGone: (listener) => clientGone(res, listener) };
+      if (body.length >= LARGE_BODY_BYTES) transport.shareLargeBody = (org) => largeBodies.take(org).then((release) => void (access.release = release));
       const context = lambdaContext(route, access.requestId, transport);
       const result = await handlers.get(route.id)!(event, context);
       access.status = result.statusCode ?? 200;
@@ -101,6 +105,8 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       if (!res.headersSent) send(res, 500, { 'content-type': 'application/json', 'x-request-id': access.requestId }, JSON.stringify(errorBody(err)));
       else res.destroy();
     } finally {
+      if (access.organizationId) largeBodies.seen(access.organizationId);
+      access.release?.();
       accessLog(access);
     }
   });
@@ -162,6 +168,8 @@ interface Access {
   requestId?: string;
   /** Known once the credential resolved (the chain's principal). */
   organizationId?: string;
+  /** Ends the organization's large-body turn (LargeBodyTurns) the request took. */
+  release?: () => void;
 }
 
 /**
@@ -330,7 +338,7 @@ export function toEvent(api: Api, req: IncomingMessage, url: Target, route: Rout
   const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
   const now = Date.now();
   if (now !== isoOf.ms) isoOf.text = new Date((isoOf.ms = now)).toISOString();
-  return {
+  const event: APIGatewayProxyEventV2 = {
     version: '2.0',
     routeKey,
     rawPath: url.pathname,
@@ -338,7 +346,7 @@ export function toEvent(api: Api, req: IncomingMessage, url: Target, route: Rout
     headers,
     queryStringParameters: query && Object.keys(query).length ? query : undefined,
     pathParameters: hasAny(params) ? params : undefined,
-    body: body.length ? body.toString('base64') : undefined,
+    body: undefined,
     isBase64Encoded: body.length > 0,
     requestContext: {
       accountId: 'local',
@@ -359,6 +367,20 @@ export function toEvent(api: Api, req: IncomingMessage, url: Target, route: Rout
       timeEpoch: now,
     },
   };
+  // The handler takes the bytes from the transport (Transport.body): the event's base64 copy, as API
+  // Gateway sends a body, is made only if something reads it (two passes over a 200 KB body otherwise).
+  if (body.length) {
+    Object.defineProperty(event, 'body', {
+      enumerable: true,
+      configurable: true,
+      get: () => {
+        const encoded = body.toString('base64');
+        Object.defineProperty(event, 'body', { value: encoded, enumerable: true, writable: true });
+        return encoded;
+      },
+    });
+  }
+  return event;
 }
 
 /** A request header as one string (node:http gives an array for a few repeated ones). */

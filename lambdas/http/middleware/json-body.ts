@@ -1,6 +1,6 @@
 import { PlatformError, type ErrorCode } from '../../shared/errors.js';
 import { nestsDeeperThan } from '../../shared/json-depth.js';
-import type { Middleware } from '../types.js';
+import type { HttpRequest, Middleware } from '../types.js';
 
 /** Default ceiling for request bodies: the Events API's 5 MiB (spec 8); routes may set their own. */
 export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
@@ -12,6 +12,9 @@ export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
  * and field checks) would otherwise overflow the stack and answer 500 (docs/data/reference.md).
  */
 export const MAX_JSON_DEPTH = 64;
+
+/** A body this large (64 KiB) is parsed and handled in its organization's turn where the runtime shares a process. */
+export const LARGE_BODY_BYTES = 64 * 1024;
 
 export interface BodyLimit {
   maxBytes: number;
@@ -26,25 +29,31 @@ export interface BodyLimit {
  * then the nesting (at most `maxDepth` levels, checked without recursion).
  */
 export function jsonBody({ maxBytes, tooLargeCode, maxDepth = MAX_JSON_DEPTH }: BodyLimit): Middleware {
+  const parse = (req: HttpRequest) => {
+    let json: unknown;
+    try {
+      json = JSON.parse(req.body.toString('utf8'));
+    } catch {
+      throw new PlatformError('invalid_body', 'The body is not valid JSON.');
+    }
+    if (maxDepth !== Infinity && nestsDeeperThan(json, maxDepth)) {
+      throw new PlatformError('invalid_body', `The body nests deeper than ${maxDepth} levels of arrays and objects.`);
+    }
+    req.json = json;
+  };
   return {
     before: ({ context }) => {
-      const { req } = context.platform;
+      const { req, shareLargeBody, principal } = context.platform;
       if (req.body.length === 0) return;
       if (req.body.length > maxBytes) throw new PlatformError(tooLargeCode, `The body is over ${maxBytes} bytes.`);
       const type = req.headers['content-type'] ?? '';
       if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
         throw new PlatformError('invalid_body', 'Send the body as JSON with "Content-Type: application/json".');
       }
-      let json: unknown;
-      try {
-        json = JSON.parse(req.body.toString('utf8'));
-      } catch {
-        throw new PlatformError('invalid_body', 'The body is not valid JSON.');
-      }
-      if (maxDepth !== Infinity && nestsDeeperThan(json, maxDepth)) {
-        throw new PlatformError('invalid_body', `The body nests deeper than ${maxDepth} levels of arrays and objects.`);
-      }
-      req.json = json;
+      // Parsing and handling a large body is where one organization's flood would hold the process's
+      // event loop from the others: their turn first (docs/decisions/serving-fairness.md).
+      if (shareLargeBody && principal && req.body.length >= LARGE_BODY_BYTES) return shareLargeBody(principal.organizationId).then(() => parse(req));
+      parse(req);
     },
   };
 }

@@ -1,0 +1,74 @@
+/**
+ * Large JSON bodies on the local server, one organization's at a time per process, and at most half
+ * the process's time while other organizations are being served (docs/decisions/serving-fairness.md).
+ * One process serves every organization here, so an organization sending many large bodies at once
+ * (600 items of 200 KB, four in flight) would fill the event loop and the cores with their parsing
+ * and writes, and every other organization's request would wait behind them. Each organization gets
+ * one large body in hand at a time; its others wait their turn in the order they came; and while
+ * another organization was served within the last second, each turn is followed by a pause of
+ * PAUSE_FACTOR times the turn's own length, so large bodies of one organization take at most a quarter
+ * of the process's time from the others. An organization alone on the process is never paused.
+ */
+export const PAUSE_FACTOR = 3;
+
+export class LargeBodyTurns {
+  /** Organizations with a large body in hand, and who of theirs waits next. */
+  private readonly waiting = new Map<string, Array<() => void>>();
+  /** When each organization's last request ended here (ms, performance.now()). */
+  private readonly lastSeen = new Map<string, number>();
+
+  constructor(
+    private readonly now: () => number = () => performance.now(),
+    /** How long another organization counts as being served after its last request ended. */
+    private readonly othersWindowMs = 1_000,
+  ) {}
+
+  /** Resolves with the turn's release once `organizationId`'s earlier large bodies (and their pauses) are done. */
+  take(organizationId: string): Promise<() => void> {
+    const queue = this.waiting.get(organizationId);
+    if (!queue) {
+      this.waiting.set(organizationId, []);
+      return Promise.resolve(this.releaser(organizationId));
+    }
+    return new Promise((resolve) => queue.push(() => resolve(this.releaser(organizationId))));
+  }
+
+  /** A request of `organizationId` ended (any size): others' turns pause while it is being served. */
+  seen(organizationId: string): void {
+    this.lastSeen.set(organizationId, this.now());
+    // Bounded: forget organizations not seen for a while (checked when the map grows).
+    if (this.lastSeen.size > 1_000) {
+      const before = this.now() - this.othersWindowMs;
+      for (const [org, at] of this.lastSeen) if (at < before) this.lastSeen.delete(org);
+    }
+  }
+
+  /** Organizations holding a turn or waiting out its pause (for tests). */
+  get holders(): number {
+    return this.waiting.size;
+  }
+
+  private othersServed(organizationId: string): boolean {
+    const since = this.now() - this.othersWindowMs;
+    for (const [org, at] of this.lastSeen) if (org !== organizationId && at >= since) return true;
+    return false;
+  }
+
+  private releaser(organizationId: string): () => void {
+    const admittedAt = this.now();
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const pause = this.othersServed(organizationId) ? (this.now() - admittedAt) * PAUSE_FACTOR : 0;
+      if (pause >= 1) setTimeout(() => this.next(organizationId), pause).unref();
+      else this.next(organizationId);
+    };
+  }
+
+  private next(organizationId: string): void {
+    const next = this.waiting.get(organizationId)!.shift();
+    if (next) next();
+    else this.waiting.delete(organizationId);
+  }
+}
