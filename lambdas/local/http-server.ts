@@ -22,7 +22,7 @@ import { Router } from '../http/router.js';
 import { API_POLICIES } from '../http/chain.js';
 import { operationIdFor } from '../http/middleware/operation-id.js';
 import { LARGE_BODY_BYTES } from '../http/middleware/json-body.js';
-import { LargeBodyTurns } from './large-body-turns.js';
+import { largeBodyTurns } from './large-body-turns.js';
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -50,7 +50,6 @@ export interface Upgrades {
 
 export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader, upgrades?: Upgrades): Promise<Server> {
   const router = new Router(api, table);
-  const largeBodies = new LargeBodyTurns();
   const handlers = new Map<string, RouteFunction>();
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
 
@@ -81,7 +80,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       const event = toEvent(api, req, url, route, params, body);
       access.requestId = event.requestContext.requestId;
       const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, body, onClientGone: (listener) => clientGone(res, listener) };
-      if (body.length >= LARGE_BODY_BYTES) transport.shareLargeBody = (org) => largeBodies.take(org).then((release) => void (access.release = release));
+      if (body.length >= LARGE_BODY_BYTES) transport.shareLargeBody = (org) => largeBodyTurns.take(org).then((release) => void (access.release = release));
       const context = lambdaContext(route, access.requestId, transport);
       const result = await handlers.get(route.id)!(event, context);
       access.status = result.statusCode ?? 200;
@@ -105,7 +104,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       if (!res.headersSent) send(res, 500, { 'content-type': 'application/json', 'x-request-id': access.requestId }, JSON.stringify(errorBody(err)));
       else res.destroy();
     } finally {
-      if (access.organizationId) largeBodies.seen(access.organizationId);
+      if (access.organizationId) largeBodyTurns.seen(access.organizationId);
       access.release?.();
       accessLog(access);
     }

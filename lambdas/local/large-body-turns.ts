@@ -16,6 +16,7 @@ export class LargeBodyTurns {
   private readonly waiting = new Map<string, Array<() => void>>();
   /** When each organization's last request ended here (ms, performance.now()). */
   private readonly lastSeen = new Map<string, number>();
+  private readonly unreported = new Set<string>();
 
   constructor(
     private readonly now: () => number = () => performance.now(),
@@ -33,14 +34,29 @@ export class LargeBodyTurns {
     return new Promise((resolve) => queue.push(() => resolve(this.releaser(organizationId))));
   }
 
-  /** A request of `organizationId` ended (any size): others' turns pause while it is being served. */
-  seen(organizationId: string): void {
+  /**
+   * A request of `organizationId` ended (any size): others' turns pause while it is being served.
+   * `here`: in this process; false for what another serving process reported (takeSeen).
+   */
+  seen(organizationId: string, here = true): void {
     this.lastSeen.set(organizationId, this.now());
+    if (here && this.unreported.size < 100) this.unreported.add(organizationId);
     // Bounded: forget organizations not seen for a while (checked when the map grows).
     if (this.lastSeen.size > 1_000) {
       const before = this.now() - this.othersWindowMs;
       for (const [org, at] of this.lastSeen) if (at < before) this.lastSeen.delete(org);
     }
+  }
+
+  /**
+   * The organizations seen here since the last call (at most 100), for the other serving processes:
+   * with several, one organization's large bodies may land on one process and another's requests on
+   * another, and the pause must hold in both (lambdas/local/workers.ts passes them on).
+   */
+  takeSeen(): string[] {
+    const out = [...this.unreported];
+    this.unreported.clear();
+    return out;
   }
 
   /** Organizations holding a turn or waiting out its pause (for tests). */
@@ -72,3 +88,6 @@ export class LargeBodyTurns {
     else this.waiting.delete(organizationId);
   }
 }
+
+/** This process's turns: the three APIs' servers share the event loop, so they share the turns. */
+export const largeBodyTurns = new LargeBodyTurns();

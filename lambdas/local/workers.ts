@@ -24,6 +24,7 @@ import { onItemQueued } from '../knowledge/items.js';
 import { closeExtractionPool } from '../knowledge/extraction-pool.js';
 import { log } from '../shared/log.js';
 import { settings, type Settings } from '../shared/settings.js';
+import { largeBodyTurns } from './large-body-turns.js';
 
 export interface LocalSettings {
   dataDir: string;
@@ -55,6 +56,8 @@ export const localRole = (): 'primary' | 'http' | 'background' =>
 
 /** The background processes' priority: below the processes answering requests, so a flood of items cannot starve the APIs. */
 export const BACKGROUND_NICE = 10;
+/** How often a serving process tells the others whom it served (LargeBodyTurns counts one served for a second). */
+const SERVED_REPORT_MS = 500;
 
 /**
  * Between the primary and the other processes.
@@ -68,7 +71,9 @@ type Message =
   | { type: 'ready'; urls?: Record<Api, string>; opsUrl?: string }
   | { type: 'flush-activity'; id: string }
   | { type: 'activity-flushed'; id: string }
-  | { type: 'queued'; queue: keyof QueueWakeups };
+  | { type: 'queued'; queue: keyof QueueWakeups }
+  /** Organizations a serving process served lately, passed to the others (LargeBodyTurns' pause). */
+  | { type: 'served'; organizations: string[] };
 
 const FLUSH_TIMEOUT_MS = 2000;
 /** How long the primary waits for a process to finish its requests on shutdown. */
@@ -132,6 +137,9 @@ export async function startLocalPlatform(settings: LocalSettings, engine: Engine
         flushes.get(message.id)?.waiting.delete(worker);
         settle(message.id);
       } else if (message?.type === 'queued') wakeBackground(message.queue);
+      else if (message?.type === 'served') {
+        for (const w of live()) if (w !== worker && !background.has(w)) w.send(message, () => undefined);
+      }
       else if (message?.type === 'ready') {
         ready.set(worker, { urls: message.urls, opsUrl: message.opsUrl });
         if (replacements.delete(worker)) log.warn(`local ${background.has(worker) ? 'background process' : 'worker'} replaced`, { pid: worker.process.pid });
@@ -241,6 +249,7 @@ function answerPrimary(onQueued?: (queue: keyof QueueWakeups) => void): void {
       answered.get(message.id)?.();
       answered.delete(message.id);
     } else if (message?.type === 'queued') onQueued?.(message.queue);
+    else if (message?.type === 'served') for (const org of message.organizations) largeBodyTurns.seen(org, false);
   });
 }
 
@@ -264,6 +273,11 @@ export async function runWorker(settings: LocalSettings): Promise<void> {
   answerPrimary();
   // What this worker queues wakes the background processes, through the primary.
   relayQueued((queue) => process.send!({ type: 'queued', queue } satisfies Message, () => undefined));
+  // Whom this worker served, for the others' large-body pauses (half the window, so none lapses between reports).
+  setInterval(() => {
+    const organizations = largeBodyTurns.takeSeen();
+    if (organizations.length) process.send!({ type: 'served', organizations } satisfies Message, () => undefined);
+  }, SERVED_REPORT_MS).unref();
   const { urls, opsUrl } = await starting;
   process.send!({ type: 'ready', urls, opsUrl } satisfies Message);
 }
