@@ -6,7 +6,7 @@
  * Processes: the real `npm start` (`node --import tsx bin/local.ts`) as a child with LOCAL_WORKERS=2
  * (as the attack ran it), the default BACKGROUND_WORKERS, a fresh DATA_DIR, LOG_LEVEL=warn and
  * KNOWLEDGE_MAX_QUEUED_ITEMS=1000 (so the whole flood is admitted); the tests' fake embedder in a
- * process of its own; the bench (probe and flood clients) in this one. Tenants through the admin CLI:
+ * process of its own; the probe in a process of its own (bench/support/isolation-probe.ts), the flood client in this one. Tenants through the admin CLI:
  *   B (the victim, the bootstrapped organization): an embeddings route to the fake embedder, the
  *     workspace's vector database on it, BENCH_DOCS (300) passages ingested into `shared`;
  *   A (the flooder): an organization, workspace and secret key of its own, `download` collections
@@ -35,7 +35,9 @@
  * BENCH_ACCESS_LOG=1 (this code's server at LOG_LEVEL=info, its log teed to a file: each of B's
  * queries split into its handler's time and the rest, a table more). Diagnoses, which change what is
  * measured and say so in the notes: BENCH_BACKGROUND_WORKERS=<n> (this code's BACKGROUND_WORKERS),
- * BENCH_BACKGROUND_NICE=<n> (the background processes reniced after the start); BENCH_DUMP_DIR=<dir>
+ * BENCH_BACKGROUND_NICE=<n> (the background processes reniced after the start),
+ * BENCH_STOP_BACKGROUND_DURING_ADDS=1 (SIGSTOP to the background processes while A adds, SIGCONT after:
+ * what the adds cost B on the serving side alone); BENCH_DUMP_DIR=<dir>
  * writes every probe sample, phase and flood (and the access log) there.
  * Beside them, per phase: the CPU seconds of the primary, the serving workers, the background
  * processes (with their extraction children), the embedder and the bench, and the load average.
@@ -383,6 +385,7 @@ export const benchmark: Benchmark = {
         await measure(round, 'flood', async () => {
           // Diagnosis: the background processes stopped (SIGSTOP) while A adds, so the adds meet only the serving side.
           const stopped = process.env.BENCH_STOP_BACKGROUND_DURING_ADDS === '1' ? localChildren(s.pid).filter((c) => c.background).map((c) => c.pid) : [];
+          if (stopped.length) checks.push(`DIAGNOSIS: the background processes were stopped while A added (BENCH_STOP_BACKGROUND_DURING_ADDS)`);
           const signal = (sig: NodeJS.Signals) => () => stopped.forEach((pid) => process.kill(pid, sig));
           const result = await floodToTheEnd(ca, bodies, `flood ${round}`, 20 * 60_000, stopped.length ? { before: signal('SIGSTOP'), after: signal('SIGCONT') } : undefined);
           floods.push(result);
