@@ -68,6 +68,12 @@ export interface RouteDef {
    * `stream`: the handler streams the body (blobs); the local server does not buffer it.
    */
   body?: 'json' | 'raw' | 'stream';
+  /**
+   * A large body here is parsed and stored on the platform, not sent to an upstream and waited for:
+   * where one process serves every organization (the local server), it waits its organization's turn
+   * (docs/decisions/serving-fairness.md). A route that waits on an upstream would hold the turn for it.
+   */
+  storesBody?: true;
 }
 
 /** Spec section 5's table: which credentials each API accepts on its routes. */
@@ -109,7 +115,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.collections.get', api: 'ai', method: 'GET', path: '/v1/collections/{id}', handler: 'http/handlers/ai/collections-get', capability: 'knowledge', grants: ['table:read'] },
   { id: 'ai.collections.delete', api: 'ai', method: 'DELETE', path: '/v1/collections/{id}', handler: 'http/handlers/ai/collections-delete', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'vectors:write'] },
   // Collection items (docs/ai/collections.md, "Items"): processed by the knowledge queue's consumer; packages in the blob store, vectors in the index.
-  { id: 'ai.collections.items.create', api: 'ai', method: 'POST', path: '/v1/collections/{id}/items', handler: 'http/handlers/ai/collection-items-create', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write', 'queue:send'], maxBodyBytes: 4 * 1024 * 1024 },
+  { id: 'ai.collections.items.create', api: 'ai', method: 'POST', path: '/v1/collections/{id}/items', handler: 'http/handlers/ai/collection-items-create', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write', 'queue:send'], maxBodyBytes: 4 * 1024 * 1024, storesBody: true },
   { id: 'ai.collections.items.list', api: 'ai', method: 'GET', path: '/v1/collections/{id}/items', handler: 'http/handlers/ai/collection-items-list', capability: 'knowledge', grants: ['table:read', 'secret:read'] },
   { id: 'ai.collections.items.get', api: 'ai', method: 'GET', path: '/v1/collections/{id}/items/{item_id}', handler: 'http/handlers/ai/collection-items-get', capability: 'knowledge', grants: ['table:read'] },
   { id: 'ai.collections.items.delete', api: 'ai', method: 'DELETE', path: '/v1/collections/{id}/items/{item_id}', handler: 'http/handlers/ai/collection-items-delete', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'vectors:write'] },
@@ -122,7 +128,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
-  { id: 'events.events.publish', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/events', handler: 'http/handlers/events/publish', permission: 'events:event.publish', grants: ['table:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024, maxJsonDepth: Infinity },
+  { id: 'events.events.publish', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/events', handler: 'http/handlers/events/publish', permission: 'events:event.publish', grants: ['table:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024, maxJsonDepth: Infinity, storesBody: true },
   { id: 'events.subscriptions.list', api: 'events', method: 'GET', path: '/v1/workspaces/{workspace_id}/subscriptions', handler: 'http/handlers/events/list-subscriptions', permission: 'events:subscription.read', grants: ['table:read'] },
   { id: 'events.subscriptions.create', api: 'events', method: 'POST', path: '/v1/workspaces/{workspace_id}/subscriptions', handler: 'http/handlers/events/create-subscription', permission: 'events:subscription.write', grants: ['table:write', 'secret:read'] },
   { id: 'events.subscriptions.delete', api: 'events', method: 'DELETE', path: '/v1/workspaces/{workspace_id}/subscriptions/{subscription_id}', handler: 'http/handlers/events/delete-subscription', permission: 'events:subscription.write', grants: ['table:write'] },
@@ -138,12 +144,12 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'data.databases.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}', handler: 'http/handlers/data/put-database', grants: ['table:read', 'table:write'] },
   { id: 'data.collections.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/collections/{collection}', handler: 'http/handlers/data/put-collection', grants: ['table:read', 'table:write'] },
   { id: 'data.collections.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}', handler: 'http/handlers/data/get-collection', grants: ['table:read'] },
-  { id: 'data.records.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/create-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], maxBodyBytes: 1024 * 1024 },
+  { id: 'data.records.create', api: 'data', method: 'POST', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/create-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], maxBodyBytes: 1024 * 1024, storesBody: true },
   { id: 'data.records.list', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records', handler: 'http/handlers/data/list-records', grants: ['table:read', 'blobs:read', 'secret:read'] },
   { id: 'data.records.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/get-record', grants: ['table:read', 'blobs:read'] },
-  { id: 'data.records.update', api: 'data', method: 'PATCH', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/update-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], maxBodyBytes: 1024 * 1024 },
+  { id: 'data.records.update', api: 'data', method: 'PATCH', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/update-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], maxBodyBytes: 1024 * 1024, storesBody: true },
   { id: 'data.records.delete', api: 'data', method: 'DELETE', path: '/v1/databases/{database}/collections/{collection}/records/{id}', handler: 'http/handlers/data/delete-record', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'] },
-  { id: 'data.batch', api: 'data', method: 'POST', path: '/v1/databases/{database}/batch', handler: 'http/handlers/data/batch', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024 },
+  { id: 'data.batch', api: 'data', method: 'POST', path: '/v1/databases/{database}/batch', handler: 'http/handlers/data/batch', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], maxBodyBytes: 5 * 1024 * 1024, storesBody: true },
   { id: 'data.blobs.put', api: 'data', method: 'PUT', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'http/handlers/data/put-blob', grants: ['table:read', 'table:write', 'blobs:write', 'queue:send'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
   // A GET or HEAD that misses a file settles its arrivals (data/blobs.ts): it may copy and delete bytes, record the file and publish blob.created.
   { id: 'data.blobs.get', api: 'data', method: 'GET', path: '/v1/databases/{database}/blobs/{sha256}', handler: 'http/handlers/data/get-blob', grants: ['table:read', 'table:write', 'blobs:write', 'queue:send'] },

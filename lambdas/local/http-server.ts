@@ -21,8 +21,7 @@ import { log } from '../shared/log.js';
 import { Router } from '../http/router.js';
 import { API_POLICIES } from '../http/chain.js';
 import { operationIdFor } from '../http/middleware/operation-id.js';
-import { LARGE_BODY_BYTES } from '../http/middleware/json-body.js';
-import { largeBodyTurns } from './large-body-turns.js';
+import { LARGE_BODY_BYTES, largeBodyTurns } from './large-body-turns.js';
 
 const NO_BODY = Buffer.alloc(0);
 
@@ -80,9 +79,11 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       const event = toEvent(api, req, url, route, params, body);
       access.requestId = event.requestContext.requestId;
       const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, body, onClientGone: (listener) => clientGone(res, listener) };
-      if (body.length >= LARGE_BODY_BYTES) transport.shareLargeBody = (org) => largeBodyTurns.take(org).then((release) => void (access.release = release));
+      if (route.storesBody && body.length >= LARGE_BODY_BYTES) transport.shareLargeBody = (org) => largeBodyTurns.take(org).then((release) => void (access.release = release));
       const context = lambdaContext(route, access.requestId, transport);
       const result = await handlers.get(route.id)!(event, context);
+      // The turn covers the handler's work, not the answer's writing (a slow reader holds nothing).
+      access.release?.();
       access.status = result.statusCode ?? 200;
       access.organizationId = context.platform?.principal?.organizationId;
       const headers: Record<string, string | number | boolean> = result.headers ?? {};
@@ -105,7 +106,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       else res.destroy();
     } finally {
       if (access.organizationId) largeBodyTurns.seen(access.organizationId);
-      access.release?.();
+      access.release?.(); // a handler that threw
       accessLog(access);
     }
   });

@@ -1,6 +1,8 @@
 /**
- * Large JSON bodies on the local server, one organization's at a time per process, and at most half
- * the process's time while other organizations are being served (docs/decisions/serving-fairness.md).
+ * Large JSON bodies on the local server, one organization's at a time per process, and at most a
+ * quarter of the process's time while other organizations are being served
+ * (docs/decisions/serving-fairness.md). Only on routes that store their body (RouteDef.storesBody):
+ * a route that waits on an upstream would hold the turn for the upstream's time.
  * One process serves every organization here, so an organization sending many large bodies at once
  * (600 items of 200 KB, four in flight) would fill the event loop and the cores with their parsing
  * and writes, and every other organization's request would wait behind them. Each organization gets
@@ -10,6 +12,8 @@
  * of the process's time from the others. An organization alone on the process is never paused.
  */
 export const PAUSE_FACTOR = 3;
+/** A body this large (64 KiB) waits its organization's turn. */
+export const LARGE_BODY_BYTES = 64 * 1024;
 
 export class LargeBodyTurns {
   /** Organizations with a large body in hand, and who of theirs waits next. */

@@ -15,9 +15,8 @@ import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/
 import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
-import { LARGE_BODY_BYTES } from '../../lambdas/http/middleware/json-body.js';
 import { createApiServer } from '../../lambdas/local/http-server.js';
-import { LargeBodyTurns, PAUSE_FACTOR } from '../../lambdas/local/large-body-turns.js';
+import { LARGE_BODY_BYTES, LargeBodyTurns, PAUSE_FACTOR } from '../../lambdas/local/large-body-turns.js';
 import { testRoute } from '../helpers/events.js';
 
 describe('LargeBodyTurns', () => {
@@ -85,9 +84,13 @@ describe('the local server takes large JSON bodies an organization at a time', (
   let engine: EmbeddedEngine;
   let server: Server;
   let url: string;
+  let base: string;
   const keys: Record<string, string> = {};
   const inHand: Record<string, number> = {};
   const most: Record<string, number> = {};
+  /** The same count on a route that does not store its body (it would wait on an upstream). */
+  let upstreamInHand = 0;
+  let upstreamMost = 0;
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'turns-'));
@@ -99,7 +102,14 @@ describe('the local server takes large JSON bodies an organization at a time', (
       await t.createWorkspace(org.id, 'w');
       keys[name] = (await t.createSecretKey(org.id)).key;
     }
-    const route = testRoute({ api: 'data', path: '/v1/test' });
+    const route = testRoute({ api: 'data', path: '/v1/test', storesBody: true });
+    const upstreamRoute = testRoute({ id: 'test.upstream', api: 'data', path: '/v1/upstream' });
+    const upstream = httpHandler(upstreamRoute, async () => {
+      upstreamMost = Math.max(upstreamMost, ++upstreamInHand);
+      await sleep(30);
+      upstreamInHand--;
+      return { status: 200, body: {} };
+    });
     const handler = httpHandler(route, async (req, scope) => {
       const org = scope.principal.organizationId;
       inHand[org] = (inHand[org] ?? 0) + 1;
@@ -110,9 +120,10 @@ describe('the local server takes large JSON bodies an organization at a time', (
     });
     const fallback = testRoute({ id: 'test.fallback', api: 'data', method: 'ANY', path: '$default' });
     const notFound = httpHandler(fallback, async () => ({ status: 404 }));
-    server = await createApiServer('data', [route, fallback], async (r) => (r.id === route.id ? handler : notFound));
+    server = await createApiServer('data', [route, upstreamRoute, fallback], async (r) => (r.id === route.id ? handler : r.id === upstreamRoute.id ? upstream : notFound));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/test`;
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    url = `${base}/v1/test`;
   });
   afterAll(async () => {
     if (!server) return;
@@ -142,6 +153,14 @@ describe('the local server takes large JSON bodies an organization at a time', (
     // a's six large ones took 30 ms each, one after another, with pauses once b was served; b's did not wait for them.
     expect(Math.max(...answers.map((a) => a.at)) - started).toBeGreaterThan(180);
     expect(otherAt).toBeLessThan(Math.max(...answers.map((a) => a.at)));
+  });
+
+  it('takes no turn on a route that does not store its body: an upstream wait would hold it', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () => fetch(`${base}/v1/upstream`, { method: 'POST', headers: { authorization: `Bearer ${keys.a}`, 'content-type': 'application/json' }, body: JSON.stringify({ text: 'x'.repeat(LARGE_BODY_BYTES) }) })),
+    );
+    expect(answers.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(upstreamMost).toBe(4);
   });
 
   it('keeps taking an organization\'s large bodies after one is refused', async () => {

@@ -13,9 +13,6 @@ export const DEFAULT_MAX_BODY_BYTES = 5 * 1024 * 1024;
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** A body this large (64 KiB) is parsed and handled in its organization's turn where the runtime shares a process. */
-export const LARGE_BODY_BYTES = 64 * 1024;
-
 export interface BodyLimit {
   maxBytes: number;
   /** 413's code: the AI API says request_too_large, Data and Events payload_too_large. */
@@ -50,9 +47,9 @@ export function jsonBody({ maxBytes, tooLargeCode, maxDepth = MAX_JSON_DEPTH }: 
       if (!/^application\/([a-z0-9.+-]*\+)?json\s*(;|$)/i.test(type)) {
         throw new PlatformError('invalid_body', 'Send the body as JSON with "Content-Type: application/json".');
       }
-      // Parsing and handling a large body is where one organization's flood would hold the process's
-      // event loop from the others: their turn first (docs/decisions/serving-fairness.md).
-      if (shareLargeBody && principal && req.body.length >= LARGE_BODY_BYTES) return shareLargeBody(principal.organizationId).then(() => parse(req));
+      // A runtime that serves every organization in one process offers a turn for a large body it will
+      // store (Transport.shareLargeBody): the parse and the handler wait for it, the credential does not.
+      if (shareLargeBody && principal) return shareLargeBody(principal.organizationId).then(() => parse(req));
       parse(req);
     },
   };
