@@ -68,6 +68,8 @@ export function startProbe(opts: ProbeOptions): Probe {
 }
 
 if (process.argv.includes('--probe-child')) {
+  // The bench gone (stopped, crashed): so is its probe, rather than querying on forever.
+  process.once('disconnect', () => process.exit(0));
   process.once('message', (m: { start: ProbeOptions }) => {
     const probe = probeLoop(m.start, (sample) => process.send!({ sample: { ...sample, at: sample.at + performance.timeOrigin } }));
     process.once('message', async () => {
