@@ -11,7 +11,14 @@
  * PAUSE_FACTOR times the turn's own length, so large bodies of one organization take at most a quarter
  * of the process's time from the others. An organization alone on the process is never paused.
  */
+import { PlatformError } from '../shared/errors.js';
+
 export const PAUSE_FACTOR = 3;
+/**
+ * Large bodies of one organization that may wait for its turn in one process: each is held in memory
+ * while it waits (up to the route's body limit), so past this the next is `429 rate_limited`.
+ */
+export const MAX_WAITING = 32;
 /** A body this large (64 KiB) waits its organization's turn. */
 export const LARGE_BODY_BYTES = 64 * 1024;
 
@@ -34,6 +41,9 @@ export class LargeBodyTurns {
     if (!queue) {
       this.waiting.set(organizationId, []);
       return Promise.resolve(this.releaser(organizationId));
+    }
+    if (queue.length >= MAX_WAITING) {
+      return Promise.reject(new PlatformError('rate_limited', `This organization already has ${MAX_WAITING} large bodies waiting on this server; retry shortly.`, { retryAfterSeconds: 1 }));
     }
     return new Promise((resolve) => queue.push(() => resolve(this.releaser(organizationId))));
   }

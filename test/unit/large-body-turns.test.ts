@@ -16,7 +16,7 @@ import { useEngine } from '../../lambdas/engine/index.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import { createApiServer } from '../../lambdas/local/http-server.js';
-import { LARGE_BODY_BYTES, LargeBodyTurns, PAUSE_FACTOR } from '../../lambdas/local/large-body-turns.js';
+import { LARGE_BODY_BYTES, LargeBodyTurns, MAX_WAITING, PAUSE_FACTOR } from '../../lambdas/local/large-body-turns.js';
 import { testRoute } from '../helpers/events.js';
 
 describe('LargeBodyTurns', () => {
@@ -39,6 +39,23 @@ describe('LargeBodyTurns', () => {
     (await a3)();
     b1();
     expect(order).toEqual(['a2', 'a3']);
+    expect(turns.holders).toBe(0);
+  });
+});
+
+describe('LargeBodyTurns bounds', () => {
+  it(`refuses an organization's large body with 429 rate_limited once ${MAX_WAITING} wait, and takes it again once one is served`, async () => {
+    const turns = new LargeBodyTurns();
+    const first = await turns.take('a');
+    const waiting = Array.from({ length: MAX_WAITING }, () => turns.take('a'));
+    await expect(turns.take('a')).rejects.toMatchObject({ code: 'rate_limited', status: 429, retryAfterSeconds: 1 });
+    expect(await turns.take('b').then((release) => (release(), 'b served'))).toBe('b served'); // another organization: not counted
+    first();
+    const next = await waiting[0];
+    const again = turns.take('a'); // room for one more
+    next();
+    for (const w of waiting.slice(1)) (await w)();
+    (await again)();
     expect(turns.holders).toBe(0);
   });
 });
