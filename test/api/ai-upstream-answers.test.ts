@@ -1,7 +1,7 @@
 /**
  * What an upstream answers, however hostile, never takes a worker down and is never passed on
  * through the real `npm start` with two workers and the admin CLI:
- * - answers past the caps (a 40 MiB JSON answer, a 2 MiB stream line) are 502 upstream_error, the read
+ * - answers past the caps (a 128 MiB JSON answer, a 2 MiB stream line) are 502 upstream_error, the read
  *   stopped at the cap; invalid JSON, a body cut in the middle and a connection reset are 502 too (an
  *   error event once a stream has started), on every provider path: openai-compatible chat (whole and
  *   streamed), embeddings, and the generic run (`http`). After the flood the same worker processes
@@ -31,6 +31,12 @@ let upstreamUrl = '';
 const cutShort: Record<string, number> = {};
 
 const FILLER = Buffer.alloc(64 * 1024, 'x');
+/**
+ * A body far past the 32 MiB answer cap and the loopback's socket buffers together (Linux autotunes a
+ * receive buffer up to tcp_rmem's 32 MiB, plus 4 MiB sent): with a 40 MiB body the last 8 MiB could sit
+ * in the kernel when the gateway stopped reading, so the upstream finished writing and could not tell.
+ */
+const HUGE = 128 * MiB;
 const NUMBERS = Buffer.from('0.5,'.repeat(16 * 1024));
 
 /**
@@ -96,9 +102,9 @@ function answerJson(res: http.ServerResponse, kind: 'chat' | 'embed' | 'run', sc
         res.end(ok);
       }, 3000);
     case 'huge':
-      return bigValid(res, kind, name, 40 * MiB, false);
+      return bigValid(res, kind, name, HUGE, false);
     case 'huge-declared':
-      return bigValid(res, kind, name, 40 * MiB, true);
+      return bigValid(res, kind, name, HUGE, true);
     case 'over-route-cap':
       return bigValid(res, kind, name, 100 * 1024, false);
     case 'invalid':
@@ -135,7 +141,7 @@ function answerStream(res: http.ServerResponse, scenario: string) {
       return void writeBig(res, name, `data: ${LINE_HEAD}`, 2 * MiB, FILLER, `${LINE_TAIL}\n\ndata: [DONE]\n\n`);
     case 'sse-endless':
       // A line far past the cap and the socket buffers: the gateway must stop reading it.
-      return void writeBig(res, name, `data: ${LINE_HEAD}`, 16 * MiB, FILLER, `${LINE_TAIL}\n\ndata: [DONE]\n\n`);
+      return void writeBig(res, name, `data: ${LINE_HEAD}`, HUGE, FILLER, `${LINE_TAIL}\n\ndata: [DONE]\n\n`);
     case 'sse-line-late':
       event(chunk('first'));
       return void writeBig(res, name, `data: ${LINE_HEAD}`, 2 * MiB, FILLER, `${LINE_TAIL}\n\ndata: [DONE]\n\n`);
@@ -286,7 +292,7 @@ describe('oversized and malformed upstream answers', () => {
     expect(models).toBe(200);
     expect(workerPids()).toEqual(before);
 
-    // The read stopped at the cap: no 40 MiB answer nor 16 MiB line was read to its end (a 2 MiB
+    // The read stopped at the cap: no 128 MiB answer nor line was read to its end (a 2 MiB
     // line fits whole in the loopback's socket buffers, so its upstream cannot tell).
     // The upstream learns of it when its socket closes, which may come after the answer: wait for that.
     const capped = ['chat:huge', 'embed:huge', 'run:huge', 'chat:huge-declared', 'embed:huge-declared', 'run:huge-declared', 'stream:sse-endless'];
