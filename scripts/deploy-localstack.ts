@@ -5,13 +5,13 @@
  *
  * First it asks LocalStack's `/_localstack/health`: when nothing answers, it exits 1 at once with one
  * line saying what is missing and how to start LocalStack, never a stack trace. When LocalStack
- * answers, it names the stack's services the answer does not list as available (they need a paid
- * LocalStack plan), then runs `cdk bootstrap` and `cdk deploy --all` with dummy credentials
+ * answers, it names the stack's services the answer does not list as available (not reported by this
+ * LocalStack: a plan, a SERVICES list or a version can leave them out), then runs `cdk bootstrap` and `cdk deploy --all` with dummy credentials
  * (`test` / `test`, account 000000000000) in AWS_REGION (default us-east-1). Options after `--` go to
  * `cdk deploy`, e.g. `-- --parameters AlarmEmail=ops@example.com`.
  *
  * `--check-only`: stops after the health check (exit 0 when LocalStack answers), for tests and for
- * a quick "is it up" before a long deploy.
+ * a quick "is it up" before a long deploy. `--help` / `-h`: prints the usage and exits 0.
  */
 import { spawn } from 'node:child_process';
 import { dirname, join } from 'node:path';
@@ -23,7 +23,26 @@ export const DEFAULT_REGION = 'us-east-1';
 export const LOCALSTACK_ACCOUNT = '000000000000';
 /** A health answer takes milliseconds; an endpoint that accepts and never answers is not LocalStack. */
 const HEALTH_TIMEOUT_MS = 5_000;
-const START_HINT = 'start it with `docker run --rm -p 4566:4566 -e LOCALSTACK_AUTH_TOKEN localstack/localstack` (or `localstack start -d`), or set AWS_ENDPOINT_URL to where it runs';
+// LocalStack runs Lambda functions in containers of its own, through the host's Docker socket.
+const DOCKER_RUN = 'docker run --rm -d -p 4566:4566 -e LOCALSTACK_AUTH_TOKEN -v /var/run/docker.sock:/var/run/docker.sock localstack/localstack';
+const START_HINT = `start it with \`${DOCKER_RUN}\` (or \`localstack start -d\`), or set AWS_ENDPOINT_URL to where it runs`;
+
+export const USAGE = `usage: npm run deploy:localstack [-- --check-only | --help | <cdk deploy options>]
+
+Deploys the stack to the LocalStack at AWS_ENDPOINT_URL (default ${DEFAULT_ENDPOINT}): asks its
+/_localstack/health, names the stack's services it does not report, then runs \`cdk bootstrap\` and
+\`cdk deploy --all --require-approval never\` with the dummy credentials test / test (account
+${LOCALSTACK_ACCOUNT}) in AWS_REGION (default ${DEFAULT_REGION}).
+
+  --check-only     stop after the health check (exit 0 when LocalStack answers)
+  --help, -h       print this and exit
+  anything else    passed to \`cdk deploy\`, e.g. -- --parameters AlarmEmail=dev@example.com
+
+Start LocalStack (it needs the Docker socket to run Lambda functions):
+  ${DOCKER_RUN}
+
+More: docs/deploying.md, section 8.
+`;
 
 /** The services the stack's resources use, by the names LocalStack's health answer gives them. */
 export const STACK_SERVICES = [
@@ -125,6 +144,7 @@ function cdk(args: string[], env: NodeJS.ProcessEnv): Promise<void> {
 }
 
 async function main(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) return void process.stdout.write(USAGE);
   const checkOnly = argv.includes('--check-only');
   const deployArgs = argv.filter((a) => a !== '--check-only');
   const endpoint = process.env.AWS_ENDPOINT_URL || DEFAULT_ENDPOINT;
@@ -134,7 +154,8 @@ async function main(argv: string[]): Promise<void> {
   const edition = [health.edition, health.version].filter(Boolean).join(' ');
   say(`LocalStack${edition ? ` ${edition}` : ''} answers at ${endpoint}`);
   if (missing.length) {
-    say(`not available there: ${missing.join(', ')}: the resources using them need a paid LocalStack plan and will not work (docs/deploying.md)`);
+    // The answer says what runs, not why (a plan, a SERVICES list, a version): no claim about plans.
+    say(`not reported by this LocalStack: ${missing.join(', ')}: the resources using them may fail to deploy or not work (docs/deploying.md, section 8, lists what each plan has)`);
   }
   if (checkOnly) return;
 
