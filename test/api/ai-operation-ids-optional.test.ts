@@ -204,6 +204,19 @@ describe('org settings in the admin CLI', () => {
     expect(admin(p.dataDir, 'org', 'settings', '--org', 'org_nope', '--operation-ids', 'optional').status).not.toBe(0);
   });
 
+  it("the 400's message names the opt-in for clients that cannot send the header: the command, with the caller's organization, runs as written and lifts the 400", async () => {
+    const org = adminOk(p.dataDir, 'org', 'create', '--name', 'told-how').id;
+    const client = clientFor(adminOk(p.dataDir, 'key', 'create', '--org', org).key);
+    await setRoutes(org);
+    const error = await client.chat.completions.create({ model: 'chat-main', messages: hi }).catch((e) => e);
+    expect([error.status, error.code]).toEqual([400, 'missing_operation_id']);
+    const command = /`npm run --silent admin -- ([^`]+)`/.exec(error.message)?.[1];
+    expect(command, error.message).toBe(`org settings --org ${org} --operation-ids optional`);
+    expect(adminOk(p.dataDir, ...command!.split(' ')).operation_ids).toBe('optional');
+    // The setting is read through the AI settings' cache: a running server applies it within it.
+    await waitFor('the setting applied', () => client.chat.completions.create({ model: 'chat-main', messages: hi }).then(() => true, () => false), 10_000, 100);
+  });
+
   it('a running server applies a change (once the settings cache lets go): back to required, the SDK call is 400 again', async () => {
     const settings = new AiOrgSettings(p.engine.kv, () => p.engine.clock.now());
     await settings.setOperationIds(optionalOrg, 'required');

@@ -49,7 +49,15 @@ export function operationIdRequired(): Middleware {
         if (!OPERATION_ID_METHODS.has(req.method)) return;
         const { engine, principal } = platform;
         const optional = engine && principal && (await new AiOrgSettings(engine.kv, () => engine.clock.now()).get(principal.organizationId)).operation_ids === 'optional';
-        if (!optional) throw new PlatformError('missing_operation_id', 'Send an X-Operation-Id header on POST, PUT, PATCH and DELETE.');
+        // The way out for a client that cannot send the header (the official SDKs) is an operator's:
+        // the message names the command with this organization, ready to run.
+        if (!optional) {
+          const org = principal?.organizationId ?? 'ORG_ID';
+          throw new PlatformError(
+            'missing_operation_id',
+            `Send an X-Operation-Id header on POST, PUT, PATCH and DELETE. For clients that cannot send it (the official OpenAI SDKs), an operator makes it optional for the organization: \`npm run --silent admin -- org settings --org ${org} --operation-ids optional\`.`,
+          );
+        }
         const key = req.headers[IDEMPOTENCY_KEY_HEADER];
         if (key === undefined) return;
         if (!OPERATION_ID_PATTERN.test(key)) throw new PlatformError('invalid_operation_id', 'Idempotency-Key, taken as the operation id, must be 8 to 128 letters, digits, "_" or "-".');
