@@ -349,8 +349,12 @@ export function helpFor(argv: string[]): string | undefined {
   throw unknownCommand(words);
 }
 
-/** Runs one command; returns the JSON result or throws UsageError / a domain error. */
-export async function runCommand(engine: Engine, argv: string[]): Promise<unknown> {
+/**
+ * The command `argv` names and its options, checked as a run checks them, without running it (the
+ * docs' test parses every documented command with it). `elided`: the line leaves options out (`…`),
+ * so required ones are not asked for; the command and the options given still must be right.
+ */
+export function parseCommand(argv: string[], { elided = false } = {}): { name: string; command: Command; values: Options } {
   const name = argv.slice(0, 2).join(' ');
   const command = COMMANDS[name];
   if (!command) throw unknownCommand(argv);
@@ -361,11 +365,18 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
   } catch (error) {
     throw new UsageError(`${(error as Error).message}\n${usageOf}`);
   }
+  if (elided) return { name, command, values };
   const missing = command.required.filter((k) => typeof values[k] !== 'string' || values[k] === '');
   if (missing.length) throw new UsageError(`missing ${missing.map((k) => `--${k}`).join(', ')}\n${usageOf}`);
   if (command.oneOf && command.oneOf.filter((k) => values[k] !== undefined).length !== 1) {
     throw new UsageError(`give either ${command.oneOf.map((k) => `--${k}`).join(' or ')}\n${usageOf}`);
   }
+  return { name, command, values };
+}
+
+/** Runs one command; returns the JSON result or throws UsageError / a domain error. */
+export async function runCommand(engine: Engine, argv: string[]): Promise<unknown> {
+  const { command, values } = parseCommand(argv);
   return command.run(engine, values);
 }
 

@@ -28,6 +28,8 @@ import { parseTarget } from './http-server.js';
 export const READY_TIMEOUT_MS = 2000;
 /** A key nothing writes: reading it costs one point read and finds nothing, on either engine. */
 const PROBE_KEY = { pk: 'ops#ready', sk: 'ops#ready' };
+/** What the port serves, to GET and HEAD (the docs' test matches their curl lines to it). */
+export const OPS_PATHS = ['/healthz', '/readyz'] as const;
 
 export function createOpsServer(engine: Engine): Server {
   const server = createServer((req, res) => {
