@@ -6,7 +6,7 @@
  * the page's curl walk-through as written.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -455,6 +455,32 @@ describe('refusals', () => {
 });
 
 describe('the walk-through of docs/ai/chat-grounded.md', () => {
+  it("runs the OpenAI SDK's call as written: the official `openai` package's post(), plain and streamed, with citations", async () => {
+    const [script] = docBlocks('docs/ai/chat-grounded.md', ['js']);
+    expect(script).toContain('client.post(');
+    // The reader's project: the script beside a node_modules that holds `openai` (this repository's, a pinned devDependency).
+    const dir = mkdtempSync(join(tmpdir(), 'chat-grounded-sdk-'));
+    try {
+      symlinkSync(join(import.meta.dirname, '..', '..', 'node_modules'), join(dir, 'node_modules'), 'dir');
+      writeFileSync(join(dir, 'chat.mjs'), script);
+      const { stdout } = await promisify(execFile)(process.execPath, ['chat.mjs'], { cwd: dir, env: { ...process.env, AI_URL: c.url, KEY: c.key, COL: col }, timeout: 30_000 });
+      const [content, citations, streamedContent, streamedCitations, rest] = stdout.split('\n');
+      expect(content).toBe('The island is volcanic [1].');
+      expect(streamedContent).toBe('The island is volcanic [1].');
+      expect(rest).toBe('');
+      const q = await query(c, col, { query: 'When does the winter ferry leave?', top_k: 2 });
+      const expected = q.body.matches.map((m: any, i: number) => ({ number: i + 1, ...m.citation }));
+      expect(expected).toHaveLength(2);
+      expect(JSON.parse(citations)).toEqual(expected);
+      expect(JSON.parse(streamedCitations)).toEqual(expected);
+      // Two calls reached the model, each under its own operation id.
+      expect(chatRequests().map((r) => r.body.stream ?? false)).toEqual([false, true]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+
   it('runs as written with curl: a collection, a file, a cited answer, the same streamed', async () => {
     // The reader's setup lines (AI_URL, KEY) are what the test sets from the platform it started.
     const script = docBlocks('docs/ai/chat-grounded.md', ['sh'])
