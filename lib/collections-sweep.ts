@@ -17,7 +17,8 @@ import type { VectorBucket } from './vector-bucket.js';
  * test/infra/collections-sweep.test.ts checks each is used). Expired collections: it reads its due
  * entries, removes each collection's items with their local_vectors marks and processing entries, then
  * the collection's item with its entry. Lost processing: it reads the due processing entries and the
- * items they name, and moves each entry to its next due time on the item. Nothing else of the table.
+ * items they name, and moves each entry to its next due time on the item. The index sweep's keys are
+ * apart (COLLECTIONS_SWEEP_INDEX_KEYS). Nothing else of the table.
  */
 export const COLLECTIONS_SWEEP_KEYS: Readonly<Record<string, readonly string[]>> = {
   /** The due entries (kcolsweep, kproc); an expired collection's items (kitem#) and a package's marks (kvec#). */
@@ -32,14 +33,37 @@ export const COLLECTIONS_SWEEP_KEYS: Readonly<Record<string, readonly string[]>>
   'dynamodb:DeleteItem': ['kcol#*', 'kcolsweep', 'kitem#*', 'kvec#*', 'kproc'],
 };
 
+/**
+ * The index sweep's (lambdas/knowledge/index-sweep.ts): its registry of workspace indexes and its turn,
+ * the workspace's vector database (is the index still its own), and the items its listed entries name.
+ */
+export const COLLECTIONS_SWEEP_INDEX_KEYS: Readonly<Record<string, readonly string[]>> = {
+  /** The organizations in turn, and an organization's indexes. */
+  'dynamodb:Query': ['kidxorg', 'kidx#*'],
+  /** The turn; a workspace's vector database (`ws#<workspace>` / `vector-db`). */
+  'dynamodb:GetItem': ['kidxturn', 'ws#*'],
+  /** The items a page of entries names. */
+  'dynamodb:BatchGetItem': ['kitem#*'],
+  /** An organization's place among its indexes; an index's cursor and next pass. */
+  'dynamodb:UpdateItem': ['kidxorg', 'kidx#*'],
+  /** Where the turn stopped. */
+  'dynamodb:PutItem': ['kidxturn'],
+  /** An organization without indexes; an index whose database is gone. */
+  'dynamodb:DeleteItem': ['kidxorg', 'kidx#*'],
+};
+
 /** Its objects: an expired collection's packages read (which vectors to delete) and deleted, with its inline texts. */
 export const COLLECTIONS_SWEEP_OBJECTS = {
   's3:GetObject': [KNOWLEDGE_BLOB_PREFIXES.collections],
   's3:DeleteObject': [KNOWLEDGE_BLOB_PREFIXES.collections],
 } as const;
 
-/** A package's vectors deleted by key; a local_vectors collection's own index removed. No index is made, written or queried. */
-export const COLLECTIONS_SWEEP_VECTOR_ACTIONS = ['s3vectors:DeleteVectors', 's3vectors:DeleteIndex'] as const;
+/**
+ * A package's vectors deleted by key; a local_vectors collection's own index removed; an index's
+ * entries listed with their metadata (ListVectors with GetVectors) for the index sweep. No index is
+ * made, written or queried.
+ */
+export const COLLECTIONS_SWEEP_VECTOR_ACTIONS = ['s3vectors:DeleteVectors', 's3vectors:DeleteIndex', 's3vectors:ListVectors', 's3vectors:GetVectors'] as const;
 
 /** Every 5 minutes (collections end on a scale of hours); a run stops starting batches after 30 s (COLLECTIONS_SWEEP). */
 export const COLLECTIONS_SWEEP_RUN = { timeoutSeconds: 60, everyMinutes: 5 } as const;
@@ -68,7 +92,7 @@ export class CollectionsSweep extends Construct {
       module: 'consumers/collections-sweep',
       name: 'collections-sweep',
       tag: 'collections-sweep',
-      description: 'knowledge: removes the data of expired collections, sends lost items again (every 5 minutes)',
+      description: 'knowledge: removes the data of expired collections, sends lost items again, removes index entries no item serves (every 5 minutes)',
       timeoutSeconds: COLLECTIONS_SWEEP_RUN.timeoutSeconds,
       retryAttempts: 0,
       environment: {
@@ -80,6 +104,7 @@ export class CollectionsSweep extends Construct {
     });
     this.fn = fn;
     for (const [action, keys] of Object.entries(COLLECTIONS_SWEEP_KEYS)) grantItems(role, props.table, [action], [...keys]);
+    for (const [action, keys] of Object.entries(COLLECTIONS_SWEEP_INDEX_KEYS)) grantItems(role, props.table, [action], [...keys]);
     grantBlobPrefixes(role, props.bucket, COLLECTIONS_SWEEP_OBJECTS);
     role.addToPrincipalPolicy(new PolicyStatement({ actions: [...COLLECTIONS_SWEEP_VECTOR_ACTIONS], resources: [props.vectors.indexArns] }));
     acknowledgeVectorIndexes(this, props.vectors.indexArns);

@@ -328,6 +328,24 @@ export interface VectorIndex {
    * best first: fewer only when fewer are kept, however selective the filter.
    */
   query(index: string, query: { vector: Float32Array; topK: number; filter?: VectorFilter }): Promise<VectorHit[]>;
+  /**
+   * A page of up to `limit` (1 to VECTOR_LIST_MAX) entries' keys with their filterable metadata, from
+   * `cursor` (the previous page's) on; `cursor` is absent on the last page. Every entry stored for the
+   * whole listing is listed once; one put or deleted meanwhile may be listed or not. A missing index
+   * lists nothing; a cursor the engine no longer takes lists from the start again. For sweeps, which
+   * must find entries no record names (lambdas/knowledge/index-sweep.ts).
+   */
+  list(index: string, page: { limit: number; cursor?: string }): Promise<{ entries: VectorListed[]; cursor?: string }>;
+}
+
+/** An entry as a listing gives it: no vector, no payload. */
+export interface VectorListed {
+  key: string;
+  filterable: VectorMetadata;
+}
+
+/** Most entries a listing page holds (S3 Vectors' ListVectors maxResults). */
+export const VECTOR_LIST_MAX = 1000;
 }
 
 // ---------- clock ----------

@@ -57,3 +57,18 @@ export const processingKey = (dueAt: number, org: string, workspace: string, col
   pk: PROCESSING_PARTITION,
   sk: `${second(dueAt)}#${org}#${workspace}#${collection}#${item}#${randomBytes(4).toString('hex')}`,
 });
+
+/**
+ * The index sweep's registry (index-sweep.ts): the workspace vector indexes that hold cloud
+ * collections' chunks, by organization, so each organization takes its turn:
+ *
+ *   kidxorg / <org>                         an organization with such indexes; `after`: its index
+ *                                           served last (its own turns go round its indexes)
+ *   kidx#<org> / <workspace>#<index>        an index: where its pass is (`cursor`), when the next starts
+ *   kidxturn / turn                         `after`: the organization served last
+ */
+export const INDEX_SWEEP_ORGS = 'kidxorg';
+export const indexSweepOrgKey = (org: string) => ({ pk: INDEX_SWEEP_ORGS, sk: org });
+export const indexSweepPk = (org: string) => `kidx#${org}`;
+export const indexSweepKey = (org: string, workspace: string, index: string) => ({ pk: indexSweepPk(org), sk: `${workspace}#${index}` });
+export const INDEX_SWEEP_TURN = { pk: 'kidxturn', sk: 'turn' } as const;

@@ -29,6 +29,7 @@ import { openVectorDatabase } from '../vector/databases.js';
 import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemsPk, PROCESSING_PARTITION, sweepDueBefore } from './collection-keys.js';
 import { ADMITTED, COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, releaseSlotWrite, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
 import { asItem, newestItems, removeItemData, SERVED_ATTRIBUTES, type ItemView } from './items.js';
+import { registerIndexWrites } from './index-sweep.js';
 
 export { COLLECTION_MODES, COUNT_ATTRIBUTES, countsWrite, newCollectionId, readCollection, sortableId, workspaceOf } from './collection-records.js';
 export type { CollectionCounts, CollectionMode, ItemState } from './collection-records.js';
@@ -175,6 +176,8 @@ export async function createCollection(
     { put: item, condition: { ifAbsent: true } },
     { put: { ...collectionEndKey(org, workspace, id), ends_at: endsAt, expires_at: endsAt + EXPIRED_ANSWER_SECONDS } },
     { put: { ...collectionSweepKey(endsAt, org, workspace, id), mode: request.mode, vector_database_id: item.vector_database_id ?? null, index: item.index ?? null } },
+    // Its chunks go to the workspace's index: the index sweep looks there for entries no item serves.
+    ...(database ? registerIndexWrites(engine, org, workspace, database.index) : []),
     keep(view),
   ]);
   return view;

@@ -1,7 +1,8 @@
 /**
  * The queue consumers of the local runtime, in the background processes (workers.ts; in the one
  * process of a test's platform), as SQS triggers a function per batch in AWS: webhook deliveries, background jobs (a vector database's removal), and the sweeps of
- * outbox entries a crashed publish left behind and of expired AI uploads.
+ * outbox entries a crashed publish left behind, of expired AI uploads and collections, of lost items, and of
+ * index entries no collection item serves.
  *
  * One receiver per queue and process takes up to 10 messages at a time and hands each to the consumer
  * on its own, deleting it when its attempt is done: a receiver that takes its 10 seconds holds up its
@@ -21,6 +22,7 @@ import { knowledgeConsumer } from '../consumers/knowledge-items.js';
 import { sweepProcessing } from '../knowledge/processing.js';
 import { onItemQueued } from '../knowledge/items.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
+import { sweepIndexes } from '../knowledge/index-sweep.js';
 import { sweepExpiredUploads } from '../knowledge/uploads.js';
 import { inRequest, log } from '../shared/log.js';
 
@@ -62,6 +64,7 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: wakeups.knowledge }, onError),
   ];
 
+  let indexSweep: Promise<void> | undefined;
   const sweeper = setInterval(() => {
     void sweepOutbox(engine).catch(onError);
     void sweepPlatformEvents(engine).catch(onError);
@@ -71,12 +74,14 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     void sweepExpiredCollections(engine).catch(onError);
     // Items whose processor died or whose message was lost, as the collections sweep does on AWS.
     void sweepProcessing(engine).catch(onError);
+    // Index entries no item serves, as the collections sweep does on AWS; one run at a time, within the tick.
+    if (!indexSweep) indexSweep = sweepIndexes(engine, { budgetMs: SWEEP_EVERY_MS / 2 }).then(() => undefined, onError).finally(() => (indexSweep = undefined));
   }, SWEEP_EVERY_MS);
   sweeper.unref();
   return {
     async stop() {
       clearInterval(sweeper);
-      await Promise.all(receivers.map((r) => r.stop()));
+      await Promise.all([...receivers.map((r) => r.stop()), indexSweep]);
     },
   };
 }

@@ -125,6 +125,7 @@ export interface Settings {
   dataRateLimitPerMinute: number;
   collectionRetentionSeconds: number;
   knowledgeLeaseSeconds: number;
+  collectionIndexSweepSeconds: number;
   ffmpegPath: string;
   localWorkers: number;
   backgroundWorkers: number;
@@ -208,6 +209,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     wholeNumber(2, 900),
     120,
     'How long a collection item may be processed without a sign of life before the processing sweep sends it to another processor (docs/ai/collections.md, "Processing"); renewed every third of it while processing runs. Lower it only to try crash recovery.',
+  ),
+  collectionIndexSweepSeconds: define(
+    'COLLECTION_INDEX_SWEEP_S',
+    wholeNumber(1, 30 * 24 * 3600),
+    24 * 3600,
+    "How often each workspace vector index holding cloud collections' chunks is read through for entries no item serves any more (a processor that died while its item was deleted leaves them), in seconds: a pass starts at most this often per index (default a day; docs/decisions/knowledge-index-sweep.md). Lower it only to try the sweep.",
   ),
   localWorkers: define(
     'LOCAL_WORKERS',

@@ -168,6 +168,32 @@ export function vectorIndexContract(name: string, makeIndex: () => Promise<Vecto
       expect(keysOf(await f.vectors.query(index, { vector: randomVector(r, 16), topK: 10 }))).toEqual(['c']);
     });
 
+    it('lists every entry once, page by page, with its filterable metadata; a missing index lists nothing', async () => {
+      await f.vectors.createIndex(index, 8);
+      const r = seededRandom(10);
+      const stored = Array.from({ length: 23 }, (_, i) => entry(`key-${String(i).padStart(2, '0')}-é`, randomVector(r, 8), { scope: `s${i % 3}`, tag: ['x', 'y'] }, `payload ${i}`));
+      await f.vectors.put(index, stored);
+      const listed: { key: string; filterable: VectorMetadata }[] = [];
+      let cursor: string | undefined;
+      let pages = 0;
+      do {
+        const page = await f.vectors.list(index, { limit: 5, cursor });
+        expect(page.entries.length).toBeLessThanOrEqual(5);
+        listed.push(...page.entries);
+        cursor = page.cursor;
+        pages += 1;
+      } while (cursor && pages < 20);
+      expect(cursor).toBeUndefined();
+      expect(listed.map((e) => e.key).sort()).toEqual(stored.map((e) => e.key).sort());
+      for (const e of listed) expect(e).toEqual({ key: e.key, filterable: stored.find((s) => s.key === e.key)!.filterable });
+      // Deleted entries are gone from a listing; an entry put again is listed once.
+      await f.vectors.delete(index, stored.slice(0, 20).map((e) => e.key));
+      await f.vectors.put(index, [stored[21]]);
+      expect((await f.vectors.list(index, { limit: 1000 })).entries.map((e) => e.key).sort()).toEqual(stored.slice(20).map((e) => e.key));
+      expect(await f.vectors.list(`${index}-none`, { limit: 10 })).toEqual({ entries: [] });
+      await expect(f.vectors.list(index, { limit: 0 })).rejects.toBeInstanceOf(Error);
+    });
+
     it('a put into an index never created is an Error', async () => {
       await expect(f.vectors.put(`${index}-none`, [entry('a', randomVector(seededRandom(9), 8))])).rejects.toBeInstanceOf(Error);
     });

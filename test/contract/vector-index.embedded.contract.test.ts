@@ -34,6 +34,7 @@ for (const wait of [false, true]) {
           deleteIndex: (i) => store.deleteIndex(i),
           put: (i, e) => store.put(i, e),
           delete: (i, k) => store.delete(i, k),
+          list: (i, p) => store.list(i, p),
           query: async (i, q) => {
             await store.caughtUp(i);
             expect((await store.stats(i)).pending).toBe(0);

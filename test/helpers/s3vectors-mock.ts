@@ -1,7 +1,7 @@
 /**
  * Amazon S3 Vectors in memory, behind aws-sdk-client-mock: the index and vector operations the
  * VectorIndex adapter uses (CreateIndex, GetIndex, DeleteIndex, PutVectors, DeleteVectors,
- * QueryVectors) with the service's documented semantics and limits, so the adapter is tested against
+ * QueryVectors, ListVectors) with the service's documented semantics and limits, so the adapter is tested against
  * what AWS refuses (docs/decisions/vector-index-aws.md lists the sources):
  *
  * - names: buckets and indexes 3 to 63 lowercase letters, digits, hyphens and dots; keys 1 to 1,024
@@ -10,7 +10,8 @@
  *   UTF-8 JSON), at most 10 non-filterable keys an index; values strings, numbers, booleans or lists;
  * - 500 vectors a PutVectors or DeleteVectors call, topK 1 to 100, results in pages of `pageSize` with
  *   a `nextToken` (AWS pages results past its page size without saying the size; ours is small so the
- *   adapter's paging runs);
+ *   adapter's paging runs); ListVectors takes maxResults 1 to 1,000 and answers metadata only when
+ *   asked, with a nextToken of its own (one it never issued is a 400, as an expired one);
  * - throttling per index, in a sliding second: 1,000 PutVectors/DeleteVectors requests and 2,500
  *   vectors written or deleted, past which TooManyRequestsException (429);
  * - the filter language: implicit equality, `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`, `$in`, `$nin`,
@@ -26,6 +27,7 @@ import {
   DeleteIndexCommand,
   DeleteVectorsCommand,
   GetIndexCommand,
+  ListVectorsCommand,
   NotFoundException,
   PutVectorsCommand,
   QueryVectorsCommand,
@@ -36,6 +38,7 @@ import {
   type DeleteIndexCommandInput,
   type DeleteVectorsCommandInput,
   type GetIndexCommandInput,
+  type ListVectorsCommandInput,
   type PutVectorsCommandInput,
   type QueryOutputVector,
   type QueryVectorsCommandInput,
@@ -51,6 +54,7 @@ export const S3_VECTORS_LIMITS = {
   metadataBytes: 40 * 1024,
   filterableMetadataBytes: 2 * 1024,
   nonFilterableKeysPerIndex: 10,
+  listMaxResults: 1000,
   writeRequestsPerSecond: 1000,
   vectorsWrittenPerSecond: 2500,
 } as const;
@@ -85,6 +89,8 @@ export interface S3VectorsMock {
   indexes(bucket?: string): Map<string, StoredIndex>;
   /** Every call the adapter made, by command name, in order. */
   calls(): { command: string; input: any }[];
+  /** ListVectors' tokens expire (the next use of one is a 400). */
+  forgetListTokens(): void;
   /** The next `times` calls of `command` fail with `error` (throttling, 503 ...) before anything happens. */
   failNext(command: string, error: Error, times?: number): void;
   reset(): void;
@@ -113,12 +119,15 @@ export function mockS3Vectors(client: S3VectorsClient | typeof S3VectorsClient =
   let faults: { command: string; error: Error }[] = [];
   /** Pages of queries in progress, by token. */
   let pages = new Map<string, QueryOutputVector[]>();
+  /** ListVectors tokens issued: the last key of the page each follows. */
+  let listTokens = new Map<string, string>();
 
   const init = () => {
     buckets = new Map(bucketNames.map((b) => [b, new Map()]));
     log = [];
     faults = [];
     pages = new Map();
+    listTokens = new Map();
   };
 
   const bucket = (input: { vectorBucketName?: string; vectorBucketArn?: string; indexArn?: string }) => {
@@ -294,11 +303,35 @@ export function mockS3Vectors(client: S3VectorsClient | typeof S3VectorsClient =
     }),
   );
 
+  stub.on(ListVectorsCommand).callsFake(
+    handle<ListVectorsCommandInput>('ListVectors', (input) => {
+      const target = index(input);
+      const max = input.maxResults ?? 500;
+      if (!Number.isInteger(max) || max < 1 || max > S3_VECTORS_LIMITS.listMaxResults) throw invalid(`maxResults must be 1 to ${S3_VECTORS_LIMITS.listMaxResults}`);
+      let after = '';
+      if (input.nextToken !== undefined) {
+        const last = listTokens.get(input.nextToken);
+        if (last === undefined) throw invalid('The nextToken is invalid or expired');
+        after = last;
+      }
+      const keys = [...target.vectors.keys()].filter((k) => k > after).sort();
+      const page = keys.slice(0, max);
+      let nextToken: string | undefined;
+      if (keys.length > max) {
+        nextToken = `list-${log.length}-${Math.random().toString(36).slice(2)}`;
+        listTokens.set(nextToken, page[page.length - 1]);
+      }
+      const vectors = page.map((key) => ({ key, ...(input.returnMetadata ? { metadata: structuredClone(target.vectors.get(key)!.metadata) } : {}) }));
+      return { vectors, ...(nextToken ? { nextToken } : {}) };
+    }),
+  );
+
   init();
   return {
     stub,
     indexes: (name = bucketNames[0]) => buckets.get(name) ?? new Map(),
     calls: () => log,
+    forgetListTokens: () => listTokens.clear(),
     failNext(command, error, times = 1) {
       for (let i = 0; i < times; i++) faults.push({ command, error });
     },

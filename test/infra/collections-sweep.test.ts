@@ -5,7 +5,9 @@
  * items (their packages, vectors, marks and inline texts; never an upload's file, which the uploads
  * sweep owns), a local_vectors collection's own index, then the collection's item and itself; an
  * entry not yet due stays; more than a batch is swept in one run, and a spent budget stops after one
- * batch. Lost processing is sent again to `knowledge`. Every DynamoDB, S3, S3 Vectors and SQS request
+ * batch. Lost processing is sent again to `knowledge`. Index entries no item serves (an item deleted
+ * while the processor holding it died) are removed from a workspace's index, organizations in turn,
+ * a large index resumed at its cursor by the next run. Every DynamoDB, S3, S3 Vectors and SQS request
  * it sends (each write of a transaction included) is checked against the role the stack synthesizes
  * for it (lib/collections-sweep.ts), and every grant the role holds is used; the rule runs it every 5
  * minutes.
@@ -24,7 +26,10 @@ import { chunkEntry, entryKey } from '../../lambdas/knowledge/chunk-index.js';
 import { writePackage } from '../../lambdas/knowledge/packages.js';
 import { uploadBytesKey } from '../../lambdas/knowledge/upload-keys.js';
 import { ENV } from '../../lambdas/shared/settings.js';
-import { COLLECTIONS_SWEEP_OBJECTS, COLLECTIONS_SWEEP_RUN, COLLECTIONS_SWEEP_VECTOR_ACTIONS } from '../../lib/collections-sweep.js';
+import { COLLECTIONS_SWEEP_INDEX_KEYS, COLLECTIONS_SWEEP_OBJECTS, COLLECTIONS_SWEEP_RUN, COLLECTIONS_SWEEP_VECTOR_ACTIONS } from '../../lib/collections-sweep.js';
+import { INDEX_SWEEP, registerIndexWrites, sweepIndexes } from '../../lambdas/knowledge/index-sweep.js';
+import { indexSweepKey } from '../../lambdas/knowledge/collection-keys.js';
+import { databaseKey } from '../../lambdas/vector/keys.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import type { DynaliteTable } from '../helpers/dynalite.js';
 import type { TransactionEmulation } from '../helpers/dynalite-transactions.js';
@@ -130,6 +135,8 @@ const s3Since = (from: number): (Access & { status: number })[] =>
 const vectorsSince = (from: number) => s3vectors.stub.calls().slice(from).map((c) => `s3vectors:${(c.args[0] as object).constructor.name.replace(/Command$/, '')}`);
 
 const grantedTable = (action: string) => grantedLeadingKeys(statements, tableArn, action);
+/** The grants of the removal and processing sweeps: the index sweep's own are checked by its test. */
+const removalGrants = (action: string) => grantedTable(action).filter((p) => !(COLLECTIONS_SWEEP_INDEX_KEYS[action] ?? []).includes(p) || ['kitem#*', 'kproc', 'kcolsweep'].includes(p));
 const allowedTable = ({ action, on }: Access) => grantedTable(action).some((p) => leadingKeyPattern(p).test(on));
 
 /** Object key patterns of the blob bucket allowed to `action` (`<bucket ARN>/<pattern>`). */
@@ -260,7 +267,7 @@ describe('the collections sweep in AWS', () => {
 
     const from = { dynamo: emulation.stub.calls().length, s3: s3Sent.length, vectors: s3vectors.stub.calls().length };
     sqs.resetHistory();
-    expect(await handler()).toEqual({ swept: 2 });
+    expect(await handler()).toEqual({ swept: 2, index_entries_removed: 0 });
     const accesses = { dynamo: dynamoSince(from.dynamo), s3: s3Since(from.s3), vectors: vectorsSince(from.vectors) };
 
     expect((await engine.kv.query({ pk: COLLECTION_SWEEP_PARTITION })).items.map((i) => i.sk)).toEqual([collectionSweepKey(now + 60, ORG, WS, 'col_later').sk]);
@@ -280,12 +287,12 @@ describe('the collections sweep in AWS', () => {
     expectAllowed(accesses);
     // ...and every grant it holds for this work was used.
     for (const action of ['dynamodb:Query', 'dynamodb:DeleteItem']) {
-      for (const pattern of grantedTable(action).filter((p) => p !== 'kproc' || action === 'dynamodb:DeleteItem')) {
+      for (const pattern of removalGrants(action).filter((p) => p !== 'kproc' || action === 'dynamodb:DeleteItem')) {
         expect(accesses.dynamo.some((a) => a.action === action && leadingKeyPattern(pattern).test(a.on)), `${action} on ${pattern} unused`).toBe(true);
       }
     }
     for (const action of Object.keys(COLLECTIONS_SWEEP_OBJECTS)) expect(accesses.s3.some((a) => a.action === action), `${action} unused`).toBe(true);
-    expect([...new Set(accesses.vectors)].sort()).toEqual([...COLLECTIONS_SWEEP_VECTOR_ACTIONS].sort());
+    expect([...new Set(accesses.vectors)].sort()).toEqual(['s3vectors:DeleteIndex', 's3vectors:DeleteVectors']);
   });
 
   it('sends lost items again to the knowledge queue, and drops entries of items gone, with exactly the grants the stack gives it', async () => {
@@ -315,13 +322,105 @@ describe('the collections sweep in AWS', () => {
     expect(accesses.s3).toEqual([]);
     expect(accesses.vectors).toEqual([]);
     for (const action of ['dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:PutItem']) {
-      for (const pattern of grantedTable(action)) expect(accesses.dynamo.some((a) => a.action === action && leadingKeyPattern(pattern).test(a.on)), `${action} on ${pattern} unused`).toBe(true);
+      for (const pattern of removalGrants(action)) expect(accesses.dynamo.some((a) => a.action === action && leadingKeyPattern(pattern).test(a.on)), `${action} on ${pattern} unused`).toBe(true);
     }
     expect(accesses.dynamo.some((a) => a.action === 'dynamodb:Query' && a.on === PROCESSING_PARTITION)).toBe(true);
     expect(accesses.dynamo.some((a) => a.action === 'dynamodb:DeleteItem' && a.on === PROCESSING_PARTITION)).toBe(true);
     // Every action the role holds on the table was used by the two runs (this one and the removal's).
     const actions = [...new Set(statements.flatMap((s) => s.actions).filter((a) => a.startsWith('dynamodb:')))];
-    expect(actions.sort()).toEqual(['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actions.sort()).toEqual(['dynamodb:BatchGetItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+  });
+
+  it('removes index entries no item serves (an item deleted while the processor holding it died), organizations in turn, a large index resumed at its cursor, with exactly the grants the stack gives it', async () => {
+    await clearSweepPartitions();
+    const now = nowSeconds();
+    const WS2 = 'ws_2';
+    const ORG2 = 'org_2';
+    const OTHER_INDEX = 'wsdb-other';
+    await engine.vectors.createIndex(OTHER_INDEX, 3);
+    const database = (org: string, workspace: string, index: string, id: string) =>
+      engine.kv.put({ ...databaseKey(workspace), workspace_id: workspace, organization_id: org, database_id: id, state: 'active', embedding_route: 'emb', upstream_model: 'm', dimensions: 3, index, created_at: 'x', passages: 0, bytes: 0 });
+    await database(ORG, WS, CLOUD_INDEX, 'vdb_1');
+    await database(ORG2, WS2, OTHER_INDEX, 'vdb_2');
+    // Registered as a cloud collection's creation registers them.
+    await engine.kv.transact(registerIndexWrites(engine, ORG, WS, CLOUD_INDEX));
+    await engine.kv.transact(registerIndexWrites(engine, ORG2, WS2, OTHER_INDEX));
+    const chunk = (n: number) => ({ chunk_id: `chk_${String(n).padStart(6, '0')}`, text: `chunk ${n}`, locator: `line=${n}`, tokens: 2 });
+    const put = async (index: string, col: string, item: string, pkg: string, count: number) => {
+      const entries = Array.from({ length: count }, (_, n) => chunkEntry(col, item, pkg, chunk(n), new Float32Array([1, n + 1, 0.5]))!);
+      for (let i = 0; i < entries.length; i += 500) await engine.vectors.put(index, entries.slice(i, i + 500));
+    };
+    await collection('col_idx', now + 3600, 'cloud', CLOUD_INDEX);
+    // Served: more than two pages of entries, listed before the orphans (keys sort by item).
+    await engine.kv.put(itemRecord('col_idx', 'itm_0001', { mode: 'cloud', index: CLOUD_INDEX }));
+    await put(CLOUD_INDEX, 'col_idx', 'itm_0001', 'pkg_1', INDEX_SWEEP.page * 2 + 100);
+    // Processing: its pending package's entries are being put, and stay.
+    await engine.kv.put(itemRecord('col_idx', 'itm_0002', { mode: 'cloud', index: CLOUD_INDEX, state: 'processing', package_id: null, pending_package: 'pkg_2' }));
+    await put(CLOUD_INDEX, 'col_idx', 'itm_0002', 'pkg_2', 3);
+    // Deleted while its processor (killed) held it: no item, its package's entries and blob left.
+    await put(CLOUD_INDEX, 'col_idx', 'itm_f001', 'pkg_3', 4);
+    await writePackage(engine, { org: ORG, workspace: WS, collection: 'col_idx', id: 'itm_f001' }, { package_id: 'pkg_3', item_id: 'itm_f001', collection_id: 'col_idx', filename: 'a.txt', content_type: 'text/plain', sha256: 'a'.repeat(64), created_at: 'x' }, [], chunks);
+    // Re-processed: it serves pkg_5; the old package's entries were never removed (killed after its final write).
+    await engine.kv.put(itemRecord('col_idx', 'itm_f002', { mode: 'cloud', index: CLOUD_INDEX, package_id: 'pkg_5', pending_package: 'pkg_5' }));
+    await put(CLOUD_INDEX, 'col_idx', 'itm_f002', 'pkg_4', 2);
+    await put(CLOUD_INDEX, 'col_idx', 'itm_f002', 'pkg_5', 2);
+    // The vector database's own passages: never looked at.
+    await engine.vectors.put(CLOUD_INDEX, [{ key: 'itm_f003.pkg_6.chk_000000', vector: new Float32Array([1, 1, 1]), filterable: { scope: 'shared' }, payload: '{}' }]);
+    // Another organization's index: one orphan, of a collection deleted with it.
+    await put(OTHER_INDEX, 'col_gone', 'itm_f004', 'pkg_7', 2);
+    const before = vectorKeys(CLOUD_INDEX).length;
+
+    // One run of two pages: each organization gets one, so the small index is clean at once while the large one waits at its cursor.
+    expect(await sweepIndexes(engine, { pages: 2 })).toEqual({ pages: 2, removed: 2 });
+    expect(vectorKeys(OTHER_INDEX)).toEqual([]);
+    expect(vectorKeys(CLOUD_INDEX)).toHaveLength(before);
+    expect((await engine.kv.get(indexSweepKey(ORG, WS, CLOUD_INDEX)))?.cursor).toEqual(expect.any(String));
+    expect((await engine.kv.get(indexSweepKey(ORG2, WS2, OTHER_INDEX)))).toMatchObject({ cursor: null, next_pass_at: now + 24 * 3600 });
+
+    // The scheduled run goes on from the cursor (the other organization's index is not due), through to the pass's end.
+    const from = { dynamo: emulation.stub.calls().length, s3: s3Sent.length, vectors: s3vectors.stub.calls().length };
+    sqs.resetHistory();
+    expect(await handler()).toEqual({ swept: 0, index_entries_removed: 6 });
+    const accesses = { dynamo: dynamoSince(from.dynamo), s3: s3Since(from.s3), vectors: vectorsSince(from.vectors) };
+    const left = vectorKeys(CLOUD_INDEX);
+    expect(left.filter((k) => !k.startsWith('itm_0001.'))).toEqual(['itm_0002.pkg_2.chk_000000', 'itm_0002.pkg_2.chk_000001', 'itm_0002.pkg_2.chk_000002', 'itm_f002.pkg_5.chk_000000', 'itm_f002.pkg_5.chk_000001', 'itm_f003.pkg_6.chk_000000']);
+    expect(left.filter((k) => k.startsWith('itm_0001.pkg_1.'))).toHaveLength(INDEX_SWEEP.page * 2 + 100);
+    expect(await engine.blobs.head(packageBlobKey(ORG, WS, 'col_idx', 'itm_f001', 'pkg_3'))).toBeUndefined();
+    expect(await engine.kv.get(indexSweepKey(ORG, WS, CLOUD_INDEX))).toMatchObject({ cursor: null, next_pass_at: now + 24 * 3600 });
+    // A second run finds nothing due: no listing.
+    const quiet = s3vectors.stub.calls().length;
+    expect(await handler()).toEqual({ swept: 0, index_entries_removed: 0 });
+    expect(vectorsSince(quiet)).toEqual([]);
+
+    // Listed with metadata (ListVectors needs GetVectors for it); every request allowed, every index-sweep grant used.
+    const lists = s3vectors.calls().filter((c) => c.command === 'ListVectors').slice(-2);
+    for (const call of lists) expect(call.input).toMatchObject({ indexName: CLOUD_INDEX, maxResults: INDEX_SWEEP.page, returnMetadata: true });
+    expect(lists[1].input.nextToken).toEqual(expect.any(String));
+    expectAllowed(accesses);
+    expect(new Set(accesses.vectors)).toEqual(new Set(['s3vectors:ListVectors', 's3vectors:DeleteVectors']));
+    expect(statements.some((st) => st.actions.includes('s3vectors:GetVectors') && st.resources === vectorIndexArns)).toBe(true);
+    const used = [...accesses.dynamo, ...dynamoSince(0).filter((a) => a.on.startsWith('kidx'))];
+    for (const [action, patterns] of Object.entries(COLLECTIONS_SWEEP_INDEX_KEYS)) {
+      for (const pattern of patterns.filter((p) => !(action === 'dynamodb:DeleteItem'))) expect(used.some((a) => a.action === action && leadingKeyPattern(pattern).test(a.on)), `${action} on ${pattern} unused`).toBe(true);
+    }
+  }, 60_000);
+
+  it('drops the registry entry of an index whose database is gone, and an organization left without indexes', async () => {
+    await engine.kv.put({ ...databaseKey(WS), workspace_id: WS, organization_id: ORG, database_id: 'vdb_3', state: 'active', index: 'wsdb-newer', dimensions: 3 });
+    await engine.kv.delete(databaseKey('ws_2'));
+    await engine.kv.update({ key: indexSweepKey(ORG, WS, CLOUD_INDEX), set: { next_pass_at: 0 } });
+    await engine.kv.update({ key: indexSweepKey('org_2', 'ws_2', 'wsdb-other'), set: { next_pass_at: 0 } });
+    const from = emulation.stub.calls().length;
+    // The first run drops the indexes, the second the organizations left without any.
+    expect(await sweepIndexes(engine)).toEqual({ pages: 0, removed: 0 });
+    expect(await sweepIndexes(engine)).toEqual({ pages: 0, removed: 0 });
+    const accesses = dynamoSince(from);
+    expect(await engine.kv.get(indexSweepKey(ORG, WS, CLOUD_INDEX))).toBeUndefined();
+    expect(await engine.kv.get(indexSweepKey('org_2', 'ws_2', 'wsdb-other'))).toBeUndefined();
+    expect((await engine.kv.query({ pk: 'kidxorg' })).items).toEqual([]);
+    expectAllowed({ dynamo: accesses, s3: [], vectors: [] });
+    for (const pattern of COLLECTIONS_SWEEP_INDEX_KEYS['dynamodb:DeleteItem']) expect(accesses.some((a) => a.action === 'dynamodb:DeleteItem' && leadingKeyPattern(pattern).test(a.on)), pattern).toBe(true);
+    await engine.kv.delete(databaseKey(WS));
   });
 
   it('sweeps more than a batch in one run, and a spent budget stops after one batch', async () => {
@@ -332,7 +431,7 @@ describe('the collections sweep in AWS', () => {
     expect(await sweepCollections(engine, 0)).toBe(COLLECTIONS_SWEEP.batch);
     expect((await engine.kv.query({ pk: COLLECTION_SWEEP_PARTITION })).items).toHaveLength(20);
     for (let i = 0; i < count; i++) await collection(`col_more_${String(i).padStart(4, '0')}`, now - 1);
-    expect(await handler()).toEqual({ swept: count + 20 });
+    expect(await handler()).toEqual({ swept: count + 20, index_entries_removed: 0 });
     expect((await engine.kv.query({ pk: COLLECTION_SWEEP_PARTITION })).items).toEqual([]);
     expect((await liveIds()).filter((id) => id.startsWith('col_bulk_') || id.startsWith('col_more_'))).toEqual([]);
   }, 60_000);

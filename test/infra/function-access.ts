@@ -3,7 +3,7 @@
  * (action, partition key) pairs and the grants' LeadingKeys patterns, so a test checks every request
  * against the synthesized role. Shared by the sweeps' infra tests.
  */
-import { DeleteCommand, GetCommand, QueryCommand, TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchGetCommand, DeleteCommand, GetCommand, PutCommand, QueryCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import type { AllowStatement } from './helpers.js';
 
@@ -24,6 +24,10 @@ const PK = TABLE_SCHEMA.partitionKey;
 export function dynamoAccesses(command: unknown): Access[] {
   if (command instanceof GetCommand) return [{ action: 'dynamodb:GetItem', on: String(command.input.Key?.[PK]) }];
   if (command instanceof DeleteCommand) return [{ action: 'dynamodb:DeleteItem', on: String(command.input.Key?.[PK]) }];
+  if (command instanceof UpdateCommand) return [{ action: 'dynamodb:UpdateItem', on: String(command.input.Key?.[PK]) }];
+  if (command instanceof PutCommand) return [{ action: 'dynamodb:PutItem', on: String(command.input.Item?.[PK]) }];
+  // Each key of a batch is authorized as its own read.
+  if (command instanceof BatchGetCommand) return Object.values(command.input.RequestItems ?? {}).flatMap((r) => (r.Keys ?? []).map((k) => ({ action: 'dynamodb:BatchGetItem', on: String(k[PK]) })));
   if (command instanceof TransactWriteCommand) {
     return (command.input.TransactItems ?? []).map((w) => {
       if (w.Delete) return { action: 'dynamodb:DeleteItem', on: String(w.Delete.Key?.[PK]) };

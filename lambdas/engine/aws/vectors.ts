@@ -11,11 +11,12 @@ import {
   DeleteIndexCommand,
   DeleteVectorsCommand,
   GetIndexCommand,
+  ListVectorsCommand,
   PutVectorsCommand,
   QueryVectorsCommand,
   type S3VectorsClient,
 } from '@aws-sdk/client-s3vectors';
-import { VECTOR_BATCH_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex } from '../ports.js';
+import { VECTOR_BATCH_MAX, VECTOR_LIST_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex, type VectorListed } from '../ports.js';
 import { contentionPauseMs, pause } from '../../shared/backoff.js';
 import { classifyAwsError, translateAwsError } from './errors.js';
 import { VECTOR_LIMITS, checkVectorEntry, checkVectorFilter, checkVectorKey } from '../adapter-kit/vector-checks.js';
@@ -138,6 +139,35 @@ export class S3VectorIndex implements VectorIndex {
       nextToken = page.nextToken || undefined;
     } while (nextToken && hits.length < topK);
     return hits.sort((a, b) => b.score - a.score).slice(0, topK);
+  }
+
+  /**
+   * ListVectors with its metadata (which needs s3vectors:GetVectors beside ListVectors), the payload
+   * dropped. The cursor is S3 Vectors' nextToken; one it refuses (expired) starts the listing again.
+   */
+  async list(index: string, page: { limit: number; cursor?: string }): Promise<{ entries: VectorListed[]; cursor?: string }> {
+    const { limit } = page;
+    if (!Number.isInteger(limit) || limit < 1 || limit > VECTOR_LIST_MAX) throw new Error(`a listing takes 1 to ${VECTOR_LIST_MAX} entries a page, not ${limit}`);
+    const send = (nextToken?: string) =>
+      this.call('ListVectors', () =>
+        this.client.send(new ListVectorsCommand({ vectorBucketName: this.bucket, indexName: index, maxResults: limit, returnMetadata: true, ...(nextToken ? { nextToken } : {}) })),
+      );
+    let answer;
+    try {
+      answer = await send(page.cursor).catch(async (error) => {
+        if (page.cursor === undefined || (error as { name?: unknown }).name !== 'ValidationException') throw error;
+        return send();
+      });
+    } catch (error) {
+      if (classifyAwsError(error).kind === 'not_found') return { entries: [] };
+      throw error;
+    }
+    const entries = (answer.vectors ?? []).map((v) => {
+      if (v.key === undefined) throw new Error('S3 Vectors ListVectors returned a vector without its key');
+      const { [PAYLOAD_KEY]: _payload, ...filterable } = (v.metadata ?? {}) as Record<string, unknown>;
+      return { key: v.key, filterable: filterable as VectorListed['filterable'] };
+    });
+    return answer.nextToken ? { entries, cursor: answer.nextToken } : { entries };
   }
 
   /** One S3 Vectors call, tried again while S3 Vectors is throttling or unavailable; errors translated (./errors.ts). */

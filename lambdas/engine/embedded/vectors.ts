@@ -23,7 +23,7 @@ import { createRequire } from 'node:module';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { EngineError } from '../errors.js';
-import { VECTOR_BATCH_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex, type VectorMetadata } from '../ports.js';
+import { VECTOR_BATCH_MAX, VECTOR_LIST_MAX, VECTOR_TOP_K_MAX, type VectorEntry, type VectorFilter, type VectorHit, type VectorIndex, type VectorListed, type VectorMetadata } from '../ports.js';
 import { GroupCommit } from './group-commit.js';
 import { startCheckpointer, WAL_SIZE_LIMIT, type Checkpointer } from './checkpointer.js';
 import { IndexView } from './vector-view.js';
@@ -214,6 +214,19 @@ export class SqliteVectorIndex implements VectorIndex {
       // Deleted and recreated, or the log was pruned past this view: open it afresh.
       await this.forget(index);
     }
+  }
+
+  /** In key order; the cursor is the last key listed (base64url), so a page goes on after it whatever was written meanwhile. */
+  async list(index: string, page: { limit: number; cursor?: string }): Promise<{ entries: VectorListed[]; cursor?: string }> {
+    const { limit } = page;
+    if (!Number.isInteger(limit) || limit < 1 || limit > VECTOR_LIST_MAX) throw new EngineError(`a listing takes 1 to ${VECTOR_LIST_MAX} entries a page, not ${limit}`);
+    const { statements } = this.store();
+    const row = statements.index.get(index) as IndexRow | undefined;
+    if (!row) return { entries: [] };
+    const after = page.cursor === undefined ? '' : Buffer.from(page.cursor, 'base64url').toString('utf8');
+    const rows = statements.listEntries.all(row.id, after, limit) as { key: string; filterable: string }[];
+    const entries = rows.map((r) => ({ key: r.key, filterable: JSON.parse(r.filterable) as VectorMetadata }));
+    return rows.length < limit ? { entries } : { entries, cursor: Buffer.from(rows[rows.length - 1].key, 'utf8').toString('base64url') };
   }
 
   /** Resolves once this process's graph of the index holds every entry (the benchmark counts ingest by it; tests wait on it). */
@@ -443,6 +456,7 @@ function prepare(db: Database.Database) {
     entryId: db.prepare('SELECT id FROM vector_entries WHERE index_id = ? AND key = ?').pluck(),
     entry: db.prepare('SELECT key, payload FROM vector_entries WHERE id = ?'),
     entries: db.prepare('SELECT id, vector, filterable FROM vector_entries WHERE index_id = ? ORDER BY id'),
+    listEntries: db.prepare('SELECT key, filterable FROM vector_entries WHERE index_id = ? AND key > ? ORDER BY key LIMIT ?'),
     insertEntry: db.prepare('INSERT INTO vector_entries (index_id, key, vector, filterable, payload) VALUES (?, ?, ?, ?, ?)'),
     deleteEntry: db.prepare('DELETE FROM vector_entries WHERE id = ?'),
     change: db.prepare('INSERT INTO vector_changes (index_id, entry_id, added) VALUES (?, ?, ?)'),
