@@ -18,21 +18,29 @@ export const ALARM_PERIOD = Duration.minutes(5);
 
 /**
  * The oldest message of each work queue may wait this long before it alarms. Each is above what the
- * queue's own retries can make a message wait (its longest delay, or maxReceives x visibility), so an
- * alarm means the consumer is missing, failing or too slow, not a retry in progress.
+ * queue's own retries make a message wait when its consumer reports it failed (its longest send
+ * delay, plus maxReceives x retrySeconds of lambdas/engine/queues.ts; test/infra/queue-timeouts.test.ts
+ * checks), so an alarm means the consumer is missing, failing or too slow, not a retry in progress. A
+ * consumer that times out or crashes holds its batch for the whole visibility timeout (six times its
+ * timeout) each time: its function's `-errors` alarm fires at the first one.
  */
 export const QUEUE_AGE_ALARM_SECONDS: Readonly<Record<QueueName, number>> = {
-  /** Retries wait at most 600 s (retryDelaySeconds in lambdas/events/delivery.ts), plus a batch. */
+  /** Retries wait at most 600 s (retryDelaySeconds in lambdas/events/delivery.ts), a failed message 6 x 60 s. */
   webhooks: 900,
-  /** Wakes: 3 receives of 60 s; a frame later than 5 minutes is of no use to a live stream. */
+  /** Wakes: 5 receives 30 s apart; a frame later than 5 minutes is of no use to a live stream. */
   streams: 300,
-  /** Jobs: 3 receives of 300 s each; twice that means nobody takes them. */
+  /** Jobs: 5 receives 300 s apart; more means nobody takes them. */
   jobs: 1800,
   /**
    * Items: a message the consumer fails (the store failed) is seen 5 times, 900 s apart, after a delayed
    * retry's 300 s at most: 4,800 s; an hour and a half means nobody takes them.
    */
   knowledge: 5400,
+  /**
+   * Upload checks: received 2 to 27 s after they are sent, a failed one seen 5 times 60 s apart, a
+   * running one in flight up to 600 s: half an hour means nobody finishes them (uploads stay `verifying`).
+   */
+  'upload-checks': 1800,
 };
 
 /** A 5xx (or failed-execution) rate alarms past this many percent of calls... */

@@ -6,7 +6,7 @@ import { Duration, Tags } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { IQueue } from 'aws-cdk-lib/aws-sqs';
+import { CfnQueue, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import { ENV } from '../lambdas/shared/settings.js';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
@@ -207,14 +207,37 @@ export function consumerFunction(scope: Construct, props: ConsumerFunctionProps)
   return { fn, role };
 }
 
-/** An SQS event source with partial batch responses (the consumer reports the messages it failed). */
-export function sqsSource(queue: IQueue, sizing: { batchSize: number; maxBatchingWindowSeconds: number; maxConcurrency: number }): SqsEventSource {
+/**
+ * AWS's rule for a Lambda event source: the queue's visibility timeout at least six times the
+ * function's timeout, so a batch Lambda retries after a throttle is not received a second time while
+ * the first run still works on it (Lambda Developer Guide, "Using Lambda with Amazon SQS").
+ */
+export const VISIBILITY_PER_FUNCTION_TIMEOUT = 6;
+
+/**
+ * An SQS event source with partial batch responses (the consumer reports the messages it failed), for
+ * a function of `sizing.timeoutSeconds` on a queue of QUEUES: refused when the queue's visibility
+ * timeout is under VISIBILITY_PER_FUNCTION_TIMEOUT times that.
+ */
+export function sqsSource(queue: IQueue, sizing: { batchSize: number; maxBatchingWindowSeconds: number; maxConcurrency: number; timeoutSeconds: number }): SqsEventSource {
+  const visibility = queueVisibilitySeconds(queue);
+  if (visibility !== undefined && visibility < VISIBILITY_PER_FUNCTION_TIMEOUT * sizing.timeoutSeconds) {
+    throw new Error(
+      `queue ${queue.node.path}: its visibility timeout (${visibility} s) must be at least ${VISIBILITY_PER_FUNCTION_TIMEOUT} times its consumer's timeout (${sizing.timeoutSeconds} s): raise visibilitySeconds in lambdas/engine/queues.ts`,
+    );
+  }
   return new SqsEventSource(queue, {
     batchSize: sizing.batchSize,
     maxBatchingWindow: Duration.seconds(sizing.maxBatchingWindowSeconds),
     reportBatchItemFailures: true,
     maxConcurrency: sizing.maxConcurrency,
   });
+}
+
+/** A queue of this stack's visibility timeout in seconds, as its template will hold it (undefined for an imported queue). */
+function queueVisibilitySeconds(queue: IQueue): number | undefined {
+  const cfn = queue.node.defaultChild;
+  return cfn instanceof CfnQueue && typeof cfn.visibilityTimeout === 'number' ? cfn.visibilityTimeout : undefined;
 }
 
 /** Runs `fn` every `minutes`, with no retry of a failed run (`scope/Schedule`). */

@@ -2,7 +2,6 @@ import { Stack } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
-import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
 import { consumerFunction, sqsSource } from './function-defaults.js';
 import { acknowledgeTableIndexes, acknowledgeVectorIndexes } from './nag.js';
@@ -12,8 +11,7 @@ import type { VectorBucket } from './vector-bucket.js';
 /**
  * Sizing of the jobs function. A job (a vector database's removal: its passages' vectors deleted 500
  * a call, its ledger items after) works in steps and sends its own continuation, so one run stays
- * short; 240 s leaves it room under the queue's 300 s visibility timeout (SQS refuses a mapping whose
- * function may outlive a message's invisibility). A handful of jobs a batch, a handful of instances:
+ * short; 240 s leaves it room (the queue's visibility timeout is six times that, sqsSource). A handful of jobs a batch, a handful of instances:
  * jobs write S3 Vectors indexes, whose writes are throttled per index, so more at once buys nothing.
  */
 export const JOBS = {
@@ -42,9 +40,6 @@ export class JobsConsumer extends Construct {
 
   constructor(scope: Construct, id: string, props: JobsConsumerProps) {
     super(scope, id);
-    if (JOBS.timeoutSeconds >= QUEUES.jobs.visibilitySeconds) {
-      throw new Error(`the jobs function's timeout (${JOBS.timeoutSeconds} s) must stay under the jobs queue's visibility timeout (${QUEUES.jobs.visibilitySeconds} s)`);
-    }
     const { queue } = props.queues.byName.jobs;
     const { fn, role } = consumerFunction(this, {
       module: 'consumers/jobs',

@@ -4,7 +4,6 @@ import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
-import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
 import { consumerFunction, sqsSource } from './function-defaults.js';
 import { acknowledgeBlobPrefixes, acknowledgeGrantWildcards, acknowledgeTableIndexes, acknowledgeVectorIndexes } from './nag.js';
@@ -22,8 +21,8 @@ export const KNOWLEDGE_BLOB_PREFIXES = { uploads: 'ai-uploads/', collections: 'k
 /**
  * Sizing of the items function (docs/decisions/knowledge-items-aws.md). One item a message and one
  * message an invocation: a 100 MiB PDF parses for minutes, and a batch would make its neighbours wait
- * for it and come back with it when it fails. 840 s stays under the queue's 900 s visibility timeout
- * (SQS refuses a mapping whose function may outlive a message's invisibility). 3,008 MB: the file is
+ * for it and come back with it when it fails. 840 s; the queue's visibility timeout is six times that
+ * (sqsSource, lib/function-defaults.ts), a failed item's retry comes after 900 s (retrySeconds). 3,008 MB: the file is
  * held whole (100 MiB at most; a recording sent as it is, 25 MB), pdf.js's parsed document is several
  * times the file, and the text, chunks and package come on top; it is also the most a new account's
  * Lambda quota allows, and CPU grows with memory (parsing is CPU-bound). Ten instances at most: each
@@ -62,9 +61,6 @@ export class KnowledgeItems extends Construct {
 
   constructor(scope: Construct, id: string, props: KnowledgeItemsProps) {
     super(scope, id);
-    if (KNOWLEDGE_ITEMS.timeoutSeconds >= QUEUES.knowledge.visibilitySeconds) {
-      throw new Error(`the knowledge items function's timeout (${KNOWLEDGE_ITEMS.timeoutSeconds} s) must stay under the knowledge queue's visibility timeout (${QUEUES.knowledge.visibilitySeconds} s)`);
-    }
     const { queue } = props.queues.byName.knowledge;
     const { fn, role } = consumerFunction(this, {
       module: 'consumers/knowledge-items',

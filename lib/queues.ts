@@ -8,7 +8,17 @@ export interface PlatformQueue {
   readonly deadLetterQueue: Queue;
 }
 
-/** One SQS queue plus its dead-letter queue per QUEUES entry; the redrive policy mirrors the embedded queue. */
+/**
+ * Receives before a message is dead, at the least: a consumer's throttles and a deploy's cold starts
+ * should not send work to the dead-letter queue (AWS suggests 5 or more for Lambda event sources).
+ */
+export const MIN_MAX_RECEIVES = 5;
+
+/**
+ * One SQS queue plus its dead-letter queue per QUEUES entry; the redrive policy mirrors the embedded
+ * queue. The visibility timeout is QUEUES' visibilitySeconds, at least six times the consumer's
+ * timeout (sqsSource checks, lib/function-defaults.ts).
+ */
 export class Queues extends Construct {
   readonly byName: Readonly<Record<QueueName, PlatformQueue>>;
 
@@ -17,6 +27,7 @@ export class Queues extends Construct {
     const secure = { enforceSSL: true, encryption: QueueEncryption.SQS_MANAGED } as const;
     const byName = {} as Record<QueueName, PlatformQueue>;
     for (const [name, def] of Object.entries(QUEUES) as [QueueName, (typeof QUEUES)[QueueName]][]) {
+      if (def.maxReceives < MIN_MAX_RECEIVES) throw new Error(`queue ${name}: maxReceives ${def.maxReceives} is under ${MIN_MAX_RECEIVES} (lambdas/engine/queues.ts)`);
       const deadLetterQueue = new Queue(this, construct(deadLetterQueueName(name)), {
         ...secure,
         // SQS's maximum: 14 days to inspect and replay. Longer-lived dead letters live in DynamoDB.

@@ -3,7 +3,6 @@ import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
-import { QUEUES } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
 import { consumerFunction, grantItems, sqsSource } from './function-defaults.js';
 import type { Queues } from './queues.js';
@@ -58,7 +57,6 @@ export class StreamDelivery extends Construct {
   constructor(scope: Construct, id: string, props: StreamDeliveryProps) {
     super(scope, id);
     const { queue } = props.queues.byName.streams;
-    if (STREAM_CONSUMER.timeoutSeconds >= QUEUES.streams.visibilitySeconds) throw new Error('the stream consumer must finish within the streams queue visibility timeout');
     const { fn, role } = consumerFunction(this, {
       module: 'consumers/streams',
       name: 'streams-delivery',

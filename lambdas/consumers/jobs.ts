@@ -48,7 +48,7 @@ let consume: Promise<SqsHandler> | undefined;
 
 export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
   return inRequest({ request_id: context?.awsRequestId }, async () => {
-    consume ??= getEngine().then((engine) => sqsConsumerHandler(jobsConsumer(engine)));
+    consume ??= getEngine().then((engine) => sqsConsumerHandler(jobsConsumer(engine), { queue: engine.queue, name: 'jobs' }));
     return (await consume)(event);
   });
 }

@@ -46,7 +46,7 @@ let consume: Promise<SqsHandler> | undefined;
 
 export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
   return inRequest({ request_id: context?.awsRequestId }, async () => {
-    consume ??= getEngine().then((engine) => sqsConsumerHandler(knowledgeConsumer(engine)));
+    consume ??= getEngine().then((engine) => sqsConsumerHandler(knowledgeConsumer(engine), { queue: engine.queue, name: 'knowledge' }));
     return (await consume)(event);
   });
 }

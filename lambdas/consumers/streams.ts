@@ -20,6 +20,6 @@ export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchRes
 }
 
 async function consumeBatch(event: SQSEvent): Promise<SQSBatchResponse> {
-  consume ??= getEngine().then((engine) => sqsConsumerHandler(streamsConsumer(engine)));
+  consume ??= getEngine().then((engine) => sqsConsumerHandler(streamsConsumer(engine), { queue: engine.queue, name: 'streams' }));
   return (await consume)(event);
 }

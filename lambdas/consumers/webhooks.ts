@@ -25,6 +25,6 @@ export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchRes
 }
 
 async function consumeBatch(event: SQSEvent): Promise<SQSBatchResponse> {
-  consume ??= getEngine().then((engine) => sqsConsumerHandler(webhookConsumer(engine, { eventBus: eventBusSender() })));
+  consume ??= getEngine().then((engine) => sqsConsumerHandler(webhookConsumer(engine, { eventBus: eventBusSender() }), { queue: engine.queue, name: 'webhooks' }));
   return (await consume)(event);
 }

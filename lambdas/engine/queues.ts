@@ -1,32 +1,59 @@
+import type { Queue } from './ports.js';
+
 /**
  * The queues the platform uses, with their redrive policy. The stack creates one SQS queue and one
  * dead-letter queue per entry; the embedded queue applies the same policy.
  */
 export interface QueueDef {
-  /** Receives after which a message moves to `<name>-dead`. */
+  /** Receives after which a message moves to `<name>-dead`: at least 5 (lib/queues.ts refuses fewer). */
   maxReceives: number;
-  /** Default visibility lease, seconds. */
+  /**
+   * The lease a receive takes (in AWS the queue's visibility timeout): at least six times its consumer
+   * function's timeout, AWS's rule for Lambda event sources (lib/function-defaults.ts sqsSource refuses
+   * less), so a batch Lambda retries after a throttle is not received twice. Only a consumer that dies
+   * or times out leaves a message in flight this long.
+   */
   visibilitySeconds: number;
+  /**
+   * How long a message its consumer reported failed waits before it is received again: its lease is
+   * shortened to this (ChangeMessageVisibility), so a long visibility timeout does not slow retries.
+   */
+  retrySeconds: number;
 }
 
 export const QUEUES = {
-  /** Webhook delivery attempts (Events API). */
-  webhooks: { maxReceives: 6, visibilitySeconds: 60 },
+  /** Webhook delivery attempts (Events API); a failed attempt is a new message with its own delay (lambdas/events/delivery.ts). Consumer: 30 s. */
+  webhooks: { maxReceives: 6, visibilitySeconds: 180, retrySeconds: 60 },
   /**
    * Wake-ups of WebSocket streams in AWS (a subscription's inbox was written, or a lease ended): its
-   * consumer sends frames to the subscription's open connections (docs/events/stream.md).
+   * consumer sends frames to the subscription's open connections (docs/events/stream.md). Consumer: 30 s.
    */
-  streams: { maxReceives: 3, visibilitySeconds: 60 },
-  /** Background jobs (lease expiry, knowledge jobs). */
-  jobs: { maxReceives: 3, visibilitySeconds: 300 },
+  streams: { maxReceives: 5, visibilitySeconds: 180, retrySeconds: 30 },
+  /** Background jobs (lease expiry, knowledge jobs). Consumer: 240 s. */
+  jobs: { maxReceives: 5, visibilitySeconds: 1440, retrySeconds: 300 },
   /**
    * Collection items to process (lambdas/knowledge/processing.ts): one message per item. The item's own
-   * lease and the processing sweep recover a processor that died, so the visibility timeout only has
-   * to outlast the function's (lib/knowledge-items.ts).
+   * lease and the processing sweep recover a processor that died. Consumer: 840 s.
    */
-  knowledge: { maxReceives: 5, visibilitySeconds: 900 },
+  knowledge: { maxReceives: 5, visibilitySeconds: 5040, retrySeconds: 900 },
+  /**
+   * SHA-256 checks of AI uploads whose complete call could not wait for them (lambdas/knowledge/uploads.ts,
+   * docs/decisions/upload-checks.md): one message per upload, received after the call's deadline. Consumer: 600 s.
+   */
+  'upload-checks': { maxReceives: 5, visibilitySeconds: 3600, retrySeconds: 60 },
 } as const satisfies Record<string, QueueDef>;
 
 export type QueueName = keyof typeof QUEUES;
 
 export const deadLetterQueueName = (name: string) => `${name}-dead`;
+
+/**
+ * Shortens the leases of the messages a consumer reported failed to their queue's `retrySeconds`, so
+ * they come back then rather than at the end of the (much longer) visibility timeout. A lease that
+ * cannot be shortened just runs out: the message is retried later, never lost, so errors are only
+ * handed to `onError`.
+ */
+export async function retryFailedSoon(queue: Pick<Queue, 'changeVisibility'>, name: QueueName, receipts: readonly string[], onError: (error: unknown) => void = () => {}): Promise<void> {
+  const { retrySeconds } = QUEUES[name];
+  await Promise.all(receipts.map((receipt) => queue.changeVisibility(name, receipt, retrySeconds).catch(onError)));
+}

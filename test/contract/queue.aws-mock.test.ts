@@ -19,6 +19,7 @@ import {
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { SqsQueue, sqsConsumerHandler } from '../../lambdas/engine/aws/queue.js';
 import { EngineLimitError, EngineUnavailableError } from '../../lambdas/engine/errors.js';
+import { QUEUES } from '../../lambdas/engine/queues.js';
 
 const URLS = {
   webhooks: 'https://sqs.us-east-1.amazonaws.com/123456789012/webhooks',
@@ -188,6 +189,25 @@ describe('sqsConsumerHandler', () => {
       { id: 'b', body: 'bad', receipt: 'r-b', receiveCount: 3 },
       { id: 'c', body: 'good', receipt: 'r-c', receiveCount: 2 },
     ]);
+  });
+
+  it("with its queue, shortens each failed message's lease to the queue's retrySeconds, so the long visibility timeout does not delay retries", async () => {
+    sqs.on(ChangeMessageVisibilityCommand).resolves({});
+    const handler = sqsConsumerHandler(async (messages) => ({ failed: messages.filter((m) => m.body === 'bad').map((m) => m.id) }), { queue, name: 'jobs' });
+    const event: SQSEvent = { Records: [record('a', 'good', 1), record('b', 'bad', 3), record('c', 'bad', 1)] };
+    expect(await handler(event)).toEqual({ batchItemFailures: [{ itemIdentifier: 'b' }, { itemIdentifier: 'c' }] });
+    expect(inputs(ChangeMessageVisibilityCommand)).toEqual([
+      { QueueUrl: URLS.jobs, ReceiptHandle: 'r-b', VisibilityTimeout: QUEUES.jobs.retrySeconds },
+      { QueueUrl: URLS.jobs, ReceiptHandle: 'r-c', VisibilityTimeout: QUEUES.jobs.retrySeconds },
+    ]);
+    // A lease SQS will not shorten just runs out: the batch's answer is the same.
+    sqs.reset();
+    sqs.on(ChangeMessageVisibilityCommand).rejects(new RequestThrottled({ message: 'slow down', $metadata: {} }));
+    expect(await handler(event)).toEqual({ batchItemFailures: [{ itemIdentifier: 'b' }, { itemIdentifier: 'c' }] });
+    // Nothing failed: no call.
+    sqs.reset();
+    await handler({ Records: [record('a', 'good', 1)] });
+    expect(inputs(ChangeMessageVisibilityCommand)).toEqual([]);
   });
 
   it('answers no failures when all succeed, and lets a throw fail the whole batch', async () => {

@@ -16,6 +16,7 @@ import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Queue, QueueConsumer, QueueMessage, QueueSendOptions } from '../ports.js';
 import { assertQueueReceive, assertQueueSend, assertQueueVisibility } from '../adapter-kit/queue-checks.js';
 import { callAws, isNotInFlight } from './errors.js';
+import { retryFailedSoon, type QueueName } from '../queues.js';
 
 export class SqsQueue implements Queue {
   /** `urls`: queue name (see queues.ts, dead-letter queues included) -> SQS queue URL. */
@@ -86,8 +87,13 @@ export class SqsQueue implements Queue {
   }
 }
 
-/** Lambda handler for an SQS event source: runs the consumer and answers a partial batch response. */
-export function sqsConsumerHandler(consumer: QueueConsumer): (event: SQSEvent) => Promise<SQSBatchResponse> {
+/**
+ * Lambda handler for an SQS event source: runs the consumer and answers a partial batch response.
+ * With `retry` (the queue port and the queue's name), each failed message's lease is first shortened
+ * to the queue's retrySeconds (QUEUES): the visibility timeout is six times the function's timeout
+ * (lib/queues.ts), far longer than a failed message should wait.
+ */
+export function sqsConsumerHandler(consumer: QueueConsumer, retry?: { queue: Pick<Queue, 'changeVisibility'>; name: QueueName }): (event: SQSEvent) => Promise<SQSBatchResponse> {
   return async (event) => {
     const messages: QueueMessage[] = event.Records.map((r) => ({
       id: r.messageId,
@@ -96,6 +102,10 @@ export function sqsConsumerHandler(consumer: QueueConsumer): (event: SQSEvent) =
       receiveCount: Number(r.attributes.ApproximateReceiveCount),
     }));
     const { failed } = await consumer(messages);
+    if (retry && failed.length) {
+      const receipts = new Map(messages.map((m) => [m.id, m.receipt]));
+      await retryFailedSoon(retry.queue, retry.name, failed.flatMap((id) => receipts.get(id) ?? []));
+    }
     return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
   };
 }
