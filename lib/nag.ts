@@ -223,6 +223,17 @@ export function acknowledgeUploadsSweepObjects(role: IConstruct, arns: readonly 
   }
 }
 
+/** The upload checks' object grants (lib/upload-checks.ts): named actions on one key prefix of the blob bucket each. */
+export function acknowledgeUploadChecksObjects(role: IConstruct, arns: readonly string[]): void {
+  for (const arn of arns) {
+    ack(
+      role,
+      `AwsSolutions-IAM5[Resource::${flat(role, arn)}]`,
+      "An upload's joined object and its kept bytes are named at run time (staging id; organization, workspace, SHA-256, generation); the wildcard covers one prefix of the blob bucket (.staging/ or ai-uploads/) with the actions named in its statement only.",
+    );
+  }
+}
+
 /** Knowledge's object grants (lib/knowledge-items.ts): named actions on one key prefix of the blob bucket each. */
 export function acknowledgeBlobPrefixes(role: IConstruct, arns: readonly string[]): void {
   for (const arn of arns) {

@@ -14,6 +14,7 @@ import { EventsEdge } from './events-edge.js';
 import { AiEdge } from './ai-edge.js';
 import { BlobArrivals } from './blob-arrivals.js';
 import { UploadsSweep } from './uploads-sweep.js';
+import { UploadChecks } from './upload-checks.js';
 import { CollectionsSweep } from './collections-sweep.js';
 import { KnowledgeItems } from './knowledge-items.js';
 import { DataEdge } from './data-edge.js';
@@ -25,7 +26,7 @@ export interface PlatformStackProps extends StackProps {
   readonly manageAccountLoggingRole?: boolean;
 }
 
-/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep, the knowledge queue's consumer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep and checks, the knowledge queue's consumer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly vectors: VectorBucket;
@@ -41,6 +42,7 @@ export class PlatformStack extends Stack {
   readonly aiEdge: AiEdge;
   readonly blobArrivals: BlobArrivals;
   readonly uploadsSweep: UploadsSweep;
+  readonly uploadChecks: UploadChecks;
   readonly collectionsSweep: CollectionsSweep;
   readonly knowledgeItems: KnowledgeItems;
   readonly dataEdge: DataEdge;
@@ -70,6 +72,8 @@ export class PlatformStack extends Stack {
     this.blobArrivals = new BlobArrivals(this, 'BlobArrivals', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     // What expired AI uploads leave (docs/decisions/ai-uploads.md, "Expiry"), swept on a schedule.
     this.uploadsSweep = new UploadsSweep(this, 'UploadsSweep', { table: this.storage.table, bucket: this.storage.bucket });
+    // AI uploads' SHA-256 checks that outlast their complete call (docs/decisions/upload-checks.md).
+    this.uploadChecks = new UploadChecks(this, 'UploadChecks', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     // Collection items become packages of cited chunks: the knowledge queue's consumer (docs/decisions/knowledge-items-aws.md).
     const knowledge = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, vectors: this.vectors };
     this.knowledgeItems = new KnowledgeItems(this, 'KnowledgeItems', knowledge);

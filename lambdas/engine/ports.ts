@@ -146,6 +146,19 @@ export interface BlobStore {
   ): Promise<StoredBlob>;
   abortMultipart(key: string, uploadId: string): Promise<void>;
   /**
+   * A complete in two steps, so the long one can run elsewhere (docs/decisions/upload-checks.md):
+   * joins the parts in order (checked as completeMultipart checks them) without reading them, the
+   * joined bytes waiting under no key until checkJoined. The upload is no longer open afterwards.
+   */
+  joinMultipart(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void>;
+  /**
+   * Reads what joinMultipart joined for `uploadId` through SHA-256 and keeps it at `key` only if it
+   * matches `expect` (the joined bytes are consumed either way; BlobMismatchError when they do not
+   * match). Stopped by `signal`, it throws the signal's reason and keeps them for a later call.
+   * UploadNotFoundError when nothing joined waits (never joined, or checked already).
+   */
+  checkJoined(key: string, uploadId: string, expect: BlobExpectation, signal?: AbortSignal): Promise<StoredBlob>;
+  /**
    * The parts an open upload holds, ascending by number (the last sent under a number), parts sent
    * straight to the store through partUrl included: what a client that names no etags completes with.
    * UploadNotFoundError when the upload is not open.
@@ -346,7 +359,6 @@ export interface VectorListed {
 
 /** Most entries a listing page holds (S3 Vectors' ListVectors maxResults). */
 export const VECTOR_LIST_MAX = 1000;
-}
 
 // ---------- clock ----------
 

@@ -29,6 +29,10 @@ export interface RunningOperation {
   completionWrite(body: object): KvUpdate;
 }
 
+/** An answer's status, fixed or told by the answer. */
+export type AnswerStatus = number | ((body: object) => number);
+const statusOf = (status: AnswerStatus, body: object) => (typeof status === 'function' ? status(body) : status);
+
 export type HeldOperation = { kind: 'replay'; response: HttpResponse } | { kind: 'held'; release(): Promise<void> };
 
 export interface IdempotentOperation {
@@ -37,9 +41,10 @@ export interface IdempotentOperation {
   /**
    * Answers once per id: a kept answer is replayed (`x-idempotent-replay: true`); otherwise `work`
    * runs and its answer is kept before it leaves (so a replay sent the moment the caller has it finds
-   * it, on any instance), with `status`; an error is never kept and lets the id go.
+   * it, on any instance), with `status` (or the status it gives for the answer: a call that may end
+   * `202`); an error is never kept and lets the id go.
    */
-  answer<C>(call: OperationCall<C>, work: (running: RunningOperation) => Promise<object>, status?: number): Promise<HttpResponse>;
+  answer<C>(call: OperationCall<C>, work: (running: RunningOperation) => Promise<object>, status?: AnswerStatus): Promise<HttpResponse>;
   /**
    * Holds the id while an answer that is never kept (a stream) is made: `release` lets it go (call it
    * before the last event, and on failure). A kept answer is replayed instead.
@@ -83,7 +88,7 @@ function operationOf(rules: OperationRules, req: HttpRequest, scope: RequestScop
         body = await work({
           completionWrite: (kept) => {
             keptInTransaction = true;
-            return claim.completionWrite({ status, body: kept as KvValue });
+            return claim.completionWrite({ status: statusOf(status, kept), body: kept as KvValue });
           },
         });
       } catch (error) {
@@ -92,9 +97,9 @@ function operationOf(rules: OperationRules, req: HttpRequest, scope: RequestScop
       }
       // A record that cannot be kept is logged; the call stands (the id lapses with its hold).
       if (!keptInTransaction) {
-        await claim.complete({ status, body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { operation: id, error: String(error) }));
+        await claim.complete({ status: statusOf(status, body), body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { operation: id, error: String(error) }));
       }
-      return { status, headers: JSON_TYPE, body };
+      return { status: statusOf(status, body), headers: JSON_TYPE, body };
     },
     async hold(call) {
       const claim = await claimOperation(scope.engine, rules, id, withRequest(call));
@@ -117,7 +122,7 @@ function unnamedOperation(id: string): IdempotentOperation {
           throw new Error(`operation ${id}: a call that named no operation keeps no answer`);
         },
       });
-      return { status, headers: JSON_TYPE, body };
+      return { status: statusOf(status, body), headers: JSON_TYPE, body };
     },
     hold: async () => ({ kind: 'held', release: async () => {} }),
   };

@@ -108,7 +108,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.uploads.create', api: 'ai', method: 'POST', path: '/v1/uploads', handler: 'http/handlers/ai/uploads-create', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write'], maxBodyBytes: 16 * 1024 },
   { id: 'ai.uploads.get', api: 'ai', method: 'GET', path: '/v1/uploads/{id}', handler: 'http/handlers/ai/uploads-get', capability: 'knowledge', grants: ['table:read', 'blobs:write'] },
   { id: 'ai.uploads.part', api: 'ai', method: 'PUT', path: '/v1/uploads/{id}/parts/{n}', handler: 'http/handlers/ai/uploads-part', capability: 'knowledge', grants: ['table:read', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
-  { id: 'ai.uploads.complete', api: 'ai', method: 'POST', path: '/v1/uploads/{id}/complete', handler: 'http/handlers/ai/uploads-complete', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write'], maxBodyBytes: 1024 },
+  { id: 'ai.uploads.complete', api: 'ai', method: 'POST', path: '/v1/uploads/{id}/complete', handler: 'http/handlers/ai/uploads-complete', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write', 'queue:send'], maxBodyBytes: 1024 },
   // Knowledge collections (spec 4.9; docs/ai/collections.md). Create and delete sweep or remove a collection's data: table writes for now.
   { id: 'ai.collections.create', api: 'ai', method: 'POST', path: '/v1/collections', handler: 'http/handlers/ai/collections-create', capability: 'knowledge', grants: ['table:read', 'table:write'], maxBodyBytes: 16 * 1024 },
   { id: 'ai.collections.list', api: 'ai', method: 'GET', path: '/v1/collections', handler: 'http/handlers/ai/collections-list', capability: 'knowledge', grants: ['table:read', 'secret:read'] },

@@ -19,7 +19,7 @@ import type { Engine, KvItem, KvWrite } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import { checkReplay, type OperationContext } from '../ai/operations.js';
-import { PlatformError } from '../shared/errors.js';
+import { PlatformError, type ErrorCode } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import type { OperationCall } from '../shared/operations.js';
 import { log } from '../shared/log.js';
@@ -51,7 +51,24 @@ const CONTENT_TYPE = /^[A-Za-z0-9!#$&^_.+-]{1,127}\/[A-Za-z0-9!#$&^_.+-]{1,127}(
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-export type UploadStatus = 'pending' | 'completed';
+/** `verifying`: joined, its SHA-256 being checked outside the complete call; `failed`: the check found other bytes (docs/decisions/upload-checks.md). */
+export type UploadStatus = 'pending' | 'verifying' | 'completed' | 'failed';
+
+/** The queue of checks a complete call could not finish in time (lambdas/consumers/upload-checks.ts). */
+export const UPLOAD_CHECKS_QUEUE = 'upload-checks';
+/** What the check of one upload needs: its organization, id, and the multipart upload that was joined. */
+export interface UploadCheckMessage {
+  org: string;
+  id: string;
+  engine_upload_id: string;
+}
+/**
+ * How long after the complete call's deadline its check's message is received: time for the call to stop
+ * its own check, so the two rarely read the same bytes at once (if they do, both keep the same checked bytes).
+ */
+const CHECK_HANDOVER_SECONDS = 2;
+/** Rough read rate of a check, for the 202's `poll_after_seconds` (one Lambda stream reads S3 at 80 to 200 MB/s). */
+const CHECK_BYTES_PER_SECOND = 100 * 1024 * 1024;
 
 /** Where the answer tells the client to send each part. */
 export type PartDestination =
@@ -83,6 +100,8 @@ export interface UploadView {
   created_at: string;
   expires_at: string;
   completed_at: string | null;
+  /** A failed upload's reason (`hash_mismatch`, or `upload_incomplete` when the joined bytes were lost); absent otherwise. */
+  error?: { code: string; message: string };
   /** The parts still to send, each with where it goes; empty once completed. */
   parts: PartTarget[];
   /** When the part URLs stop working (presigned ones); null where they do not expire. */
@@ -149,13 +168,14 @@ interface Upload {
   part_size: number;
   part_count: number;
   keep_source_hours: number;
-  status: 'pending' | 'completing' | 'completed';
+  status: 'pending' | 'completing' | 'verifying' | 'completed' | 'failed';
   engine_upload_id: string;
   gen: string;
   created_at: string;
   expires_at: number;
   completed_at: string | null;
   completing_until: number;
+  error: { code: string; message: string } | undefined;
 }
 
 function asUpload(item: KvItem): Upload {
@@ -177,6 +197,7 @@ function asUpload(item: KvItem): Upload {
     expires_at: Number(item.expires_at),
     completed_at: typeof item.completed_at === 'string' ? item.completed_at : null,
     completing_until: Number(item.completing_until ?? 0),
+    error: typeof item.error_code === 'string' ? { code: item.error_code, message: String(item.error_message ?? '') } : undefined,
   };
 }
 
@@ -222,7 +243,8 @@ export async function startUpload(
         upload.sha256 === request.sha256 &&
         (request.keep_source_hours === undefined || request.keep_source_hours === upload.keep_source_hours);
       if (!same) throw new PlatformError('operation_id_reused', 'This X-Operation-Id names another upload; use a new id for this file.');
-      return { upload: await view(engine, org, upload, destination), created: false };
+      // A failed upload's bytes were discarded: its start, again, opens it anew for the right bytes.
+      if (upload.status !== 'failed') return { upload: await view(engine, org, upload, destination), created: false };
     }
     // A new upload (or the id of one that expired, whose leftovers its sweep entry removes).
     const gen = newGeneration();
@@ -302,22 +324,42 @@ export async function putPart(
 const completedAlready = (upload: Upload) =>
   upload.status === 'completed'
     ? new PlatformError('upload_completed', `Upload "${upload.id}" is completed; its parts can no longer change.`, 'id')
-    : new PlatformError('operation_in_progress', `Upload "${upload.id}" is being completed.`, 'id');
+    : upload.status === 'failed'
+      ? new PlatformError('upload_incomplete', `Upload "${upload.id}" failed its check (${upload.error?.code}); start it again (POST /v1/uploads with the same id and file) and send every part.`, 'id')
+      : new PlatformError('operation_in_progress', `Upload "${upload.id}" is being completed.`, 'id');
+
+/** A failed upload's complete answers its failure, as the complete that found it would have. */
+const failure = (upload: Upload) => new PlatformError((upload.error?.code ?? 'hash_mismatch') as ErrorCode, upload.error?.message ?? 'The bytes were not the announced ones.', upload.error?.code === 'upload_incomplete' ? 'parts_received' : 'sha256');
+
+/** Whether the stored upload is still in the state `claimed` describes (every field equal). */
+const holds = (item: KvItem | undefined, claimed: Record<string, string | number>) => item !== undefined && Object.entries(claimed).every(([k, v]) => item[k] === v);
 
 async function gone(engine: Engine, principal: Principal, id: string): Promise<PlatformError> {
   return completedAlready(await readUpload(engine, principal, id));
 }
 
+/** A complete's answer: `200` the upload, or `202` while its check goes on outside the call (`verifying`). */
+export interface CompleteAnswer extends UploadView {
+  /** 202 only: where to look, and when. */
+  status_url?: string;
+  poll_after_seconds?: number;
+}
+
 /**
  * POST /v1/uploads/{id}/complete: every part there (else `409 upload_incomplete`, naming the missing
- * ones), joined and checked against the announced size and SHA-256. A mismatch is `400 hash_mismatch`:
- * the bytes are discarded and the upload is pending again with no parts, so they can be sent again.
- * A completed upload answers as it is.
+ * ones), joined, and checked against the announced size and SHA-256. The check reads the whole file
+ * (on AWS back from S3), so the call waits for it only `checkWithinMs` (UPLOAD_CHECK_WITHIN_MS): done
+ * by then, it answers as always (`200 completed`; a mismatch `400 hash_mismatch`, the bytes discarded
+ * and the upload pending again with no parts); else the upload is `verifying` and the check's message
+ * (sent before the check began) finishes it (checkJoinedUpload). A completed upload answers as it is;
+ * a verifying one too (`202`); a failed one its failure.
  */
-export async function completeUpload(engine: Engine, principal: Principal, id: string): Promise<UploadView> {
+export async function completeUpload(engine: Engine, principal: Principal, id: string, checkWithinMs: number): Promise<CompleteAnswer> {
   const org = principal.organizationId;
   let upload = await readUpload(engine, principal, id);
   if (upload.status === 'completed') return view(engine, org, upload, { route: '' });
+  if (upload.status === 'verifying') return stillChecking(await view(engine, org, upload, { route: '' }));
+  if (upload.status === 'failed') throw failure(upload);
   const now = nowSeconds(engine);
   if (upload.status === 'completing' && upload.completing_until > now) throw completedAlready(upload);
 
@@ -345,35 +387,133 @@ export async function completeUpload(engine: Engine, principal: Principal, id: s
     if (error instanceof ConditionFailedError) throw completedAlready({ ...upload, status: 'completing' });
     throw error;
   }
-  const claimed = { status: 'completing', engine_upload_id: upload.engine_upload_id, completing_until: claim.completing_until };
+  let claimed: Record<string, string | number> = { status: 'completing', engine_upload_id: upload.engine_upload_id, completing_until: claim.completing_until };
   upload = { ...upload, status: 'completing' };
 
   const bytes = bytesKeyOf(org, upload);
   try {
-    await engine.blobs.completeMultipart(
-      bytes,
-      upload.engine_upload_id,
-      [...parts.values()].map((p) => ({ partNumber: p.partNumber, etag: p.etag })),
-      { sha256: upload.sha256, size: upload.size },
-    );
+    // Cheap on every store: S3 joins the parts itself, locally the part files are only listed.
+    await engine.blobs.joinMultipart(bytes, upload.engine_upload_id, [...parts.values()].map((p) => ({ partNumber: p.partNumber, etag: p.etag })));
   } catch (error) {
-    if (error instanceof BlobMismatchError || error instanceof UploadNotFoundError) {
+    if (error instanceof UploadNotFoundError) {
       // The store kept nothing: start the parts over under a fresh multipart upload.
       await reopen(engine, org, upload, claimed);
-      if (error instanceof UploadNotFoundError) throw new PlatformError('upload_incomplete', 'The parts were lost; send every part again.', 'parts_received');
-      const message =
-        error.mismatch === 'size'
-          ? `The parts hold ${error.actual.size} bytes, not the ${upload.size} announced; they were discarded: send the parts again.`
-          : `The bytes hash to ${error.actual.sha256}, not to ${upload.sha256}; they were discarded: send the parts again.`;
-      throw new PlatformError('hash_mismatch', message, 'sha256');
+      throw lostParts();
     }
     // The store kept the upload open (a part replaced meanwhile, a failure): let it be completed again.
     await engine.kv.update({ key: uploadKey(org, id), set: { status: 'pending' }, remove: ['completing_until'], condition: { ifEquals: claimed } }).catch(() => undefined);
     if (error instanceof InvalidPartError) throw new PlatformError('upload_incomplete', 'A part changed while the upload was being completed; complete it again.', 'parts_received');
     throw error;
   }
-  const completed = await keepFile(engine, org, upload, claimed);
-  return view(engine, org, completed, { route: '' });
+
+  // Joined: from here the check may finish elsewhere, so the upload says so before it starts.
+  try {
+    await engine.kv.update({ key: uploadKey(org, id), set: { status: 'verifying' }, remove: ['completing_until'], condition: { ifEquals: claimed } });
+  } catch (error) {
+    if (error instanceof ConditionFailedError) throw completedAlready(asUpload((await engine.kv.get(uploadKey(org, id))) ?? upload.item));
+    throw error;
+  }
+  claimed = { status: 'verifying', engine_upload_id: upload.engine_upload_id };
+  upload = { ...upload, status: 'verifying' };
+  const message: UploadCheckMessage = { org, id, engine_upload_id: upload.engine_upload_id };
+  let handedOver = true;
+  try {
+    await engine.queue.send(UPLOAD_CHECKS_QUEUE, JSON.stringify(message), { delaySeconds: Math.min(900, Math.ceil(checkWithinMs / 1000) + CHECK_HANDOVER_SECONDS), group: org });
+  } catch (error) {
+    // Nobody else would finish it: this call checks to the end, however long that takes.
+    log.warn('upload check not queued; the complete call checks it whole', { upload: id, error: String(error) });
+    handedOver = false;
+  }
+
+  const deadline = new AbortController();
+  const timer = handedOver ? setTimeout(() => deadline.abort(new CheckHandedOver()), checkWithinMs) : undefined;
+  let checked: Checked;
+  try {
+    checked = await checkAndKeep(engine, org, upload, claimed, deadline.signal);
+  } catch (error) {
+    if (!handedOver) throw error;
+    // Past the deadline, or failed here: the queued check takes it from where the store left it.
+    if (!(error instanceof CheckHandedOver)) log.warn('upload check failed in the complete call; the queued check takes it over', { upload: id, error: String(error) });
+    return stillChecking(await view(engine, org, upload, { route: '' }));
+  } finally {
+    clearTimeout(timer);
+  }
+  if ('completed' in checked) return view(engine, org, checked.completed, { route: '' });
+  // Wrong bytes, or bytes lost: discarded, and the upload pending again so the right ones can be sent.
+  await reopen(engine, org, upload, claimed);
+  if ('lost' in checked) throw lostParts();
+  throw new PlatformError('hash_mismatch', mismatchMessage(upload, checked.mismatch), 'sha256');
+}
+
+/** The reason a complete call stops its own check: its deadline passed and the queued check goes on. */
+class CheckHandedOver extends Error {
+  override name = 'CheckHandedOver';
+}
+
+const lostParts = () => new PlatformError('upload_incomplete', 'The parts were lost; send every part again.', 'parts_received');
+
+const mismatchMessage = (upload: Upload, error: BlobMismatchError) =>
+  error.mismatch === 'size'
+    ? `The parts hold ${error.actual.size} bytes, not the ${upload.size} announced; they were discarded: send the parts again.`
+    : `The bytes hash to ${error.actual.sha256}, not to ${upload.sha256}; they were discarded: send the parts again.`;
+
+const stillChecking = (upload: UploadView): CompleteAnswer => ({
+  ...upload,
+  status_url: `/v1/uploads/${encodeURIComponent(upload.id)}`,
+  poll_after_seconds: Math.min(60, Math.max(1, Math.ceil(upload.size / CHECK_BYTES_PER_SECOND))),
+});
+
+type Checked = { completed: Upload } | { mismatch: BlobMismatchError } | { lost: true };
+
+/**
+ * The check itself, the same wherever it runs: the joined bytes read through SHA-256 and kept at the
+ * upload's key only if they match, then the stored file recorded and the upload completed (keepFile),
+ * both conditional on `claimed`. Bytes at the upload's key were checked (nothing else writes there), so
+ * a joined upload found gone was checked by another run: its bytes there are kept, else they were lost.
+ * A stop by `signal` throws its reason and leaves the joined bytes for the next run.
+ */
+async function checkAndKeep(engine: Engine, org: string, upload: Upload, claimed: Record<string, string | number>, signal?: AbortSignal): Promise<Checked> {
+  const bytes = bytesKeyOf(org, upload);
+  try {
+    await engine.blobs.checkJoined(bytes, upload.engine_upload_id, { sha256: upload.sha256, size: upload.size }, signal);
+  } catch (error) {
+    if (error instanceof BlobMismatchError) return { mismatch: error };
+    if (!(error instanceof UploadNotFoundError)) throw error;
+    if (!(await engine.blobs.head(bytes))) return { lost: true };
+  }
+  return { completed: await keepFile(engine, org, upload, claimed) };
+}
+
+/**
+ * The upload-checks queue's work (lambdas/consumers/upload-checks.ts): finishes the check of an upload
+ * its complete call left `verifying`. Completed, it is as a complete would have left it; wrong bytes are
+ * deleted unseen and the upload `failed` with `hash_mismatch` (nobody waits for a 400 now: GET tells).
+ * An upload no longer verifying that multipart upload (checked by its call, expired, started anew) is
+ * left alone. Store failures throw: the message comes back.
+ */
+export async function checkJoinedUpload(engine: Engine, message: UploadCheckMessage): Promise<'completed' | 'failed' | 'skipped'> {
+  const item = await engine.kv.get(uploadKey(message.org, message.id));
+  if (!item || item.status !== 'verifying' || item.engine_upload_id !== message.engine_upload_id || Number(item.expires_at) <= nowSeconds(engine)) return 'skipped';
+  const upload = asUpload(item);
+  const claimed = { status: 'verifying', engine_upload_id: upload.engine_upload_id };
+  let checked: Checked;
+  try {
+    checked = await checkAndKeep(engine, message.org, upload, claimed);
+  } catch (error) {
+    if (error instanceof PlatformError) return 'skipped'; // kept meanwhile by the complete call (keepFile's lost race)
+    throw error;
+  }
+  if ('completed' in checked) return 'completed';
+  const error = 'lost' in checked
+    ? { code: 'upload_incomplete', message: 'The joined parts were lost before they were checked; start the upload again and send every part.' }
+    : { code: 'hash_mismatch', message: mismatchMessage(upload, checked.mismatch).replace(': send the parts again.', ': start the upload again (POST /v1/uploads with the same id and file) and send the parts.') };
+  try {
+    await engine.kv.update({ key: uploadKey(message.org, upload.id), set: { status: 'failed', error_code: error.code, error_message: error.message }, condition: { ifEquals: claimed } });
+  } catch (failed) {
+    if (failed instanceof ConditionFailedError) return 'skipped'; // settled meanwhile by the complete call
+    throw failed;
+  }
+  return 'failed';
 }
 
 /**
@@ -407,7 +547,7 @@ async function keepFile(engine: Engine, org: string, upload: Upload, claimed: Re
     } catch (error) {
       if (!(error instanceof ConditionFailedError)) throw error;
       const mine = await engine.kv.get(uploadKey(org, upload.id));
-      if (mine?.status !== 'completing' || mine.completing_until !== claimed.completing_until) throw completedAlready(asUpload(mine ?? upload.item));
+      if (!holds(mine, claimed)) throw completedAlready(asUpload(mine ?? upload.item));
       continue; // the stored file changed meanwhile: look again
     }
     if (live) await engine.blobs.delete(ours); // the same bytes are kept already
@@ -443,15 +583,18 @@ async function receivedParts(engine: Engine, org: string, upload: Upload): Promi
 }
 
 async function view(engine: Engine, org: string, upload: Upload, destination: PartDestination): Promise<UploadView> {
-  const completed = upload.status === 'completed';
+  // Joined (verifying) or kept, every part arrived; a failed upload's were discarded, and it takes none.
+  const joined = upload.status === 'completed' || upload.status === 'verifying';
+  const settled = joined || upload.status === 'failed';
   let received: number[];
-  if (completed) received = Array.from({ length: upload.part_count }, (_, i) => i + 1);
+  if (joined) received = Array.from({ length: upload.part_count }, (_, i) => i + 1);
+  else if (upload.status === 'failed') received = [];
   else {
     const parts = await receivedParts(engine, org, upload);
     received = [...parts.values()].filter((p) => p.size === partBytes(upload, p.partNumber)).map((p) => p.partNumber);
   }
   const have = new Set(received);
-  const missing = completed ? [] : Array.from({ length: upload.part_count }, (_, i) => i + 1).filter((n) => !have.has(n));
+  const missing = settled ? [] : Array.from({ length: upload.part_count }, (_, i) => i + 1).filter((n) => !have.has(n));
   const presigned = 'presigned' in destination && engine.blobs.partUrl !== undefined;
   const parts: PartTarget[] = await Promise.all(
     missing.map(async (n) => ({
@@ -470,7 +613,7 @@ async function view(engine: Engine, org: string, upload: Upload, destination: Pa
     content_type: upload.content_type,
     size: upload.size,
     sha256: upload.sha256,
-    status: completed ? 'completed' : 'pending',
+    status: upload.status === 'completing' ? 'pending' : upload.status,
     part_size: upload.part_size,
     part_count: upload.part_count,
     parts_received: received,
@@ -478,6 +621,7 @@ async function view(engine: Engine, org: string, upload: Upload, destination: Pa
     created_at: upload.created_at,
     expires_at: iso(upload.expires_at),
     completed_at: upload.completed_at,
+    ...(upload.status === 'failed' && upload.error ? { error: upload.error } : {}),
     parts,
     part_urls_expire_at: presigned && parts.length ? iso(nowSeconds(engine) + PART_URL_SECONDS) : null,
   };

@@ -24,6 +24,7 @@ import { onItemQueued } from '../knowledge/items.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
 import { sweepIndexes } from '../knowledge/index-sweep.js';
 import { sweepExpiredUploads } from '../knowledge/uploads.js';
+import { uploadChecksConsumer } from '../consumers/upload-checks.js';
 import { inRequest, log } from '../shared/log.js';
 
 const BATCH = 10;
@@ -46,6 +47,8 @@ export const RECEIVERS = {
   jobs: { maxInFlight: 4, idleMs: 250 },
   /** Items parse and chunk in bounded children (knowledge/extraction-pool.ts): two at once per background process, one child each. */
   knowledge: { maxInFlight: 2, idleMs: 100 },
+  /** Each check reads a whole file (up to 5 GiB) from disk: two at once. */
+  'upload-checks': { maxInFlight: 2, idleMs: 250 },
 } as const;
 
 /** Where a receiver learns that a message was just queued (a hint): this process's own sends by default, the primary's relay in a background process. */
@@ -62,6 +65,8 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: wakeups.webhooks }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
     startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: wakeups.knowledge }, onError),
+    // AI uploads whose complete call answered 202, as lambdas/consumers/upload-checks.ts does on AWS.
+    startReceiver(engine, { queue: 'upload-checks', consumer: uploadChecksConsumer(engine), ...RECEIVERS['upload-checks'] }, onError),
   ];
 
   let indexSweep: Promise<void> | undefined;

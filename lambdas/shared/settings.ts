@@ -126,6 +126,7 @@ export interface Settings {
   collectionRetentionSeconds: number;
   knowledgeLeaseSeconds: number;
   collectionIndexSweepSeconds: number;
+  uploadCheckWithinMs: number;
   ffmpegPath: string;
   localWorkers: number;
   backgroundWorkers: number;
@@ -215,6 +216,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     wholeNumber(1, 30 * 24 * 3600),
     24 * 3600,
     "How often each workspace vector index holding cloud collections' chunks is read through for entries no item serves any more (a processor that died while its item was deleted leaves them), in seconds: a pass starts at most this often per index (default a day; docs/decisions/knowledge-index-sweep.md). Lower it only to try the sweep.",
+  ),
+  uploadCheckWithinMs: define(
+    'UPLOAD_CHECK_WITHIN_MS',
+    wholeNumber(0, 25_000),
+    20_000,
+    "How long `POST /v1/uploads/{id}/complete` waits for its SHA-256 check, in ms, before answering `202` (`verifying`) and leaving the check to the upload-checks queue's consumer (docs/decisions/upload-checks.md). At most 25 s: under API Gateway's 29 s; lower it only to try the hand-over.",
   ),
   localWorkers: define(
     'LOCAL_WORKERS',

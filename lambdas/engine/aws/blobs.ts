@@ -157,6 +157,46 @@ export class S3BlobStore implements BlobStore {
     expect?: BlobExpectation,
   ): Promise<StoredBlob> {
     const upload = parseUploadId(this.bucket, uploadId);
+    await this.join(upload, parts);
+    try {
+      const stored = await this.hashObject(upload.Key);
+      if (!stored) throw new UploadNotFoundError(`the joined upload ${uploadId} is gone`);
+      checkExpectation(stored, expect);
+      await this.copy(upload.Key, key);
+      return stored;
+    } finally {
+      await this.deleteQuietly(upload.Key);
+    }
+  }
+
+  /** CompleteMultipartUpload on the staging key: S3 joins the parts there, nothing reads them. */
+  async joinMultipart(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    void key; // joined on the staging key, moved to `key` by checkJoined
+    await this.join(parseUploadId(this.bucket, uploadId), parts);
+  }
+
+  /**
+   * The joined object, still on its staging key, read back through SHA-256 (S3 keeps no whole-object
+   * checksum of a multipart object) and copied to `key` only if it matches. An abort leaves it there.
+   */
+  async checkJoined(key: string, uploadId: string, expect: BlobExpectation, signal?: AbortSignal): Promise<StoredBlob> {
+    const staging = parseUploadId(this.bucket, uploadId).Key;
+    // Whatever failed once the signal fired failed because of it: the caller tells a stop by its reason.
+    const stopped = (err: unknown) => (signal?.aborted ? signal.reason : err);
+    const stored = await this.hashObject(staging, signal).catch((err: unknown) => Promise.reject(stopped(err)));
+    if (!stored) throw new UploadNotFoundError(`nothing joined for upload ${uploadId}`);
+    try {
+      checkExpectation(stored, expect);
+    } catch (err) {
+      await this.deleteQuietly(staging); // wrong bytes: never copied anywhere a key names
+      throw err;
+    }
+    await this.copy(staging, key, signal).catch((err: unknown) => Promise.reject(stopped(err)));
+    await this.deleteQuietly(staging);
+    return stored;
+  }
+
+  private async join(upload: { Bucket: string; Key: string; UploadId: string }, parts: { partNumber: number; etag: string }[]): Promise<void> {
     checkPartList(parts);
     const s3Parts = parts.map((part, i) => {
       const { etag, size } = parsePartEtag(part.etag);
@@ -172,14 +212,6 @@ export class S3BlobStore implements BlobStore {
     await this.call(() =>
       this.client.send(new CompleteMultipartUploadCommand({ ...upload, MultipartUpload: { Parts: s3Parts } })),
     );
-    try {
-      const stored = await this.hashObject(upload.Key);
-      checkExpectation(stored, expect);
-      await this.copy(upload.Key, key);
-      return stored;
-    } finally {
-      await this.deleteQuietly(upload.Key);
-    }
   }
 
   async abortMultipart(key: string, uploadId: string): Promise<void> {
@@ -364,25 +396,32 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
-  /** Streams an object back to hash it. */
-  private async hashObject(key: string): Promise<StoredBlob> {
-    const out = await this.call(() => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key })));
+  /** Streams an object back to hash it (undefined when it is missing); `signal` stops the read (its reason thrown). */
+  private async hashObject(key: string, signal?: AbortSignal): Promise<StoredBlob | undefined> {
+    const out = await this.call(() => this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key }), { abortSignal: signal }), { missing: true });
+    if (!out) return undefined;
     const hash = createHash('sha256');
     let size = 0;
+    const body = out.Body as Readable;
+    const stop = () => body.destroy(signal?.reason as Error);
+    signal?.addEventListener('abort', stop, { once: true });
     try {
-      for await (const chunk of out.Body as Readable) {
+      for await (const chunk of body) {
         hash.update(chunk as Buffer);
         size += (chunk as Buffer).byteLength;
       }
     } catch (err) {
+      if (signal?.aborted) throw signal.reason;
       throw translateAwsError(err, 'S3');
+    } finally {
+      signal?.removeEventListener('abort', stop);
     }
     return { size, sha256: hash.digest('hex') };
   }
 
-  async copy(from: string, to: string): Promise<void> {
+  async copy(from: string, to: string, signal?: AbortSignal): Promise<void> {
     await this.call(() =>
-      this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: to, CopySource: `${this.bucket}/${encodeCopyKey(from)}` })),
+      this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: to, CopySource: `${this.bucket}/${encodeCopyKey(from)}` }), { abortSignal: signal }),
     );
   }
 

@@ -6,6 +6,8 @@
  *             and blob files in `.blob`, so keys `a` and `a/b` (a file and a directory) never collide
  *   uploads/<uploadId>/  one directory per multipart upload: `key` holds its object key, parts are
  *             `<partNumber>.<sha256>.part` (the part's etag is its SHA-256)
+ *   joined/<uploadId>/   an upload joined by joinMultipart and not yet checked: its directory moved
+ *             here whole, with `parts.json` naming the part files in order (checkJoined reads them)
  *   tmp/      bytes being written; renamed into place only once complete, fsynced and checked
  *
  * Every write goes to tmp/ first, is fsynced, and is renamed into place only when its SHA-256 and
@@ -17,7 +19,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, open, readFile, readdir, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
 import { BlobMismatchError, EngineError, EngineLimitError, InvalidPartError, UploadNotFoundError } from '../errors.js';
@@ -34,12 +36,14 @@ export class FileBlobStore implements BlobStore {
   private readonly objectsDir: string;
   private readonly uploadsDir: string;
   private readonly tmpDir: string;
+  private readonly joinedDir: string;
   private ready?: Promise<void>;
 
   constructor(rootDir: string) {
     this.objectsDir = join(rootDir, 'objects');
     this.uploadsDir = join(rootDir, 'uploads');
     this.tmpDir = join(rootDir, 'tmp');
+    this.joinedDir = join(rootDir, 'joined');
   }
 
   async put(key: string, body: BlobBody, expect?: BlobExpectation): Promise<StoredBlob> {
@@ -139,23 +143,7 @@ export class FileBlobStore implements BlobStore {
   ): Promise<StoredBlob> {
     const path = this.objectPath(key);
     const dir = await this.uploadDir(key, uploadId);
-    checkPartList(parts);
-    const uploaded = await this.partFiles(dir);
-    const files: { path: string; size: number }[] = [];
-    for (const part of parts) {
-      const file = uploaded.get(part.partNumber)?.find((p) => p.etag === unquote(part.etag));
-      // S3 answers InvalidPart; the upload stays open.
-      if (!file) throw new InvalidPartError(`part ${part.partNumber} with etag ${part.etag} was not uploaded`);
-      files.push({ path: file.path, size: (await stat(file.path)).size });
-    }
-    files.forEach((file, i) => {
-      if (i < files.length - 1 && file.size < LIMITS.multipartMinPartBytes) {
-        throw new EngineLimitError(
-          'multipart_part',
-          `part ${parts[i].partNumber} is ${file.size} bytes; every part but the last needs at least ${LIMITS.multipartMinPartBytes}`,
-        );
-      }
-    });
+    const files = await this.listedParts(dir, parts);
 
     const tmp = this.tmpPath();
     try {
@@ -175,6 +163,55 @@ export class FileBlobStore implements BlobStore {
     }
   }
 
+  /** The parts checked and listed in order, then the upload's directory moved under joined/ (atomic): no part can change after. */
+  async joinMultipart(key: string, uploadId: string, parts: { partNumber: number; etag: string }[]): Promise<void> {
+    const dir = await this.uploadDir(key, uploadId);
+    const files = await this.listedParts(dir, parts);
+    await writeFile(join(dir, 'parts.json'), JSON.stringify(files.map((f) => basename(f.path))));
+    await mkdir(this.joinedDir, { recursive: true });
+    try {
+      await rename(dir, join(this.joinedDir, uploadId));
+    } catch (err) {
+      if (isMissing(err)) throw new UploadNotFoundError(`no multipart upload ${uploadId}`); // aborted or joined meanwhile
+      throw err;
+    }
+  }
+
+  /** The joined parts read in order through SHA-256 into tmp/, renamed to the key only if they match. */
+  async checkJoined(key: string, uploadId: string, expect: BlobExpectation, signal?: AbortSignal): Promise<StoredBlob> {
+    const path = this.objectPath(key);
+    if (typeof uploadId !== 'string' || !UPLOAD_ID.test(uploadId)) throw new UploadNotFoundError(`nothing joined for upload ${uploadId}`);
+    const dir = join(this.joinedDir, uploadId);
+    let names: string[];
+    try {
+      if ((await readFile(join(dir, 'key'), 'utf8')) !== key) throw new UploadNotFoundError(`nothing joined for upload ${uploadId} at ${key}`);
+      names = JSON.parse(await readFile(join(dir, 'parts.json'), 'utf8')) as string[];
+    } catch (err) {
+      if (isMissing(err)) throw new UploadNotFoundError(`nothing joined for upload ${uploadId}`);
+      throw err;
+    }
+    await this.init();
+    const tmp = this.tmpPath();
+    try {
+      const stored = await writeFileFrom(tmp, Readable.from(concatFiles(names.map((n) => join(dir, n)), signal)), expect.size);
+      try {
+        checkExpectation(stored, expect);
+      } catch (err) {
+        await rm(dir, { recursive: true, force: true });
+        throw err;
+      }
+      await moveIntoPlace(tmp, path);
+      await rm(dir, { recursive: true, force: true });
+      return stored;
+    } catch (err) {
+      // A check stopped half way keeps the joined parts for the next one.
+      if (signal?.aborted && !(err instanceof BlobMismatchError)) throw signal.reason;
+      throw err;
+    } finally {
+      await rm(tmp, { force: true });
+    }
+  }
+
   async listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; size: number }[]> {
     const dir = await this.uploadDir(key, uploadId);
     const parts: { partNumber: number; etag: string; size: number }[] = [];
@@ -188,8 +225,37 @@ export class FileBlobStore implements BlobStore {
   }
 
   async abortMultipart(key: string, uploadId: string): Promise<void> {
-    const dir = await this.uploadDir(key, uploadId);
+    let dir: string;
+    try {
+      dir = await this.uploadDir(key, uploadId);
+    } catch (err) {
+      // Joined and never checked (its check abandoned): the parts go too, else nothing would remove them.
+      if (err instanceof UploadNotFoundError && UPLOAD_ID.test(uploadId)) await rm(join(this.joinedDir, uploadId), { recursive: true, force: true });
+      throw err;
+    }
     await rm(dir, { recursive: true, force: true });
+  }
+
+  /** The files of the listed parts, in order, checked as S3 checks a complete's list (the upload stays open on a refusal). */
+  private async listedParts(dir: string, parts: { partNumber: number; etag: string }[]): Promise<{ path: string; size: number }[]> {
+    checkPartList(parts);
+    const uploaded = await this.partFiles(dir);
+    const files: { path: string; size: number }[] = [];
+    for (const part of parts) {
+      const file = uploaded.get(part.partNumber)?.find((p) => p.etag === unquote(part.etag));
+      // S3 answers InvalidPart; the upload stays open.
+      if (!file) throw new InvalidPartError(`part ${part.partNumber} with etag ${part.etag} was not uploaded`);
+      files.push({ path: file.path, size: (await stat(file.path)).size });
+    }
+    files.forEach((file, i) => {
+      if (i < files.length - 1 && file.size < LIMITS.multipartMinPartBytes) {
+        throw new EngineLimitError(
+          'multipart_part',
+          `part ${parts[i].partNumber} is ${file.size} bytes; every part but the last needs at least ${LIMITS.multipartMinPartBytes}`,
+        );
+      }
+    });
+    return files;
   }
 
   // ---------- helpers ----------
@@ -309,9 +375,12 @@ async function moveIntoPlace(tmp: string, path: string): Promise<void> {
   }
 }
 
-async function* concatFiles(paths: string[]): AsyncGenerator<Buffer> {
+async function* concatFiles(paths: string[], signal?: AbortSignal): AsyncGenerator<Buffer> {
   for (const path of paths) {
-    for await (const chunk of createReadStream(path)) yield chunk as Buffer;
+    for await (const chunk of createReadStream(path)) {
+      signal?.throwIfAborted();
+      yield chunk as Buffer;
+    }
   }
 }
 

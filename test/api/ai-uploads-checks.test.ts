@@ -1,0 +1,106 @@
+/**
+ * A complete whose SHA-256 check outlasts the call, through the local server (issue 33, A3;
+ * docs/decisions/upload-checks.md): the same domain code as on AWS, over the embedded engine. With
+ * UPLOAD_CHECK_WITHIN_MS at 0 the call stops its own check at once and answers 202 `verifying`; the
+ * upload-checks receiver of the background processes (lambdas/local/queue-workers.ts; in this one
+ * process here) finishes it: completed, or, for other bytes, `failed` `hash_mismatch` with the joined
+ * parts deleted unseen. Before the change the complete answered only once the file was read (200).
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestPlatform, bearer, type TestPlatform } from '../helpers/platform.js';
+import { postWithOperation } from '../helpers/ai-calls.js';
+import { waitFor } from '../helpers/wait.js';
+import { useSettings } from '../../lambdas/shared/settings.js';
+import { storedFileKey, uploadBytesKey, uploadKey } from '../../lambdas/knowledge/upload-keys.js';
+
+const MIB = 1024 * 1024;
+let p: TestPlatform;
+let key: string;
+let org: string;
+
+const op = () => `op-${randomUUID()}`;
+const sha = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+const start = (bytes: Buffer, id = op()) =>
+  postWithOperation(p.urls.ai, key, '/v1/uploads', id, { filename: 'talk.mp4', content_type: 'video/mp4', size: bytes.length, sha256: sha(bytes) });
+const complete = (id: string) => postWithOperation(p.urls.ai, key, `/v1/uploads/${id}/complete`, op(), {});
+
+async function get(id: string) {
+  const res = await fetch(`${p.urls.ai}/v1/uploads/${id}`, { headers: bearer(key) });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+/** Starts an upload of `announced` and sends `sent` as its parts. */
+async function sendFile(announced: Buffer, sent: Buffer, id = op()) {
+  const started = await start(announced, id);
+  expect(started.status).toBe(201);
+  const upload = started.body as any;
+  for (const part of upload.parts) {
+    const bytes = sent.subarray((part.number - 1) * upload.part_size, part.number * upload.part_size);
+    const res = await fetch(part.url, { method: 'PUT', body: bytes, headers: { ...bearer(key), 'x-operation-id': op() } });
+    expect(res.status).toBe(200);
+  }
+  return upload;
+}
+
+/** The upload once its check ended (the receiver waits out the message's 2 s delay first). */
+async function checked(id: string) {
+  let now = await get(id);
+  await waitFor(`the check of ${id}`, async () => (now = await get(id)).body.status !== 'verifying', 20_000, 100);
+  return now;
+}
+
+/** Where the embedded store keeps an upload joined and not yet checked (lambdas/engine/embedded/blobs.ts). */
+const joinedDir = async (id: string) => join(p.dataDir, 'blobs', 'joined', String((await p.engine.kv.get(uploadKey(org, id)))!.engine_upload_id));
+
+beforeAll(async () => {
+  useSettings({ uploadCheckWithinMs: 0 });
+  p = await startTestPlatform();
+  key = p.credentials.secret_key;
+  org = p.credentials.organization_id;
+});
+
+afterAll(async () => {
+  await p?.close();
+  useSettings(undefined);
+});
+
+describe('a complete that cannot wait for its check, locally', () => {
+  const file = randomBytes(30 * MIB + 11);
+
+  it('answers 202 verifying; the background check completes it, and only then are its bytes kept', async () => {
+    const upload = await sendFile(file, file);
+    const done = await complete(upload.id);
+    expect(done.status).toBe(202);
+    expect(done.body).toMatchObject({ id: upload.id, status: 'verifying', parts_received: [1, 2, 3, 4, 5, 6, 7], parts: [], status_url: `/v1/uploads/${upload.id}` });
+    const item = (await p.engine.kv.get(uploadKey(org, upload.id)))!;
+    const bytes = uploadBytesKey(org, String(item.workspace_id), sha(file), String(item.gen));
+    const joined = await joinedDir(upload.id);
+    expect(existsSync(joined)).toBe(true);
+
+    const after = await checked(upload.id);
+    expect(after.body).toMatchObject({ status: 'completed', parts_received: [1, 2, 3, 4, 5, 6, 7], completed_at: expect.any(String) });
+    expect(await p.engine.kv.get(storedFileKey(org, String(item.workspace_id), sha(file)))).toMatchObject({ gen: item.gen, size: file.length });
+    expect(await p.engine.blobs.head(bytes)).toEqual({ size: file.length });
+    expect(existsSync(joined)).toBe(false);
+  }, 60_000);
+
+  it('other bytes: the background check deletes them unseen and marks the upload failed hash_mismatch', async () => {
+    const announced = randomBytes(file.length);
+    const upload = await sendFile(announced, randomBytes(file.length));
+    const done = await complete(upload.id);
+    expect([done.status, done.body.status]).toEqual([202, 'verifying']);
+    const item = (await p.engine.kv.get(uploadKey(org, upload.id)))!;
+    const joined = await joinedDir(upload.id);
+
+    const after = await checked(upload.id);
+    expect(after.body).toMatchObject({ status: 'failed', parts_received: [], parts: [], error: { code: 'hash_mismatch' } });
+    expect(existsSync(joined)).toBe(false);
+    expect(await p.engine.blobs.head(uploadBytesKey(org, String(item.workspace_id), sha(announced), String(item.gen)))).toBeUndefined();
+    expect(await p.engine.kv.get(storedFileKey(org, String(item.workspace_id), sha(announced)))).toBeUndefined();
+    const again = await complete(upload.id);
+    expect([again.status, again.body.error.code]).toEqual([400, 'hash_mismatch']);
+  }, 60_000);
+});
