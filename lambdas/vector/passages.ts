@@ -17,6 +17,10 @@ export interface Skipped {
   /** The passage's id when it had one that is a string; else null. */
   id: string | null;
   reason: SkipReason;
+  /** `invalid_metadata`: what is wrong, naming the key (docs/ai/vector.md). */
+  message?: string;
+  /** `invalid_metadata`: the field at fault, as an error's `param` names it (`documents.3.metadata.tag`; the metadata itself when no one key is, or the key is not Unicode). */
+  param?: string;
 }
 
 /** The metadata keys filters take (spec 2). */
@@ -61,23 +65,39 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
  */
 export const wellFormed = (s: string) => !/\p{Cs}/u.test(s);
 
-/** Flat metadata: strings, finite numbers (-0 kept as 0), booleans, arrays of strings. */
-function flatMetadata(value: unknown): Passage['metadata'] | undefined {
-  if (value === undefined) return {};
-  if (!isObject(value)) return undefined;
+/** Why metadata was refused: the key at fault (none: the metadata as a whole) and what is wrong with it. */
+interface MetadataFault {
+  key: string | null;
+  message: string;
+}
+
+/** A key as a message quotes it: JSON, so an empty key, a control character or a lone surrogate shows as such. */
+const quoted = (key: string) => JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key);
+
+/** Flat metadata: strings, finite numbers (-0 kept as 0), booleans, arrays of strings; else the first fault. */
+function flatMetadata(value: unknown): { metadata: Passage['metadata'] } | { fault: MetadataFault } {
+  const fault = (key: string | null, message: string) => ({ fault: { key, message } });
+  if (value === undefined) return { metadata: {} };
+  if (!isObject(value)) return fault(null, 'metadata is a JSON object of keys to strings, numbers, booleans or arrays of strings.');
   // No prototype: a key named `__proto__` is a key like any other.
   const out: Passage['metadata'] = Object.create(null);
   for (const [key, v] of Object.entries(value)) {
-    if (key.length === 0 || key.length > 64 || !wellFormed(key)) return undefined;
+    if (key.length === 0 || key.length > 64) return fault(key, `metadata key ${quoted(key)} is ${key.length} characters; a key is 1 to 64.`);
+    if (!wellFormed(key)) return fault(key, `metadata key ${quoted(key)} is not Unicode (it holds a lone surrogate).`);
     if ((typeof v === 'string' && wellFormed(v)) || typeof v === 'boolean') out[key] = v;
+    else if (typeof v === 'string') return fault(key, `metadata ${quoted(key)} is not Unicode (it holds a lone surrogate).`);
     else if (typeof v === 'number') {
-      if (!Number.isFinite(v)) return undefined;
+      if (!Number.isFinite(v)) return fault(key, `metadata ${quoted(key)} is not a finite number.`);
       out[key] = v === 0 ? 0 : v;
     } else if (Array.isArray(v) && v.every((x) => typeof x === 'string' && wellFormed(x))) out[key] = [...v];
-    else return undefined;
+    else if (Array.isArray(v)) return fault(key, `metadata ${quoted(key)} is an array of something other than Unicode strings; an array holds strings only.`);
+    else return fault(key, `metadata ${quoted(key)} is ${v === null ? 'null' : typeof v === 'object' ? 'an object' : typeof v}; metadata is flat: a string, a finite number, a boolean or an array of strings.`);
   }
-  return out;
+  return { metadata: out };
 }
+
+/** The bytes metadata adds to a passage: its JSON, or nothing when it has no key (absent metadata costs nothing). */
+export const metadataBytes = (metadata: Passage['metadata']) => (Object.keys(metadata).length ? utf8(JSON.stringify(metadata)) : 0);
 
 /** The filterable part of a passage's metadata, as the index stores it. */
 export function filterableOf(metadata: Passage['metadata']): VectorMetadata {
@@ -119,12 +139,25 @@ export function parseIngestRequest(body: unknown): IngestRequest {
       throw new PlatformError('invalid_body', 'content_sha256 is 64 lowercase hex characters.', `${param}.content_sha256`);
     }
     const idText = typeof id === 'string' ? id : null;
-    const skip = (reason: SkipReason) => skipped.push({ index, id: idText, reason });
+    const skip = (reason: SkipReason, fault?: MetadataFault) =>
+      // A key that is not Unicode is named in the message only (escaped there), not in param.
+      skipped.push({ index, id: idText, reason, ...(fault ? { message: fault.message, param: fault.key === null || !wellFormed(fault.key) ? `${param}.metadata` : `${param}.metadata.${fault.key}` } : {}) });
     if (idText === null || utf8(idText) < 1 || utf8(idText) > MAX_ID_BYTES || !wellFormed(idText)) return skip('invalid_id');
     if (typeof text !== 'string' || text.trim().length === 0 || !wellFormed(text)) return skip('invalid_text');
-    const metadata = flatMetadata(doc.metadata);
-    if (!metadata || utf8(JSON.stringify(filterableOf(metadata))) > MAX_FILTERABLE_BYTES) return skip('invalid_metadata');
-    const bytes = utf8(idText) + utf8(text) + utf8(JSON.stringify(metadata));
+    const flat = flatMetadata(doc.metadata);
+    if ('fault' in flat) return skip('invalid_metadata', flat.fault);
+    const { metadata } = flat;
+    const filterable = filterableOf(metadata);
+    const filterableBytes = utf8(JSON.stringify(filterable));
+    if (filterableBytes > MAX_FILTERABLE_BYTES) {
+      const keys = Object.keys(filterable);
+      const largest = keys.reduce((a, b) => (utf8(JSON.stringify(filterable[b])) > utf8(JSON.stringify(filterable[a])) ? b : a));
+      return skip('invalid_metadata', {
+        key: largest,
+        message: `The filterable metadata keys (${keys.map(quoted).join(', ')}) are ${filterableBytes} bytes as JSON, over ${MAX_FILTERABLE_BYTES}; the largest is ${quoted(largest)}.`,
+      });
+    }
+    const bytes = utf8(idText) + utf8(text) + metadataBytes(metadata);
     if (bytes > MAX_PASSAGE_BYTES) return skip('passage_too_large');
     passages.push({
       index,

@@ -391,7 +391,7 @@ describe('prototype-named ids and keys', () => {
     await refused('{"kind":{"$in":["a"],"__proto__":1}}', 'filter.kind');
     await refused('{"kind":{"$in":{"0":"a","length":1}}}', 'filter.kind');
     const nested = await ingest({ scope: 'shared', documents: [{ id: 'p1', text: 'x', metadata: JSON.parse('{"__proto__":{"kind":"x"}}') }] });
-    expect(nested.body.skipped).toEqual([{ index: 0, id: 'p1', reason: 'invalid_metadata' }]);
+    expect(nested.body.skipped).toEqual([{ index: 0, id: 'p1', reason: 'invalid_metadata', message: expect.stringContaining('"__proto__"'), param: 'documents.0.metadata.__proto__' }]);
     const field = await postBytes(`${p.urls.ai}/v1/vector/ingest`, '{"scope":"shared","documents":[{"id":"p2","text":"x","__proto__":{"id":"y"}}]}', { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
     expect([field.status, field.body.error.code, field.body.error.param]).toEqual([400, 'unsupported_field', 'documents.0.__proto__']);
     const top = await postBytes(`${p.urls.ai}/v1/vector/ingest`, '{"scope":"shared","documents":[{"id":"p3","text":"x"}],"__proto__":{"scope":"local"}}', { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
@@ -411,7 +411,8 @@ describe('numbers in metadata and filters', () => {
       {"id":"n-neginf","text":"number overflowing negative","metadata":{"created_at":-1e400,"category":"numbers"}}
     ]}`;
     const a = await postBytes(`${p.urls.ai}/v1/vector/ingest`, raw, { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'x-operation-id': op() });
-    expect(a.body).toEqual({ ingested: 5, skipped: [{ index: 5, id: 'n-inf', reason: 'invalid_metadata' }, { index: 6, id: 'n-neginf', reason: 'invalid_metadata' }] });
+    const infinite = (index: number, id: string) => ({ index, id, reason: 'invalid_metadata', message: 'metadata "created_at" is not a finite number.', param: `documents.${index}.metadata.created_at` });
+    expect(a.body).toEqual({ ingested: 5, skipped: [infinite(5, 'n-inf'), infinite(6, 'n-neginf')] });
   });
 
   const filtered = (filter: string) =>
@@ -467,7 +468,7 @@ describe('bodies', () => {
   it('nesting up to the chain\'s depth is parsed (and the metadata skipped); deeper, even 100,000 levels, is 400 invalid_body', async () => {
     // body 1, documents 2, the passage 3, its metadata 4 onwards: 64 levels in all.
     const at = await rawIngest(`{"scope":"shared","documents":[{"id":"deep","text":"deep","metadata":${nest(61)}}]}`);
-    expect([at.status, at.body]).toEqual([200, { ingested: 0, skipped: [{ index: 0, id: 'deep', reason: 'invalid_metadata' }] }]);
+    expect([at.status, at.body]).toEqual([200, { ingested: 0, skipped: [{ index: 0, id: 'deep', reason: 'invalid_metadata', message: expect.stringContaining('"a"'), param: 'documents.0.metadata.a' }] }]);
     const over = await rawIngest(`{"scope":"shared","documents":[{"id":"deep","text":"deep","metadata":${nest(62)}}]}`);
     expect([over.status, over.body.error.code]).toEqual([400, 'invalid_body']);
     const abyss = await rawIngest(`{"scope":"shared","documents":[{"id":"deep","text":"deep","metadata":${'['.repeat(100_000)}${']'.repeat(100_000)}}]}`);
@@ -862,9 +863,9 @@ describe('lone surrogates (JSON "\\ud800": not Unicode, stored as U+FFFD by Dyna
         { index: 0, id: 'lone\ud800', reason: 'invalid_id' },
         { index: 1, id: 'lone\udbff', reason: 'invalid_id' },
         { index: 2, id: 'text', reason: 'invalid_text' },
-        { index: 3, id: 'value', reason: 'invalid_metadata' },
-        { index: 4, id: 'element', reason: 'invalid_metadata' },
-        { index: 5, id: 'key', reason: 'invalid_metadata' },
+        { index: 3, id: 'value', reason: 'invalid_metadata', message: expect.stringContaining('"category"'), param: 'documents.3.metadata.category' },
+        { index: 4, id: 'element', reason: 'invalid_metadata', message: expect.stringContaining('"tag"'), param: 'documents.4.metadata.tag' },
+        { index: 5, id: 'key', reason: 'invalid_metadata', message: expect.stringContaining('"k\\ud83d"'), param: 'documents.5.metadata' },
       ],
     });
     expect(ids(await query({ mode: 'shared', query: 'a whole pair 🐱 is a character', top_k: 1 }, k))).toEqual(['pair🐱']);

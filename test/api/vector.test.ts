@@ -93,6 +93,52 @@ describe('with the workspace database', () => {
     expect(q.headers['x-operation-id']).toBeDefined();
   });
 
+  it('an invalid_metadata skip names the key that was wrong, in its message and its param', async () => {
+    const a = await ingest({
+      scope: 'shared',
+      documents: [
+        { id: 'm0', text: 'nested', metadata: { kind: 'ok', source: { deep: 1 } } },
+        { id: 'm1', text: 'numbers', metadata: { tag: ['a', 2] } },
+        { id: 'm2', text: 'null', metadata: { kind: 'ok', language: null } },
+        { id: 'm3', text: 'not an object', metadata: 'kind=doc' },
+        { id: 'm4', text: 'long key', metadata: { ['k'.repeat(65)]: 'v' } },
+        { id: 'm5', text: 'lone surrogate', metadata: JSON.parse('{"note":"\\ud800"}') },
+        { id: 'm6', text: 'filterable over 1,536 bytes', metadata: { kind: 'doc', category: 'c'.repeat(1600) } },
+        { id: 'm7', text: 'stored', metadata: { kind: 'ok' } },
+      ],
+    });
+    expect(a.status, a.text).toBe(200);
+    expect(a.body.ingested).toBe(1);
+    const byId = Object.fromEntries(a.body.skipped.map((s: any) => [s.id, s]));
+    const expected: Record<string, [string, string]> = {
+      m0: ['documents.0.metadata.source', '"source"'],
+      m1: ['documents.1.metadata.tag', '"tag"'],
+      m2: ['documents.2.metadata.language', '"language"'],
+      m3: ['documents.3.metadata', 'metadata is a JSON object'],
+      m4: [`documents.4.metadata.${'k'.repeat(65)}`, `"${'k'.repeat(65)}"`],
+      m5: ['documents.5.metadata.note', '"note"'],
+      m6: ['documents.6.metadata.category', '"category"'],
+    };
+    for (const [id, [param, named]] of Object.entries(expected)) {
+      expect(byId[id], id).toEqual({ index: Number(id.slice(1)), id, reason: 'invalid_metadata', message: expect.stringContaining(named), param });
+    }
+    expect(byId.m6.message).toContain('over 1536');
+  });
+
+  it('absent or empty metadata counts nothing toward the 10 KiB of a passage; any key counts its whole JSON', async () => {
+    // id + text exactly 10 KiB: stored without metadata (absent or {}), too large with any.
+    const text = (id: string) => 'y'.repeat(10 * 1024 - Buffer.byteLength(id));
+    const a = await ingest({
+      scope: 'shared',
+      documents: [
+        { id: 'absent', text: text('absent') },
+        { id: 'empty', text: text('empty'), metadata: {} },
+        { id: 'keyed', text: text('keyed'), metadata: { kind: 'a' } },
+      ],
+    });
+    expect([a.status, a.body]).toEqual([200, { ingested: 2, skipped: [{ index: 2, id: 'keyed', reason: 'passage_too_large' }] }]);
+  });
+
   it('lists each passage it could not store with its index, id and reason; stores the others', async () => {
     const big = 'x'.repeat(10 * 1024);
     const a = await ingest({
@@ -117,8 +163,8 @@ describe('with the workspace database', () => {
         { index: 0, id: '', reason: 'invalid_id' },
         { index: 1, id: 'é'.repeat(129), reason: 'invalid_id' },
         { index: 2, id: 'no-text', reason: 'invalid_text' },
-        { index: 3, id: 'nested', reason: 'invalid_metadata' },
-        { index: 4, id: 'numbers', reason: 'invalid_metadata' },
+        { index: 3, id: 'nested', reason: 'invalid_metadata', message: expect.stringContaining('"a"'), param: 'documents.3.metadata.a' },
+        { index: 4, id: 'numbers', reason: 'invalid_metadata', message: expect.stringContaining('"tag"'), param: 'documents.4.metadata.tag' },
         { index: 5, id: 'big', reason: 'passage_too_large' },
         { index: 6, id: 'twice', reason: 'duplicate_in_call' },
         { index: 9, id: null, reason: 'invalid_id' },

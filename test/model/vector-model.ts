@@ -6,7 +6,7 @@
  * skip), document deletions, queries (shared, local and hybrid, by two keys, with and without filters)
  * and document listings (paged). Each runs against the domain (the services the routes call, with the
  * fake embeddings upstream over HTTP) and against a plain in-memory model of the rules; answers must be
- * equal: ingested and skipped (index, id, reason), the matching passages of a query (the corpus is small
+ * equal: ingested and skipped (index, id, reason; an invalid_metadata one's message and param), the matching passages of a query (the corpus is small
  * enough that every match fits top_k 50) with their scores, texts, metadata and scopes, listings
  * (generation, passages, content_sha256), and the database's counters. Two ingests at once must answer
  * and leave what one of their two orders would. A crash command kills a write at its n-th write to the
@@ -173,13 +173,20 @@ interface ScopeState {
   passages: Map<string, StoredPassage>;
   documents: Map<string, DocumentState>;
 }
-type Skip = { index: number; id: string | null; reason: string };
+type Skip = { index: number; id: string | null; reason: string; message?: string; param?: string };
 
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
 const sha256 = (s: string) => createHash('sha256').update(s, 'utf8').digest('hex');
-const isFlat = (m: unknown): m is Meta =>
-  typeof m === 'object' && m !== null && !Array.isArray(m) &&
-  Object.values(m).every((v) => typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) || (Array.isArray(v) && v.every((x) => typeof x === 'string')));
+const flatValue = (v: unknown) => typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)) || (Array.isArray(v) && v.every((x) => typeof x === 'string'));
+const isFlat = (m: unknown): m is Meta => typeof m === 'object' && m !== null && !Array.isArray(m) && Object.values(m).every(flatValue);
+/** The key an invalid_metadata skip names (the first whose value is not flat) and its message (docs/ai/vector.md). */
+function metadataFault(m: object): { key: string; message: string } {
+  const [key, v] = Object.entries(m).find(([, value]) => !flatValue(value))!;
+  const q = JSON.stringify(key);
+  if (typeof v === 'number') return { key, message: `metadata ${q} is not a finite number.` };
+  if (Array.isArray(v)) return { key, message: `metadata ${q} is an array of something other than Unicode strings; an array holds strings only.` };
+  return { key, message: `metadata ${q} is ${v === null ? 'null' : typeof v === 'object' ? 'an object' : typeof v}; metadata is flat: a string, a finite number, a boolean or an array of strings.` };
+}
 
 function cosine(a: number[], b: number[]): number {
   let dot = 0;
@@ -223,8 +230,12 @@ class Model {
       if (id === null || utf8(id) < 1 || utf8(id) > 256) return skip('invalid_id');
       if (typeof p.text !== 'string' || p.text.trim() === '') return skip('invalid_text');
       const metadata = p.metadata === undefined ? {} : p.metadata;
-      if (!isFlat(metadata)) return skip('invalid_metadata');
-      const bytes = utf8(id) + utf8(p.text) + utf8(JSON.stringify(metadata));
+      if (!isFlat(metadata)) {
+        const { key, message } = metadataFault(metadata as object);
+        return void skipped.push({ index, id, reason: 'invalid_metadata', message, param: `documents.${index}.metadata.${key}` });
+      }
+      // Metadata without keys costs nothing (docs/ai/vector.md).
+      const bytes = utf8(id) + utf8(p.text) + (Object.keys(metadata).length ? utf8(JSON.stringify(metadata)) : 0);
       if (bytes > 10 * 1024) return skip('passage_too_large');
       valid.push({ index, id, text: p.text, metadata, doc: p.document_id ?? null, generation: p.generation ?? null, bytes });
     });
