@@ -5,7 +5,8 @@
 import type { Engine } from '../engine/ports.js';
 import { Tenants, TenantError } from '../auth/tenants.js';
 import { AiOrgSettings, FEATURES } from '../ai/org-settings.js';
-import { createVectorDatabase, deleteVectorDatabase, readDatabase } from '../vector/databases.js';
+import { createVectorDatabase, deleteVectorDatabase, readDatabase, VectorDatabaseError } from '../vector/databases.js';
+import { ENV, settings } from '../shared/settings.js';
 import type { Command, Options } from './command.js';
 
 const id = { type: 'string', value: 'ID' } as const;
@@ -26,7 +27,13 @@ export const VECTOR_COMMANDS: Record<string, Command> = {
     summary: `the workspace's vector database ${DATABASE_FIELDS}, stamped with the embedding route, its upstream model and the dimensions one embeddings call answered (that call is charged as any other); the route's upstream model then changes only with \`route set --force\``,
     options: { workspace: id, 'embedding-route': { type: 'string', value: 'ROUTE', help: 'an `/v1/embeddings` route of the organization' } },
     required: ['workspace', 'embedding-route'],
-    run: (e, o) => createVectorDatabase(e, str(o, 'workspace'), str(o, 'embedding-route')),
+    run: (e, o) => {
+      // On AWS the index goes to the stack's vector bucket: refused before the embeddings call (charged) that would precede the failure.
+      if (e.name === 'aws' && settings().vectorBucketName === undefined) {
+        throw new VectorDatabaseError(`ENGINE=aws: ${ENV.vectorBucketName} must be set for vector-db create (the stack's VectorBucketName output; docs/deploying.md, section 5)`);
+      }
+      return createVectorDatabase(e, str(o, 'workspace'), str(o, 'embedding-route'));
+    },
   },
   'vector-db delete': {
     summary: 'the database, now `deleting`: vector routes answer `409 vector_database_deleting` at once, a background job removes its passages, then it is gone and may be created again',

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { admin, adminAsync, adminAsyncOk, adminOk } from '../helpers/cli.js';
+import { admin, adminAsync, adminAsyncOk, adminOk, adminOn } from '../helpers/cli.js';
 import { FAKE_DIMENSIONS, startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import type { Principal } from '../../lambdas/auth/principal.js';
@@ -125,6 +125,17 @@ describe('admin CLI: vector databases', () => {
     const none = admin(dir, 'vector-db', 'delete', '--workspace', other);
     expect([none.status, none.stdout, error(none)]).toEqual([1, '', `workspace ${other} has no vector database`]);
     expect(admin(dir, 'vector-db', 'delete').status).toBe(2);
+  });
+});
+
+describe('admin CLI: vector databases on AWS', () => {
+  it('refuses `vector-db create` without VECTOR_BUCKET_NAME before any call, naming the output that holds it', () => {
+    // Nothing answers at the endpoint: the refusal must come before DynamoDB, the embeddings call (charged) and S3 Vectors.
+    const env = { ENGINE: 'aws', TABLE_NAME: 'PlatformTable', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', VECTOR_BUCKET_NAME: '' };
+    delete (env as Partial<typeof env>).VECTOR_BUCKET_NAME;
+    const r = adminOn({ ...env }, 'vector-db', 'create', '--workspace', 'ws_1', '--embedding-route', 'embed');
+    expect(r.status, r.stderr).toBe(1);
+    expect(error(r)).toBe("ENGINE=aws: VECTOR_BUCKET_NAME must be set for vector-db create (the stack's VectorBucketName output; docs/deploying.md, section 5)");
   });
 });
 

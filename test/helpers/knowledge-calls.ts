@@ -6,6 +6,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { postWithOperation, type Answer } from './ai-calls.js';
 import { waitFor } from './wait.js';
+import { putWithFreshUrl } from './presigned-parts.js';
 
 export const op = () => `op-${randomUUID()}`;
 export const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -45,8 +46,16 @@ export async function uploadFile(c: Client, bytes: Uint8Array, filename: string,
   const { part_size: partSize, parts } = started.body as { part_size: number; parts: { number: number; url: string }[] };
   for (const part of parts) {
     const body = bytes.subarray((part.number - 1) * partSize, part.number * partSize);
-    const res = await fetch(part.url.startsWith("http") ? part.url : `${c.url}${part.url}`, { method: 'PUT', body, headers: { authorization: `Bearer ${c.key}`, 'x-operation-id': op() } });
-    if (res.status !== 200) throw new Error(`part ${part.number}: ${res.status} ${await res.text()}`);
+    // Our part route takes our credential; a presigned S3 URL is the credential itself (S3 refuses two).
+    const put = (url: string) => {
+      const ours = !/^https?:\/\//.test(url) || url.startsWith(`${c.url}/`);
+      const headers: Record<string, string> = ours ? { authorization: `Bearer ${c.key}`, 'x-operation-id': op() } : {};
+      return fetch(ours && !url.startsWith('http') ? `${c.url}${url}` : url, { method: 'PUT', body, headers });
+    };
+    // A presigned URL can expire before its time on AWS (with the signing role's session): ask again.
+    const fresh = async () => (await call(c, 'GET', `/v1/uploads/${id}`)).body.parts.find((p: { number: number }) => p.number === part.number).url as string;
+    const { res, text } = await putWithFreshUrl(part.url, put, fresh);
+    if (res.status !== 200) throw new Error(`part ${part.number}: ${res.status} ${text}`);
   }
   const done = await post(c, `/v1/uploads/${id}/complete`, {});
   if (done.status !== 200) throw new Error(`upload complete: ${done.status} ${done.text}`);

@@ -8,8 +8,34 @@
 import type { Engine } from '../../lambdas/engine/ports.js';
 
 export interface PresignedParts {
-  /** PUTs `bytes` to the part URL and remembers S3's answer for listParts; throws unless S3 took it. */
-  send(url: string, bytes: Uint8Array): Promise<void>;
+  /**
+   * PUTs `bytes` to the part URL and remembers S3's answer for listParts; throws unless S3 took it.
+   * With `fresh`, a URL S3 calls expired is asked for again once, as a client does (putWithFreshUrl).
+   */
+  send(url: string, bytes: Uint8Array, fresh?: () => Promise<string>): Promise<void>;
+}
+
+/**
+ * S3's refusal of a presigned URL past its time: `403 AccessDenied` "Request has expired", or `400
+ * ExpiredToken` when the session of the role that signed it ended first, which on AWS can be minutes
+ * after the route answered (docs/data/blobs.md, "What clients must do"). Nothing else is expiry.
+ */
+export function presignedUrlExpired(status: number, body: string): boolean {
+  return (status === 403 && /<Code>AccessDenied<\/Code>\s*<Message>Request has expired</.test(body)) || (status === 400 && body.includes('<Code>ExpiredToken</Code>'));
+}
+
+/**
+ * PUTs with `put(url)`; when S3 answers that the URL expired, asks `fresh()` for a new one (the
+ * platform's GET of the upload, or its route again for a 307) and PUTs once more. Any other answer is
+ * the caller's, as is a second expiry: a fresh URL that expires at once means something else is wrong.
+ */
+export async function putWithFreshUrl(url: string, put: (url: string) => Promise<Response>, fresh?: () => Promise<string>): Promise<{ res: Response; text: string; url: string }> {
+  const res = await put(url);
+  const text = await res.text();
+  if (!fresh || !presignedUrlExpired(res.status, text)) return { res, text, url };
+  const renewed = await fresh();
+  const again = await put(renewed);
+  return { res: again, text: await again.text(), url: renewed };
 }
 
 export function standInListParts(engine: Engine): PresignedParts {
@@ -17,9 +43,9 @@ export function standInListParts(engine: Engine): PresignedParts {
   const sent = new Map<string, Map<number, { partNumber: number; etag: string; size: number }>>();
   engine.blobs.listParts = async (_key, uploadId) => [...(sent.get(uploadId.slice(uploadId.indexOf('.') + 1))?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
   return {
-    async send(url, bytes) {
-      const res = await fetch(url, { method: 'PUT', body: bytes });
-      if (res.status !== 200) throw new Error(`part PUT to S3: ${res.status} ${await res.text()}`);
+    async send(first, bytes, fresh) {
+      const { res, text, url } = await putWithFreshUrl(first, (to) => fetch(to, { method: 'PUT', body: bytes }), fresh);
+      if (res.status !== 200) throw new Error(`part PUT to S3: ${res.status} ${text}`);
       const target = new URL(url);
       const uploadId = target.searchParams.get('uploadId')!;
       const partNumber = Number(target.searchParams.get('partNumber'));
