@@ -7,12 +7,12 @@
  * One receiver per queue and process takes up to 10 messages at a time and hands each to the consumer
  * on its own, deleting it when its attempt is done: a receiver that takes its 10 seconds holds up its
  * own message only, never the deliveries to other receivers (at most its `maxInFlight` at once). A
- * failed message is not deleted: it stays leased and comes back when its lease ends, as in SQS. A
+ * failed message is not deleted: its lease is shortened to the queue's retrySeconds, as in AWS. A
  * receive is a write transaction on the shared SQLite file, so an idle receiver waits between tries
  * rather than spinning against the publishers.
  */
 import type { Engine, QueueConsumer, QueueMessage } from '../engine/ports.js';
-import { QUEUES, type QueueName } from '../engine/queues.js';
+import { QUEUES, retryFailedSoon, type QueueName } from '../engine/queues.js';
 import { webhookConsumer } from '../events/delivery.js';
 import { eventBusSender } from '../engine/index.js';
 import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
@@ -102,8 +102,9 @@ export function startReceiver(engine: Engine, options: ReceiverOptions, onError:
     inRequest({}, async () => {
       try {
         const { failed } = await consumer([message]);
-        // A failed attempt stays leased and comes back when its lease ends, as in SQS.
+        // A failed attempt comes back after the queue's retrySeconds, as in AWS (lambdas/engine/aws/queue.ts).
         if (!failed.length) await engine.queue.delete(queue, message.receipt);
+        else await retryFailedSoon(engine.queue, queue, [message.receipt], onError);
       } catch (error) {
         onError(error);
       }

@@ -1,7 +1,7 @@
 /**
  * The local runtime's queue receivers (lambdas/local/queue-workers.ts) on the embedded queue: a
- * message whose consumer succeeds is deleted, a failed one stays leased and comes back when its lease
- * ends (as SQS does), at most `maxInFlight` run at once, and a freed slot takes the next at once; and the jobs queue has its receiver beside
+ * message whose consumer succeeds is deleted, a failed one comes back after its queue's retrySeconds
+ * (as in AWS, lambdas/engine/aws/queue.ts), at most `maxInFlight` run at once, and a freed slot takes the next at once; and the jobs queue has its receiver beside
  * the webhooks one, running the jobs consumer.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -36,7 +36,7 @@ afterEach(async () => {
 const pending = async (queue: string) => (await engine.queue.receive(queue, { max: 10, visibilitySeconds: 0 })).map((m) => m.body).sort();
 
 describe('a local receiver', () => {
-  it('deletes a message its consumer took, and leaves a failed one leased until its lease ends', async () => {
+  it("deletes a message its consumer took, and brings a failed one back after the queue's retrySeconds", async () => {
     const seen: string[] = [];
     const receiver = startReceiver(
       engine,
@@ -54,12 +54,17 @@ describe('a local receiver', () => {
     // Still leased: not received again while its lease runs.
     await new Promise((r) => setTimeout(r, 50));
     expect(seen.sort()).toEqual(['bad', 'good']);
-    // The lease ends: it comes back, is tried again (and stays, failing).
-    clock.advance(QUEUES.jobs.visibilitySeconds * 1000 + 1);
+    // Its lease was shortened to the queue's retrySeconds (far under the visibility timeout, six times
+    // the AWS consumer's timeout): not back a second before, back just after, tried again (and stays, failing).
+    expect(QUEUES.jobs.retrySeconds).toBeLessThan(QUEUES.jobs.visibilitySeconds);
+    clock.advance(QUEUES.jobs.retrySeconds * 1000 - 1000);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(seen).toHaveLength(2);
+    clock.advance(1001);
     await waitFor('the failed message again', () => seen.length === 3, 5000);
     expect(seen.filter((b) => b === 'bad')).toHaveLength(2);
     await receiver.stop();
-    clock.advance(QUEUES.jobs.visibilitySeconds * 1000 + 1);
+    clock.advance(QUEUES.jobs.retrySeconds * 1000 + 1);
     expect(await pending('jobs')).toEqual(['bad']);
     expect(errors).toEqual([]);
   });
