@@ -14,11 +14,14 @@ export interface PlatformDashboardProps {
   readonly queues: Queues;
 }
 
+/** `<stack>-<region>`: a dashboard's name is global to the account. */
+export const dashboardName = (scope: Construct) => `${platformStackName(scope)}-${Stack.of(scope).region}`;
+
 const WIDTH = 8;
 const graph = (title: string, left: IMetric[]) => new GraphWidget({ title, left, width: WIDTH, height: 6 });
 
 /**
- * One CloudWatch dashboard (`<stack>`): a row per API with its calls, latency p50 / p99 and 4xx / 5xx,
+ * One CloudWatch dashboard (`<stack>-<region>`): a row per API with its calls, latency p50 / p99 and 4xx / 5xx,
  * the WebSocket API's connects, messages and failures, and a row per queue with its depth, the age of
  * its oldest message and its dead-letter depth.
  */
@@ -28,7 +31,8 @@ export class PlatformDashboard extends Construct {
   constructor(scope: Construct, id: string, props: PlatformDashboardProps) {
     super(scope, id);
     const period = ALARM_PERIOD;
-    this.dashboard = new Dashboard(this, 'Dashboard', { dashboardName: platformStackName(this) });
+    // Dashboards are per account, not per region: the region in the name lets two regions deploy.
+    this.dashboard = new Dashboard(this, 'Dashboard', { dashboardName: dashboardName(this) });
     this.dashboard.addWidgets(new TextWidget({ markdown: `# ${Stack.of(this).stackName}\nAlarms and what to do: docs/decisions/operations.md`, width: 24, height: 2 }));
     for (const [api, httpApi] of Object.entries(props.httpApis)) {
       const sum = { statistic: Stats.SUM, period };

@@ -1,6 +1,7 @@
 import { AssetHashType, DockerImage, Duration, Stack, Tags } from 'aws-cdk-lib';
 import { Distribution, LambdaEdgeEventType, experimental } from 'aws-cdk-lib/aws-cloudfront';
 import { Architecture, Code, Runtime } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { buildSync } from 'esbuild';
 import { join } from 'node:path';
@@ -35,6 +36,8 @@ export const FILE_PATH_PATTERN = '/v1/databases/*/blobs/*';
 export class DataEdge extends Construct {
   readonly distribution: Distribution;
   readonly relay: experimental.EdgeFunction;
+  /** The relay's replicas' log group in us-east-1, with retention. */
+  readonly replicaLogs: LogGroup;
   readonly url: string;
 
   constructor(scope: Construct, id: string, props: { httpApiId: string }) {
@@ -43,10 +46,13 @@ export class DataEdge extends Construct {
     if (!ROUTES.some((r) => r.api === 'data' && r.body === 'stream' && matches(FILE_PATH_PATTERN, r.path))) {
       throw new Error(`no Data route that takes a file's bytes matches ${FILE_PATH_PATTERN}`);
     }
+    // Both names are global to the account (the function and its stack live in us-east-1 whatever the
+    // platform's region): the region in them lets one account run the platform in several regions.
+    const relayName = edgeFunctionName(stack, 'data-upload-relay');
     this.relay = new experimental.EdgeFunction(this, 'UploadRelay', {
-      functionName: `${stack.stackName}-data-upload-relay`,
+      functionName: relayName,
       // Where the platform's region is not us-east-1, CDK makes a stack there for the function: named after ours.
-      stackId: `${stack.stackName}-edge`,
+      stackId: edgeStackName(stack),
       description: 'data API: a PUT over the Lambda payload asked of the route with its headers only (Upload-Length), its 307 answered',
       runtime: Runtime.NODEJS_22_X,
       architecture: Architecture.X86_64,
@@ -59,6 +65,10 @@ export class DataEdge extends Construct {
     // Tests build and load every function of the stack alone from its ENTRY_METADATA (the function
     // itself sits in this stack when the stack is in us-east-1, in the edge stack otherwise).
     Tags.of(this.relay).add(EDGE_TAG, 'data-upload-relay');
+    // Replicas log in each region they run in, to `/aws/lambda/us-east-1.<function>`, a group Lambda@Edge
+    // makes without retention where none exists. This stack can make it in us-east-1 only (its own region
+    // or the edge stack's); docs/deploying.md gives the command that makes the others.
+    this.replicaLogs = new LogGroup(this.relay.lambda, 'ReplicaLogs', { logGroupName: edgeReplicaLogGroupName(relayName), retention: EDGE_LOG_RETENTION });
     this.relay.lambda.node.addMetadata(ENTRY_METADATA, { entry: `lambdas/${RELAY_MODULE}.ts`, define: bundledFunctionProps(lambdaEntry(RELAY_MODULE, 'edge function')).bundling!.define! } satisfies EntryMetadata);
 
     const origin = apiGatewayOrigin(this, props.httpApiId, DATA_ORIGIN_ID);
@@ -77,6 +87,15 @@ export class DataEdge extends Construct {
 }
 
 const RELAY_MODULE = 'edge/upload-relay';
+
+/** The stack CDK makes in us-east-1 for the Lambda@Edge functions of a platform in another region: `<stack>-edge-<region>`. */
+export const edgeStackName = (stack: Stack) => `${stack.stackName}-edge-${stack.region}`;
+/** A Lambda@Edge function's name: `<stack>-<region>-<name>` (function names are per account in us-east-1). */
+export const edgeFunctionName = (stack: Stack, name: string) => `${stack.stackName}-${stack.region}-${name}`;
+/** Where a Lambda@Edge function's replicas log, in every region they run in. */
+export const edgeReplicaLogGroupName = (functionName: string) => `/aws/lambda/us-east-1.${functionName}`;
+/** How long those logs are kept: as every function's (lib/function-defaults.ts functionRoleAndLogs). */
+export const EDGE_LOG_RETENTION = RetentionDays.THREE_MONTHS;
 
 /**
  * A Lambda@Edge function's code: its entry bundled with the stack's own esbuild settings (as every

@@ -60,6 +60,15 @@ export function acknowledgeAccountLoggingRole(role: IConstruct): void {
   );
 }
 
+/** The WebSocket stage when the account's API Gateway CloudWatch role is not opted into (lib/socket-api.ts). */
+export function acknowledgeSocketStageWithoutAccessLogs(stage: IConstruct): void {
+  ack(
+    stage,
+    'AwsSolutions-APIG1',
+    "WebSocket access logs need the region's account-wide API Gateway CloudWatch role, which this stack sets only when asked (-c apiGatewayCloudWatchRole=create, or =existing where the account has one): setting it silently replaces the account's own. The stage's connects, messages and errors still show in its CloudWatch metrics (the events-socket-errors alarm), and its functions write their own logs.",
+  );
+}
+
 export function acknowledgeUnrotatedSecret(secret: IConstruct): void {
   ack(
     secret,
@@ -88,7 +97,7 @@ export interface DistributionReasons {
 export const EVENTS_DISTRIBUTION_REASONS: DistributionReasons = {
   api: 'Events',
   noWaf: 'every request is authenticated and rate limited per credential inside the functions (600 calls a minute on Events, counted in the table)',
-  noAccessLogs: 'the Events HTTP and WebSocket stages behind it write access logs of every request (lib/access-log.ts)',
+  noAccessLogs: 'the Events HTTP stage behind it writes access logs of every request (lib/access-log.ts), and so does the WebSocket stage where the account opts into its API Gateway CloudWatch role (lib/socket-api.ts)',
 };
 
 /**

@@ -8,22 +8,39 @@ import { Construct } from 'constructs';
 import { SOCKET_ROUTES } from '../lambdas/http/routes.js';
 import { CONNECTION_TABLE_SCHEMA } from '../lambdas/engine/aws/table.js';
 import { accessLogSettings } from './access-log.js';
-import { acknowledgeAccountLoggingRole, acknowledgeEphemeralTable, acknowledgeNoGatewayAuth } from './nag.js';
+import { acknowledgeAccountLoggingRole, acknowledgeEphemeralTable, acknowledgeNoGatewayAuth, acknowledgeSocketStageWithoutAccessLogs } from './nag.js';
 import { RouteFunction, constructId, type ConnectionsTarget, type GrantTargets } from './route-function.js';
 
 /** The stage, and so the path every handshake reaches API Gateway at (lib/events-edge.ts). */
 export const SOCKET_STAGE = 'v1';
 const REQUIRED_KEYS = ['$connect', '$default', '$disconnect'];
 
+/**
+ * The CDK context value that says whether the WebSocket stage may write access logs, which API Gateway
+ * (REST and WebSocket APIs, not HTTP APIs) does only through the region's account-wide CloudWatch
+ * role (docs/deploying.md, section 4):
+ * - unset or `none` (the default): the stack leaves that setting alone and the WebSocket stage writes
+ *   no access logs (a stage asking for them in an account without the role fails the deploy);
+ * - `existing`: the account already has the role set (by another stack or by hand): access logs on;
+ * - `create`: the stack creates the role and sets it (`AWS::ApiGateway::Account`), replacing any role
+ *   the account had in this region, and the access logs are on.
+ */
+export const API_GATEWAY_CLOUDWATCH_ROLE_CONTEXT = 'apiGatewayCloudWatchRole';
+export const API_GATEWAY_CLOUDWATCH_ROLE_VALUES = ['none', 'existing', 'create'] as const;
+export type ApiGatewayCloudWatchRole = (typeof API_GATEWAY_CLOUDWATCH_ROLE_VALUES)[number];
+
+/** The context's choice; anything else stops synthesis, naming the values it takes. */
+export function apiGatewayCloudWatchRole(scope: Construct): ApiGatewayCloudWatchRole {
+  const raw: unknown = scope.node.tryGetContext(API_GATEWAY_CLOUDWATCH_ROLE_CONTEXT);
+  if (raw === undefined || raw === null || raw === '') return 'none';
+  if (!(API_GATEWAY_CLOUDWATCH_ROLE_VALUES as readonly unknown[]).includes(raw)) {
+    throw new Error(`context ${API_GATEWAY_CLOUDWATCH_ROLE_CONTEXT}=${JSON.stringify(raw)}: must be one of ${API_GATEWAY_CLOUDWATCH_ROLE_VALUES.join(', ')} (docs/deploying.md, section 4)`);
+  }
+  return raw as ApiGatewayCloudWatchRole;
+}
+
 export interface SocketApiProps {
   readonly targets: Omit<GrantTargets, 'connections'>;
-  /**
-   * WebSocket stages can log only once the account-wide API Gateway CloudWatch role is set (else the
-   * deployment fails with "CloudWatch Logs role ARN must be set in account settings"). Turn this off
-   * where the account already manages that setting elsewhere.
-   * @default true
-   */
-  readonly manageAccountLoggingRole?: boolean;
 }
 
 /** The Events WebSocket API, generated from SOCKET_ROUTES, with stage `v1`. */
@@ -41,8 +58,11 @@ export class SocketApi extends Construct {
     }
 
     const api = new WebSocketApi(this, 'Api', { apiName: `${Stack.of(this).stackName}-events-socket` });
-    const stage = new WebSocketStage(this, 'Stage', { webSocketApi: api, stageName: SOCKET_STAGE, autoDeploy: true, accessLogSettings: accessLogSettings(this, 'websocket') });
-    if (props.manageAccountLoggingRole ?? true) stage.node.addDependency(this.accountLoggingRole());
+    const cloudWatchRole = apiGatewayCloudWatchRole(this);
+    const logs = cloudWatchRole !== 'none';
+    const stage = new WebSocketStage(this, 'Stage', { webSocketApi: api, stageName: SOCKET_STAGE, autoDeploy: true, ...(logs ? { accessLogSettings: accessLogSettings(this, 'websocket') } : {}) });
+    if (cloudWatchRole === 'create') stage.node.addDependency(this.accountLoggingRole());
+    if (!logs) acknowledgeSocketStageWithoutAccessLogs(stage);
     this.url = stage.url;
     this.apiId = api.apiId;
     // The connection gateway posts frames (POST) and closes connections (DELETE), on this stage only;
@@ -79,7 +99,11 @@ export class SocketApi extends Construct {
     return table;
   }
 
-  /** Sets the region's API Gateway CloudWatch role; retained on delete so other APIs keep logging. */
+  /**
+   * Sets the region's API Gateway CloudWatch role (opt-in: it replaces the account's own); retained on
+   * delete so other APIs keep logging. It waits for its role explicitly: API Gateway checks the role
+   * when the setting is made, and refuses one it cannot assume yet.
+   */
   private accountLoggingRole(): CfnAccount {
     const role = new Role(this, 'AccountLoggingRole', {
       assumedBy: new ServicePrincipal('apigateway.amazonaws.com'),
@@ -89,6 +113,7 @@ export class SocketApi extends Construct {
     acknowledgeAccountLoggingRole(role);
     const account = new CfnAccount(this, 'AccountLogging', { cloudWatchRoleArn: role.roleArn });
     account.applyRemovalPolicy(RemovalPolicy.RETAIN);
+    account.node.addDependency(role);
     return account;
   }
 }

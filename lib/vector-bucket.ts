@@ -1,4 +1,4 @@
-import { Fn, RemovalPolicy } from 'aws-cdk-lib';
+import { Fn, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
 import { PolicyStatement, type IGrantable } from 'aws-cdk-lib/aws-iam';
 import { CfnVectorBucket } from 'aws-cdk-lib/aws-s3vectors';
 import { Construct } from 'constructs';
@@ -16,6 +16,38 @@ export const VECTOR_ACTIONS = {
 } as const;
 
 /**
+ * The regions Amazon S3 Vectors is offered in: the stack deploys only there (its vector bucket is an
+ * S3 Vectors resource). Source: "AWS Regions, endpoints, and quotas for S3 Vectors",
+ * https://docs.aws.amazon.com/AmazonS3/latest/userguide/s3-vectors-regions-quotas.html, checked
+ * 2026-12-02 (14 regions). A region AWS adds later is refused until it is added here.
+ */
+export const S3_VECTORS_REGIONS = [
+  'us-east-1',
+  'us-east-2',
+  'us-west-2',
+  'ca-central-1',
+  'eu-central-1',
+  'eu-west-1',
+  'eu-west-2',
+  'eu-west-3',
+  'eu-north-1',
+  'ap-south-1',
+  'ap-southeast-1',
+  'ap-southeast-2',
+  'ap-northeast-1',
+  'ap-northeast-2',
+] as const;
+
+/** Refuses, at synthesis, a stack whose region has no S3 Vectors; a stack without a region (a token) cannot be checked and is let through. */
+export function assertS3VectorsRegion(scope: Construct): void {
+  const { region } = Stack.of(scope);
+  if (Token.isUnresolved(region) || (S3_VECTORS_REGIONS as readonly string[]).includes(region)) return;
+  throw new Error(
+    `Amazon S3 Vectors is not offered in ${region}, and the platform keeps its vector databases there: deploy to one of ${S3_VECTORS_REGIONS.join(', ')} (AWS_REGION). The list is S3_VECTORS_REGIONS in lib/vector-bucket.ts; if AWS has added ${region} since, add it there.`,
+  );
+}
+
+/**
  * The Amazon S3 Vectors vector bucket of the vector databases: one index per database, made by the
  * `vector-db create` path. Encrypted with SSE-S3 as the blob bucket is; kept when the stack is
  * deleted, as the table and the blob bucket are (docs/decisions/vector-index-aws.md).
@@ -30,6 +62,7 @@ export class VectorBucket extends Construct {
 
   constructor(scope: Construct, id: string) {
     super(scope, id);
+    assertS3VectorsRegion(this);
     this.resource = new CfnVectorBucket(this, 'Bucket', { encryptionConfiguration: { sseType: 'AES256' } });
     this.resource.applyRemovalPolicy(RemovalPolicy.RETAIN);
     this.bucketArn = this.resource.attrVectorBucketArn;

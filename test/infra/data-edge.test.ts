@@ -68,15 +68,15 @@ describe('the Data distribution', () => {
 });
 
 describe('in another region than us-east-1', () => {
-  it('puts the relay in a PlatformStack-edge stack in us-east-1, and both templates pass cdk-nag', () => {
+  it('puts the relay in a PlatformStack-edge-<region> stack in us-east-1, and both templates pass cdk-nag', () => {
     const app = new App({ context: { ...CDK_JSON_CONTEXT, ...NO_BUNDLING } });
     const platform = new PlatformStack(app, 'PlatformStack', { env: { region: 'eu-west-1', account: '123456789012' } });
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     const assembly = app.synth(); // cdk-nag findings fail the synthesis
     const edge = app.node.children.find((c): c is Stack => Stack.isStack(c) && c !== platform)!;
-    expect(edge.stackName).toBe('PlatformStack-edge');
+    expect(edge.stackName).toBe('PlatformStack-edge-eu-west-1');
     expect(edge.region).toBe('us-east-1');
-    const edgeTemplate = assembly.getStackByName('PlatformStack-edge').template as { Resources: Record<string, { Type: string }> };
+    const edgeTemplate = assembly.getStackByName('PlatformStack-edge-eu-west-1').template as { Resources: Record<string, { Type: string }> };
     expect(Object.values(edgeTemplate.Resources).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(1);
     expect(Template.fromStack(platform).findResources('AWS::Lambda::Function', { Properties: { Tags: [{ Key: EDGE_TAG }] } })).toEqual({});
   });
