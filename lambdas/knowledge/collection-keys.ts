@@ -64,7 +64,7 @@ export const processingKey = (dueAt: number, org: string, workspace: string, col
  *
  *   kidxorg / <org>                         an organization with such indexes; `after`: its index
  *                                           served last (its own turns go round its indexes)
- *   kidx#<org> / <workspace>#<index>        an index: where its pass is (`cursor`), when the next starts
+ *   kidx#<org> / <workspace>#<index>        an index: where its pass is (`cursor`), when the last ended
  *   kidxturn / turn                         `after`: the organization served last
  */
 export const INDEX_SWEEP_ORGS = 'kidxorg';

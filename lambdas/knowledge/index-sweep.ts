@@ -111,7 +111,8 @@ async function orgTurn(engine: Engine, org: KvItem, result: IndexSweepResult): P
     return false;
   }
   const now = nowSeconds(engine);
-  const due = rows.find((r) => typeof r.cursor === 'string' || Number(r.next_pass_at ?? 0) <= now);
+  // From the last pass's end, so a changed COLLECTION_INDEX_SWEEP_S holds at once.
+  const due = rows.find((r) => typeof r.cursor === 'string' || Number(r.pass_ended_at ?? 0) + settings().collectionIndexSweepSeconds <= now);
   const served = due ?? rows[rows.length - 1];
   if (served.sk !== after) await engine.kv.update({ key: indexSweepOrgKey(orgId), set: { after: String(served.sk) }, condition: { ifExists: true } }).catch(() => undefined);
   if (!due) return false;
@@ -141,7 +142,7 @@ async function sweepPage(engine: Engine, row: KvItem, result: IndexSweepResult):
     key,
     set: page.cursor
       ? { cursor: page.cursor, ...(cursor ? {} : { pass_started_at: now }) }
-      : { cursor: null, next_pass_at: now + settings().collectionIndexSweepSeconds, ...(cursor ? {} : { pass_started_at: now }), pass_ended_at: now },
+      : { cursor: null, ...(cursor ? {} : { pass_started_at: now }), pass_ended_at: now },
   });
 }
 

@@ -375,7 +375,7 @@ describe('the collections sweep in AWS', () => {
     expect(vectorKeys(OTHER_INDEX)).toEqual([]);
     expect(vectorKeys(CLOUD_INDEX)).toHaveLength(before);
     expect((await engine.kv.get(indexSweepKey(ORG, WS, CLOUD_INDEX)))?.cursor).toEqual(expect.any(String));
-    expect((await engine.kv.get(indexSweepKey(ORG2, WS2, OTHER_INDEX)))).toMatchObject({ cursor: null, next_pass_at: now + 24 * 3600 });
+    expect((await engine.kv.get(indexSweepKey(ORG2, WS2, OTHER_INDEX)))).toMatchObject({ cursor: null, pass_ended_at: now });
 
     // The scheduled run goes on from the cursor (the other organization's index is not due), through to the pass's end.
     const from = { dynamo: emulation.stub.calls().length, s3: s3Sent.length, vectors: s3vectors.stub.calls().length };
@@ -386,7 +386,7 @@ describe('the collections sweep in AWS', () => {
     expect(left.filter((k) => !k.startsWith('itm_0001.'))).toEqual(['itm_0002.pkg_2.chk_000000', 'itm_0002.pkg_2.chk_000001', 'itm_0002.pkg_2.chk_000002', 'itm_f002.pkg_5.chk_000000', 'itm_f002.pkg_5.chk_000001', 'itm_f003.pkg_6.chk_000000']);
     expect(left.filter((k) => k.startsWith('itm_0001.pkg_1.'))).toHaveLength(INDEX_SWEEP.page * 2 + 100);
     expect(await engine.blobs.head(packageBlobKey(ORG, WS, 'col_idx', 'itm_f001', 'pkg_3'))).toBeUndefined();
-    expect(await engine.kv.get(indexSweepKey(ORG, WS, CLOUD_INDEX))).toMatchObject({ cursor: null, next_pass_at: now + 24 * 3600 });
+    expect(await engine.kv.get(indexSweepKey(ORG, WS, CLOUD_INDEX))).toMatchObject({ cursor: null, pass_ended_at: now });
     // A second run finds nothing due: no listing.
     const quiet = s3vectors.stub.calls().length;
     expect(await handler()).toEqual({ swept: 0, index_entries_removed: 0 });
@@ -408,8 +408,8 @@ describe('the collections sweep in AWS', () => {
   it('drops the registry entry of an index whose database is gone, and an organization left without indexes', async () => {
     await engine.kv.put({ ...databaseKey(WS), workspace_id: WS, organization_id: ORG, database_id: 'vdb_3', state: 'active', index: 'wsdb-newer', dimensions: 3 });
     await engine.kv.delete(databaseKey('ws_2'));
-    await engine.kv.update({ key: indexSweepKey(ORG, WS, CLOUD_INDEX), set: { next_pass_at: 0 } });
-    await engine.kv.update({ key: indexSweepKey('org_2', 'ws_2', 'wsdb-other'), set: { next_pass_at: 0 } });
+    await engine.kv.update({ key: indexSweepKey(ORG, WS, CLOUD_INDEX), set: { pass_ended_at: 0 } });
+    await engine.kv.update({ key: indexSweepKey('org_2', 'ws_2', 'wsdb-other'), set: { pass_ended_at: 0 } });
     const from = emulation.stub.calls().length;
     // The first run drops the indexes, the second the organizations left without any.
     expect(await sweepIndexes(engine)).toEqual({ pages: 0, removed: 0 });
