@@ -29,7 +29,7 @@ export interface JobsConsumerProps {
 
 /**
  * The `jobs` queue's consumer (lambdas/consumers/jobs.ts): an SQS event source with partial batch
- * responses; a failed job comes back after the visibility timeout and, past its receives, rests in
+ * responses; a failed job comes back after the queue's retrySeconds and, past its receives, rests in
  * `jobs-dead` (its alarms are every queue's, lib/alarms.ts; the function's errors alarm as every
  * function's, lib/operations.ts). IAM: the table read and written (jobs touch the domain's items),
  * the vector bucket's indexes written, made and removed (vectors:write), and sending to `jobs` only

@@ -48,8 +48,8 @@ export const KNOWLEDGE_ITEMS_VECTOR_ACTIONS = ['s3vectors:PutVectors', 's3vector
 
 /**
  * The `knowledge` queue's consumer (lambdas/consumers/knowledge-items.ts): an SQS event source with
- * partial batch responses; a message that fails (the store failed) comes back after the visibility
- * timeout and, past its receives, rests in `knowledge-dead` (its alarms are every queue's,
+ * partial batch responses; a message that fails (the store failed) comes back after the queue's
+ * retrySeconds and, past its receives, rests in `knowledge-dead` (its alarms are every queue's,
  * lib/alarms.ts; the function's errors alarm every function's, lib/operations.ts). IAM: the table read
  * and written (items, counters, the gateway's limits, usage and activity), the source files read and
  * the packages read, written and deleted (blobPrefixGrants), the vector indexes written, the upstream

@@ -2,7 +2,7 @@
  * The `jobs` queue's consumer: background work that outlives a request, one message per job, each
  * naming its `kind`. In AWS an SQS-triggered function with partial batch responses; locally the same
  * consumer runs in every worker (lambdas/local/queue-workers.ts). A job that fails comes back after
- * the queue's visibility timeout and, past its receives, rests in `jobs-dead`.
+ * the queue's retrySeconds (lambdas/engine/queues.ts) and, past its receives, rests in `jobs-dead`.
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Engine, QueueConsumer } from '../engine/ports.js';

@@ -3,7 +3,7 @@
  * (lambdas/knowledge/processing.ts). In AWS an SQS-triggered function with partial batch responses;
  * locally a receiver in every worker (lambdas/local/queue-workers.ts). An item's own faults end in
  * its `failed` state, never in a failed message; a message fails only when the store does, and comes
- * back after the queue's visibility timeout (past its receives, it rests in `knowledge-dead` while
+ * back after the queue's retrySeconds (lambdas/engine/queues.ts; past its receives, it rests in `knowledge-dead` while
  * the processing sweep still sends the item again).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';

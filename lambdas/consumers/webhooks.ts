@@ -3,7 +3,7 @@
  * (the event source mapping reports `ReportBatchItemFailures`, lib/webhook-delivery.ts). The very
  * consumer the local runtime runs in every worker (lambdas/local/queue-workers.ts): every message of
  * a batch is attempted at once, and a message whose attempt failed on the engine comes back after
- * the queue's visibility timeout.
+ * the queue's retrySeconds (lambdas/engine/queues.ts).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { eventBusSender, getEngine } from '../engine/index.js';

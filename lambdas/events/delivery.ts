@@ -124,7 +124,7 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
 /**
  * The `webhooks` queue's consumer (SQS partial-batch contract): every message of the batch is attempted
  * at once, none waits on another's receiver; a message whose attempt failed on the engine is reported
- * failed and comes back after its visibility timeout.
+ * failed and comes back after its queue's retrySeconds (lambdas/engine/queues.ts).
  */
 export function webhookConsumer(engine: Engine, options: { timeoutMs?: number; eventBus?: EventBusSender } = {}): QueueConsumer {
   return async (messages) => {
