@@ -20,6 +20,7 @@ import { KnowledgeItems } from './knowledge-items.js';
 import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
+import { capConsumerConcurrency } from './consumer-concurrency.js';
 
 export interface PlatformStackProps extends StackProps {
   /** See SocketApiProps.manageAccountLoggingRole. */
@@ -51,6 +52,8 @@ export class PlatformStack extends Stack {
 
   constructor(scope: Construct, id: string, props: PlatformStackProps = {}) {
     super(scope, id, props);
+    // A small account's Lambda quota: `-c consumerMaxConcurrency=N` caps every queue consumer (docs/deploying.md, section 1).
+    capConsumerConcurrency(this);
     this.storage = new Storage(this, 'Storage');
     // The vector databases' indexes (Amazon S3 Vectors; docs/decisions/vector-index-aws.md).
     this.vectors = new VectorBucket(this, 'Vectors');
@@ -109,5 +112,6 @@ export class PlatformStack extends Stack {
     new CfnOutput(this, 'DataUrl', { value: this.dataEdge.url, description: 'data_url: the Data API, files of every size (large PUTs relayed to S3)' });
     new CfnOutput(this, 'AiUrl', { value: this.aiEdge.url, description: 'ai_url: the AI API, chat completions streamed' });
     new CfnOutput(this, 'TableName', { value: this.storage.table.tableName, description: 'TABLE_NAME of the admin CLI (ENGINE=aws npm run admin): the platform table' });
+    new CfnOutput(this, 'VectorBucketName', { value: this.vectors.bucketName, description: 'VECTOR_BUCKET_NAME of the admin CLI for vector-db create and delete: the S3 Vectors bucket of the vector databases' });
   }
 }

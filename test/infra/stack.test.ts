@@ -265,11 +265,13 @@ describe('queues', () => {
   });
 });
 
-it('outputs the three API URLs, the WebSocket URL, the Data, Events and AI URLs (the distributions), and the table name, each described', () => {
+it('outputs the three API URLs, the WebSocket URL, the Data, Events and AI URLs (the distributions), the table name and the vector bucket name, each described', () => {
   const outputs = template.findOutputs('*');
-  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'DataUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName']);
+  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'DataUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName', 'VectorBucketName']);
   for (const [name, output] of Object.entries(outputs)) expect(output.Description, name).toMatch(/\w{3,}.{20,}/);
   expect(outputs.TableName.Value).toEqual({ Ref: logicalIdIn(stack, stack.storage.table) });
+  // What the admin CLI's `vector-db create` needs on AWS (VECTOR_BUCKET_NAME): the name, not the ARN.
+  expect(outputs.VectorBucketName.Value).toEqual({ 'Fn::Select': [1, { 'Fn::Split': ['/', { 'Fn::GetAtt': [stack.getLogicalId(stack.vectors.resource), 'VectorBucketArn'] }] }] });
   expect(Stack.of(stack).resolve(stack.socket.url)['Fn::Join'][1][0]).toBe('wss://');
 });
 
