@@ -22,10 +22,8 @@ import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
 import { capConsumerConcurrency } from './consumer-concurrency.js';
 
-export interface PlatformStackProps extends StackProps {
-  /** See SocketApiProps.manageAccountLoggingRole. */
-  readonly manageAccountLoggingRole?: boolean;
-}
+/** The WebSocket stage's access logs and the account's API Gateway CloudWatch role: the context value API_GATEWAY_CLOUDWATCH_ROLE_CONTEXT (lib/socket-api.ts). */
+export type PlatformStackProps = StackProps;
 
 /** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep and checks, the knowledge queue's consumer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
@@ -65,7 +63,7 @@ export class PlatformStack extends Stack {
     const alarmAction = this.alarms.action;
     const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret, vectors: this.vectors };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
-    this.socket = new SocketApi(this, 'EventsSocket', { targets, manageAccountLoggingRole: props.manageAccountLoggingRole });
+    this.socket = new SocketApi(this, 'EventsSocket', { targets });
     const httpTargets = { ...targets, connections: this.socket.connections };
     this.http = new HttpApis(this, 'Http', { targets: httpTargets, alarmAction });
     this.webhookDelivery = new WebhookDelivery(this, 'WebhookDelivery', { table: this.storage.table, queues: this.queues, secret: this.secret, alarmAction });
