@@ -269,7 +269,7 @@ describe('the Lambda bundles, as Lambda loads them', () => {
   it('the stack has a function for every route, the streaming chat, the nine consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'outbox-sweep', 'platform-events-sweep', 'streams', 'uploads-sweep', 'webhooks']);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
     expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 12);
     // No handler module is left out of the stack (and so out of this test).
