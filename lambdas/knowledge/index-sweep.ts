@@ -107,7 +107,7 @@ async function orgTurn(engine: Engine, org: KvItem, result: IndexSweepResult): P
   if (!rows.length && after) rows = (await engine.kv.query({ pk: indexSweepPk(orgId), limit: INDEX_SWEEP.rowsPerTurn })).items;
   if (!rows.length) {
     // Its indexes are all gone; one registered meanwhile moved registered_at, and keeps the entry.
-    await engine.kv.delete(indexSweepOrgKey(orgId), { ifEquals: { registered_at: org.registered_at } }).catch(() => undefined);
+    await engine.kv.delete(indexSweepOrgKey(orgId), { ifEquals: { registered_at: org.registered_at ?? null } }).catch(() => undefined);
     return false;
   }
   const now = nowSeconds(engine);

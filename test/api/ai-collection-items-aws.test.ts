@@ -18,10 +18,11 @@ import { handler as knowledgeItems } from '../../lambdas/consumers/knowledge-ite
 import { useEngine } from '../../lambdas/engine/index.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
-import { itemKey, packageBlobKey } from '../../lambdas/knowledge/collection-keys.js';
+import { indexSweepKey, itemKey, packageBlobKey } from '../../lambdas/knowledge/collection-keys.js';
+import { sweepIndexes } from '../../lambdas/knowledge/index-sweep.js';
 import { countsWrite } from '../../lambdas/knowledge/collections.js';
 import { MAX_ATTEMPTS } from '../../lambdas/knowledge/processing.js';
-import { createVectorDatabase } from '../../lambdas/vector/databases.js';
+import { createVectorDatabase, readDatabase } from '../../lambdas/vector/databases.js';
 import { KNOWLEDGE_BLOB_PREFIXES, KNOWLEDGE_ITEMS_VECTOR_ACTIONS } from '../../lib/knowledge-items.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { fakeVector, startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
@@ -208,6 +209,13 @@ describe('collection items on AWS', () => {
       citation: { collection_id: cloud, item_id: item.item_id, package_id: item.package_id, chunk_id: expect.stringMatching(/^chk_/), locator: 'page=2' },
     });
     expect(q.body.indexing).toEqual({ indexed: 1, total: 1, complete: true, searchable: true, skipped_items: 0, skipped_chunks: 0 });
+    // The collection's creation registered the workspace index with the index sweep, whose pass over it keeps every served chunk.
+    const { index } = (await readDatabase(engine, workspace))!;
+    expect(await engine.kv.get(indexSweepKey(org, workspace, index))).toMatchObject({ org, workspace, index });
+    const before = [...s3vectors.indexes().get(index)!.vectors.keys()].filter((k) => k.startsWith(`${item.item_id}.`));
+    expect(before).toHaveLength(item.chunk_count);
+    expect((await sweepIndexes(engine)).removed).toBe(0);
+    expect([...s3vectors.indexes().get(index)!.vectors.keys()].filter((k) => k.startsWith(`${item.item_id}.`))).toEqual(before);
   }, 60_000);
 
   it('a local_vectors item: the client reads its chunks, stores its vectors in the collection index, and queries with its own vector', async () => {

@@ -52,6 +52,31 @@ describe('S3VectorIndex', () => {
 
   const sent = (command: string) => mock.calls().filter((c) => c.command === command).map((c) => c.input);
 
+  describe('list', () => {
+    it('asks ListVectors for metadata, drops the payload key, and follows nextToken as the cursor', async () => {
+      await vectors.createIndex('ws-list', 3);
+      await vectors.put('ws-list', ['a', 'b', 'c'].map((k) => entry(k, vector(r, 3), { scope: 'col.x', tag: ['t'] }, `{"text":"${k}"}`)));
+      const first = await vectors.list('ws-list', { limit: 2 });
+      expect(first.entries).toEqual([{ key: 'a', filterable: { scope: 'col.x', tag: ['t'] } }, { key: 'b', filterable: { scope: 'col.x', tag: ['t'] } }]);
+      const second = await vectors.list('ws-list', { limit: 2, cursor: first.cursor });
+      expect(second).toEqual({ entries: [{ key: 'c', filterable: { scope: 'col.x', tag: ['t'] } }] });
+      expect(sent('ListVectors')).toEqual([
+        { vectorBucketName: BUCKET, indexName: 'ws-list', maxResults: 2, returnMetadata: true },
+        { vectorBucketName: BUCKET, indexName: 'ws-list', maxResults: 2, returnMetadata: true, nextToken: first.cursor },
+      ]);
+    });
+
+    it('starts again from the first page when S3 Vectors refuses the cursor (expired); a missing index lists nothing', async () => {
+      await vectors.createIndex('ws-list', 3);
+      await vectors.put('ws-list', ['a', 'b', 'c'].map((k) => entry(k, vector(r, 3))));
+      const first = await vectors.list('ws-list', { limit: 2 });
+      mock.forgetListTokens();
+      expect((await vectors.list('ws-list', { limit: 2, cursor: first.cursor })).entries.map((e) => e.key)).toEqual(['a', 'b']);
+      expect(await vectors.list('ws-none', { limit: 2 })).toEqual({ entries: [] });
+      await expect(vectors.list('ws-list', { limit: 1001 })).rejects.toThrow('1 to 1000');
+    });
+  });
+
   describe('createIndex', () => {
     it('creates a float32 cosine index whose payload key alone is non-filterable', async () => {
       await vectors.createIndex('ws-one', 384);
