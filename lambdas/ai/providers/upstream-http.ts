@@ -48,22 +48,37 @@ function targetOf(url: string): Target | Error {
   return target;
 }
 
+/** Tries on pooled connections before a fresh one: each stale one found is dropped from the pool. */
+const REUSED_TRIES = 3;
+
 /**
  * POSTs `body` (text, or a multipart form's bytes) with `headers` (given its content-length: pass an
  * object of this call's own); resolves once the status line and headers arrived. Network failures and
- * aborts reject as node:http reports them.
+ * aborts reject as node:http reports them, except one: a pooled keep-alive connection the upstream
+ * closed while it sat idle fails the request before any answer (ECONNRESET, EPIPE) and the request
+ * is sent again, as Node's documentation advises (`request.reusedSocket`). The upstream closed that
+ * connection without reading the request, so it was not processed; a fresh connection's failure is
+ * never retried.
  */
 export function post(url: string, headers: Record<string, string>, body: string | Uint8Array, signal: AbortSignal): Promise<UpstreamResponse> {
-  return new Promise((resolve, reject) => {
-    const target = targetOf(url);
-    if (target instanceof Error) return reject(target);
-    headers['content-length'] = String(Buffer.byteLength(body));
-    const req = target.client.request({ ...target.options, method: 'POST', agent: target.agent, signal, headers }, (res) => {
-      resolve({ status: res.statusCode ?? 0, body: res });
+  const target = targetOf(url);
+  if (target instanceof Error) return Promise.reject(target);
+  headers['content-length'] = String(Buffer.byteLength(body));
+  const send = (triesLeft: number): Promise<UpstreamResponse> =>
+    new Promise((resolve, reject) => {
+      let answered = false;
+      const req = target.client.request({ ...target.options, method: 'POST', agent: target.agent, signal, headers }, (res) => {
+        answered = true;
+        resolve({ status: res.statusCode ?? 0, body: res });
+      });
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        const stale = !answered && req.reusedSocket && (error.code === 'ECONNRESET' || error.code === 'EPIPE') && !signal.aborted;
+        if (stale && triesLeft > 0) resolve(send(triesLeft - 1));
+        else reject(error);
+      });
+      req.end(body);
     });
-    req.on('error', reject);
-    req.end(body);
-  });
+  return send(REUSED_TRIES);
 }
 
 /**
