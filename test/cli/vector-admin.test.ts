@@ -129,11 +129,10 @@ describe('admin CLI: vector databases', () => {
 });
 
 describe('admin CLI: vector databases on AWS', () => {
-  it('refuses `vector-db create` without VECTOR_BUCKET_NAME before any call, naming the output that holds it', () => {
+  it('refuses `vector-db create` without VECTOR_BUCKET_NAME before any call, naming the output that holds it', async () => {
     // Nothing answers at the endpoint: the refusal must come before DynamoDB, the embeddings call (charged) and S3 Vectors.
-    const env = { ENGINE: 'aws', TABLE_NAME: 'PlatformTable', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', VECTOR_BUCKET_NAME: '' };
-    delete (env as Partial<typeof env>).VECTOR_BUCKET_NAME;
-    const r = adminOn({ ...env }, 'vector-db', 'create', '--workspace', 'ws_1', '--embedding-route', 'embed');
+    const env = { ENGINE: 'aws', TABLE_NAME: 'PlatformTable', AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test' };
+    const r = await adminOn(env, 'vector-db', 'create', '--workspace', 'ws_1', '--embedding-route', 'embed');
     expect(r.status, r.stderr).toBe(1);
     expect(error(r)).toBe("ENGINE=aws: VECTOR_BUCKET_NAME must be set for vector-db create (the stack's VectorBucketName output; docs/deploying.md, section 5)");
   });
