@@ -6,7 +6,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { Engine } from '../engine/ports.js';
-import { Tenants, TenantError } from '../auth/tenants.js';
+import { LIST_MAX, Tenants, TenantError, type ListOptions, type ListPage, type SecretKeyRecord } from '../auth/tenants.js';
 import type { Capability } from '../auth/principal.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
 import { AiOrgSettings, OrgSettingsError, type AiLimits } from '../ai/org-settings.js';
@@ -74,6 +74,29 @@ function numberOption(o: Options, name: string): number | undefined {
 
 const aiSettings = (e: Engine) => new AiOrgSettings(e.kv, () => e.clock.now());
 
+// The list commands: a page at a time, `{data, next_cursor}` (docs/decisions/admin-lists.md).
+const PAGE_OPTIONS = {
+  limit: { type: 'string', value: 'N', help: `at most N per page, 1 to ${LIST_MAX} (default ${LIST_MAX})` },
+  cursor: { type: 'string', value: 'C', help: 'the page after the one that printed this `next_cursor`' },
+} as const;
+const PAGED = `\`{data: […], next_cursor}\`, oldest first, a page at a time (\`--limit\`; the next with \`--cursor\` and the \`next_cursor\` printed, null on the last), so no list is read whole at once`;
+function pageOptions(o: Options): ListOptions {
+  const limit = numberOption(o, 'limit');
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1 && limit <= LIST_MAX)) throw new UsageError(`--limit takes a whole number from 1 to ${LIST_MAX}, got "${String(o.limit)}"`);
+  return { limit, cursor: o.cursor === undefined ? undefined : str(o, 'cursor') };
+}
+const oauthClients = (e: Engine) => new OAuthClients(e.kv, () => e.clock.now());
+const publishableKeys = (e: Engine) => new PublishableKeys(e.kv, () => e.clock.now());
+const originsOption = (o: Options) => str(o, 'origins').split(',').map((x) => x.trim()).filter(Boolean);
+
+/** A page of secret keys with each key's own AI limits and routes (`key limits`, `key routes`). */
+async function withKeySettings(e: Engine, page: ListPage<SecretKeyRecord>) {
+  const limits = new AiKeyLimits(e.kv, () => e.clock.now());
+  const keyRoutes = new AiKeyRoutes(e.kv, () => e.clock.now());
+  const data = await Promise.all(page.data.map(async (k) => ({ ...k, limits: await limits.get(k.id), routes: await keyRoutes.get(k.id) })));
+  return { data, next_cursor: page.next_cursor };
+}
+
 async function existingOrg(e: Engine, o: Options): Promise<string> {
   const id = str(o, 'org');
   if (!(await tenants(e).getOrganization(id))) throw new TenantError(`no organization ${id}`);
@@ -108,6 +131,12 @@ export const COMMANDS: Record<string, Command> = {
     run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true),
   },
   'org enable': { summary: 'the organization, enabled again', options: { org: id }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), false) },
+  'org list': {
+    summary: `the organizations ${PAGED}; one made before this list existed shows once a command changes it (\`org enable\`)`,
+    options: { ...PAGE_OPTIONS },
+    required: [],
+    run: (e, o) => tenants(e).listOrganizations(pageOptions(o)),
+  },
   'org grant-field': {
     summary: GRANT_SUMMARY,
     options: { org: id, field: { type: 'string', value: 'NAME' } },
@@ -174,6 +203,12 @@ export const COMMANDS: Record<string, Command> = {
     required: ['org', 'name'],
     run: (e, o) => tenants(e).createWorkspace(str(o, 'org'), str(o, 'name')),
   },
+  'workspace list': {
+    summary: `the organization's workspaces ${PAGED}`,
+    options: { org: id, ...PAGE_OPTIONS },
+    required: ['org'],
+    run: (e, o) => tenants(e).listWorkspaces(str(o, 'org'), pageOptions(o)),
+  },
   'app create': {
     summary: 'the application',
     options: { workspace: id, name, capabilities: { type: 'string', value: 'a,b', help: 'from `ai.chat`, `ai.embeddings`, `knowledge`, `decision`' } },
@@ -185,6 +220,25 @@ export const COMMANDS: Record<string, Command> = {
         (str(o, 'capabilities') ?? '').split(',').map((c) => c.trim()).filter(Boolean) as Capability[],
       ),
   },
+  'app list': {
+    summary: `the workspace's applications ${PAGED} (a page may hold fewer than \`--limit\`, with a \`next_cursor\`: they are read from the organization's)`,
+    options: { workspace: id, ...PAGE_OPTIONS },
+    required: ['workspace'],
+    run: (e, o) => tenants(e).listApplications(str(o, 'workspace'), pageOptions(o)),
+  },
+  'app disable': {
+    summary:
+      "the application `{…, disabled: true}`; every credential bound to it (its secret keys, OAuth clients' tokens, publishable keys, end users' tokens) answers `403 key_disabled` within `CREDENTIAL_CACHE_MS` and its OAuth clients get no token; organization-wide keys and its data are untouched",
+    options: { app: id },
+    required: ['app'],
+    run: (e, o) => tenants(e).setApplicationDisabled(str(o, 'app'), true),
+  },
+  'app enable': {
+    summary: 'the application, enabled again (its credentials work within `CREDENTIAL_CACHE_MS`)',
+    options: { app: id },
+    required: ['app'],
+    run: (e, o) => tenants(e).setApplicationDisabled(str(o, 'app'), false),
+  },
   'key create': {
     summary: '`{id, key, permissions}`: the secret key `aik_…` is shown this once, only its hash is stored (`permissions: null`: every Events permission)',
     options: { org: id, app: id, permissions },
@@ -194,6 +248,12 @@ export const COMMANDS: Record<string, Command> = {
       // permissions: null is every Events permission (docs/events/permissions.md).
       return { id, key, permissions: record.permissions };
     },
+  },
+  'key list': {
+    summary: `the organization's secret keys, or one application's, ${PAGED}: each \`{id, organization_id, application_id, last4, disabled, permissions, created_at, limits, routes}\` (\`last4\`: the secret's last 4 characters, null for a key made before they were kept; never the secret nor its hash; \`limits\` and \`routes\` as \`key limits\` and \`key routes\` set them); a key made before this list existed shows once \`key disable\` or \`key enable\` touches it`,
+    options: { org: id, app: { type: 'string', value: 'ID', help: "only this application's keys (a page may then hold fewer than `--limit`, with a `next_cursor`)" }, ...PAGE_OPTIONS },
+    required: ['org'],
+    run: async (e, o) => withKeySettings(e, await tenants(e).listSecretKeys(str(o, 'org'), { ...pageOptions(o), applicationId: o.app === undefined ? undefined : str(o, 'app') })),
   },
   'key disable': {
     summary: 'the key record (never the secret); a disabled key answers `403 key_disabled` within `CREDENTIAL_CACHE_MS`',
@@ -290,29 +350,43 @@ export const COMMANDS: Record<string, Command> = {
     summary: '`{client_id, client_secret, permissions}`: the secret is shown this once, only its hash is stored',
     options: { app: id, permissions },
     required: ['app'],
-    run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).create(str(o, 'app'), permissionsOption(o)),
+    run: (e, o) => oauthClients(e).create(str(o, 'app'), permissionsOption(o)),
+  },
+  'oauth-client list': {
+    summary: `the application's OAuth clients ${PAGED}: each \`{client_id, application_id, organization_id, revoked, permissions, created_at}\`, never a secret (a page may hold fewer than \`--limit\`, with a \`next_cursor\`)`,
+    options: { app: id, ...PAGE_OPTIONS },
+    required: ['app'],
+    run: (e, o) => oauthClients(e).list(str(o, 'app'), pageOptions(o)),
   },
   'oauth-client revoke': {
     summary: 'the client; its tokens stop working within `CREDENTIAL_CACHE_MS`',
     options: { 'client-id': id },
     required: ['client-id'],
-    run: (e, o) => new OAuthClients(e.kv, () => e.clock.now()).revoke(str(o, 'client-id')),
+    run: (e, o) => oauthClients(e).revoke(str(o, 'client-id')),
   },
   'publishable-key create': {
     summary: '`{id, key, origins}`: the `apb_…` key may be used only from those origins',
     options: { app: id, origins: { type: 'string', value: 'https://a.example,https://b.example' } },
     required: ['app', 'origins'],
-    run: (e, o) =>
-      new PublishableKeys(e.kv, () => e.clock.now()).create(
-        str(o, 'app'),
-        str(o, 'origins').split(',').map((x) => x.trim()).filter(Boolean),
-      ),
+    run: (e, o) => publishableKeys(e).create(str(o, 'app'), originsOption(o)),
+  },
+  'publishable-key list': {
+    summary: `the application's publishable keys ${PAGED}: each \`{id, application_id, organization_id, workspace_id, origins, disabled, last4, created_at}\` (\`last4\`: the key's last 4 characters; a page may hold fewer than \`--limit\`, with a \`next_cursor\`)`,
+    options: { app: id, ...PAGE_OPTIONS },
+    required: ['app'],
+    run: (e, o) => publishableKeys(e).list(str(o, 'app'), pageOptions(o)),
+  },
+  'publishable-key set-origins': {
+    summary: 'the key record with its new `origins` (the whole list, replacing the old one; 1 to 50); a running server applies it within `CREDENTIAL_CACHE_MS`: a removed origin answers `403 origin_not_allowed` and leaves CORS',
+    options: { 'key-id': id, origins: { type: 'string', value: 'https://a.example,https://b.example' } },
+    required: ['key-id', 'origins'],
+    run: (e, o) => publishableKeys(e).setOrigins(str(o, 'key-id'), originsOption(o)),
   },
   'publishable-key disable': {
     summary: 'the key record; it answers `403 key_disabled` and leaves CORS',
     options: { 'key-id': id },
     required: ['key-id'],
-    run: (e, o) => new PublishableKeys(e.kv, () => e.clock.now()).disable(str(o, 'key-id')),
+    run: (e, o) => publishableKeys(e).disable(str(o, 'key-id')),
   },
   'collection backfill-times': {
     summary:

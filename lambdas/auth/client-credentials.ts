@@ -20,7 +20,8 @@ export async function exchangeClientCredentials(engine: Engine, clientId: string
   if (!client || client.revoked) return undefined;
   const tenants = new Tenants(engine.kv, now);
   const [org, app] = await Promise.all([tenants.getOrganization(client.organization_id), tenants.getApplication(client.application_id)]);
-  if (!org || !app || org.disabled) return undefined;
+  // A disabled application's clients get no token, as a disabled organization's do not.
+  if (!org || !app || org.disabled || app.disabled) return undefined;
   const { token } = await issueToken(
     engine,
     { kind: 'oauth_client', subject: client.client_id, organizationId: org.id, applicationId: app.id, workspaceId: app.workspace_id },

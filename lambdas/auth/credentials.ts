@@ -21,8 +21,8 @@ import { settings } from '../shared/settings.js';
 
 interface Resolved {
   principal: Principal;
-  /** Why a recognised credential may not be used: 403 key_disabled / organization_disabled. */
-  refusal?: 'key_disabled' | 'organization_disabled';
+  /** Why a recognised credential may not be used: 403 key_disabled (the key, or its application) / organization_disabled. */
+  refusal?: 'key_disabled' | 'application_disabled' | 'organization_disabled';
   /** Unix ms after which the credential itself is invalid (token expiry). */
   expiresAt?: number;
 }
@@ -51,8 +51,9 @@ export const PUBLISHABLE_KEY_PERMISSIONS: readonly Permission[] = Object.freeze(
 /** End-user tokens hold no Events permission (spec 5: nothing on Events). */
 export const END_USER_PERMISSIONS: readonly Permission[] = Object.freeze([]);
 
-function refusal(org: Organization, disabled: boolean): Resolved['refusal'] {
+function refusal(org: Organization, disabled: boolean, app?: Application | null): Resolved['refusal'] {
   if (org.disabled) return 'organization_disabled';
+  if (app?.disabled) return 'application_disabled';
   return disabled ? 'key_disabled' : undefined;
 }
 
@@ -67,7 +68,7 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
     if (!key) return undefined;
     const [org, app] = await orgAndApp(key.organization_id, key.application_id);
     if (!org || (key.application_id && !app)) return undefined;
-    return { principal: principalFor('secret_key', key.id, org, app ?? null, key.permissions), refusal: refusal(org, key.disabled) };
+    return { principal: principalFor('secret_key', key.id, org, app ?? null, key.permissions), refusal: refusal(org, key.disabled, app) };
   }
 
   if (PUBLISHABLE_KEY_PATTERN.test(token)) {
@@ -77,7 +78,7 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
     if (!org || !app) return undefined;
     return {
       principal: { ...principalFor('publishable_key', key.id, org, app, PUBLISHABLE_KEY_PERMISSIONS), origins: key.origins },
-      refusal: refusal(org, key.disabled),
+      refusal: refusal(org, key.disabled, app),
     };
   }
 
@@ -92,11 +93,11 @@ async function resolve(engine: Engine, token: string): Promise<Resolved | undefi
       // come from the record too, not from the token: a narrowed client takes effect within the cache time.
       const client = await new OAuthClients(engine.kv, now).get(claims.sub);
       if (!client || client.revoked || client.application_id !== app.id) return undefined;
-      return { principal: principalFor('oauth_client', client.client_id, org, app, client.permissions), refusal: refusal(org, false), expiresAt };
+      return { principal: principalFor('oauth_client', client.client_id, org, app, client.permissions), refusal: refusal(org, false, app), expiresAt };
     }
     return {
       principal: { ...principalFor('end_user', claims.sub, org, app, END_USER_PERMISSIONS), userId: claims.sub, claims: claims.ext ?? {} },
-      refusal: refusal(org, false),
+      refusal: refusal(org, false, app),
       expiresAt,
     };
   }
@@ -136,5 +137,7 @@ export async function authenticate(engine: Engine, authorization: string | undef
   if (!resolved || (resolved.expiresAt !== undefined && resolved.expiresAt <= now)) throw invalidCredentials();
   if (resolved.refusal === 'organization_disabled') throw new PlatformError('organization_disabled', 'The organization is disabled.');
   if (resolved.refusal === 'key_disabled') throw new PlatformError('key_disabled', 'This key is disabled.');
+  // The spec's code for a credential that may not be used; the message says it is the application's doing.
+  if (resolved.refusal === 'application_disabled') throw new PlatformError('key_disabled', "This credential's application is disabled.");
   return resolved.principal;
 }

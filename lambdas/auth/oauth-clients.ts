@@ -1,6 +1,7 @@
 /**
  * OAuth clients of an application (client credentials grant, RFC 6749 section 4.4).
  *   oauthclient#<client_id> / client    {client_id, secret_hash, application_id, organization_id, revoked, permissions?}
+ *                                       (gsi1: org#<org> / cli#<client_id>, for `oauth-client list`)
  * The secret is shown once at creation; only its SHA-256 is kept (it carries 256 random bits).
  * `permissions` (Events) is stored only when narrowed; absent is every Events permission. A client's
  * tokens carry no permissions: each token's permissions are read from this record when the token is
@@ -12,7 +13,7 @@ import type { KeyValueStore } from '../engine/ports.js';
 import { newId, randomHex } from '../shared/ids.js';
 import type { Permission } from './permissions.js';
 import { hashSecret } from './secret-keys.js';
-import { permissionList, TenantError, Tenants } from './tenants.js';
+import { listPage, permissionList, TenantError, Tenants, type ListOptions, type ListPage } from './tenants.js';
 
 export interface OAuthClient {
   client_id: string;
@@ -25,6 +26,7 @@ export interface OAuthClient {
 }
 
 const key = (clientId: string) => ({ pk: `oauthclient#${clientId}`, sk: 'client' });
+const index = (organizationId: string, clientId: string) => ({ gsi1pk: `org#${organizationId}`, gsi1sk: `cli#${clientId}` });
 
 export class OAuthClients {
   constructor(private readonly kv: KeyValueStore, private readonly now: () => number) {}
@@ -46,15 +48,23 @@ export class OAuthClients {
       revoked: false,
       created_at: new Date(this.now()).toISOString(),
     };
-    await this.kv.put({ ...key(client_id), ...client, ...(permissions ? { permissions } : {}), secret_hash: hashSecret(client_secret) }, { ifAbsent: true });
+    await this.kv.put({ ...key(client_id), ...index(app.organization_id, client_id), ...client, ...(permissions ? { permissions } : {}), secret_hash: hashSecret(client_secret) }, { ifAbsent: true });
     return { client_id, client_secret, permissions: permissions ?? null };
   }
 
   async revoke(clientId: string): Promise<OAuthClient> {
-    const item = await this.kv.update({ key: key(clientId), set: { revoked: true }, condition: { ifExists: true } }).catch(() => {
-      throw new TenantError(`no OAuth client ${clientId}`);
-    });
+    const current = await this.get(clientId);
+    if (!current) throw new TenantError(`no OAuth client ${clientId}`);
+    const item = await this.kv.update({ key: key(clientId), set: { revoked: true, ...index(current.organization_id, clientId) }, condition: { ifExists: true } });
     return toClient(item);
+  }
+
+  /** The application's clients, oldest first (never a secret nor its hash). */
+  async list(applicationId: string, options: ListOptions = {}): Promise<ListPage<OAuthClient>> {
+    const app = await new Tenants(this.kv, this.now).getApplication(applicationId);
+    if (!app) throw new TenantError(`no application ${applicationId}`);
+    const query = { index: 'gsi1' as const, pk: `org#${app.organization_id}`, sk: { beginsWith: 'cli#' } };
+    return listPage(this.kv, query, options, (item) => item.application_id === app.id, toClient);
   }
 
   async get(clientId: string): Promise<OAuthClient | undefined> {

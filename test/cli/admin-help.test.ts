@@ -65,7 +65,7 @@ describe('admin --help', () => {
   it('refuses an unknown command by naming what there is (exit 2)', () => {
     const dir = tempDir();
     const cases: [string[], RegExp][] = [
-      [['key', 'nope'], /^unknown command "key nope"; key commands: create, disable, enable, limits, routes$/],
+      [['key', 'nope'], /^unknown command "key nope"; key commands: create, list, disable, enable, limits, routes$/],
       [['key', 'nope', '--help'], /^unknown command "key nope"; key commands: create/],
       [['nope'], /^unknown command "nope"; npm run --silent admin -- --help lists them$/],
       [[], /^a command is needed: npm run --silent admin -- --help lists them$/],

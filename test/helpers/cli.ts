@@ -30,8 +30,20 @@ export function adminViaNpm(dataDir: string, ...args: string[]): CliResult {
  * test itself (`vector-db create` embeds once), which a blocked event loop could not answer.
  */
 export function adminAsync(dataDir: string, ...args: string[]): Promise<CliResult> {
+  return runAsync(envFor(dataDir), args);
+}
+
+/**
+ * As adminAsync(), on the store `env` selects rather than a DATA_DIR: `ENGINE=aws` with the variables
+ * of emulators this process serves (aws-emulators.ts), which a blocked event loop could not answer.
+ */
+export function adminOn(env: Record<string, string>, ...args: string[]): Promise<CliResult> {
+  return runAsync({ ...process.env, ...env }, args);
+}
+
+function runAsync(env: NodeJS.ProcessEnv, args: string[]): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [inject('adminCli'), ...args], { cwd: ROOT, env: envFor(dataDir), encoding: 'utf8', timeout: 30_000 }, (_error, stdout, stderr) =>
+    const child = execFile(process.execPath, [inject('adminCli'), ...args], { cwd: ROOT, env, encoding: 'utf8', timeout: 30_000 }, (_error, stdout, stderr) =>
       resolve(result(child.exitCode, stdout, stderr)),
     );
   });

@@ -6,7 +6,7 @@
  * the same esbuild; `test/cli/admin.test.ts` still runs `npm run admin` itself once.
  */
 import { build } from 'esbuild';
-import { mkdirSync, renameSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 
@@ -22,12 +22,12 @@ export default async function setup(project: TestProject) {
   // Inside node_modules so the native packages left out (better-sqlite3, hnswlib-node) resolve from it.
   const dir = join(ROOT, 'node_modules', '.cache', 'test-admin-cli');
   mkdirSync(dir, { recursive: true });
-  const file = join(dir, 'admin.mjs');
-  // Built under a name of its own and renamed: two runs at once never see a half-written file.
-  const partial = join(dir, `admin.${process.pid}.mjs`);
+  // A file per run, removed at its end: two runs at once (another checkout sharing node_modules, a
+  // clean clone at an older commit) would otherwise run each other's CLI.
+  const file = join(dir, `admin.${process.pid}.mjs`);
   await build({
     entryPoints: [join(ROOT, 'bin', 'admin.ts')],
-    outfile: partial,
+    outfile: file,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -37,6 +37,6 @@ export default async function setup(project: TestProject) {
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     logLevel: 'warning',
   });
-  renameSync(partial, file);
   project.provide('adminCli', file);
+  return () => rmSync(file, { force: true });
 }
