@@ -7,10 +7,12 @@
  * bench/lambda-init.ts.
  */
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { createHash, generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
-import { build, type BuildOptions } from 'esbuild';
+import { build, version as esbuildVersion, type BuildOptions } from 'esbuild';
 import type { CfnFunction } from 'aws-cdk-lib/aws-lambda';
 import { CONSUMER_TAG, ENTRY_METADATA, esbuildOptions, PROJECT_ROOT, type EntryMetadata } from '../../lib/function-defaults.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
@@ -37,13 +39,32 @@ export interface StackFunction {
   define: Record<string, string>;
   /** The template's environment, references replaced by placeholders (placeholderOf). */
   environment: Record<string, string>;
+  /** What its role allows (the template's IAM policies, placeholders in): what the AWS stand-in lets it do. */
+  allowed: AllowStatement[];
+}
+
+/** One Allow statement of a function's role: actions, resources (IAM wildcards), and the one condition the stack uses. */
+export interface AllowStatement {
+  actions: string[];
+  resources: string[];
+  /** `ForAllValues:StringLike` on `dynamodb:LeadingKeys`: the partition keys the statement is limited to. */
+  leadingKeys?: string[];
+}
+
+/** A DynamoDB table of the template, under its placeholder name (its logical id), with its indexes' partition keys. */
+export interface StackTable {
+  logicalId: string;
+  partitionKey: string;
+  sortKey?: string;
+  /** Global secondary index name -> its partition key. */
+  indexes: Record<string, string>;
 }
 
 export const PLACEHOLDER_REGION = 'us-east-1';
 const ACCOUNT = '000000000000';
 
 /** The stack's functions (template without bundling) and the DynamoDB tables' placeholder names. */
-export function stackFunctions(): { functions: StackFunction[]; tables: { logicalId: string; partitionKey: string; sortKey?: string }[] } {
+export function stackFunctions(): { functions: StackFunction[]; tables: StackTable[]; secrets: string[] } {
   const { stack } = synthStack();
   const template = flatTemplate(stack);
   const resources = template.toJSON().Resources as Record<string, { Type: string; Properties: Record<string, any> }>;
@@ -65,15 +86,66 @@ export function stackFunctions(): { functions: StackFunction[]; tables: { logica
     if (!name) throw new Error(`function ${logicalId} (${entry}) carries none of the stack's tags`);
     const variables = (props.Environment?.Variables ?? {}) as Record<string, unknown>;
     const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, placeholderOf(v, resources)]));
-    functions.push({ name, kind, logicalId, functionName: placeholderOf(props.FunctionName, resources), entry, define, environment });
+    const allowed = props.Role ? roleStatements(props.Role['Fn::GetAtt'][0] as string, resources) : [];
+    functions.push({ name, kind, logicalId, functionName: placeholderOf(props.FunctionName, resources), entry, define, environment, allowed });
   }
+  type KeySchema = { AttributeName: string; KeyType: string }[];
+  const hash = (keys: KeySchema) => keys.find((k) => k.KeyType === 'HASH')!.AttributeName;
   const tables = Object.entries(resources)
     .filter(([, r]) => r.Type === 'AWS::DynamoDB::Table')
     .map(([logicalId, r]) => {
-      const keys = r.Properties.KeySchema as { AttributeName: string; KeyType: string }[];
-      return { logicalId, partitionKey: keys.find((k) => k.KeyType === 'HASH')!.AttributeName, sortKey: keys.find((k) => k.KeyType === 'RANGE')?.AttributeName };
+      const keys = r.Properties.KeySchema as KeySchema;
+      const indexes = Object.fromEntries(((r.Properties.GlobalSecondaryIndexes ?? []) as { IndexName: string; KeySchema: KeySchema }[]).map((i) => [i.IndexName, hash(i.KeySchema)]));
+      return { logicalId, partitionKey: hash(keys), sortKey: keys.find((k) => k.KeyType === 'RANGE')?.AttributeName, indexes };
     });
-  return { functions, tables };
+  const secrets = Object.keys(resources).filter((id) => resources[id].Type === 'AWS::SecretsManager::Secret').map((id) => placeholderOf({ Ref: id }, resources));
+  return { functions, tables, secrets };
+}
+
+/**
+ * The Allow statements of every policy attached to a role, resources as placeholders. A condition other
+ * than the stack's LeadingKeys one fails here, so the stand-in never lets through what IAM would not.
+ */
+function roleStatements(roleId: string, resources: Record<string, { Type: string; Properties: Record<string, any> }>): AllowStatement[] {
+  // AWS's basic execution policy grants logging only (the edge function's role has it); any other managed policy is unknown here.
+  const managed = ((resources[roleId]?.Properties.ManagedPolicyArns ?? []) as unknown[]).map((arn) => placeholderOf(arn, resources));
+  const unknown = managed.filter((arn) => !arn.endsWith(':iam::aws:policy/service-role/AWSLambdaBasicExecutionRole'));
+  if (unknown.length) throw new Error(`role ${roleId} has managed policies the stand-in cannot read: ${unknown.join(', ')}`);
+  const policies = Object.values(resources).filter((r) => r.Type === 'AWS::IAM::Policy' && (r.Properties.Roles as { Ref?: string }[]).some((role) => role.Ref === roleId));
+  return policies.flatMap((p) =>
+    (p.Properties.PolicyDocument.Statement as { Effect: string; Action: string | string[]; Resource: unknown; Condition?: Record<string, Record<string, unknown>> }[])
+      .filter((s) => s.Effect === 'Allow')
+      .map((s) => {
+        const { 'ForAllValues:StringLike': like, ...others } = s.Condition ?? {};
+        const { 'dynamodb:LeadingKeys': leadingKeys, ...otherKeys } = like ?? {};
+        if (Object.keys(others).length || Object.keys(otherKeys).length) throw new Error(`role ${roleId}: a condition the stand-in does not evaluate: ${JSON.stringify(s.Condition)}`);
+        return {
+          actions: ([] as string[]).concat(s.Action),
+          resources: ([] as unknown[]).concat(s.Resource).map((r) => placeholderOf(r, resources)),
+          ...(leadingKeys ? { leadingKeys: ([] as string[]).concat(leadingKeys as string | string[]) } : {}),
+        };
+      }),
+  );
+}
+
+/** An IAM wildcard (`*` any run, `?` one character) as a regular expression. */
+const wildcard = (pattern: string, flags = '') => new RegExp(`^${pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.')}$`, flags);
+
+/** One request as IAM authorizes it: an action on a resource, and the partition keys it touches (DynamoDB). */
+export interface Authorization {
+  action: string;
+  resource: string;
+  leadingKeys?: string[];
+}
+
+/** Whether some statement allows it (actions match case-insensitively, resources exactly; LeadingKeys as ForAllValues:StringLike). */
+export function allows(statements: readonly AllowStatement[], request: Authorization): boolean {
+  return statements.some(
+    (s) =>
+      s.actions.some((a) => wildcard(a, 'i').test(request.action)) &&
+      s.resources.some((r) => wildcard(r).test(request.resource)) &&
+      (!s.leadingKeys || (request.leadingKeys ?? []).every((k) => s.leadingKeys!.some((p) => wildcard(p).test(k)))),
+  );
 }
 
 /**
@@ -135,44 +207,124 @@ export interface BundleTarget {
   define?: Record<string, string>;
 }
 
+/** What buildBundles may do differently from the stack. */
+export interface BuildBundlesOptions {
+  /**
+   * Source maps as the stack writes them (default), or none: a test that loads a bundle alone never
+   * reads its map, and writing maps is about a fifth of esbuild's work.
+   */
+  sourcemap?: boolean;
+}
+
 /**
- * Bundles each target into `outdir`, one whole bundle each, with the stack's settings: one esbuild run
- * per set of defines. Returns key -> bundle.
+ * Bundles each target with the stack's settings, one whole bundle each: one esbuild run per set of
+ * defines (all its entry points at once), the runs in parallel. Returns key -> bundle.
+ *
+ * Each run's output is kept in node_modules/.cache/lambda-bundles under a key of its options and
+ * entries, with the content hash of every file esbuild read (its metafile's inputs) and of the package
+ * lock and tsconfig: a later build (another test file, the next run) with all of them unchanged reuses
+ * it, any change rebuilds. `outdir` holds what is built; a reused bundle is read from the cache.
  */
-export async function buildBundles(targets: BundleTarget[], outdir: string): Promise<Map<string, Bundle>> {
+export async function buildBundles(targets: BundleTarget[], outdir: string, options: BuildBundlesOptions = {}): Promise<Map<string, Bundle>> {
   const groups = new Map<string, BundleTarget[]>();
   for (const t of targets) {
     const id = JSON.stringify(t.define ?? null);
     groups.set(id, [...(groups.get(id) ?? []), t]);
   }
   const bundles = new Map<string, Bundle>();
+  const contentHash = memoizedContentHash();
   await Promise.all(
     [...groups.values()].map(async (group, g) => {
-      const dir = join(outdir, `defines-${g}`);
       const byName = new Map(group.map((t, i) => [`entry-${i}`, t]));
-      const result = await build({
+      const buildOptions: BuildOptions = {
         ...esbuildOptions(group[0].define),
+        ...(options.sourcemap === false ? { sourcemap: false } : {}),
         entryPoints: Object.fromEntries([...byName].map(([name, t]) => [name, resolve(PROJECT_ROOT, t.entry)])),
-        outdir: dir,
         outExtension: { '.js': '.mjs' },
         metafile: true,
         absWorkingDir: PROJECT_ROOT,
-      });
-      if (result.errors.length) throw new Error(result.errors.map((e) => e.text).join('\n'));
-      for (const [out, meta] of Object.entries(result.metafile!.outputs)) {
-        if (!out.endsWith('.mjs')) continue;
-        const target = byName.get(relative(dir, join(PROJECT_ROOT, out)).replace(/\.mjs$/, ''));
-        if (!target) throw new Error(`esbuild wrote ${out}, which no entry names`);
-        bundles.set(target.key, {
-          file: join(PROJECT_ROOT, out),
-          bytes: meta.bytes,
-          inputs: Object.keys(meta.inputs),
-          externalImports: [...new Set(meta.imports.filter((i) => i.external).map((i) => i.path))],
-        });
+      };
+      const built = await cachedBuild(buildOptions, join(outdir, `defines-${g}`), contentHash);
+      for (const [name, bundle] of Object.entries(built)) {
+        const target = byName.get(name);
+        if (!target) throw new Error(`esbuild wrote ${name}, which no entry names`);
+        bundles.set(target.key, bundle);
       }
     }),
   );
   return bundles;
+}
+
+const CACHE_DIR = join(PROJECT_ROOT, 'node_modules', '.cache', 'lambda-bundles');
+
+/** What the cache keeps of one esbuild run: its bundles by entry name, and the content hash of each input. */
+interface CacheManifest {
+  inputs: Record<string, string>;
+  bundles: Record<string, Omit<Bundle, 'file'>>;
+}
+
+/** sha256 of a file (relative to the project), each read once per buildBundles call; undefined when there is none. */
+function memoizedContentHash(): (path: string) => Promise<string | undefined> {
+  const hashes = new Map<string, Promise<string | undefined>>();
+  return (path) => {
+    let hash = hashes.get(path);
+    if (!hash) {
+      hash = readFile(join(PROJECT_ROOT, path)).then(
+        (bytes) => createHash('sha256').update(bytes).digest('hex'),
+        () => undefined,
+      );
+      hashes.set(path, hash);
+    }
+    return hash;
+  };
+}
+
+/** One esbuild run into `dir`, or its cached output when nothing it read changed since: entry name -> bundle. */
+async function cachedBuild(buildOptions: BuildOptions, dir: string, contentHash: (path: string) => Promise<string | undefined>): Promise<Record<string, Bundle>> {
+  // The lock file and tsconfig decide how imports resolve, beyond the files read.
+  const resolution = [await contentHash('package-lock.json'), await contentHash('tsconfig.json')];
+  const key = createHash('sha256').update(JSON.stringify({ esbuild: esbuildVersion, resolution, root: PROJECT_ROOT, buildOptions })).digest('hex').slice(0, 32);
+  const cacheDir = join(CACHE_DIR, key);
+  try {
+    const manifest = JSON.parse(await readFile(join(cacheDir, 'manifest.json'), 'utf8')) as CacheManifest;
+    const unchanged = await Promise.all(Object.entries(manifest.inputs).map(async ([path, hash]) => (await contentHash(path)) === hash));
+    if (unchanged.every(Boolean)) return Object.fromEntries(Object.entries(manifest.bundles).map(([name, b]) => [name, { ...b, file: join(cacheDir, `${name}.mjs`) }]));
+  } catch {
+    // No usable cache entry: build.
+  }
+  const result = await build({ ...buildOptions, outdir: dir });
+  if (result.errors.length) throw new Error(result.errors.map((e) => e.text).join('\n'));
+  const built: Record<string, Bundle> = {};
+  for (const [out, meta] of Object.entries(result.metafile!.outputs)) {
+    if (!out.endsWith('.mjs')) continue;
+    built[relative(dir, join(PROJECT_ROOT, out)).replace(/\.mjs$/, '')] = {
+      file: join(PROJECT_ROOT, out),
+      bytes: meta.bytes,
+      inputs: Object.keys(meta.inputs),
+      externalImports: [...new Set(meta.imports.filter((i) => i.external).map((i) => i.path))],
+    };
+  }
+  const inputs = Object.keys(result.metafile!.inputs);
+  const hashes = await Promise.all(inputs.map(contentHash));
+  if (hashes.every((h) => h !== undefined)) {
+    // Written beside the entry and renamed into place: a run at the same time never reads half an entry.
+    const partial = `${cacheDir}.${process.pid}.${Date.now()}`;
+    mkdirSync(partial, { recursive: true });
+    for (const [name, b] of Object.entries(built)) copyFileSync(b.file, join(partial, `${name}.mjs`));
+    const manifest: CacheManifest = {
+      inputs: Object.fromEntries(inputs.map((path, i) => [path, hashes[i]!])),
+      bundles: Object.fromEntries(Object.entries(built).map(([name, { file: _file, ...b }]) => [name, b])),
+    };
+    writeFileSync(join(partial, 'manifest.json'), JSON.stringify(manifest));
+    rmSync(cacheDir, { recursive: true, force: true });
+    try {
+      renameSync(partial, cacheDir);
+    } catch {
+      // Another run put its entry there first: the same bundles.
+      rmSync(partial, { recursive: true, force: true });
+    }
+  }
+  return built;
 }
 
 export interface RunOutcome {
@@ -249,22 +401,42 @@ export interface AwsCall {
   accessKeyId: string;
   /** `DynamoDB_20120810.GetItem`, `TrentService.GetPublicKey`, or `<METHOD> <path>` for REST services. */
   operation: string;
+  /** IAM refused it: what was not allowed (`dynamodb:PutItem on arn:... for keys org#...`). */
+  denied?: string;
 }
 
+export interface AwsStandInOptions {
+  /** Access key id -> what that function's role allows: a call its role does not allow is refused as IAM refuses it. */
+  principals: Map<string, readonly AllowStatement[]>;
+  /** The template's tables (placeholder names), to find each request's partition keys. */
+  tables: readonly StackTable[];
+  /** ARNs of the template's secrets: each answers a generated value, as the stack generates one. */
+  secrets: readonly string[];
+}
+
+/** The placeholder ARN a table's `Fn::GetAtt Arn` becomes (placeholderOf). */
+const tableArn = (name: string) => `arn:aws:placeholder:${PLACEHOLDER_REGION}:${ACCOUNT}:${name}`;
+
 /**
- * The AWS endpoint the bundles are pointed at (AWS_ENDPOINT_URL): DynamoDB's calls go on to a real
- * dynalite, every other call is recorded and refused (the test says which functions may make them).
+ * The AWS endpoint the bundles are pointed at (AWS_ENDPOINT_URL). Every call is first authorized as IAM
+ * would, against the calling function's role (the access key id in its signature names the function):
+ * one its role does not allow is answered AccessDeniedException and recorded as denied. Then DynamoDB's
+ * calls go on to a real dynalite; Secrets Manager answers the stack's secrets (ResourceNotFound for
+ * others, as for an upstream key nobody stored); KMS signs and gives the public key of a P-256 key made
+ * here, as the stack's signing key does; anything else is recorded and refused.
  * The SDKs stay inside the bundles, as they ship, so they are stood in for on the wire, not mocked.
  * dynalite has no TransactWriteItems: those run through the project's emulation of it
  * (dynalite-transactions.ts), from the request as DynamoDB receives it.
  */
-export async function startAwsStandIn(dynamo: DynaliteTable): Promise<{ endpoint: string; calls: AwsCall[]; close(): Promise<void> }> {
+export async function startAwsStandIn(dynamo: DynaliteTable, options: AwsStandInOptions): Promise<{ endpoint: string; calls: AwsCall[]; close(): Promise<void> }> {
   const dynamoEndpoint = dynamo.endpoint;
   const { createServer, request } = await import('node:http');
   const emulation = await emulateTransactions(dynamo);
   // A TransactWriteItems request as DynamoDB gets it, run by the emulation; the answer as DynamoDB gives it.
   const documents = DynamoDBDocumentClient.from(dynamo.client);
   const transact = transactFromWire(documents);
+  const signingKey = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const secretValues = new Map(options.secrets.map((arn) => [arn, randomBytes(32).toString('hex')]));
   const calls: AwsCall[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -272,25 +444,54 @@ export async function startAwsStandIn(dynamo: DynaliteTable): Promise<{ endpoint
     req.on('end', () => {
       const accessKeyId = /Credential=([^/]+)\//.exec(String(req.headers.authorization ?? ''))?.[1] ?? 'unsigned';
       const target = req.headers['x-amz-target'] as string | undefined;
-      calls.push({ accessKeyId, operation: target ?? `${req.method} ${req.url}` });
+      const call: AwsCall = { accessKeyId, operation: target ?? `${req.method} ${req.url}` };
+      calls.push(call);
+      const json = target?.startsWith('DynamoDB_') ? 'application/x-amz-json-1.0' : 'application/x-amz-json-1.1';
+      const answer = (status: number, body: object) => {
+        res.writeHead(status, { 'content-type': json });
+        res.end(JSON.stringify(body));
+      };
+      const bytes = Buffer.concat(chunks);
+      let input: Record<string, any> = {};
+      try {
+        if (target) input = JSON.parse(bytes.toString('utf8') || '{}');
+      } catch {
+        return answer(400, { __type: 'SerializationException', message: 'not JSON' });
+      }
+      const statements = options.principals.get(accessKeyId);
+      const refused = (target ? authorizations(target, input, options.tables) : []).find((n) => !statements || !allows(statements, n));
+      if (refused) {
+        call.denied = `${refused.action} on ${refused.resource}${refused.leadingKeys ? ` for keys ${refused.leadingKeys.join(', ')}` : ''}`;
+        return answer(400, { __type: 'AccessDeniedException', message: `User: ${accessKeyId} is not authorized to perform: ${call.denied}` });
+      }
       if (target === 'DynamoDB_20120810.TransactWriteItems') {
-        void transact(Buffer.concat(chunks)).then(({ status, answer }) => {
-          res.writeHead(status, { 'content-type': 'application/x-amz-json-1.0' });
-          res.end(JSON.stringify(answer));
-        });
+        void transact(bytes).then(({ status, answer: body }) => answer(status, body));
         return;
       }
       if (target?.startsWith('DynamoDB_')) {
-        const forward = request(`${dynamoEndpoint}${req.url}`, { method: req.method, headers: req.headers }, (answer) => {
-          res.writeHead(answer.statusCode ?? 500, answer.headers);
-          answer.pipe(res);
+        const forward = request(`${dynamoEndpoint}${req.url}`, { method: req.method, headers: req.headers }, (out) => {
+          res.writeHead(out.statusCode ?? 500, out.headers);
+          out.pipe(res);
         });
         forward.on('error', () => res.destroy());
-        forward.end(Buffer.concat(chunks));
+        forward.end(bytes);
         return;
       }
-      res.writeHead(400, { 'content-type': 'application/x-amz-json-1.1' });
-      res.end(JSON.stringify({ __type: 'StandInRefused', message: 'not stood in for by this test' }));
+      if (target === 'secretsmanager.GetSecretValue') {
+        const value = secretValues.get(input.SecretId);
+        if (value === undefined) return answer(400, { __type: 'ResourceNotFoundException', message: "Secrets Manager can't find the specified secret." });
+        return answer(200, { ARN: input.SecretId, Name: String(input.SecretId).split(':').pop(), SecretString: value, VersionId: 'version-1', VersionStages: ['AWSCURRENT'] });
+      }
+      if (target === 'TrentService.GetPublicKey') {
+        const publicKey = signingKey.publicKey.export({ format: 'der', type: 'spki' }).toString('base64');
+        return answer(200, { KeyId: input.KeyId, PublicKey: publicKey, KeySpec: 'ECC_NIST_P256', KeyUsage: 'SIGN_VERIFY', SigningAlgorithms: ['ECDSA_SHA_256'] });
+      }
+      if (target === 'TrentService.Sign' && input.MessageType === 'RAW' && input.SigningAlgorithm === 'ECDSA_SHA_256') {
+        // DER, as KMS returns it.
+        const signature = sign('sha256', Buffer.from(input.Message, 'base64'), signingKey.privateKey).toString('base64');
+        return answer(200, { KeyId: input.KeyId, Signature: signature, SigningAlgorithm: 'ECDSA_SHA_256' });
+      }
+      answer(400, { __type: 'StandInRefused', message: 'not stood in for by this test' });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -304,4 +505,73 @@ export async function startAwsStandIn(dynamo: DynaliteTable): Promise<{ endpoint
         documents.destroy();
       }),
   };
+}
+
+type WireItem = Record<string, { S?: string }>;
+
+/**
+ * What IAM authorizes for one JSON-protocol request: DynamoDB's per table (or index) with the partition
+ * keys it touches (a transaction's items each as their own action), Secrets Manager's on the secret,
+ * KMS's on the key. Other services' requests are not authorized here: the stand-in refuses them anyway.
+ */
+export function authorizations(target: string, input: Record<string, any>, tables: readonly StackTable[]): Authorization[] {
+  const [prefix, operation] = target.split('.');
+  if (prefix === 'secretsmanager') {
+    // IAM sees a secret's full ARN, which ends in six random characters after its name.
+    const id = String(input.SecretId);
+    return [{ action: `secretsmanager:${operation}`, resource: id.startsWith('arn:') ? id : `arn:aws:secretsmanager:${PLACEHOLDER_REGION}:${ACCOUNT}:secret:${id}-AbCdEf` }];
+  }
+  if (prefix === 'TrentService') return [{ action: `kms:${operation}`, resource: String(input.KeyId) }];
+  if (!prefix.startsWith('DynamoDB_')) return [];
+  const table = (name: string) => {
+    const t = tables.find((x) => x.logicalId === name);
+    if (!t) throw new Error(`a DynamoDB request names table ${name}, which the template does not hold`);
+    return t;
+  };
+  const leading = (name: string, item: WireItem | undefined) => [String(item?.[table(name).partitionKey]?.S)];
+  const one = (action: string, name: string, item?: WireItem): Authorization => ({ action: `dynamodb:${action}`, resource: tableArn(name), leadingKeys: leading(name, item) });
+  switch (operation) {
+    case 'GetItem':
+    case 'DeleteItem':
+    case 'UpdateItem':
+      return [one(operation, input.TableName, input.Key)];
+    case 'PutItem':
+      return [one(operation, input.TableName, input.Item)];
+    case 'Query': {
+      const t = table(input.TableName);
+      const key = input.IndexName ? t.indexes[input.IndexName] : t.partitionKey;
+      if (!key) throw new Error(`a query names index ${input.IndexName} of ${t.logicalId}, which the template does not hold`);
+      // `#name = :value` on the partition key (the name maybe given plainly).
+      const names = (input.ExpressionAttributeNames ?? {}) as Record<string, string>;
+      const values: string[] = [];
+      for (const m of String(input.KeyConditionExpression ?? '').matchAll(/(#?\w+)\s*=\s*(:\w+)/g)) {
+        if ((names[m[1]] ?? m[1]) === key) values.push(String(input.ExpressionAttributeValues?.[m[2]]?.S));
+      }
+      return [{ action: 'dynamodb:Query', resource: input.IndexName ? `${tableArn(t.logicalId)}/index/${input.IndexName}` : tableArn(t.logicalId), leadingKeys: values }];
+    }
+    case 'Scan':
+      return [{ action: 'dynamodb:Scan', resource: input.IndexName ? `${tableArn(input.TableName)}/index/${input.IndexName}` : tableArn(input.TableName) }];
+    case 'BatchGetItem':
+      return Object.entries(input.RequestItems as Record<string, { Keys: WireItem[] }>).map(([name, r]) => ({
+        action: 'dynamodb:BatchGetItem',
+        resource: tableArn(name),
+        leadingKeys: r.Keys.flatMap((k) => leading(name, k)),
+      }));
+    case 'BatchWriteItem':
+      return Object.entries(input.RequestItems as Record<string, { PutRequest?: { Item: WireItem }; DeleteRequest?: { Key: WireItem } }[]>).map(([name, writes]) => ({
+        action: 'dynamodb:BatchWriteItem',
+        resource: tableArn(name),
+        leadingKeys: writes.flatMap((w) => leading(name, w.PutRequest?.Item ?? w.DeleteRequest?.Key)),
+      }));
+    case 'TransactWriteItems':
+      return (input.TransactItems as Record<string, { TableName: string; Key?: WireItem; Item?: WireItem }>[]).map((w) => {
+        const [kind, op] = Object.entries(w)[0];
+        const action = ({ Put: 'PutItem', Update: 'UpdateItem', Delete: 'DeleteItem', ConditionCheck: 'ConditionCheckItem' } as Record<string, string>)[kind];
+        return one(action, op.TableName, op.Item ?? op.Key);
+      });
+    case 'TransactGetItems':
+      return (input.TransactItems as { Get: { TableName: string; Key: WireItem } }[]).map((g) => one('GetItem', g.Get.TableName, g.Get.Key));
+    default:
+      return [{ action: `dynamodb:${operation}`, resource: tableArn(String(input.TableName)) }];
+  }
 }
