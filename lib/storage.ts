@@ -3,8 +3,12 @@ import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct } from 'constructs';
+import { STAGING_PREFIX } from '../lambdas/engine/aws/blobs.js';
 import { TABLE_SCHEMA } from '../lambdas/engine/aws/table.js';
 import { acknowledgeAccessLogBucket } from './nag.js';
+
+/** How long an object may stay on the AWS blob store's staging prefix. */
+export const STAGING_EXPIRY_DAYS = 7;
 
 /** The one DynamoDB table and the blob bucket. Keys come from TABLE_SCHEMA, shared with the AWS adapter. */
 export class Storage extends Construct {
@@ -49,8 +53,14 @@ export class Storage extends Construct {
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       serverAccessLogsBucket: accessLogs,
       serverAccessLogsPrefix: 'blobs/',
-      // The blob port has multipart uploads; an abandoned one would otherwise be billed forever.
-      lifecycleRules: [{ abortIncompleteMultipartUploadAfter: Duration.days(7) }],
+      lifecycleRules: [
+        // The blob port has multipart uploads; an abandoned one would otherwise be billed forever.
+        { abortIncompleteMultipartUploadAfter: Duration.days(7) },
+        // Staged objects (a blob being hashed, an upload's joined file waiting for its check) belong to
+        // no key until checked; one a crashed function or a dead-lettered check left would stay for good.
+        // A check takes minutes: after STAGING_EXPIRY_DAYS nothing still needs one.
+        { prefix: STAGING_PREFIX, expiration: Duration.days(STAGING_EXPIRY_DAYS) },
+      ],
     });
   }
 }

@@ -17,7 +17,7 @@
  * at most 5 GiB, so that is not implemented.
  *
  * Staging objects left behind by a crashed Lambda belong to no key; a bucket lifecycle rule on the
- * `.staging/` prefix (and on incomplete multipart uploads) cleans them up.
+ * `.staging/` prefix (lib/storage.ts, 7 days) and one on incomplete multipart uploads clean them up.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { Readable, Transform, type TransformCallback } from 'node:stream';
@@ -42,7 +42,7 @@ import { LIMITS } from '../limits.js';
 import { checkExpectation, checkPartList, checkPartNumber } from '../adapter-kit/blob-checks.js';
 import { isNotFound, translateAwsError } from './errors.js';
 
-const STAGING_PREFIX = '.staging/';
+export const STAGING_PREFIX = '.staging/';
 /** Part size used when a streamed body of unknown length is staged with a multipart upload. */
 const STAGING_PART_BYTES = 8 * 1024 * 1024;
 /** Largest single PutObject / CopyObject. */
