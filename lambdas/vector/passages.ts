@@ -74,6 +74,9 @@ interface MetadataFault {
 /** A key as a message quotes it: JSON, so an empty key, a control character or a lone surrogate shows as such. */
 const quoted = (key: string) => JSON.stringify(key.length > 80 ? `${key.slice(0, 80)}…` : key);
 
+/** A metadata key: 1 to 64 characters of Unicode. */
+const validKey = (key: string) => key.length >= 1 && key.length <= 64 && wellFormed(key);
+
 /** Flat metadata: strings, finite numbers (-0 kept as 0), booleans, arrays of strings; else the first fault. */
 function flatMetadata(value: unknown): { metadata: Passage['metadata'] } | { fault: MetadataFault } {
   const fault = (key: string | null, message: string) => ({ fault: { key, message } });
@@ -140,8 +143,9 @@ export function parseIngestRequest(body: unknown): IngestRequest {
     }
     const idText = typeof id === 'string' ? id : null;
     const skip = (reason: SkipReason, fault?: MetadataFault) =>
-      // A key that is not Unicode is named in the message only (escaped there), not in param.
-      skipped.push({ index, id: idText, reason, ...(fault ? { message: fault.message, param: fault.key === null || !wellFormed(fault.key) ? `${param}.metadata` : `${param}.metadata.${fault.key}` } : {}) });
+      // A key that is not a key (not Unicode, or past 64 characters) is named in the message only
+      // (escaped and shortened there), not in param: a skip stays small, so the answer is kept under its operation id.
+      skipped.push({ index, id: idText, reason, ...(fault ? { message: fault.message, param: fault.key === null || !validKey(fault.key) ? `${param}.metadata` : `${param}.metadata.${fault.key}` } : {}) });
     if (idText === null || utf8(idText) < 1 || utf8(idText) > MAX_ID_BYTES || !wellFormed(idText)) return skip('invalid_id');
     if (typeof text !== 'string' || text.trim().length === 0 || !wellFormed(text)) return skip('invalid_text');
     const flat = flatMetadata(doc.metadata);
