@@ -219,7 +219,7 @@ interface Answer {
  * body is `{}` unless a case gives one: the route's own validation answers it. Only the database put
  * creates anything, under a name of its own, so no answer depends on which function ran first.
  */
-const AUTHENTICATED: Record<string, { params?: Record<string, string>; body?: unknown; query?: Record<string, string>; appKey?: true; uses?: string[]; answer: Answer }> = {
+const AUTHENTICATED: Record<string, { params?: Record<string, string>; body?: unknown; appKey?: true; uses?: string[]; answer: Answer }> = {
   'ai.models.list': { answer: { status: 200 } },
   'ai.chat.completions': { answer: { status: 400, code: 'invalid_body' } },
   'ai.embeddings': { answer: { status: 400, code: 'invalid_body' } },
@@ -296,8 +296,7 @@ function authenticatedEvent(route: RouteDef, viaGateway: boolean) {
     ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
   };
   const plain = httpEvent(method, samplePath(route, seeded.workspace), headers, body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body));
-  const event = viaGateway ? routed(route, plain, seeded.workspace) : plain;
-  return spec?.query ? { ...event, rawQueryString: new URLSearchParams(spec.query).toString(), queryStringParameters: spec.query } : event;
+  return viaGateway ? routed(route, plain, seeded.workspace) : plain;
 }
 
 /** Status and error code of an answer (a streamed one's status is in its metadata, which the runner spreads in). */
