@@ -4,7 +4,7 @@
  * docs/decisions/upload-checks.md). In AWS an SQS-triggered function with partial batch responses;
  * locally a receiver in the background processes (lambdas/local/queue-workers.ts). A check whose
  * store fails comes back after the queue's retrySeconds and, past its receives, rests in
- * `upload-checks-dead` (the upload stays `verifying` until it expires).
+ * `upload-checks-dead` (the upload stays `verifying` until a complete 15 minutes on queues its check anew, or it expires).
  */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Engine, QueueConsumer } from '../engine/ports.js';

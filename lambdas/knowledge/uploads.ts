@@ -41,6 +41,12 @@ export const MAX_KEEP_SOURCE_HOURS = 168;
 export const PART_URL_SECONDS = 3600;
 /** A complete that died mid-way holds the upload this long before another complete may take it over. */
 const COMPLETING_SECONDS = 15 * 60;
+/**
+ * An upload verifying this long has no check coming (its complete died before queuing it, or the check
+ * was dead-lettered): a complete queues one anew. Past the consumer's 600 s timeout and the message's
+ * delay, so a check still running is rarely doubled (a double keeps the same checked bytes anyway).
+ */
+const RECHECK_AFTER_SECONDS = 15 * 60;
 /** What one start call sweeps on its way (docs/decisions/ai-uploads.md, "Expiry"). */
 const SWEEP_PER_START = 10;
 /** An upload id is an operation id (spec 4.1, 8). */
@@ -175,6 +181,8 @@ interface Upload {
   expires_at: number;
   completed_at: string | null;
   completing_until: number;
+  /** When it became verifying (epoch seconds); 0 for one from before this was kept. */
+  verifying_since: number;
   error: { code: string; message: string } | undefined;
 }
 
@@ -197,6 +205,7 @@ function asUpload(item: KvItem): Upload {
     expires_at: Number(item.expires_at),
     completed_at: typeof item.completed_at === 'string' ? item.completed_at : null,
     completing_until: Number(item.completing_until ?? 0),
+    verifying_since: Number(item.verifying_since ?? 0),
     error: typeof item.error_code === 'string' ? { code: item.error_code, message: String(item.error_message ?? '') } : undefined,
   };
 }
@@ -358,7 +367,10 @@ export async function completeUpload(engine: Engine, principal: Principal, id: s
   const org = principal.organizationId;
   let upload = await readUpload(engine, principal, id);
   if (upload.status === 'completed') return view(engine, org, upload, { route: '' });
-  if (upload.status === 'verifying') return stillChecking(await view(engine, org, upload, { route: '' }));
+  if (upload.status === 'verifying') {
+    await recheckIfStale(engine, org, upload);
+    return stillChecking(await view(engine, org, upload, { route: '' }));
+  }
   if (upload.status === 'failed') throw failure(upload);
   const now = nowSeconds(engine);
   if (upload.status === 'completing' && upload.completing_until > now) throw completedAlready(upload);
@@ -408,7 +420,7 @@ export async function completeUpload(engine: Engine, principal: Principal, id: s
 
   // Joined: from here the check may finish elsewhere, so the upload says so before it starts.
   try {
-    await engine.kv.update({ key: uploadKey(org, id), set: { status: 'verifying' }, remove: ['completing_until'], condition: { ifEquals: claimed } });
+    await engine.kv.update({ key: uploadKey(org, id), set: { status: 'verifying', verifying_since: nowSeconds(engine) }, remove: ['completing_until'], condition: { ifEquals: claimed } });
   } catch (error) {
     if (error instanceof ConditionFailedError) throw completedAlready(asUpload((await engine.kv.get(uploadKey(org, id))) ?? upload.item));
     throw error;
@@ -443,6 +455,33 @@ export async function completeUpload(engine: Engine, principal: Principal, id: s
   await reopen(engine, org, upload, claimed);
   if ('lost' in checked) throw lostParts();
   throw new PlatformError('hash_mismatch', mismatchMessage(upload, checked.mismatch), 'sha256');
+}
+
+/**
+ * A complete of an upload verifying RECHECK_AFTER_SECONDS or more: its check's message was never sent
+ * (the complete died between its `verifying` write and the send) or was dead-lettered, and nothing
+ * else would check it before it expires. One complete (the one whose write of `verifying_since` wins)
+ * queues the check anew; a send that fails is left to the next complete.
+ */
+async function recheckIfStale(engine: Engine, org: string, upload: Upload): Promise<void> {
+  const now = nowSeconds(engine);
+  if (now - upload.verifying_since < RECHECK_AFTER_SECONDS) return;
+  try {
+    await engine.kv.update({
+      key: uploadKey(org, upload.id),
+      set: { verifying_since: now },
+      // One kept before verifying_since was has none to compare: two completes at once may both queue (a double check is harmless).
+      condition: { ifEquals: { status: 'verifying', engine_upload_id: upload.engine_upload_id, ...(upload.item.verifying_since === undefined ? {} : { verifying_since: upload.verifying_since }) } },
+    });
+  } catch (error) {
+    if (error instanceof ConditionFailedError) return; // queued by another complete, or settled meanwhile
+    throw error;
+  }
+  const message: UploadCheckMessage = { org, id: upload.id, engine_upload_id: upload.engine_upload_id };
+  await engine.queue.send(UPLOAD_CHECKS_QUEUE, JSON.stringify(message), { group: org }).catch((error) => {
+    log.warn('upload check not queued anew; the next complete tries again', { upload: upload.id, error: String(error) });
+    return engine.kv.update({ key: uploadKey(org, upload.id), set: { verifying_since: upload.verifying_since }, condition: { ifEquals: { verifying_since: now } } }).catch(() => undefined);
+  });
 }
 
 /** The reason a complete call stops its own check: its deadline passed and the queued check goes on. */

@@ -104,3 +104,49 @@ describe('a complete that cannot wait for its check, locally', () => {
     expect([again.status, again.body.error.code]).toEqual([400, 'hash_mismatch']);
   }, 60_000);
 });
+
+/**
+ * The attack pass repeated (issue 33): a complete killed between its `verifying` write and its
+ * check's message (or a check dead-lettered after its five receives) left the upload `verifying`
+ * until it expired, up to 168 hours: every complete answered 202 and nothing checked it; its id could
+ * not be started again. The state is written here as such a complete leaves it (the parts joined, the
+ * upload verifying, no message queued), since no signal lands between two awaits on purpose.
+ */
+describe('an upload left verifying with no check queued', () => {
+  const file = randomBytes(6 * MIB + 5);
+
+  /** Joins the parts and marks the upload verifying since `since` (epoch seconds), queuing nothing. */
+  async function orphanVerifying(id: string, since: number) {
+    const item = (await p.engine.kv.get(uploadKey(org, id)))!;
+    const bytes = uploadBytesKey(org, String(item.workspace_id), String(item.sha256), String(item.gen));
+    const parts = await p.engine.blobs.listParts(bytes, String(item.engine_upload_id));
+    await p.engine.blobs.joinMultipart(bytes, String(item.engine_upload_id), parts.map((x) => ({ partNumber: x.partNumber, etag: x.etag })));
+    await p.engine.kv.update({ key: uploadKey(org, id), set: { status: 'verifying', verifying_since: since } });
+  }
+
+  it('a complete queues its check anew once it has been verifying 15 minutes, not before', async () => {
+    const upload = await sendFile(file, file);
+    const now = Math.floor(Date.now() / 1000);
+    await orphanVerifying(upload.id, now);
+    // Recent: its check may still be running; another complete queues nothing.
+    expect((await complete(upload.id)).status).toBe(202);
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect((await get(upload.id)).body.status).toBe('verifying');
+
+    await p.engine.kv.update({ key: uploadKey(org, upload.id), set: { verifying_since: now - 15 * 60 - 1 } });
+    const again = await complete(upload.id);
+    expect([again.status, again.body.status]).toEqual([202, 'verifying']);
+    expect((await checked(upload.id)).body).toMatchObject({ status: 'completed', completed_at: expect.any(String) });
+  }, 60_000);
+
+  it('an upload verifying from before verifying_since was kept is queued anew at once; wrong bytes fail it', async () => {
+    const announced = randomBytes(file.length);
+    const upload = await sendFile(announced, randomBytes(file.length));
+    await orphanVerifying(upload.id, 0);
+    await p.engine.kv.update({ key: uploadKey(org, upload.id), set: { status: 'verifying' }, remove: ['verifying_since'] });
+    expect((await complete(upload.id)).status).toBe(202);
+    expect((await checked(upload.id)).body).toMatchObject({ status: 'failed', error: { code: 'hash_mismatch' } });
+    // Failed, its id starts anew.
+    expect((await start(announced, upload.id)).status).toBe(201);
+  }, 60_000);
+});
