@@ -9,56 +9,19 @@
  * paging is tested on a client mock (test/contract/blob.aws-mock.test.ts).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../lambdas/engine/ports.js';
-import { useEngine } from '../../lambdas/engine/index.js';
-import { Tenants } from '../../lambdas/auth/tenants.js';
+import { describe, expect, it } from 'vitest';
+import { useAwsAiFront } from '../helpers/aws-ai-front.js';
 import { PART_URL_SECONDS } from '../../lambdas/knowledge/uploads.js';
-import { standInListParts, type PresignedParts } from '../helpers/presigned-parts.js';
-import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
-import type { S3rverBucket } from '../helpers/s3rver.js';
-import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const op = () => `op-${randomUUID()}`;
 
-let engine: Engine;
-let s3: S3rverBucket;
-let gateway: LambdaFront;
-let key: string;
-let parts: PresignedParts;
-
-beforeAll(async () => {
-  process.env.LOG_LEVEL = 'silent';
-  const started = await startAwsDataEngine('ai-uploads-aws');
-  engine = started.engine;
-  s3 = started.s3;
-  parts = standInListParts(engine);
-  useEngine(engine);
-  const tenants = new Tenants(engine.kv, () => Date.now());
-  const org = await tenants.createOrganization('uploads');
-  await tenants.createWorkspace(org.id, 'main');
-  key = (await tenants.createSecretKey(org.id)).key;
-  gateway = await startLambdaFront('ai');
-}, 60_000);
-
-afterAll(async () => {
-  await gateway?.close();
-  await engine?.close();
-});
-
-async function call(method: string, path: string, body?: object) {
-  const res = await fetch(gateway.url + path, {
-    method,
-    body: body && JSON.stringify(body),
-    headers: { authorization: `Bearer ${key}`, 'x-operation-id': op(), ...(body ? { 'content-type': 'application/json' } : {}) },
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const front = useAwsAiFront('ai-uploads-aws');
+const { call } = front;
 
 /** A part sent as a client sends it: a plain PUT of its bytes to the URL, no credential of ours. */
-const sendPart = (url: string, bytes: Buffer): Promise<void> => parts.send(url, bytes);
+const sendPart = (url: string, bytes: Buffer): Promise<void> => front.parts.send(url, bytes);
 
 describe('an upload on AWS', () => {
   const file = randomBytes(11 * MiB + 5);
@@ -66,7 +29,7 @@ describe('an upload on AWS', () => {
   let id: string;
 
   it('answers presigned S3 part URLs, each taking exactly its part, working an hour', async () => {
-    const before = gateway.invocations.length;
+    const before = front.gateway.invocations.length;
     const start = await call('POST', '/v1/uploads', { filename: 'talk.mp4', content_type: 'video/mp4', size: file.length, sha256: sha(file) });
     expect(start.status).toBe(201);
     id = start.body.id;
@@ -78,13 +41,13 @@ describe('an upload on AWS', () => {
     ]);
     for (const part of start.body.parts) {
       const url = new URL(part.url);
-      expect(url.origin).toBe(s3.endpoint);
+      expect(url.origin).toBe(front.s3.endpoint);
       expect(url.searchParams.get('partNumber')).toBe(String(part.number));
       expect(url.searchParams.get('X-Amz-Expires')).toBe(String(PART_URL_SECONDS));
       expect(url.searchParams.get('X-Amz-SignedHeaders')).toContain('content-length');
     }
     expect(Date.parse(start.body.part_urls_expire_at)).toBeGreaterThan(Date.now() + (PART_URL_SECONDS - 60) * 1000);
-    expect(gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.create']);
+    expect(front.gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.create']);
   });
 
   it('is resumed: the parts go straight to S3; GET shows them and hands out fresh URLs for the missing one only', async () => {
@@ -101,7 +64,7 @@ describe('an upload on AWS', () => {
     const done = await call('POST', `/v1/uploads/${id}/complete`, {});
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ id, status: 'completed', parts_received: [1, 2, 3], parts: [], part_urls_expire_at: null });
-    expect(Math.max(...gateway.invocations.map((i) => i.eventBytes))).toBeLessThan(64 * 1024);
+    expect(Math.max(...front.gateway.invocations.map((i) => i.eventBytes))).toBeLessThan(64 * 1024);
   });
 
   it('bytes other than the announced ones: 400 hash_mismatch, the upload pending again with new URLs', async () => {

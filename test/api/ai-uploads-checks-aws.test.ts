@@ -11,66 +11,31 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../lambdas/engine/ports.js';
-import { useEngine } from '../../lambdas/engine/index.js';
-import { Tenants } from '../../lambdas/auth/tenants.js';
+import { useAwsAiFront } from '../helpers/aws-ai-front.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { UPLOAD_CHECKS_QUEUE } from '../../lambdas/knowledge/uploads.js';
 import { storedFileKey, uploadBytesKey, uploadKey } from '../../lambdas/knowledge/upload-keys.js';
 import { handler as uploadChecks } from '../../lambdas/consumers/upload-checks.js';
-import { standInListParts, type PresignedParts } from '../helpers/presigned-parts.js';
-import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
-import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 const op = () => `op-${randomUUID()}`;
 
-let engine: Engine;
-let gateway: LambdaFront;
-let key: string;
-let org: string;
-let parts: PresignedParts;
-
-beforeAll(async () => {
-  process.env.LOG_LEVEL = 'silent';
-  useSettings({ uploadCheckWithinMs: 10 });
-  const started = await startAwsDataEngine('ai-uploads-checks-aws');
-  engine = started.engine;
-  parts = standInListParts(engine);
-  useEngine(engine);
-  const tenants = new Tenants(engine.kv, () => Date.now());
-  org = (await tenants.createOrganization('uploads')).id;
-  await tenants.createWorkspace(org, 'main');
-  key = (await tenants.createSecretKey(org)).key;
-  gateway = await startLambdaFront('ai');
-}, 60_000);
-
-afterAll(async () => {
-  useSettings(undefined);
-  await gateway?.close();
-  await engine?.close();
-});
-
-async function call(method: string, path: string, body?: object) {
-  const res = await fetch(gateway.url + path, {
-    method,
-    body: body && JSON.stringify(body),
-    headers: { authorization: `Bearer ${key}`, 'x-operation-id': op(), ...(body ? { 'content-type': 'application/json' } : {}) },
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+beforeAll(() => useSettings({ uploadCheckWithinMs: 10 }));
+afterAll(() => useSettings(undefined));
+const front = useAwsAiFront('ai-uploads-checks-aws');
+const { call } = front;
 
 /** Starts an upload announcing `announced` and sends `sent` to its presigned part URLs. */
 async function sendFile(announced: Buffer, sent: Buffer, id = op()) {
-  const res = await fetch(`${gateway.url}/v1/uploads`, {
+  const res = await fetch(`${front.gateway.url}/v1/uploads`, {
     method: 'POST',
     body: JSON.stringify({ filename: 'talk.mp4', content_type: 'video/mp4', size: announced.length, sha256: sha(announced) }),
-    headers: { authorization: `Bearer ${key}`, 'x-operation-id': id, 'content-type': 'application/json' },
+    headers: { authorization: `Bearer ${front.key}`, 'x-operation-id': id, 'content-type': 'application/json' },
   });
   const upload = (await res.json()) as any;
   expect(res.status).toBe(201);
-  for (const part of upload.parts) await parts.send(part.url, sent.subarray((part.number - 1) * upload.part_size, part.number * upload.part_size));
+  for (const part of upload.parts) await front.parts.send(part.url, sent.subarray((part.number - 1) * upload.part_size, part.number * upload.part_size));
   return upload;
 }
 
@@ -78,7 +43,7 @@ async function sendFile(announced: Buffer, sent: Buffer, id = op()) {
 async function checkEvent(): Promise<SQSEvent> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const [m] = await engine.queue.receive(UPLOAD_CHECKS_QUEUE, { max: 1, visibilitySeconds: 60 });
+    const [m] = await front.engine.queue.receive(UPLOAD_CHECKS_QUEUE, { max: 1, visibilitySeconds: 60 });
     if (m) {
       const attributes = { ApproximateReceiveCount: String(m.receiveCount), SentTimestamp: '0', SenderId: 'test', ApproximateFirstReceiveTimestamp: '0' };
       return { Records: [{ messageId: m.id, receiptHandle: m.receipt, body: m.body, attributes, messageAttributes: {}, md5OfBody: '', eventSource: 'aws:sqs', eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:upload-checks', awsRegion: 'us-east-1' }] };
@@ -90,7 +55,7 @@ async function checkEvent(): Promise<SQSEvent> {
 
 /** Where the joined object waits on S3 until it is checked: the multipart upload's staging key (lambdas/engine/aws/blobs.ts). */
 async function joinedKey(id: string): Promise<string> {
-  const item = await engine.kv.get(uploadKey(org, id));
+  const item = await front.engine.kv.get(uploadKey(front.org, id));
   return `.staging/${String(item!.engine_upload_id).split('.')[0]}`;
 }
 
@@ -99,20 +64,20 @@ describe('a complete whose check outlasts its deadline, on AWS', () => {
 
   it('answers 202 verifying at once; the upload-checks function completes it, and only then are its bytes kept', async () => {
     const upload = await sendFile(file, file);
-    const before = gateway.invocations.length;
+    const before = front.gateway.invocations.length;
     const done = await call('POST', `/v1/uploads/${upload.id}/complete`, {});
     expect(done.status).toBe(202);
     expect(done.body).toMatchObject({ id: upload.id, status: 'verifying', parts_received: [1, 2, 3, 4, 5, 6, 7], parts: [], completed_at: null, status_url: `/v1/uploads/${upload.id}` });
     expect(done.body.poll_after_seconds).toBeGreaterThanOrEqual(1);
-    expect(gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.complete']);
+    expect(front.gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.complete']);
 
     // Not yet visible: no stored file, nothing at the upload's key; the joined bytes wait on their staging key.
-    const ws = (await engine.kv.get(uploadKey(org, upload.id)))!.workspace_id as string;
-    expect(await engine.kv.get(storedFileKey(org, ws, sha(file)))).toBeUndefined();
-    const gen = String((await engine.kv.get(uploadKey(org, upload.id)))!.gen);
-    expect(await engine.blobs.head(uploadBytesKey(org, ws, sha(file), gen))).toBeUndefined();
+    const ws = (await front.engine.kv.get(uploadKey(front.org, upload.id)))!.workspace_id as string;
+    expect(await front.engine.kv.get(storedFileKey(front.org, ws, sha(file)))).toBeUndefined();
+    const gen = String((await front.engine.kv.get(uploadKey(front.org, upload.id)))!.gen);
+    expect(await front.engine.blobs.head(uploadBytesKey(front.org, ws, sha(file), gen))).toBeUndefined();
     const joined = await joinedKey(upload.id);
-    expect(await engine.blobs.head(joined)).toEqual({ size: file.length });
+    expect(await front.engine.blobs.head(joined)).toEqual({ size: file.length });
     // While it is checked: GET says so; a second complete answers the same 202; a part cannot change it.
     expect((await call('GET', `/v1/uploads/${upload.id}`)).body).toMatchObject({ status: 'verifying', parts: [] });
     expect((await call('POST', `/v1/uploads/${upload.id}/complete`, {})).status).toBe(202);
@@ -122,12 +87,12 @@ describe('a complete whose check outlasts its deadline, on AWS', () => {
     const after = await call('GET', `/v1/uploads/${upload.id}`);
     expect(after.body).toMatchObject({ status: 'completed', parts_received: [1, 2, 3, 4, 5, 6, 7], parts: [], completed_at: expect.any(String) });
     expect(after.body.error).toBeUndefined();
-    expect(await engine.kv.get(storedFileKey(org, ws, sha(file)))).toMatchObject({ gen, size: file.length });
-    const kept = await engine.blobs.get(uploadBytesKey(org, ws, sha(file), gen));
+    expect(await front.engine.kv.get(storedFileKey(front.org, ws, sha(file)))).toMatchObject({ gen, size: file.length });
+    const kept = await front.engine.blobs.get(uploadBytesKey(front.org, ws, sha(file), gen));
     const hash = createHash('sha256');
     for await (const chunk of kept!.body) hash.update(chunk as Buffer);
     expect(hash.digest('hex')).toBe(sha(file));
-    expect(await engine.blobs.head(joined)).toBeUndefined();
+    expect(await front.engine.blobs.head(joined)).toBeUndefined();
     // Complete again: the upload as it is.
     expect((await call('POST', `/v1/uploads/${upload.id}/complete`, {})).body).toMatchObject({ status: 'completed' });
   }, 60_000);
@@ -140,23 +105,23 @@ describe('a complete whose check outlasts its deadline, on AWS', () => {
     const done = await call('POST', `/v1/uploads/${id}/complete`, {});
     expect([done.status, done.body.status]).toEqual([202, 'verifying']);
     const joined = await joinedKey(id);
-    const ws = (await engine.kv.get(uploadKey(org, id)))!.workspace_id as string;
-    const gen = String((await engine.kv.get(uploadKey(org, id)))!.gen);
+    const ws = (await front.engine.kv.get(uploadKey(front.org, id)))!.workspace_id as string;
+    const gen = String((await front.engine.kv.get(uploadKey(front.org, id)))!.gen);
 
     expect(await uploadChecks(await checkEvent())).toEqual({ batchItemFailures: [] });
     const after = await call('GET', `/v1/uploads/${id}`);
     expect(after.body).toMatchObject({ status: 'failed', parts_received: [], parts: [], completed_at: null, error: { code: 'hash_mismatch' } });
     expect(after.body.error.message).toContain(sha(other));
-    expect(await engine.blobs.head(joined)).toBeUndefined();
-    expect(await engine.blobs.head(uploadBytesKey(org, ws, sha(announced), gen))).toBeUndefined();
-    expect(await engine.kv.get(storedFileKey(org, ws, sha(announced)))).toBeUndefined();
+    expect(await front.engine.blobs.head(joined)).toBeUndefined();
+    expect(await front.engine.blobs.head(uploadBytesKey(front.org, ws, sha(announced), gen))).toBeUndefined();
+    expect(await front.engine.kv.get(storedFileKey(front.org, ws, sha(announced)))).toBeUndefined();
     // Its complete answers the failure; a part is refused; the same start opens it again for the right bytes.
     const again = await call('POST', `/v1/uploads/${id}/complete`, {});
     expect([again.status, again.body.error.code]).toEqual([400, 'hash_mismatch']);
-    const restart = await fetch(`${gateway.url}/v1/uploads`, {
+    const restart = await fetch(`${front.gateway.url}/v1/uploads`, {
       method: 'POST',
       body: JSON.stringify({ filename: 'talk.mp4', content_type: 'video/mp4', size: announced.length, sha256: sha(announced) }),
-      headers: { authorization: `Bearer ${key}`, 'x-operation-id': id, 'content-type': 'application/json' },
+      headers: { authorization: `Bearer ${front.key}`, 'x-operation-id': id, 'content-type': 'application/json' },
     });
     expect(restart.status).toBe(201);
     expect((await restart.json()) as any).toMatchObject({ id, status: 'pending', parts_received: [] });

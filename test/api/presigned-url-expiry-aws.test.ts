@@ -6,46 +6,14 @@
  * (s3rver, which checks a presigned URL's time as S3 does: 403 AccessDenied "Request has expired").
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Engine } from '../../lambdas/engine/ports.js';
-import { useEngine } from '../../lambdas/engine/index.js';
-import { Tenants } from '../../lambdas/auth/tenants.js';
-import { presignedUrlExpired, standInListParts, type PresignedParts } from '../helpers/presigned-parts.js';
-import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
-import { startLambdaFront, type LambdaFront } from '../helpers/lambda-front.js';
+import { describe, expect, it } from 'vitest';
+import { useAwsAiFront } from '../helpers/aws-ai-front.js';
+import { presignedUrlExpired } from '../helpers/presigned-parts.js';
 
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
-let engine: Engine;
-let gateway: LambdaFront;
-let key: string;
-let parts: PresignedParts;
-
-beforeAll(async () => {
-  process.env.LOG_LEVEL = 'silent';
-  ({ engine } = await startAwsDataEngine('presigned-expiry'));
-  parts = standInListParts(engine);
-  useEngine(engine);
-  const tenants = new Tenants(engine.kv, () => Date.now());
-  const org = await tenants.createOrganization('expiry');
-  await tenants.createWorkspace(org.id, 'main');
-  key = (await tenants.createSecretKey(org.id)).key;
-  gateway = await startLambdaFront('ai');
-}, 60_000);
-
-afterAll(async () => {
-  await gateway?.close();
-  await engine?.close();
-});
-
-async function call(method: string, path: string, body?: object) {
-  const res = await fetch(gateway.url + path, {
-    method,
-    body: body && JSON.stringify(body),
-    headers: { authorization: `Bearer ${key}`, 'x-operation-id': `op-${randomUUID()}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-  });
-  return { status: res.status, body: (await res.json()) as any };
-}
+const front = useAwsAiFront('presigned-expiry');
+const { call } = front;
 
 /** The URL as it would be had it been signed two hours ago: past its time, as one whose signing session ended. */
 function aged(url: string): string {
@@ -81,10 +49,10 @@ describe('a presigned part URL that expired', () => {
     const file = randomBytes(64 * 1024);
     const start = await call('POST', '/v1/uploads', { filename: 'b.bin', content_type: 'application/octet-stream', size: file.length, sha256: sha(file) });
     expect(start.status).toBe(201);
-    const before = gateway.invocations.length;
-    await parts.send(aged(start.body.parts[0].url), file, freshUrl(start.body.id, 1));
+    const before = front.gateway.invocations.length;
+    await front.parts.send(aged(start.body.parts[0].url), file, freshUrl(start.body.id, 1));
     // One GET for the fresh URL: the re-ask went to the platform.
-    expect(gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.get']);
+    expect(front.gateway.invocations.slice(before).map((i) => i.route)).toEqual(['ai.uploads.get']);
     const done = await call('POST', `/v1/uploads/${start.body.id}/complete`, {});
     expect(done.status).toBe(200);
     expect(done.body).toMatchObject({ status: 'completed', parts_received: [1] });
@@ -93,11 +61,11 @@ describe('a presigned part URL that expired', () => {
   it('is asked for again only when S3 says it expired: another refusal fails at once', async () => {
     const file = randomBytes(1024);
     const start = await call('POST', '/v1/uploads', { filename: 'c.bin', content_type: 'application/octet-stream', size: file.length, sha256: sha(file) });
-    const before = gateway.invocations.length;
+    const before = front.gateway.invocations.length;
     // A credential S3 does not know: refused (403 InvalidAccessKeyId), not for its time.
     const url = new URL(start.body.parts[0].url);
     url.searchParams.set('X-Amz-Credential', url.searchParams.get('X-Amz-Credential')!.replace(/^[^/]+/, 'UNKNOWNKEY'));
-    await expect(parts.send(url.toString(), file, freshUrl(start.body.id, 1))).rejects.toThrow(/part PUT to S3: 403 .*InvalidAccessKeyId/s);
-    expect(gateway.invocations.length).toBe(before);
+    await expect(front.parts.send(url.toString(), file, freshUrl(start.body.id, 1))).rejects.toThrow(/part PUT to S3: 403 .*InvalidAccessKeyId/s);
+    expect(front.gateway.invocations.length).toBe(before);
   });
 });
