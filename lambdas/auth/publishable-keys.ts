@@ -48,6 +48,8 @@ export function normalizeOrigin(value: string): string {
   if ((url.protocol !== 'https:' && url.protocol !== 'http:') || url.origin !== value.replace(/\/$/, '')) {
     throw new TenantError(`"${value}" is not an origin like https://app.example.com (scheme, host and port only)`);
   }
+  // URL takes `*` in a host, but no browser sends one: such an origin would match nothing, not every subdomain.
+  if (url.hostname.includes('*')) throw new TenantError(`"${value}" is not an origin like https://app.example.com (no wildcards: list each origin)`);
   return url.origin;
 }
 
