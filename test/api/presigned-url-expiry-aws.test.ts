@@ -5,7 +5,7 @@
  * upload. Over the upload routes as Lambda behind API Gateway runs them, DynamoDB (dynalite) and S3
  * (s3rver, which checks a presigned URL's time as S3 does: 403 AccessDenied "Request has expired").
  */
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { useAwsAiFront } from '../helpers/aws-ai-front.js';
 import { presignedUrlExpired } from '../helpers/presigned-parts.js';
