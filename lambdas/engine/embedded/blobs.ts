@@ -145,19 +145,30 @@ export class FileBlobStore implements BlobStore {
     const dir = await this.uploadDir(key, uploadId);
     const files = await this.listedParts(dir, parts);
 
+    return this.storeParts(files.map((f) => f.path), dir, path, expect);
+  }
+
+  /**
+   * The parts read in order through SHA-256 into tmp/, renamed to `path` only if they meet `expect`;
+   * either way the parts' directory goes (like the AWS adapter: the upload is consumed and nothing
+   * wrong is kept), except when `signal` stops the read half way: the next try needs the parts.
+   */
+  private async storeParts(files: string[], dir: string, path: string, expect: BlobExpectation | undefined, signal?: AbortSignal): Promise<StoredBlob> {
     const tmp = this.tmpPath();
     try {
-      const stored = await writeFileFrom(tmp, Readable.from(concatFiles(files.map((f) => f.path))), expect?.size);
+      const stored = await writeFileFrom(tmp, Readable.from(concatFiles(files, signal)), expect?.size);
       try {
         checkExpectation(stored, expect);
       } catch (err) {
-        // Like the AWS adapter: the upload is consumed and nothing is kept.
         await rm(dir, { recursive: true, force: true });
         throw err;
       }
       await moveIntoPlace(tmp, path);
       await rm(dir, { recursive: true, force: true });
       return stored;
+    } catch (err) {
+      if (signal?.aborted && !(err instanceof BlobMismatchError)) throw signal.reason;
+      throw err;
     } finally {
       await rm(tmp, { force: true });
     }
@@ -191,25 +202,7 @@ export class FileBlobStore implements BlobStore {
       throw err;
     }
     await this.init();
-    const tmp = this.tmpPath();
-    try {
-      const stored = await writeFileFrom(tmp, Readable.from(concatFiles(names.map((n) => join(dir, n)), signal)), expect.size);
-      try {
-        checkExpectation(stored, expect);
-      } catch (err) {
-        await rm(dir, { recursive: true, force: true });
-        throw err;
-      }
-      await moveIntoPlace(tmp, path);
-      await rm(dir, { recursive: true, force: true });
-      return stored;
-    } catch (err) {
-      // A check stopped half way keeps the joined parts for the next one.
-      if (signal?.aborted && !(err instanceof BlobMismatchError)) throw signal.reason;
-      throw err;
-    } finally {
-      await rm(tmp, { force: true });
-    }
+    return this.storeParts(names.map((n) => join(dir, n)), dir, path, expect, signal);
   }
 
   async listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; size: number }[]> {
