@@ -15,6 +15,14 @@ export interface QueueDef {
    */
   visibilitySeconds: number;
   /**
+   * The lease a receiver of `npm start` takes (lambdas/local/queue-workers.ts): just over its consumer's
+   * own time limit, as the visibility timeouts were before AWS's six-times rule. That rule is for the
+   * Lambda poller, which can receive a batch and then be throttled; a local receiver hands each message
+   * straight to its consumer, so only a killed process leaves a lease to run out, and its messages come
+   * back this much later, not six consumer timeouts later.
+   */
+  localLeaseSeconds: number;
+  /**
    * How long a message its consumer reported failed waits before it is received again: its lease is
    * shortened to this (ChangeMessageVisibility), so a long visibility timeout does not slow retries.
    */
@@ -23,24 +31,24 @@ export interface QueueDef {
 
 export const QUEUES = {
   /** Webhook delivery attempts (Events API); a failed attempt is a new message with its own delay (lambdas/events/delivery.ts). Consumer: 30 s. */
-  webhooks: { maxReceives: 6, visibilitySeconds: 180, retrySeconds: 60 },
+  webhooks: { maxReceives: 6, visibilitySeconds: 180, localLeaseSeconds: 60, retrySeconds: 60 },
   /**
    * Wake-ups of WebSocket streams in AWS (a subscription's inbox was written, or a lease ended): its
    * consumer sends frames to the subscription's open connections (docs/events/stream.md). Consumer: 30 s.
    */
-  streams: { maxReceives: 5, visibilitySeconds: 180, retrySeconds: 30 },
+  streams: { maxReceives: 5, visibilitySeconds: 180, localLeaseSeconds: 60, retrySeconds: 30 },
   /** Background jobs (lease expiry, knowledge jobs). Consumer: 240 s. */
-  jobs: { maxReceives: 5, visibilitySeconds: 1440, retrySeconds: 300 },
+  jobs: { maxReceives: 5, visibilitySeconds: 1440, localLeaseSeconds: 300, retrySeconds: 300 },
   /**
    * Collection items to process (lambdas/knowledge/processing.ts): one message per item. The item's own
    * lease and the processing sweep recover a processor that died. Consumer: 840 s.
    */
-  knowledge: { maxReceives: 5, visibilitySeconds: 5040, retrySeconds: 900 },
+  knowledge: { maxReceives: 5, visibilitySeconds: 5040, localLeaseSeconds: 900, retrySeconds: 900 },
   /**
    * SHA-256 checks of AI uploads whose complete call could not wait for them (lambdas/knowledge/uploads.ts,
    * docs/decisions/upload-checks.md): one message per upload, received after the call's deadline. Consumer: 600 s.
    */
-  'upload-checks': { maxReceives: 5, visibilitySeconds: 3600, retrySeconds: 60 },
+  'upload-checks': { maxReceives: 5, visibilitySeconds: 3600, localLeaseSeconds: 660, retrySeconds: 60 },
 } as const satisfies Record<string, QueueDef>;
 
 export type QueueName = keyof typeof QUEUES;

@@ -129,7 +129,7 @@ export function startReceiver(engine: Engine, options: ReceiverOptions, onError:
       let messages: QueueMessage[] = [];
       if (room > 0) {
         try {
-          messages = await engine.queue.receive(queue, { max: room, visibilitySeconds: QUEUES[queue].visibilitySeconds });
+          messages = await engine.queue.receive(queue, { max: room, visibilitySeconds: QUEUES[queue].localLeaseSeconds });
         } catch (error) {
           onError(error);
         }

@@ -129,7 +129,7 @@ describe('the local queue workers', () => {
     await new Promise((r) => setTimeout(r, 1000));
     await workers.stop();
     // Both taken and deleted: nothing comes back after their leases, nothing went to jobs-dead.
-    clock.advance(QUEUES.jobs.visibilitySeconds * 1000 + 1);
+    clock.advance(QUEUES.jobs.localLeaseSeconds * 1000 + 1);
     expect(await pending('jobs')).toEqual([]);
     const dead: QueueMessage[] = await engine.queue.receive('jobs-dead', { max: 10, visibilitySeconds: 0 });
     expect(dead).toEqual([]);

@@ -230,7 +230,7 @@ export interface ConsumerOptions {
   clock: Clock;
   /** Pause after an empty receive (or an error), ms. Default 1000. */
   idleMs?: number;
-  /** Lease per batch, seconds. Default: the queue's `visibilitySeconds` from QUEUES. */
+  /** Lease per batch, seconds. Default: the queue's `localLeaseSeconds` from QUEUES (a local receiver). */
   visibilitySeconds?: number;
   /** Messages per batch, 1..10. Default 10. */
   batch?: number;
@@ -247,7 +247,7 @@ export function runConsumer(queue: Queue, name: string, consumer: QueueConsumer,
   const idleMs = options.idleMs ?? 1000;
   const batch = options.batch ?? LIMITS.queueMaxReceive;
   const def = Object.hasOwn(QUEUES, name) ? QUEUES[name as keyof typeof QUEUES] : undefined;
-  const visibilitySeconds = options.visibilitySeconds ?? def?.visibilitySeconds ?? 30;
+  const visibilitySeconds = options.visibilitySeconds ?? def?.localLeaseSeconds ?? 30;
   assertQueueReceive({ max: batch, visibilitySeconds });
   const onError = options.onError ?? ((e: unknown) => console.error(`queue consumer ${name}:`, e));
 
