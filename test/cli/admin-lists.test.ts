@@ -169,6 +169,10 @@ function listScenario(cli: Cli) {
       [['publishable-key', 'set-origins', '--key-id', 'pbk_missing', '--origins', 'https://a.example'], 1, /no publishable key pbk_missing/],
       [['app', 'list'], 2, /missing --workspace/],
     ];
+    // A cursor of one organization's list given to another's (a copy-paste slip): refused, not read as a
+    // position in the other's, which skipped its entries silently on the embedded engine.
+    const foreign = (await ok('workspace', 'list', '--org', org, '--limit', '1')).next_cursor;
+    cases.push([['workspace', 'list', '--org', other, '--cursor', foreign], 1, /cursor: not one this list gave/]);
     for (const [args, status, message] of cases) {
       const r = await cli(...args);
       expect([r.status, r.stdout], args.join(' ')).toEqual([status, '']);

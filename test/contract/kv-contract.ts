@@ -131,6 +131,20 @@ export function kvContract(name: string, setup: () => Promise<KvFixture>, option
       }
     });
 
+    it("refuses a cursor of another partition, table or index, with or without a sort key condition (it is not a position in this one)", async () => {
+      for (const part of ['a', 'b']) for (const n of [1, 2, 3]) await f.kv.put({ pk: `${pk}-${part}`, sk: `s#${n}`, gsi1pk: `${pk}-idx-${part}`, gsi1sk: `s#${n}` });
+      const queries: Parameters<KeyValueStore['query']>[0][] = [{ pk: `${pk}-a` }, { index: 'gsi1', pk: `${pk}-idx-a` }, { index: 'gsi1', pk: `${pk}-idx-a`, sk: { beginsWith: 's#' } }];
+      for (const q of queries) {
+        const cursor = (await f.kv.query({ ...q, limit: 1 })).cursor!;
+        expect(cursor, JSON.stringify(q)).toBeTypeOf('string');
+        const other = { ...q, pk: q.pk.replace(/a$/, 'b') };
+        await expect(f.kv.query({ ...other, cursor }), JSON.stringify(q)).rejects.toBeInstanceOf(InvalidCursorError);
+        await expect(f.kv.query({ ...other, cursor: f.kv.cursorAfter(q, (await f.kv.query(q)).items[0]) }), JSON.stringify(q)).rejects.toBeInstanceOf(InvalidCursorError);
+        // Its own partition still takes it.
+        expect((await f.kv.query({ ...q, cursor })).items.map((i) => i.sk), JSON.stringify(q)).toEqual(['s#2', 's#3']);
+      }
+    });
+
     it('queries a generic index; items without both index keys are not in it', async () => {
       await f.kv.put({ pk, sk: '1', gsi1pk: `${pk}-idx`, gsi1sk: 'b' });
       await f.kv.put({ pk, sk: '2', gsi1pk: `${pk}-idx`, gsi1sk: 'a' });

@@ -83,7 +83,8 @@ const NETWORK_CODES = new Set([
 /** DynamoDB cancellation reasons that mean "try again later", not "your request was wrong". */
 const UNAVAILABLE_REASONS = new Set(['TransactionConflict', 'ThrottlingError', 'ProvisionedThroughputExceeded']);
 const ITEM_SIZE = /item size.*exceeded/i;
-const INVALID_START_KEY = /start(ing)? key/i;
+/** `The query can return at most one row and cannot be restarted`: a start key of another partition, for a query with a sort key condition. */
+const INVALID_START_KEY = /start(ing)? key|cannot be restarted/i;
 
 export type AwsErrorClass =
   /** Throttled, a 429 / 5xx / server fault, retryable, a timeout or a network failure: answer 503. */

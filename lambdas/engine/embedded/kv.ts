@@ -196,10 +196,11 @@ export class SqliteKeyValueStore implements KeyValueStore {
     }
     if (q.cursor) {
       const c = decodeCursor(q.cursor);
-      // Exactly the key this query gives out (as DynamoDB refuses another ExclusiveStartKey): a table
-      // query's cursor names its own partition.
-      const expected = q.index ? plan.order : ['pk', 'sk'];
-      if (Object.keys(c).length !== expected.length || !expected.every((col) => Object.hasOwn(c, col)) || (!q.index && c.pk !== q.pk)) throw new InvalidCursorError();
+      // Exactly the key this query gives out (as DynamoDB refuses another ExclusiveStartKey): a cursor
+      // names its own partition, the index's for an index query (another's would be read as a position).
+      const partition = q.index ? `${q.index}pk` : 'pk';
+      const expected = q.index ? [...plan.order, partition] : ['pk', 'sk'];
+      if (Object.keys(c).length !== expected.length || !expected.every((col) => Object.hasOwn(c, col)) || c[partition] !== q.pk) throw new InvalidCursorError();
       plan.order.forEach((col, i) => (params[`c${i}`] = c[col]));
     }
     // One row past the limit tells whether more follow.
@@ -223,7 +224,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
     if (!more || !last) return { items };
     // A table query's rows share its pk; an index query's rows name their own.
     const key: Record<string, string> = { pk: q.index ? last[ROW_PK]! : q.pk, sk: last[ROW_SK] };
-    if (q.index) key[plan.skCol] = last[ROW_INDEX_SK]!;
+    if (q.index) Object.assign(key, { [`${q.index}pk`]: q.pk, [plan.skCol]: last[ROW_INDEX_SK]! });
     return { items, cursor: encodeCursor(key) };
   }
 
@@ -232,7 +233,7 @@ export class SqliteKeyValueStore implements KeyValueStore {
     // index sort key for an index query.
     if (!q.index) return encodeCursor({ pk: q.pk, sk: item.sk });
     const skCol = `${q.index}sk` as const;
-    return encodeCursor({ pk: item.pk, sk: item.sk, [skCol]: String(item[skCol]) });
+    return encodeCursor({ pk: item.pk, sk: item.sk, [`${q.index}pk`]: q.pk, [skCol]: String(item[skCol]) });
   }
 
   /** The prepared statement for one shape of query, built once. */
