@@ -15,6 +15,7 @@ import { postWithOperation } from '../helpers/ai-calls.js';
 import { waitFor } from '../helpers/wait.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { storedFileKey, uploadBytesKey, uploadKey } from '../../lambdas/knowledge/upload-keys.js';
+import { checkJoinedUpload } from '../../lambdas/knowledge/uploads.js';
 
 const MIB = 1024 * 1024;
 let p: TestPlatform;
@@ -148,5 +149,25 @@ describe('an upload left verifying with no check queued', () => {
     expect((await checked(upload.id)).body).toMatchObject({ status: 'failed', error: { code: 'hash_mismatch' } });
     // Failed, its id starts anew.
     expect((await start(announced, upload.id)).status).toBe(201);
+  }, 60_000);
+});
+
+describe('two checks of one upload at once (the complete past its deadline and the queued check)', () => {
+  it('one records it, the other finds it done: neither fails, so no message comes back for nothing', async () => {
+    const file = randomBytes(12 * MIB + 1);
+    for (const stagger of [0, 10, 20, 40, 60, 80, 120]) {
+      const upload = await sendFile(file, file);
+      const item = (await p.engine.kv.get(uploadKey(org, upload.id)))!;
+      const bytes = uploadBytesKey(org, String(item.workspace_id), String(item.sha256), String(item.gen));
+      const parts = await p.engine.blobs.listParts(bytes, String(item.engine_upload_id));
+      await p.engine.blobs.joinMultipart(bytes, String(item.engine_upload_id), parts.map((x) => ({ partNumber: x.partNumber, etag: x.etag })));
+      await p.engine.kv.update({ key: uploadKey(org, upload.id), set: { status: 'verifying', verifying_since: Math.floor(Date.now() / 1000) } });
+      const message = { org, id: upload.id, engine_upload_id: String(item.engine_upload_id) };
+      // The later check starts as the first is reading or done reading (and removing the joined parts).
+      const later = (ms: number) => new Promise((r) => setTimeout(r, ms)).then(() => checkJoinedUpload(p.engine, message));
+      const outcomes = await Promise.all([checkJoinedUpload(p.engine, message), later(stagger), later(stagger * 2)]);
+      expect(outcomes.sort(), `stagger ${stagger} ms`).toEqual(['completed', 'skipped', 'skipped']);
+      expect((await get(upload.id)).body.status).toBe('completed');
+    }
   }, 60_000);
 });

@@ -202,7 +202,11 @@ export class FileBlobStore implements BlobStore {
       throw err;
     }
     await this.init();
-    return this.storeParts(names.map((n) => join(dir, n)), dir, path, expect, signal);
+    return this.storeParts(names.map((n) => join(dir, n)), dir, path, expect, signal).catch((err: unknown) => {
+      // A part gone mid-read: another check of this upload finished (kept or discarded the bytes) and removed them.
+      if (isMissing(err)) throw new UploadNotFoundError(`nothing joined for upload ${uploadId} any more`);
+      throw err;
+    });
   }
 
   async listParts(key: string, uploadId: string): Promise<{ partNumber: number; etag: string; size: number }[]> {
