@@ -137,6 +137,17 @@ describe('S3BlobStore multipart on S3 (mocked)', () => {
 });
 
 describe('S3BlobStore error translation (mocked)', () => {
+  it("checkJoined: a joined object another check took meanwhile (CopyObject's NoSuchKey) is UploadNotFoundError, as a check that finds nothing", async () => {
+    const uploadId = await blobs.createMultipart('files/a.bin');
+    const bytes = Buffer.from('joined bytes');
+    const { createHash } = await import('node:crypto');
+    s3.on(GetObjectCommand).callsFake(() => ({ Body: Readable.from([bytes]) }));
+    s3.on(CopyObjectCommand).rejects(new NoSuchKey({ message: 'The specified key does not exist.', $metadata: { httpStatusCode: 404 } }));
+    const expect_ = { size: bytes.length, sha256: createHash('sha256').update(bytes).digest('hex') };
+    await expect(blobs.checkJoined('files/a.bin', uploadId, expect_)).rejects.toBeInstanceOf(UploadNotFoundError);
+    expect(s3.commandCalls(DeleteObjectCommand)).toHaveLength(0);
+  });
+
   it('answers undefined for NoSuchKey and NotFound', async () => {
     s3.on(GetObjectCommand).rejects(new NoSuchKey({ message: 'missing', $metadata: { httpStatusCode: 404 } }));
     s3.on(HeadObjectCommand).rejects(new NotFound({ message: 'missing', $metadata: { httpStatusCode: 404 } }));

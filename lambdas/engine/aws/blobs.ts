@@ -191,7 +191,10 @@ export class S3BlobStore implements BlobStore {
       await this.deleteQuietly(staging); // wrong bytes: never copied anywhere a key names
       throw err;
     }
-    await this.copy(staging, key, signal).catch((err: unknown) => Promise.reject(stopped(err)));
+    const copy = () => this.client.send(new CopyObjectCommand({ Bucket: this.bucket, Key: key, CopySource: `${this.bucket}/${encodeCopyKey(staging)}` }), { abortSignal: signal });
+    const copied = await this.call(copy, { missing: true }).catch((err: unknown) => Promise.reject(stopped(err)));
+    // Gone since it was hashed: another check of the same upload took it (copied and deleted it).
+    if (!copied) throw new UploadNotFoundError(`nothing joined for upload ${uploadId}`);
     await this.deleteQuietly(staging);
     return stored;
   }
