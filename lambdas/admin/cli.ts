@@ -67,9 +67,9 @@ function permissionsOption(o: Options): { permissions?: string[] } {
 /** A numeric option: absent is undefined; anything but a finite number is a usage error. */
 function numberOption(o: Options, name: string): number | undefined {
   if (o[name] === undefined) return undefined;
-  const value = Number(o[name]);
-  if (String(o[name]).trim() === '' || !Number.isFinite(value)) throw new UsageError(`--${name} takes a number, got "${String(o[name])}"`);
-  return value;
+  // Plain decimal notation only: Number() would also take 0x10, 1e2, ' 5' and Infinity.
+  if (!/^-?\d+(\.\d+)?$/.test(String(o[name]))) throw new UsageError(`--${name} takes a number, got "${String(o[name])}"`);
+  return Number(o[name]);
 }
 
 const aiSettings = (e: Engine) => new AiOrgSettings(e.kv, () => e.clock.now());

@@ -159,6 +159,10 @@ function listScenario(cli: Cli) {
       [['org', 'list', '--limit', '0'], 2, /--limit takes a whole number from 1 to 100/],
       [['org', 'list', '--limit', '101'], 2, /--limit takes a whole number from 1 to 100/],
       [['org', 'list', '--limit', 'ten'], 2, /--limit takes a number/],
+      // Number() would read these as 16, 100 and 5.
+      [['org', 'list', '--limit', '0x10'], 2, /--limit takes a number, got "0x10"/],
+      [['org', 'list', '--limit', '1e2'], 2, /--limit takes a number, got "1e2"/],
+      [['org', 'list', '--limit', ' 5'], 2, /--limit takes a number, got " 5"/],
       [['key', 'list', '--org', org, '--cursor', 'not-a-cursor'], 1, /cursor: not one this list gave/],
       [['workspace', 'list', '--org', 'org_missing'], 1, /no organization org_missing/],
       [['app', 'list', '--workspace', 'ws_missing'], 1, /no workspace ws_missing/],
