@@ -3,7 +3,7 @@ import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from 'aws-cdk-lib/aws-s3';
 import { S3_SERVER_ACCESS_LOGS_USE_BUCKET_POLICY } from 'aws-cdk-lib/cx-api';
 import { Construct } from 'constructs';
-import { STAGING_PREFIX } from '../lambdas/engine/aws/blobs.js';
+import { STAGING_PREFIX } from '../lambdas/engine/aws/staging.js';
 import { TABLE_SCHEMA } from '../lambdas/engine/aws/table.js';
 import { acknowledgeAccessLogBucket } from './nag.js';
 

@@ -6,7 +6,7 @@
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { STAGING_PREFIX } from '../../lambdas/engine/aws/blobs.js';
+import { STAGING_PREFIX } from '../../lambdas/engine/aws/staging.js';
 import { STAGING_EXPIRY_DAYS, Storage } from '../../lib/storage.js';
 
 describe('the blob bucket', () => {

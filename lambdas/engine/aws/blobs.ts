@@ -36,13 +36,13 @@ import {
   type S3Client,
 } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { STAGING_PREFIX } from './staging.js';
 import type { BlobBody, BlobExpectation, BlobStore, StoredBlob } from '../ports.js';
 import { BlobMismatchError, EngineError, EngineLimitError, UploadNotFoundError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { checkExpectation, checkPartList, checkPartNumber } from '../adapter-kit/blob-checks.js';
 import { isNotFound, translateAwsError } from './errors.js';
 
-export const STAGING_PREFIX = '.staging/';
 /** Part size used when a streamed body of unknown length is staged with a multipart upload. */
 const STAGING_PART_BYTES = 8 * 1024 * 1024;
 /** Largest single PutObject / CopyObject. */
