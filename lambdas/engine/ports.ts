@@ -334,7 +334,7 @@ export interface VectorIndex {
   deleteIndex(index: string): Promise<void>;
   /** Stores up to VECTOR_BATCH_MAX entries. A missing index is an Error. */
   put(index: string, entries: VectorEntry[]): Promise<void>;
-  /** Removes up to VECTOR_BATCH_MAX keys; missing keys are not an error. */
+  /** Removes up to VECTOR_BATCH_MAX keys; missing keys, or a missing index, are not an error. */
   delete(index: string, keys: string[]): Promise<void>;
   /**
    * The `topK` (1 to VECTOR_TOP_K_MAX) entries most similar to `vector` among those `filter` keeps,

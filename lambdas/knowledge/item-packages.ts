@@ -146,6 +146,7 @@ async function discardVectors(engine: Engine, item: Item, index: string, keys: s
     await engine.vectors.deleteIndex(index);
     throw new PlatformError('collection_not_found', `No collection "${item.collection}" in this workspace.`, 'id');
   }
+  // A collection being deleted may have removed its index already: deleting from it is then nothing.
   for (let i = 0; i < keys.length; i += VECTOR_BATCH_MAX) await engine.vectors.delete(index, keys.slice(i, i + VECTOR_BATCH_MAX));
 }
 

@@ -104,7 +104,13 @@ export class S3VectorIndex implements VectorIndex {
     if (keys.length > VECTOR_BATCH_MAX) throw new Error(`a vector delete takes at most ${VECTOR_BATCH_MAX} keys, not ${keys.length}`);
     if (!keys.length) return;
     for (const key of keys) checkVectorKey(key);
-    await this.call('DeleteVectors', () => this.client.send(new DeleteVectorsCommand({ vectorBucketName: this.bucket, indexName: index, keys })));
+    try {
+      await this.call('DeleteVectors', () => this.client.send(new DeleteVectorsCommand({ vectorBucketName: this.bucket, indexName: index, keys })));
+    } catch (error) {
+      // The index gone (a collection deleted meanwhile) took these keys with it.
+      if (classifyAwsError(error).kind === 'not_found') return;
+      throw error;
+    }
   }
 
   async query(index: string, query: { vector: Float32Array; topK: number; filter?: VectorFilter }): Promise<VectorHit[]> {

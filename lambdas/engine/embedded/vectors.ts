@@ -180,8 +180,9 @@ export class SqliteVectorIndex implements VectorIndex {
   async delete(index: string, keys: string[]): Promise<void> {
     if (keys.length > VECTOR_BATCH_MAX) throw new EngineError(`at most ${VECTOR_BATCH_MAX} keys a delete, not ${keys.length}`);
     const { writer, statements } = this.store();
-    const row = this.indexRow(index);
-    if (keys.length === 0) return;
+    // A missing index has none of the keys (S3 Vectors' NotFound is taken the same way).
+    const row = statements.index.get(index) as IndexRow | undefined;
+    if (!row || keys.length === 0) return;
     await writer.run(() => {
       for (const key of keys) {
         const old = statements.entryId.get(row.id, key) as number | undefined;
