@@ -4,14 +4,11 @@
  * consumer runs in every worker (lambdas/local/queue-workers.ts). A job that fails comes back after
  * the queue's retrySeconds (lambdas/engine/queues.ts) and, past its receives, rests in `jobs-dead`.
  */
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Engine, QueueConsumer } from '../engine/ports.js';
-import { getEngine } from '../engine/index.js';
-import { sqsConsumerHandler } from '../engine/aws/queue.js';
-import { inRequest, log } from '../shared/log.js';
+import { queueFunction } from './queue-function.js';
+import { log } from '../shared/log.js';
 import { JOB_KINDS, type Job } from './job-kinds.js';
 
-type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
 /** Every message of a batch at once; a job whose run throws is reported failed (it comes back). */
 export function jobsConsumer(engine: Engine): QueueConsumer {
@@ -44,11 +41,4 @@ export function jobsConsumer(engine: Engine): QueueConsumer {
   };
 }
 
-let consume: Promise<SqsHandler> | undefined;
-
-export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
-  return inRequest({ request_id: context?.awsRequestId }, async () => {
-    consume ??= getEngine().then((engine) => sqsConsumerHandler(jobsConsumer(engine), { queue: engine.queue, name: 'jobs' }));
-    return (await consume)(event);
-  });
-}
+export const handler = queueFunction('jobs', jobsConsumer);

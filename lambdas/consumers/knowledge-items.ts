@@ -6,15 +6,12 @@
  * back after the queue's retrySeconds (lambdas/engine/queues.ts; past its receives, it rests in `knowledge-dead` while
  * the processing sweep still sends the item again).
  */
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Engine, QueueConsumer } from '../engine/ports.js';
-import { getEngine } from '../engine/index.js';
-import { sqsConsumerHandler } from '../engine/aws/queue.js';
+import { queueFunction } from './queue-function.js';
 import { processItem } from '../knowledge/processing.js';
 import type { ProcessItemMessage } from '../knowledge/items.js';
-import { inRequest, log } from '../shared/log.js';
+import { log } from '../shared/log.js';
 
-type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
 export function knowledgeConsumer(engine: Engine): QueueConsumer {
   return async (messages) => {
@@ -42,11 +39,4 @@ export function knowledgeConsumer(engine: Engine): QueueConsumer {
   };
 }
 
-let consume: Promise<SqsHandler> | undefined;
-
-export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
-  return inRequest({ request_id: context?.awsRequestId }, async () => {
-    consume ??= getEngine().then((engine) => sqsConsumerHandler(knowledgeConsumer(engine), { queue: engine.queue, name: 'knowledge' }));
-    return (await consume)(event);
-  });
-}
+export const handler = queueFunction('knowledge', knowledgeConsumer);

@@ -6,14 +6,11 @@
  * store fails comes back after the queue's retrySeconds and, past its receives, rests in
  * `upload-checks-dead` (the upload stays `verifying` until a complete 15 minutes on queues its check anew, or it expires).
  */
-import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import type { Engine, QueueConsumer } from '../engine/ports.js';
-import { getEngine } from '../engine/index.js';
-import { sqsConsumerHandler } from '../engine/aws/queue.js';
+import { queueFunction } from './queue-function.js';
 import { checkJoinedUpload, type UploadCheckMessage } from '../knowledge/uploads.js';
-import { inRequest, log } from '../shared/log.js';
+import { log } from '../shared/log.js';
 
-type SqsHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
 const isCheck = (body: unknown): body is UploadCheckMessage =>
   typeof body === 'object' && body !== null && ['org', 'id', 'engine_upload_id'].every((k) => typeof (body as Record<string, unknown>)[k] === 'string');
@@ -44,11 +41,4 @@ export function uploadChecksConsumer(engine: Engine): QueueConsumer {
   };
 }
 
-let consume: Promise<SqsHandler> | undefined;
-
-export function handler(event: SQSEvent, context?: Context): Promise<SQSBatchResponse> {
-  return inRequest({ request_id: context?.awsRequestId }, async () => {
-    consume ??= getEngine().then((engine) => sqsConsumerHandler(uploadChecksConsumer(engine), { queue: engine.queue, name: 'upload-checks' }));
-    return (await consume)(event);
-  });
-}
+export const handler = queueFunction('upload-checks', uploadChecksConsumer);
