@@ -253,7 +253,8 @@ export class SqliteVectorIndex implements VectorIndex {
     const { writer, statements } = this.store();
     if (view.pending > 0 || view.size === 0 || this.closed) return undefined;
     const now = Date.now();
-    const leased = await writer.run(() => statements.takeLease.run(now + LEASE_MS, view.indexId, now).changes === 1);
+    const leaseUntil = now + LEASE_MS;
+    const leased = await writer.run(() => statements.takeLease.run(leaseUntil, view.indexId, now).changes === 1);
     if (!leased) return undefined;
     const seq = view.seq;
     const work = this.snapshots.write(index, view.indexId, seq, (graphFile, viewFile) => view.writeSnapshot(graphFile, viewFile));
@@ -272,7 +273,7 @@ export class SqliteVectorIndex implements VectorIndex {
       return written.graph;
     } finally {
       this.writing.delete(work);
-      if (this.opened?.db.open) await writer.run(() => statements.releaseLease.run(view.indexId)).catch(() => undefined);
+      if (this.opened?.db.open) await writer.run(() => statements.releaseLease.run(view.indexId, leaseUntil)).catch(() => undefined);
     }
   }
 
@@ -471,6 +472,7 @@ function prepare(db: Database.Database) {
     pruneChanges: db.prepare('DELETE FROM vector_changes WHERE index_id = ? AND seq <= ?'),
     setPruned: db.prepare('UPDATE vector_indexes SET pruned_seq = max(pruned_seq, ?) WHERE id = ?'),
     takeLease: db.prepare('UPDATE vector_indexes SET snapshot_lease_until = ? WHERE id = ? AND snapshot_lease_until < ?'),
-    releaseLease: db.prepare('UPDATE vector_indexes SET snapshot_lease_until = 0 WHERE id = ?'),
+    // Only the lease this process took: one that lapsed meanwhile may be another process's now.
+    releaseLease: db.prepare('UPDATE vector_indexes SET snapshot_lease_until = 0 WHERE id = ? AND snapshot_lease_until = ?'),
   };
 }
