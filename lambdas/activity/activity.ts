@@ -271,3 +271,20 @@ export function recordActivity(engine: Engine, caller: ActivityCaller, event: Ac
     log.error('activity event not recorded', { kind: event?.kind, error: String(error) });
   }
 }
+
+/**
+ * Records an event a call's answer promises (an AI call's usage): resolves once it is written, so the
+ * caller answers after it (segments.ts `addDurable`, docs/decisions/ai-usage.md). On AWS the chain
+ * writes a call's events before it returns (http/middleware/activity.ts): buffered as any event there.
+ * Never throws.
+ */
+export function recordActivityDurably(engine: Engine, caller: ActivityCaller, event: ActivityEvent): Promise<void> {
+  try {
+    const entry = activityEntry(caller, event, engine.clock.now());
+    if (engine.name !== 'aws') return activityRecorder.addDurable(engine.kv, entry);
+    activityRecorder.add(engine.kv, entry);
+  } catch (error) {
+    log.error('activity event not recorded', { kind: event?.kind, error: String(error) });
+  }
+  return Promise.resolve();
+}

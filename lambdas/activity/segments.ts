@@ -23,6 +23,12 @@
  * first; failures are logged, never thrown. `flush()` writes everything and waits: the local platform
  * calls it on shutdown, and in Lambda the chain calls it after each call (nothing runs once the answer is
  * returned), so there a segment holds that call's events.
+ *
+ * `addDurable` is for an event a call's answer promises (an AI call's usage, docs/decisions/ai-usage.md):
+ * it resolves once the segment holding the event is written. Every durable add of one event-loop turn
+ * is written together on the next (setImmediate): one write per segment, with the events already
+ * buffered for its partition, which the engine's group commit joins with the other writes of that turn.
+ * A failed write is logged and resolves all the same: recording never fails the call.
  */
 import type { KeyValueStore, KvItem, KvValue } from '../engine/ports.js';
 import { log } from '../shared/log.js';
@@ -94,6 +100,8 @@ interface Segment {
   bytes: number;
   oldest: number;
   newest: number;
+  /** Durable adds waiting for this segment's write (addDurable). */
+  waiters?: (() => void)[];
 }
 
 /** The item of a segment: events newest first, keyed by the newest. */
@@ -147,6 +155,9 @@ export class ActivityRecorder {
   private readonly buffers = new Map<KeyValueStore, StoreBuffer>();
   private readonly inFlight = new Set<Promise<void>>();
   private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Stores with durable adds to write on the next turn. */
+  private durable = new Set<KeyValueStore>();
+  private durableTurn: ReturnType<typeof setImmediate> | undefined;
 
   constructor(options: ActivityRecorderOptions = {}) {
     this.maxEvents = Math.min(SEGMENT_MAX_EVENTS, Math.max(1, options.maxEvents ?? SEGMENT_MAX_EVENTS));
@@ -161,10 +172,31 @@ export class ActivityRecorder {
   }
 
   add(kv: KeyValueStore, entry: ActivityEntry): void {
+    this.buffer(kv, entry);
+  }
+
+  /**
+   * Adds an event and resolves once the segment holding it is written (or its write failed, logged):
+   * the durable adds of one turn share their segments' writes, made on the next turn.
+   */
+  addDurable(kv: KeyValueStore, entry: ActivityEntry): Promise<void> {
+    return new Promise<void>((resolve) => {
+      // A full segment is written at once, before the waiter is added: it waits on its own write then.
+      const segment = this.buffer(kv, entry, resolve);
+      if (segment) return;
+      this.durable.add(kv);
+      this.durableTurn ??= setImmediate(() => this.writeDurable());
+    });
+  }
+
+  /** Buffers an event; returns the segment it closed by filling it (already being written), if any. */
+  private buffer(kv: KeyValueStore, entry: ActivityEntry, waiter?: () => void): Segment | undefined {
     let buffer = this.buffers.get(kv);
     if (!buffer) this.buffers.set(kv, (buffer = { open: new Map(), closed: [] }));
     if (entry.filePk) {
-      buffer.closed.push({ pk: entry.pk, organizationId: entry.organizationId, filePk: entry.filePk, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at });
+      const alone: Segment = { pk: entry.pk, organizationId: entry.organizationId, filePk: entry.filePk, events: [entry], bytes: entry.bytes, oldest: entry.at, newest: entry.at };
+      if (waiter) alone.waiters = [waiter];
+      buffer.closed.push(alone);
     } else {
       let segment = buffer.open.get(entry.pk);
       if (
@@ -183,36 +215,53 @@ export class ActivityRecorder {
       segment.bytes += entry.bytes;
       if (entry.at < segment.oldest) segment.oldest = entry.at;
       if (entry.at > segment.newest) segment.newest = entry.at;
+      if (waiter) (segment.waiters ??= []).push(waiter);
       if (segment.events.length >= this.maxEvents) {
         buffer.open.delete(entry.pk);
         buffer.closed.push(segment);
-        return this.start(kv, false);
+        this.start(kv, 'closed');
+        return segment;
       }
     }
     this.timer ??= unref(setTimeout(() => this.tick(), this.intervalMs));
+    return undefined;
+  }
+
+  /** The turn after durable adds: writes the segments they wait for (and the closed ones). */
+  private writeDurable(): void {
+    this.durableTurn = undefined;
+    const stores = this.durable;
+    this.durable = new Set();
+    for (const kv of stores) this.start(kv, 'durable');
   }
 
   /** Writes what is buffered (for one store, or all) and waits for every write in flight. */
   async flush(kv?: KeyValueStore): Promise<void> {
-    if (kv) this.start(kv, true);
-    else for (const store of [...this.buffers.keys()]) this.start(store, true);
+    if (kv) this.start(kv, 'all');
+    else for (const store of [...this.buffers.keys()]) this.start(store, 'all');
     while (this.inFlight.size) await Promise.all([...this.inFlight]);
   }
 
   private tick(): void {
     this.timer = undefined;
-    for (const store of [...this.buffers.keys()]) this.start(store, true);
+    for (const store of [...this.buffers.keys()]) this.start(store, 'all');
   }
 
-  /** Writes the closed segments of a store, and its open ones too when `all`. */
-  private start(kv: KeyValueStore, all: boolean): void {
+  /** Writes the closed segments of a store, and of its open ones all, those durable adds wait for, or none. */
+  private start(kv: KeyValueStore, open: 'all' | 'durable' | 'closed'): void {
     const buffer = this.buffers.get(kv);
     if (!buffer) return;
     const segments = buffer.closed;
     buffer.closed = [];
-    if (all) {
+    if (open === 'all') {
       segments.push(...buffer.open.values());
       buffer.open.clear();
+    } else if (open === 'durable') {
+      for (const [pk, segment] of buffer.open) {
+        if (!segment.waiters) continue;
+        segments.push(segment);
+        buffer.open.delete(pk);
+      }
     }
     if (buffer.open.size === 0) this.buffers.delete(kv);
     if (this.buffers.size === 0 && this.timer) {
@@ -231,6 +280,7 @@ export class ActivityRecorder {
     } catch (error) {
       log.error('activity write failed; events dropped', { count: segment.events.length, error: String(error) });
     }
+    if (segment.waiters) for (const done of segment.waiters) done();
   }
 }
 

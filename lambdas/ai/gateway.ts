@@ -118,8 +118,11 @@ async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEs
 
 async function settle(scope: CallScope, route: ModelRoute, admission: Admission, usage: CallUsage, status: number, started: number): Promise<void> {
   const cost = costOf(route, usage);
-  await admission.settle(usage, cost);
-  recordUsage(scope.engine, scope.principal, { route, usage, cost, status, latencyMs: Math.round(performance.now() - started) });
+  // Both before the answer (or a stream's end) leaves; their writes share the next commits.
+  await Promise.all([
+    admission.settle(usage, cost),
+    recordUsage(scope.engine, scope.principal, { route, usage, cost, status, latencyMs: Math.round(performance.now() - started) }),
+  ]);
 }
 
 export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate): Promise<ChatCompletion> {

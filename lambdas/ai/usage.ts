@@ -5,7 +5,7 @@
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import type { ModelRoute } from './model-routes.js';
-import { activityCaller, recordActivity } from '../activity/activity.js';
+import { activityCaller, recordActivityDurably } from '../activity/activity.js';
 
 export interface CallUsage {
   inputTokens: number;
@@ -34,14 +34,15 @@ const seconds = (n: number) => (Number.isFinite(n) && n > 0 ? Math.round(n * 100
 /**
  * Records a call's usage in the activity log (docs/decisions/ai-usage.md): one `ai.usage` event with
  * the route id in `route`, the call's status and latency, and `usage` {prompt_tokens,
- * completion_tokens, total_tokens, cost_usd}, plus `audio_seconds` on a transcription. Buffered like
- * every activity event; never throws.
+ * completion_tokens, total_tokens, cost_usd}, plus `audio_seconds` on a transcription. Resolves once
+ * the event is written (the answer waits for it: a call answered has its usage kept, even through a
+ * crash); never throws.
  */
-export function recordUsage(engine: Engine, principal: Principal, record: UsageRecord): void {
+export function recordUsage(engine: Engine, principal: Principal, record: UsageRecord): Promise<void> {
   const prompt = tokens(record.usage.inputTokens);
   const completion = tokens(record.usage.outputTokens);
   const cost = Number.isFinite(record.cost) && record.cost > 0 ? Math.round(record.cost * 1e6) / 1e6 : 0;
-  recordActivity(engine, activityCaller(principal, { api: 'ai', method: 'POST', route: record.route.id }), {
+  return recordActivityDurably(engine, activityCaller(principal, { api: 'ai', method: 'POST', route: record.route.id }), {
     kind: 'ai.usage',
     status: record.status,
     latency_ms: record.latencyMs,

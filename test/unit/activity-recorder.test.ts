@@ -159,6 +159,50 @@ describe('ActivityRecorder', () => {
   });
 });
 
+describe('ActivityRecorder.addDurable (an event an answer promises: an AI call usage)', () => {
+  it('resolves once the segment holding it is written: the durable adds of one turn share one write, with the events already buffered, without waiting for the interval', async () => {
+    const fake = new FakeKv();
+    fake.delayMs = 30;
+    const recorder = new ActivityRecorder({ intervalMs: 60_000 });
+    recorder.add(kvOf(fake), entry(1)); // buffered before: goes with them
+    let resolved = 0;
+    const durable = [2, 3, 4].map((i) => recorder.addDurable(kvOf(fake), entry(i)).then(() => resolved++));
+    await new Promise((r) => setImmediate(r));
+    expect(resolved).toBe(0); // the write is under way, not done
+    await Promise.all(durable);
+    expect(fake.ids()).toEqual([ids(1, 5).reverse()]);
+    expect(recorder.pending).toBe(0);
+  });
+
+  it('writes only the partitions durable adds wait for: other events stay buffered for the interval', async () => {
+    const fake = new FakeKv();
+    const recorder = new ActivityRecorder({ intervalMs: 60_000 });
+    recorder.add(kvOf(fake), entry(1, 1, { pk: 'act#org_2#2026-01-01' }));
+    await recorder.addDurable(kvOf(fake), entry(2));
+    expect(fake.ids()).toEqual([['act_0002']]);
+    expect(recorder.pending).toBe(1);
+  });
+
+  it('an event filling its segment waits for that write; one about a file, for its own segment', async () => {
+    const fake = new FakeKv();
+    const recorder = new ActivityRecorder({ maxEvents: 2, intervalMs: 60_000 });
+    recorder.add(kvOf(fake), entry(1));
+    const full = recorder.addDurable(kvOf(fake), entry(2));
+    const file = recorder.addDurable(kvOf(fake), entry(3, 3, { filePk: 'actfile#org_1#abc' }));
+    await Promise.all([full, file]);
+    expect(fake.ids()).toEqual([['act_0002', 'act_0001'], ['act_0003']]);
+  });
+
+  it('never fails the call: a failed write is logged and resolves', async () => {
+    const fake = new FakeKv();
+    fake.failPutOf.add(entry(1).key);
+    const recorder = new ActivityRecorder({ intervalMs: 60_000 });
+    await expect(recorder.addDurable(kvOf(fake), entry(1))).resolves.toBeUndefined();
+    expect(fake.puts).toHaveLength(0);
+    expect(recorder.pending).toBe(0);
+  });
+});
+
 describe('an event through its segment', () => {
   it('comes back with every field of the record, in the spec order, organization included', () => {
     const principal: Principal = {
