@@ -18,7 +18,7 @@
  * function instances) into one newest-first order (listing.ts). Events about a file go alone in a
  * segment so the file index finds exactly them. Segments expire (TTL) 30 days after their newest event.
  *
- * The recorder never slows or fails the call it records: it only appends to an open segment in memory.
+ * `add` never slows or fails the call it records: it only appends to an open segment in memory.
  * A segment is written when it is full, or 100 ms after the first event buffered, whichever comes
  * first; failures are logged, never thrown. `flush()` writes everything and waits: the local platform
  * calls it on shutdown, and in Lambda the chain calls it after each call (nothing runs once the answer is
