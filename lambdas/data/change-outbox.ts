@@ -12,10 +12,10 @@
  *
  *   dchg#<shard> / <ulid>#<random>   a transaction's changes not yet published (expire after 7 days)
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Engine, KvItem, KvWrite } from '../engine/ports.js';
 import { LIMITS } from '../engine/limits.js';
-import { monotonicUlid, ulidTimeMs } from '../shared/ids.js';
+import { monotonicUlid, pooledRandomBytes, ulidTimeMs } from '../shared/ids.js';
 import { log } from '../shared/log.js';
 import type { DataScope } from './hooks.js';
 
@@ -138,7 +138,7 @@ export async function planChangeOutbox(scope: DataScope, types: ChangeType[]): P
   }
   if (!target) return undefined;
   const now = scope.engine.clock.now();
-  const id = `${monotonicUlid(now)}#${randomBytes(4).toString('hex')}`;
+  const id = `${monotonicUlid(now)}#${pooledRandomBytes(4).toString('hex')}`;
   const key = { pk: changeOutboxPartition(parseInt(id.slice(-2), 16) % CHANGE_OUTBOX_SHARDS), sk: id };
   const p = scope.principal;
   const writer: ChangeWriter = {

@@ -4,7 +4,7 @@
  * store written before the transaction that commits the pointer and the version (under a key of its
  * own for every write, `<version>.<random>.json`).
  */
-import { randomBytes } from 'node:crypto';
+import { pooledRandomBytes } from '../shared/ids.js';
 import type { Engine, KvItem } from '../engine/ports.js';
 import { itemSize, unstorableValue } from '../engine/item-size.js';
 import { recordBodyKey, recordTimeKeys } from './keys.js';
@@ -136,7 +136,7 @@ export async function recordItem(
     // its JSON, so a 300 KB JSON body can make a 450 KB item.
     if (bytes * 2 <= INLINE_ITEM_BYTES || itemSize(item) <= INLINE_ITEM_BYTES) return { item, bodyKey: null };
   }
-  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version, randomBytes(8).toString('hex'));
+  const bodyKey = recordBodyKey(where.org, where.database, where.collection, meta.id, meta.version, pooledRandomBytes(8).toString('hex'));
   await engine.blobs.put(bodyKey, Buffer.from(serialized));
   return { item: { ...key, ...timeKeys, ...meta, body: bodyKey, size: Buffer.byteLength(serialized) }, bodyKey };
 }

@@ -4,7 +4,6 @@
  * value, one entry per indexed or blob value, existence checks for relations and blobs, and a check that the
  * collection's schema did not change meanwhile. All of it applies, or none of it.
  */
-import { randomBytes } from 'node:crypto';
 import type { KvCondition, KvItem, KvValue, KvWrite } from '../engine/ports.js';
 import { writeKey } from '../engine/ports.js';
 import { deepEqual } from '../shared/deep-equal.js';
@@ -12,7 +11,7 @@ import { EngineLimitError, TransactionCanceledError } from '../engine/errors.js'
 import { LIMITS } from '../engine/limits.js';
 import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
-import { newId } from '../shared/ids.js';
+import { newId, pooledRandomBytes } from '../shared/ids.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
 import { settleArrivals } from './blobs.js';
 import { blobMetaKey, collectionKey, indexPartition, recordKey, uniquePartition } from './keys.js';
@@ -299,7 +298,7 @@ export class RecordWriter {
     const values = this.values(c, op.data ?? {}, {});
     this.checkRule(c, 'create', null, values);
     const at = new Date(this.now()).toISOString();
-    const meta: RecordMeta = { id, version: 1, created_at: at, updated_at: at, sv: c.schema_version, inc: randomBytes(6).toString('base64url') };
+    const meta: RecordMeta = { id, version: 1, created_at: at, updated_at: at, sv: c.schema_version, inc: pooledRandomBytes(6).toString('base64url') };
     lives.push(meta.inc!);
     const record = { id, version: 1, created_at: at, updated_at: at, ...values };
     const { item, bodyKey } = await this.item(c, meta, values, record);

@@ -8,7 +8,8 @@
  * - bound: opened for another collection, filter, sort or credential, it fails the same way.
  * A cursor that does not open is one error, whatever the reason, so the answer tells nothing either.
  */
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv } from 'node:crypto';
+import { pooledRandomBytes } from './ids.js';
 import type { ServerSecret } from '../engine/ports.js';
 import { derivedKey } from './server-keys.js';
 import { PlatformError } from './errors.js';
@@ -41,7 +42,7 @@ export async function sealCursor(secret: ServerSecret, state: unknown, binding: 
   const json = JSON.stringify(state);
   // JSON ignores trailing whitespace: padding hides the exact length of what the position holds.
   const plain = Buffer.from(json.padEnd(Math.ceil((json.length + 1) / PAD) * PAD, ' '), 'utf8');
-  const iv = randomBytes(IV_BYTES);
+  const iv = pooledRandomBytes(IV_BYTES);
   const cipher = createCipheriv('aes-256-gcm', await cursorKey(secret), iv);
   cipher.setAAD(additionalData(binding));
   const sealed = Buffer.concat([Buffer.of(VERSION), iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);

@@ -22,3 +22,22 @@ describe('ids', () => {
     expect(monotonicUlid(ms + 1) > ids.at(-1)!).toBe(true);
   });
 });
+
+describe('pooledRandomBytes', () => {
+  it('gives fresh bytes of the length asked, copied out of the pool', async () => {
+    const { pooledRandomBytes } = await import('../../lambdas/shared/ids.js');
+    const seen = new Set<string>();
+    for (let i = 0; i < 2000; i++) {
+      const b = pooledRandomBytes(12);
+      expect(b).toHaveLength(12);
+      seen.add(b.toString('hex'));
+    }
+    expect(seen.size).toBe(2000);
+    const kept = pooledRandomBytes(8);
+    const copy = Buffer.from(kept);
+    for (let i = 0; i < 600; i++) pooledRandomBytes(16); // the pool refills under it
+    expect(kept.equals(copy)).toBe(true);
+    expect(() => pooledRandomBytes(0)).toThrow(RangeError);
+    expect(() => pooledRandomBytes(65)).toThrow(RangeError);
+  });
+});
