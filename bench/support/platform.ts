@@ -13,7 +13,8 @@ export interface LocalPlatform {
 }
 
 /**
- * Starts `bin/local.ts` with its state in `<dir>/data`, quiet logs and free ports. With `profileDir` it
+ * Starts `bin/local.ts` with its state in `<dir>/data`, quiet logs (BENCH_PLATFORM_LOG_LEVEL=info: the
+ * access lines too, read by this process) and free ports. With `profileDir` it
  * runs under `node --cpu-prof` and writes its CPU profile to `<profileDir>/platform` when stopped.
  */
 export async function startLocalPlatform(dir: string, profileDir?: string): Promise<LocalPlatform> {
@@ -22,7 +23,7 @@ export async function startLocalPlatform(dir: string, profileDir?: string): Prom
   const server = await startServer(
     'platform',
     'bin/local.ts',
-    { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), OPS_PORT: '0', LOG_LEVEL: 'silent' },
+    { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), OPS_PORT: '0', LOG_LEVEL: process.env.BENCH_PLATFORM_LOG_LEVEL ?? 'silent' },
     /Events API\s+http:/,
     { nodeArgs: platformNodeArgs(profileDir) },
   );

@@ -17,7 +17,7 @@ import type { Api } from '../shared/api.js';
 import type { RouteDef } from '../http/routes.js';
 import type { PlatformContext, Transport } from '../http/types.js';
 import type { StreamGrant } from '../events/stream.js';
-import { log } from '../shared/log.js';
+import { log, logSoon } from '../shared/log.js';
 import { Router } from '../http/router.js';
 import { API_POLICIES } from '../http/chain.js';
 import { operationIdFor } from '../http/middleware/operation-id.js';
@@ -176,9 +176,10 @@ interface Access {
  * The access line of a request, at info level, once its answer is queued or, for a piped answer,
  * written to its end: method, route id, status, duration (0.1 ms), request id (the `x-request-id`
  * the answer carried) and organization. No path or query: they may hold record ids and user input.
+ * Written with the turn's other access lines in one write (logSoon), not one write per request.
  */
 function accessLog(a: Access) {
-  log.info('request', {
+  logSoon('info', 'request', {
     method: a.req.method,
     route: a.route ?? null,
     status: a.status,

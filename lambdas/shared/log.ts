@@ -9,7 +9,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { settings } from './settings.js';
 
-type Level = 'debug' | 'info' | 'warn' | 'error';
+export type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level | 'silent', number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 100 };
 
 /** The ids a line carries, in snake case as the line's other fields. */
@@ -30,10 +30,39 @@ function threshold(): Level | 'silent' {
   }
 }
 
+const lineOf = (level: Level, message: string, fields?: Record<string, unknown>) =>
+  JSON.stringify({ level, message, time: new Date().toISOString(), ...current.getStore(), ...fields }) + '\n';
+
 function emit(level: Level, message: string, fields?: Record<string, unknown>) {
   if (ORDER[level] < ORDER[threshold()]) return;
-  process.stderr.write(JSON.stringify({ level, message, time: new Date().toISOString(), ...current.getStore(), ...fields }) + '\n');
+  process.stderr.write(lineOf(level, message, fields));
 }
+
+/** Lines of this event-loop turn not yet written (logSoon). */
+let soon = '';
+/** Past this many characters, the lines are written at once rather than at the end of the turn. */
+const SOON_MAX_CHARS = 64 * 1024;
+
+function writeSoon(): void {
+  const text = soon;
+  soon = '';
+  if (text) process.stderr.write(text);
+}
+
+/**
+ * A line like `log[level]`'s, the same content, written with the other such lines of this event-loop
+ * turn in one write at its end (setImmediate) instead of a write of its own: stderr to a file, pipe or
+ * terminal is written synchronously, so a line a request (the local server's access line) was a system
+ * call on every request's path. Written before the process exits; a SIGKILL loses at most one turn's.
+ */
+export function logSoon(level: Level, message: string, fields?: Record<string, unknown>): void {
+  if (ORDER[level] < ORDER[threshold()]) return;
+  const first = soon === '';
+  soon += lineOf(level, message, fields);
+  if (soon.length > SOON_MAX_CHARS) writeSoon();
+  else if (first) setImmediate(writeSoon);
+}
+process.on('exit', writeSoon);
 
 export const log = {
   debug: (m: string, f?: Record<string, unknown>) => emit('debug', m, f),
