@@ -46,9 +46,12 @@
  *   [1] sequential overhead over direct: the gateway's p50 <= 0.5 x Portkey's, p99 <= Portkey's;
  *   [2] throughput at 50 concurrent: the gateway's calls/s >= 4 x Portkey's;
  *   [3] the gateway's CPU a call <= 2.5 x the bare proxy's, sequentially and at 50 concurrent (the
- *       concurrent phase; the throughput phase's CPU a call is shown too).
- * Each round prints its targets with PASS or FAIL; the verdict is PASS only if every counted round
- * meets all three for all three kinds.
+ *       concurrent phase; the throughput phase's CPU a call is shown too);
+ * and for chat, against this machine's floor for one more hop (the bare proxy, same round):
+ *   [4] sequential overhead over direct: the gateway's p50 <= 2 x the bare proxy's;
+ *   [5] throughput at 50 concurrent: the gateway's calls/s >= 0.5 x the bare proxy's.
+ * Each round prints its targets with their figures, ratio and PASS or FAIL; the verdict is PASS only
+ * if every counted round meets all of them ([1] to [3] for all three kinds, [4] and [5] for chat).
  *
  * Quiet rounds only: the whole machine's busy time during a round (/proc/stat) minus the CPU of the
  * processes under test (upstream, bare proxy, platform, Portkey) and of this bench's process group is
@@ -82,7 +85,9 @@ import type { Benchmark, BenchReport } from './support/types.js';
 
 const CONCURRENCY = 50;
 /** The targets: the gateway against Portkey and the bare proxy, measured in the same round. */
-const TARGET = { p50VsPortkey: 0.5, p99VsPortkey: 1, throughputVsPortkey: 4, cpuVsBare: 2.5 };
+const TARGET = { p50VsPortkey: 0.5, p99VsPortkey: 1, throughputVsPortkey: 4, cpuVsBare: 2.5, p50VsBare: 2, throughputVsBare: 0.5 };
+/** The kinds held to the floor targets [4] and [5]. */
+const FLOOR_KINDS: readonly Kind[] = ['chat'];
 const PORTKEY_SERVER = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
 
 /** The concurrent phase's model time, drawn per call: 50 to 150 ms. */
@@ -163,7 +168,18 @@ interface KindTargets {
   p99: boolean;
   throughput: { gateway: number; portkey: number; ratio: number; pass: boolean };
   cpu: { seq: { gateway: number; bare: number; ratio: number }; conc: { gateway: number; bare: number; ratio: number }; pass: boolean };
+  /** [4] and [5], against the bare proxy; only for FLOOR_KINDS. */
+  floor?: {
+    p50: { gateway: number; bare: number; ratio: number; pass: boolean };
+    throughput: { gateway: number; bare: number; ratio: number; pass: boolean };
+  };
 }
+
+/**
+ * An overhead's ratio to another's: with the other's not above 0, infinite when this one is above it
+ * (the gateway added more than a path that added nothing), else 0.
+ */
+const overRatio = (g: number, p: number) => (p > 0 ? g / p : g <= p ? 0 : Infinity);
 
 /** Targets [1] to [3] of one round for one kind. */
 function targetsOf(rows: RoundRows, kind: Kind): KindTargets {
@@ -177,6 +193,14 @@ function targetsOf(rows: RoundRows, kind: Kind): KindTargets {
   const cpuSeq = cpu(seq);
   const cpuConc = cpu(conc);
   const tpRatio = tp.gateway.rate / tp.portkey.rate;
+  const b = over('bare');
+  const tpVsBare = tp.gateway.rate / tp.bare.rate;
+  const floor = FLOOR_KINDS.includes(kind)
+    ? {
+        p50: { gateway: g.p50, bare: b.p50, ratio: overRatio(g.p50, b.p50), pass: g.p50 <= TARGET.p50VsBare * b.p50 },
+        throughput: { gateway: tp.gateway.rate, bare: tp.bare.rate, ratio: tpVsBare, pass: tpVsBare >= TARGET.throughputVsBare },
+      }
+    : undefined;
   return {
     kind,
     over: { gateway: g, portkey: p },
@@ -184,8 +208,12 @@ function targetsOf(rows: RoundRows, kind: Kind): KindTargets {
     p99: g.p99 <= TARGET.p99VsPortkey * p.p99,
     throughput: { gateway: tp.gateway.rate, portkey: tp.portkey.rate, ratio: tpRatio, pass: tpRatio >= TARGET.throughputVsPortkey },
     cpu: { seq: cpuSeq, conc: cpuConc, pass: cpuSeq.ratio <= TARGET.cpuVsBare && cpuConc.ratio <= TARGET.cpuVsBare },
+    floor,
   };
 }
+
+const floorMet = (t: KindTargets) => !t.floor || (t.floor.p50.pass && t.floor.throughput.pass);
+const allMet = (t: KindTargets) => t.p50 && t.p99 && t.throughput.pass && t.cpu.pass && floorMet(t);
 
 const verdictWord = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
 /** `a / b` as a ratio, "n/a" when b is not above 0 (an overhead in the noise). */
@@ -372,10 +400,25 @@ export const benchmark: Benchmark = {
             `  ${''.padEnd(10)} [3] CPU a call vs the bare proxy: sequential ${fmt(t.cpu.seq.gateway, 0)} / ${fmt(t.cpu.seq.bare, 0)} µs (${fmt(t.cpu.seq.ratio, 2)}x), ` +
               `${CONCURRENCY} concurrent ${fmt(t.cpu.conc.gateway, 0)} / ${fmt(t.cpu.conc.bare, 0)} µs (${fmt(t.cpu.conc.ratio, 2)}x), <= ${TARGET.cpuVsBare}x ${verdictWord(t.cpu.pass)}`,
           );
+          if (t.floor) {
+            const f = t.floor;
+            progress(
+              `  ${''.padEnd(10)} [4] sequential overhead p50 ${fmt(f.p50.gateway, 2)} ms vs the bare proxy's ${fmt(f.p50.bare, 2)} (${ratioText(f.p50.gateway, f.p50.bare)}, <= ${TARGET.p50VsBare}x) ${verdictWord(f.p50.pass)}`,
+            );
+            progress(
+              `  ${''.padEnd(10)} [5] throughput at ${CONCURRENCY} concurrent ${fmtInt(f.throughput.gateway)} calls/s vs the bare proxy's ${fmtInt(f.throughput.bare)} (${fmt(f.throughput.ratio, 2)}x, >= ${TARGET.throughputVsBare}x) ${verdictWord(f.throughput.pass)}`,
+            );
+          }
         }
+        const floored = targets.filter((t) => t.floor);
         progress(
           `round ${round}/${rounds}: [1] sequential overhead vs Portkey ${verdictWord(targets.every((t) => t.p50 && t.p99))}, [2] throughput vs Portkey ${verdictWord(targets.every((t) => t.throughput.pass))}, ` +
-            `[3] CPU vs the bare proxy ${verdictWord(targets.every((t) => t.cpu.pass))}${noisy ? ' (noisy round: not valid)' : ''}`,
+            `[3] CPU vs the bare proxy ${verdictWord(targets.every((t) => t.cpu.pass))}` +
+            (floored.length
+              ? `, [4] ${floored.map((t) => t.kind).join(', ')} overhead p50 vs the bare proxy ${verdictWord(floored.every((t) => t.floor!.p50.pass))}, ` +
+                `[5] ${floored.map((t) => t.kind).join(', ')} throughput vs the bare proxy ${verdictWord(floored.every((t) => t.floor!.throughput.pass))}`
+              : '') +
+            (noisy ? ' (noisy round: not valid)' : ''),
         );
       }
 
@@ -394,7 +437,12 @@ export const benchmark: Benchmark = {
         ]);
       const throughputRows = KINDS.map((kind) => {
         const key = `${kind} throughput`;
-        return [kind, ...VIAS.map((via) => fmtInt(med(key, via, (x) => x.rate))), perRound(key, (r) => `${fmt(r.gateway.rate / r.portkey.rate, 2)}x`)];
+        return [
+          kind,
+          ...VIAS.map((via) => fmtInt(med(key, via, (x) => x.rate))),
+          perRound(key, (r) => `${fmt(r.gateway.rate / r.portkey.rate, 2)}x`),
+          perRound(key, (r) => `${fmt(r.gateway.rate / r.bare.rate, 2)}x`),
+        ];
       });
       const cpuRows = keys.map((key) => [
         key,
@@ -411,21 +459,27 @@ export const benchmark: Benchmark = {
         `${ratioText(t.over.gateway.p99, t.over.portkey.p99)} ${verdictWord(t.p99)}`,
         `${fmt(t.throughput.ratio, 2)}x ${verdictWord(t.throughput.pass)}`,
         `${fmt(t.cpu.seq.ratio, 2)}x / ${fmt(t.cpu.conc.ratio, 2)}x ${verdictWord(t.cpu.pass)}`,
+        t.floor ? `${ratioText(t.floor.p50.gateway, t.floor.p50.bare)} ${verdictWord(t.floor.p50.pass)}` : '-',
+        t.floor ? `${fmt(t.floor.throughput.ratio, 2)}x ${verdictWord(t.floor.throughput.pass)}` : '-',
       ]);
       if (profileDir) mkdirSync(profileDir, { recursive: true }), writeFileSync(join(profileDir, 'ai-phases.json'), JSON.stringify(phases));
 
-      // The worst round's ratios (an overhead ratio with Portkey's overhead not above 0 counts as
-      // infinite when the gateway's is above it: the gateway added more than a peer that added nothing).
-      const overRatio = (g: number, p: number) => (p > 0 ? g / p : g <= p ? 0 : Infinity);
+      // The worst round's ratios (overRatio: an overhead against one not above 0 is infinite).
       const worst = (f: (t: KindTargets) => number, pick: (...v: number[]) => number = Math.max) => pick(...all.map((a) => f(a.t)));
+      const floors = all.flatMap(({ t }) => (t.floor ? [t.floor] : []));
+      const floorKinds = KINDS.filter((k) => FLOOR_KINDS.includes(k));
       const noisyRounds = kept.filter((k) => k.noisy).length;
-      const targetsMet = all.every(({ t }) => t.p50 && t.p99 && t.throughput.pass && t.cpu.pass);
+      const targetsMet = all.every(({ t }) => allMet(t));
       const pass = KINDS.length === 3 && noisyRounds === 0 && targetsMet;
       const summary =
         `worst round: sequential overhead p50 ${fmt(worst((t) => overRatio(t.over.gateway.p50, t.over.portkey.p50)), 2)}x Portkey's (<= ${TARGET.p50VsPortkey}), ` +
         `p99 ${fmt(worst((t) => overRatio(t.over.gateway.p99, t.over.portkey.p99)), 2)}x (<= ${TARGET.p99VsPortkey}); ` +
         `throughput ${fmt(worst((t) => t.throughput.ratio, Math.min), 2)}x Portkey's (>= ${TARGET.throughputVsPortkey}); ` +
         `CPU a call ${fmt(worst((t) => t.cpu.seq.ratio), 2)}x / ${fmt(worst((t) => t.cpu.conc.ratio), 2)}x the bare proxy's (<= ${TARGET.cpuVsBare}); ` +
+        (floors.length
+          ? `${floorKinds.join(', ')}: sequential overhead p50 ${fmt(Math.max(...floors.map((f) => f.p50.ratio)), 2)}x the bare proxy's (<= ${TARGET.p50VsBare}), ` +
+            `throughput ${fmt(Math.min(...floors.map((f) => f.throughput.ratio)), 2)}x the bare proxy's (>= ${TARGET.throughputVsBare}); `
+          : '') +
         `${repeated} round${repeated === 1 ? '' : 's'} repeated for noise` +
         (noisyRounds ? `, ${noisyRounds} still noisy (run not valid)` : '') +
         (KINDS.length < 3 ? '; not all kinds run (BENCH_AI_KINDS): no verdict' : '');
@@ -438,7 +492,7 @@ export const benchmark: Benchmark = {
           },
           {
             title: `throughput (calls/s): ${throughputSeconds} s at ${CONCURRENCY} concurrent, upstream answers at once; medians of ${kept.length} rounds`,
-            headers: ['call', ...VIAS.map((v) => VIA_NAME[v]), 'gateway / Portkey per round'],
+            headers: ['call', ...VIAS.map((v) => VIA_NAME[v]), 'gateway / Portkey per round', 'gateway / bare proxy per round'],
             rows: throughputRows,
           },
           {
@@ -447,8 +501,11 @@ export const benchmark: Benchmark = {
             rows: cpuRows,
           },
           {
-            title: `targets per round: [1] sequential overhead over direct, gateway / Portkey: p50 <= ${TARGET.p50VsPortkey}x, p99 <= ${TARGET.p99VsPortkey}x; [2] throughput at ${CONCURRENCY} concurrent >= ${TARGET.throughputVsPortkey}x Portkey's; [3] CPU a call <= ${TARGET.cpuVsBare}x the bare proxy's, sequential / ${CONCURRENCY} concurrent`,
-            headers: ['round', 'call', 'others', '[1] p50', '[1] p99', '[2] throughput', '[3] CPU seq / conc'],
+            title:
+              `targets per round: [1] sequential overhead over direct, gateway / Portkey: p50 <= ${TARGET.p50VsPortkey}x, p99 <= ${TARGET.p99VsPortkey}x; [2] throughput at ${CONCURRENCY} concurrent >= ${TARGET.throughputVsPortkey}x Portkey's; ` +
+              `[3] CPU a call <= ${TARGET.cpuVsBare}x the bare proxy's, sequential / ${CONCURRENCY} concurrent; ${FLOOR_KINDS.join(', ')} only: [4] sequential overhead p50 <= ${TARGET.p50VsBare}x the bare proxy's; ` +
+              `[5] throughput at ${CONCURRENCY} concurrent >= ${TARGET.throughputVsBare}x the bare proxy's`,
+            headers: ['round', 'call', 'others', '[1] p50', '[1] p99', '[2] throughput', '[3] CPU seq / conc', '[4] p50 vs bare', '[5] throughput vs bare'],
             rows: targetRows,
           },
         ],
@@ -463,6 +520,7 @@ export const benchmark: Benchmark = {
           { name: `${kind}: bare proxy calls/s at ${CONCURRENCY}`, value: med(`${kind} throughput`, 'bare', (x) => x.rate) },
           { name: `${kind}: gateway sequential overhead p50 ms`, value: med(`${kind} sequential`, 'gateway', (x) => x.p50) - med(`${kind} sequential`, 'direct', (x) => x.p50), digits: 2 },
           { name: `${kind}: Portkey sequential overhead p50 ms`, value: med(`${kind} sequential`, 'portkey', (x) => x.p50) - med(`${kind} sequential`, 'direct', (x) => x.p50), digits: 2 },
+          { name: `${kind}: bare proxy sequential overhead p50 ms`, value: med(`${kind} sequential`, 'bare', (x) => x.p50) - med(`${kind} sequential`, 'direct', (x) => x.p50), digits: 2 },
           { name: `${kind}: gateway CPU µs a call at ${CONCURRENCY}`, value: med(`${kind} concurrent`, 'gateway', (x) => x.cpuUs) },
           { name: `${kind}: bare proxy CPU µs a call at ${CONCURRENCY}`, value: med(`${kind} concurrent`, 'bare', (x) => x.cpuUs) },
         ]),
