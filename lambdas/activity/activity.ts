@@ -8,7 +8,7 @@
 import type { Engine, KvValue } from '../engine/ports.js';
 import type { CredentialKind, Principal } from '../auth/principal.js';
 import type { Api, CallInfo } from '../shared/api.js';
-import { log, logContext } from '../shared/log.js';
+import { log, logContext, type LogContext } from '../shared/log.js';
 import { monotonicUlid } from '../shared/ids.js';
 import {
   ActivityRecorder,
@@ -183,10 +183,10 @@ export interface ActivityCaller extends CallInfo {
 /**
  * The caller of a call's events. A literal, not `{...call, principal}`: this runs on every call, and
  * V8 cloned the spread on its slow path (3.5 µs a call, measured in-process on GET /v1/models).
- * The ids are the request's log ids (shared/log.ts), which the handler sets once for all its steps.
+ * The ids are the request's log ids: those the chain's principal carries (Principal.logIds), else a
+ * consumer's or a Lambda invocation's (shared/log.ts).
  */
-export const activityCaller = (principal: Principal, call: CallInfo): ActivityCaller => {
-  const ids = logContext();
+export const activityCaller = (principal: Principal, call: CallInfo, ids: Readonly<LogContext> | undefined = principal.logIds ?? logContext()): ActivityCaller => {
   return {
     principal,
     api: call.api,

@@ -20,6 +20,23 @@ export interface CallScope {
   principal: Principal;
   /** Aborted when the client goes away (a streamed answer's reader is destroyed). */
   signal?: AbortSignal;
+  /** Set by withUsageWrites: the call's usage write goes here, awaited by the answer instead of the call. */
+  usageWrites?: Promise<void>[];
+}
+
+/**
+ * Runs `answer` (an operation's answer around one or more calls) so that it leaves only once each
+ * call's usage is committed, without each call waiting for its own: the usage write and the kept
+ * answer's write are queued in the same turn and share the commit (group-commit.ts), one commit where
+ * a call that waited for its usage first, then kept its answer, made two in a row.
+ */
+export async function withUsageWrites<T>(scope: CallScope, answer: (scope: CallScope) => Promise<T>): Promise<T> {
+  const usageWrites: Promise<void>[] = [];
+  try {
+    return await answer({ ...scope, usageWrites });
+  } finally {
+    await Promise.all(usageWrites);
+  }
 }
 
 /**
@@ -118,11 +135,10 @@ async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEs
 
 async function settle(scope: CallScope, route: ModelRoute, admission: Admission, usage: CallUsage, status: number, started: number): Promise<void> {
   const cost = costOf(route, usage);
-  // Both before the answer (or a stream's end) leaves; their writes share the next commits.
-  await Promise.all([
-    admission.settle(usage, cost),
-    recordUsage(scope.engine, scope.principal, { route, usage, cost, status, latencyMs: Math.round(performance.now() - started) }),
-  ]);
+  // Both before the answer (or a stream's end) leaves: here, or where withUsageWrites waits for it.
+  const usageWritten = recordUsage(scope.engine, scope.principal, { route, usage, cost, status, latencyMs: Math.round(performance.now() - started) });
+  if (scope.usageWrites) scope.usageWrites.push(usageWritten);
+  await Promise.all([admission.settle(usage, cost), scope.usageWrites ? undefined : usageWritten]);
 }
 
 export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate): Promise<ChatCompletion> {

@@ -1,4 +1,5 @@
 import type { Permission } from './permissions.js';
+import type { LogContext } from '../shared/log.js';
 
 /** What an application may enable (spec 4.1); a route needing one names it in the route table. */
 export type Capability = 'ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision';
@@ -29,6 +30,18 @@ export interface Principal {
    * `events:stream.open`. An end-user token: none (Events refuses it anyway).
    */
   permissions: readonly Permission[] | null;
+  /**
+   * Set on the copy the chain hands a request's code (never on a cached or stored credential): the
+   * request's log ids, so that every activity record made with this principal names its request
+   * without an AsyncLocalStorage (docs/decisions/request-logs.md).
+   */
+  logIds?: Readonly<LogContext>;
+}
+
+/** The principal to keep with what is done later for it (a queued item, a file's arrival): without a request's log ids. */
+export function storedPrincipal(principal: Principal): Principal {
+  const { logIds: _ids, ...stored } = principal;
+  return stored;
 }
 
 /** Secret keys and OAuth client tokens are server credentials: they may change schemas and never come from a browser. */

@@ -36,7 +36,7 @@ import type { Readable } from 'node:stream';
 import type { Engine, KeyValueStore, KvCondition, KvItem, KvKey, KvWrite } from '../engine/ports.js';
 import { BlobMismatchError, ConditionFailedError, EngineLimitError, InvalidPartError, TransactionCanceledError, UploadNotFoundError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
-import { isServerCredential } from '../auth/principal.js';
+import { isServerCredential, storedPrincipal } from '../auth/principal.js';
 import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
@@ -435,7 +435,7 @@ export class BlobService {
       size,
       gen,
       content_type: contentType,
-      principal: JSON.stringify(this.scope.principal),
+      principal: JSON.stringify(storedPrincipal(this.scope.principal)),
       call: JSON.stringify(this.scope.call ?? null),
       url_expires_at: Math.floor(now / 1000) + REDIRECT_URL_SECONDS,
       expires_at: Math.floor(now / 1000) + ARRIVAL_TTL_SECONDS,

@@ -5,7 +5,7 @@
  */
 import { EngineUnavailableError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
-import { log } from '../shared/log.js';
+import { log, type LogContext } from '../shared/log.js';
 import type { HttpResponse } from './types.js';
 
 const TYPES: Record<number, string> = {
@@ -33,16 +33,16 @@ export function errorBody(error: PlatformError) {
 }
 
 /** A PlatformError as is; an unavailable engine as 503; anything else logged and answered 500 without detail. */
-export function toPlatformError(error: unknown, routeId?: string): PlatformError {
+export function toPlatformError(error: unknown, routeId?: string, logIds?: LogContext): PlatformError {
   if (error instanceof PlatformError) return error;
   if (error instanceof EngineUnavailableError) return new PlatformError('service_unavailable', 'The service is briefly unavailable; retry.');
-  log.error('unhandled error', { route: routeId, error: String((error as Error)?.stack ?? error) });
+  log.error('unhandled error', { ...logIds, route: routeId, error: String((error as Error)?.stack ?? error) });
   return new PlatformError('internal_error', 'The service failed to answer; retry later.');
 }
 
 /** The answer for an error (never a stack trace). */
-export function errorResponse(error: unknown, routeId?: string): HttpResponse {
-  const e = toPlatformError(error, routeId);
+export function errorResponse(error: unknown, routeId?: string, logIds?: LogContext): HttpResponse {
+  const e = toPlatformError(error, routeId, logIds);
   const headers: Record<string, string> = {};
   if (e.retryAfterSeconds !== undefined) headers['retry-after'] = String(e.retryAfterSeconds);
   return { status: e.status, body: errorBody(e), headers };

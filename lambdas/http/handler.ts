@@ -10,7 +10,7 @@ import { performance } from 'node:perf_hooks';
 import type { Readable } from 'node:stream';
 import { getEngine } from '../engine/index.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
-import { addLogIds, inRequest, logContext } from '../shared/log.js';
+import { setInvocationIds, type LogContext } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { API_POLICIES, chainFor, scopedToWorkspace } from './chain.js';
 import { isReadable, LAMBDA_MAX_BODY_BYTES, toHttpRequest } from './event.js';
@@ -26,6 +26,9 @@ import type { HttpResponse, PlatformContext, RequestScope, RouteHandler, RouteRe
  */
 export type RouteFunction = (event: APIGatewayProxyEventV2, context: Context & { transport?: Transport }) => Promise<RouteResult>;
 
+/** The context as the chain receives it: the route function adds the request's log ids. */
+type ChainContext = Context & { transport?: Transport; logIds?: LogContext };
+
 // Cold start: a bad setting stops the function here, with a message naming the variable.
 settings();
 bindHooks();
@@ -38,8 +41,7 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
   if (names[0] !== 'activity' || names[1] !== 'respond') throw new Error(`route ${route.id}: the chain must open with activity and respond`);
   const [activity, respond, ...rest] = middlewares;
   const carriesOperationIds = API_POLICIES[route.api].operationIds;
-  // The call's plain fields are the same for every request of a route with a path template.
-  const templated = route.path === '$default' ? undefined : { api: route.api, method: route.method, route: route.path, country: null };
+  const templated = route.path === '$default' ? undefined : route.path;
   const chain = middy<APIGatewayProxyEventV2, HttpResponse, Error, PlatformContext>({ timeoutEarlyInMillis: 0 })
     .use(activity)
     // The first step: the request, the latency clock, on an API with operation ids the id every answer
@@ -47,13 +49,14 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     .before(async ({ event, context }) => {
       const req = toHttpRequest(event, context.transport?.bodyStream, context.transport?.body);
       const country = req.headers['cloudfront-viewer-country'];
-      const call = templated && country === undefined ? templated : { api: route.api, method: req.method, route: templated ? route.path : req.path, country: country ?? null };
-      const platform: PlatformContext['platform'] = { route, req, call, requestId: logContext()?.request_id ?? randomUUID(), startedAt: performance.now() };
+      const logIds = (context as ChainContext).logIds ?? { request_id: randomUUID() };
+      const call = { api: route.api, method: req.method, route: templated ?? req.path, country: country ?? null };
+      const platform: PlatformContext['platform'] = { route, req, call, requestId: logIds.request_id!, logIds, startedAt: performance.now() };
       if (carriesOperationIds) platform.operationId = pickOperationId(req);
       // Log lines name the operation: the AI API's echoed id, elsewhere a well-formed X-Operation-Id sent.
       const sentOperationId = req.headers['x-operation-id'];
       const operationId = platform.operationId ?? (sentOperationId && OPERATION_ID_PATTERN.test(sentOperationId) ? sentOperationId : undefined);
-      if (operationId) addLogIds({ operation_id: operationId });
+      if (operationId) logIds.operation_id = operationId;
       if (context.transport?.mode !== 'piped') platform.inlineBodyBytes = LAMBDA_MAX_BODY_BYTES;
       if (context.transport?.upgrade) platform.upgrade = context.transport.upgrade;
       if (context.transport?.onClientGone) platform.onClientGone = context.transport.onClientGone;
@@ -72,8 +75,13 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     return res;
   });
   const routeFunction = lambda as unknown as RouteFunction;
-  // Every line logged while the request is handled names it: API Gateway's id, else the invocation's.
-  return (event, context) => inRequest({ request_id: event.requestContext.requestId || context?.awsRequestId }, () => routeFunction(event, context));
+  // The request's ids: API Gateway's request id, else the invocation's, else one made up. The chain
+  // and its answer carry them (platform.logIds); on Lambda every line of the invocation does too.
+  return (event, context) => {
+    const logIds: LogContext = { request_id: event.requestContext.requestId || context?.awsRequestId || randomUUID() };
+    if (!context?.transport?.concurrent) setInvocationIds(logIds);
+    return routeFunction(event, Object.assign(context ?? {}, { logIds }) as ChainContext);
+  };
 }
 
 /**

@@ -15,6 +15,7 @@ export async function heldEventStream<C>(
   onClientGone: ClientGone | undefined,
   open: (signal: AbortSignal) => Promise<AsyncGenerator<unknown>>,
   unexpected: ServerSentEventsOptions['unexpected'],
+  logIds?: ServerSentEventsOptions['logIds'],
 ): Promise<HttpResponse> {
   const held = await operation.hold(call);
   if (held.kind === 'replay') return held.response;
@@ -29,5 +30,5 @@ export async function heldEventStream<C>(
   } finally {
     stopListening?.();
   }
-  return serverSentEvents(chunks, { beforeLast: held.release, abortUpstream: () => client.abort(), unexpected });
+  return serverSentEvents(chunks, { beforeLast: held.release, abortUpstream: () => client.abort(), unexpected, logIds });
 }

@@ -97,7 +97,7 @@ function operationOf(rules: OperationRules, req: HttpRequest, scope: RequestScop
       }
       // A record that cannot be kept is logged; the call stands (the id lapses with its hold).
       if (!keptInTransaction) {
-        await claim.complete({ status: statusOf(status, body), body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { operation: id, error: String(error) }));
+        await claim.complete({ status: statusOf(status, body), body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { ...scope.logIds, operation: id, error: String(error) }));
       }
       return { status: statusOf(status, body), headers: JSON_TYPE, body };
     },

@@ -6,7 +6,7 @@
  */
 import { Readable } from 'node:stream';
 import { PlatformError } from '../shared/errors.js';
-import { keepLogContext, log } from '../shared/log.js';
+import { keepLogContext, log, type LogContext } from '../shared/log.js';
 import { errorBody } from './error-response.js';
 import type { HttpResponse } from './types.js';
 
@@ -17,6 +17,8 @@ export interface ServerSentEventsOptions {
   abortUpstream?: () => void;
   /** What a failure that is not a PlatformError answers (it is logged), and the log's words for the stream. */
   unexpected?: { error: () => PlatformError; what: string };
+  /** The request's log ids, for the failure's line: the runtime reads the stream after the handler returned. */
+  logIds?: LogContext;
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
@@ -71,7 +73,7 @@ async function* events(chunks: AsyncGenerator<unknown>, options: ServerSentEvent
     last = 'data: [DONE]\n\n';
   } catch (error) {
     const failure = error instanceof PlatformError ? error : unexpected.error();
-    if (!(error instanceof PlatformError)) log.error(`${unexpected.what} failed`, { error: String((error as Error)?.stack ?? error) });
+    if (!(error instanceof PlatformError)) log.error(`${unexpected.what} failed`, { ...options.logIds, error: String((error as Error)?.stack ?? error) });
     last = `data: ${JSON.stringify(errorBody(failure))}\n\n`;
   } finally {
     // Before the last event is written: a caller that acts on the end (sends the operation id again)

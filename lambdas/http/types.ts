@@ -4,6 +4,7 @@ import type { Engine } from '../engine/ports.js';
 import type { Principal } from '../auth/principal.js';
 import type { Workspace } from '../auth/tenants.js';
 import type { CallInfo } from '../shared/api.js';
+import type { LogContext } from '../shared/log.js';
 import type { RouteDef } from './routes.js';
 import type { StreamGrant } from '../events/stream.js';
 
@@ -60,6 +61,11 @@ export interface RequestScope {
   operationId?: string;
   requestId: string;
   /**
+   * The request's log ids (`request_id`, `operation_id` once known): what its activity records and the
+   * chain's log lines carry, passed explicitly (docs/decisions/request-logs.md).
+   */
+  logIds: LogContext;
+  /**
    * The largest request or answer body the runtime carries in one call: set in `buffered` mode
    * (Lambda behind API Gateway, LAMBDA_MAX_BODY_BYTES); unset where bodies are streamed (the local
    * server). The blob routes send bigger bodies through the blob store's URLs (docs/data/blobs.md).
@@ -100,6 +106,11 @@ export type ResponseMode = 'buffered' | 'piped';
 /** What a piping runtime passes beside the event (in the Lambda context, which is ours to extend). */
 export interface Transport {
   mode: ResponseMode;
+  /**
+   * The runtime serves many requests at once in this process (the local server): a request's log ids
+   * travel explicitly (RequestScope.logIds), never as the process's (Lambda's one invocation at a time).
+   */
+  concurrent?: boolean;
   /** `body: 'stream'` routes: the request body, unread. */
   bodyStream?: Readable;
   /**

@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import * as z from 'zod/mini';
-import type { Principal } from '../auth/principal.js';
+import { storedPrincipal, type Principal } from '../auth/principal.js';
 import type { Engine, KvItem, KvUpdate, KvWrite } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { checkReplay, type OperationContext } from '../ai/operations.js';
@@ -344,7 +344,7 @@ export async function addItem(engine: Engine, principal: Principal, collectionId
     indexed: false,
     lease_until: 0,
     lease_sk: lease.sk,
-    owner: JSON.stringify(principal),
+    owner: JSON.stringify(storedPrincipal(principal)),
     created_at: iso(now),
     processed_at: null,
     [ADMITTED]: true,

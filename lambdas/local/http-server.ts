@@ -78,7 +78,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       }
       const event = toEvent(api, req, url, route, params, body);
       access.requestId = event.requestContext.requestId;
-      const transport: Transport = { mode: 'piped', bodyStream: streaming ? req : undefined, body, onClientGone: (listener) => clientGone(res, listener) };
+      const transport: Transport = { mode: 'piped', concurrent: true, bodyStream: streaming ? req : undefined, body, onClientGone: (listener) => clientGone(res, listener) };
       if (route.storesBody && body.length >= LARGE_BODY_BYTES) transport.shareLargeBody = (org) => largeBodyTurns.take(org).then((release) => void (access.release = release));
       const context = lambdaContext(route, access.requestId, transport);
       const result = await handlers.get(route.id)!(event, context);
@@ -125,7 +125,7 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       const event = toEvent(api, req, url, route, params, NO_BODY, upgrades.extraHeaders(req));
       access.requestId = event.requestContext.requestId;
       const offer = upgrades.handshake(req) ? { connectionId: randomUUID(), accept: (g: StreamGrant) => void (grant = g) } : undefined;
-      const transport: Transport = { mode: 'piped', upgrade: offer };
+      const transport: Transport = { mode: 'piped', concurrent: true, upgrade: offer };
       const context = lambdaContext(route, access.requestId, transport);
       const result = await handlers.get(route.id)!(event, context);
       access.status = result.statusCode ?? 200;

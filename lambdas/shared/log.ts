@@ -1,9 +1,9 @@
 /**
  * Structured one-line JSON logs (CloudWatch in AWS, stderr locally). Silenced with LOG_LEVEL=silent.
  *
- * Every line written while a request or a queue message is handled carries its ids (`request_id`,
- * `operation_id`, `message_id`): the handler sets them once, in an AsyncLocalStorage, and nothing in
- * between passes them along (docs/decisions/request-logs.md).
+ * Every line written while a queue message or a Lambda invocation is handled carries its ids
+ * (`request_id`, `operation_id`, `message_id`), set once; the local server's concurrent requests pass
+ * theirs explicitly where the chain writes (docs/decisions/request-logs.md).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
@@ -19,7 +19,14 @@ export interface LogContext {
   message_id?: string;
 }
 
+/** Queue consumers' ids (inRequest, withLogIds): never entered by the processes that serve HTTP. */
 const current = new AsyncLocalStorage<LogContext>();
+
+/**
+ * The ids of the invocation a Lambda function's instance is handling (setInvocationIds): an instance
+ * handles one at a time and is frozen between them, so every line until the next one is this one's.
+ */
+let invocation: LogContext | undefined;
 
 /** Logging must work even when the settings are invalid (it reports that very error). */
 function threshold(): Level | 'silent' {
@@ -31,7 +38,7 @@ function threshold(): Level | 'silent' {
 }
 
 const lineOf = (level: Level, message: string, fields?: Record<string, unknown>) =>
-  JSON.stringify({ level, message, time: new Date().toISOString(), ...current.getStore(), ...fields }) + '\n';
+  JSON.stringify({ level, message, time: new Date().toISOString(), ...logContext(), ...fields }) + '\n';
 
 function emit(level: Level, message: string, fields?: Record<string, unknown>) {
   if (ORDER[level] < ORDER[threshold()]) return;
@@ -84,20 +91,26 @@ export function withLogIds<T>(ids: LogContext, fn: () => T): T {
   return current.run({ ...current.getStore(), ...ids }, fn);
 }
 
-/** Adds ids to the current request's from here on (what the handler learns once it reads the request). */
-export function addLogIds(ids: LogContext): void {
-  const store = current.getStore();
-  if (store) Object.assign(store, ids);
-}
+/** The current queue message's or Lambda invocation's ids, or undefined (a local HTTP request's are explicit). */
+export const logContext = (): Readonly<LogContext> | undefined => current.getStore() ?? invocation;
 
-/** The current request's ids, or undefined outside one. */
-export const logContext = (): Readonly<LogContext> | undefined => current.getStore();
+/**
+ * An HTTP route function on Lambda (one invocation at a time, its answer streamed or not): from here every line names
+ * `ids` (the same object: ids added to it later, the operation id, show too). The local server serves
+ * many requests at once in one process and does not call it: an AsyncLocalStorage would follow each
+ * request's async chain, but on Node 20 and 22 it installs a promise hook that costs every promise of
+ * the process (measured: 84 against 68 µs of CPU a GET /v1/models, docs/benchmarks.md).
+ */
+export function setInvocationIds(ids: LogContext | undefined): void {
+  invocation = ids;
+}
 
 /**
  * Captures the current ids for work that a stream's reader resumes later, outside the request's
  * async chain (a streamed answer's next chunk): `keep(() => work())` runs it under them.
  */
 export function keepLogContext(): <T>(fn: () => T) => T {
+  // Only a consumer's: a Lambda invocation's ids stay set without it, and a local request has none here.
   const ids = current.getStore();
   return ids ? (fn) => current.run(ids, fn) : (fn) => fn();
 }

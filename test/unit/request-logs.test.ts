@@ -15,7 +15,7 @@ import { Tenants } from '../../lambdas/auth/tenants.js';
 import { httpHandler } from '../../lambdas/http/handler.js';
 import { serverSentEvents } from '../../lambdas/http/sse.js';
 import { handler as streamsConsumerHandler } from '../../lambdas/consumers/streams.js';
-import { inRequest, log, withLogIds } from '../../lambdas/shared/log.js';
+import { inRequest, log, setInvocationIds, withLogIds } from '../../lambdas/shared/log.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { apiEvent, lambdaContext, testRoute } from '../helpers/events.js';
 
@@ -73,14 +73,31 @@ describe('a route', () => {
     expect(lineOf('after a')).toMatchObject({ level: 'warn', extra: 1 });
   });
 
-  it('keeps concurrent requests apart', async () => {
-    await Promise.all([
-      logsAfterAwaits(apiEvent({ path: '/v1/test', requestId: 'slow', query: { name: 'slow', wait: '20' }, headers: headers() }), lambdaContext()),
-      logsAfterAwaits(apiEvent({ path: '/v1/test', requestId: 'fast', query: { name: 'fast' }, headers: headers() }), lambdaContext()),
+  it('keeps concurrent requests of the local server apart: the chain and the handler name their own request explicitly', async () => {
+    // The local server serves many requests at once in one process: no request's ids are the process's.
+    const failsAfterAwaits = httpHandler(testRoute({ method: 'GET' }), async (req, { logIds }) => {
+      await sleep(Number(req.query.wait ?? 0));
+      log.info(`explicit ${req.query.name}`, { ...logIds });
+      throw new Error(`broken ${req.query.name}`);
+    });
+    const local = () => lambdaContext({ transport: { mode: 'piped', concurrent: true } });
+    setInvocationIds(undefined);
+    const [slow, fast] = await Promise.all([
+      failsAfterAwaits(apiEvent({ path: '/v1/test', requestId: 'slow', query: { name: 'slow', wait: '20' }, headers: headers({ 'x-operation-id': 'op_slow_0001' }) }), local()),
+      failsAfterAwaits(apiEvent({ path: '/v1/test', requestId: 'fast', query: { name: 'fast' }, headers: headers() }), local()),
     ]);
-    expect(lineOf('inside slow')?.request_id).toBe('slow');
-    expect(lineOf('after fast')?.request_id).toBe('fast');
-    expect(lines.findIndex((l) => l.message === 'after fast')).toBeLessThan(lines.findIndex((l) => l.message === 'inside slow'));
+    expect([slow.statusCode, slow.headers?.['x-request-id'], fast.statusCode, fast.headers?.['x-request-id']]).toEqual([500, 'slow', 500, 'fast']);
+    expect(lineOf('explicit slow')).toMatchObject({ request_id: 'slow', operation_id: 'op_slow_0001' });
+    expect(lineOf('explicit fast')?.request_id).toBe('fast');
+    const unhandled = lines.filter((l) => l.message === 'unhandled error');
+    expect(unhandled.map((l) => [l.request_id, String(l.error).split('\n')[0]])).toEqual([
+      ['fast', 'Error: broken fast'],
+      ['slow', 'Error: broken slow'],
+    ]);
+    expect(unhandled[1].operation_id).toBe('op_slow_0001');
+    // Lines written without the request's ids carry none: the process has no request of its own.
+    log.info('between requests');
+    expect(Object.keys(lineOf('between requests')!).sort()).toEqual(['level', 'message', 'time']);
   });
 
   it("falls back to the invocation's id; the AI API logs the operation id it echoes", async () => {
@@ -116,11 +133,20 @@ describe('a route', () => {
     for await (const _ of res.stream!);
     expect(lineOf('mid-stream')?.request_id).toBe('req-sse');
     expect(lineOf('event stream failed')?.request_id).toBe('req-sse');
+
+    // The local server: the stream's failure line names the request it was given.
+    lines = [];
+    const local = httpHandler(testRoute({ method: 'GET' }), async (_req, { logIds }) => serverSentEvents(chunks(), { logIds }));
+    setInvocationIds(undefined);
+    const piped = await local(apiEvent({ path: '/v1/test', requestId: 'req-local-sse', headers: headers() }), lambdaContext({ transport: { mode: 'piped', concurrent: true } }));
+    for await (const _ of piped.stream!);
+    expect(lineOf('event stream failed')?.request_id).toBe('req-local-sse');
   });
 });
 
 describe('queue consumers and lines outside a request', () => {
   it('a line outside any request carries no ids', () => {
+    setInvocationIds(undefined); // a cold start: no invocation yet (the tests above were invocations)
     log.info('cold start');
     expect(Object.keys(lineOf('cold start')!).sort()).toEqual(['level', 'message', 'time']);
   });

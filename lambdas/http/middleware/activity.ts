@@ -40,7 +40,7 @@ export function activity(options: ActivityOptions): Middleware {
       if (!principal || !platform.engine) return;
       const start = platform.startedAt;
       const { req, call } = platform;
-      recordActivity(platform.engine, activityCaller(principal, call), {
+      recordActivity(platform.engine, activityCaller(principal, call, platform.logIds), {
         kind: 'api.call',
         status,
         error_code: status >= 400 ? errorCode(result) : null,
@@ -53,7 +53,7 @@ export function activity(options: ActivityOptions): Middleware {
           : null,
       });
     } catch (error) {
-      log.error('api.call not recorded', { route: platform?.route.id, error: String(error) });
+      log.error('api.call not recorded', { ...platform?.logIds, route: platform?.route.id, error: String(error) });
     } finally {
       if (platform?.engine?.name === 'aws') await flushActivity(platform.engine);
     }

@@ -53,7 +53,8 @@ export function credentials(options: CredentialsOptions): Middleware {
           }
         }
       }
-      context.platform.principal = principal;
+      // A copy naming the request (Principal.logIds): the cached principal is every request's.
+      context.platform.principal = { ...principal, logIds: context.platform.logIds };
     },
   };
 }

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AiOrgSettings } from '../../ai/org-settings.js';
 import { PlatformError } from '../../shared/errors.js';
-import { addLogIds } from '../../shared/log.js';
 import type { HttpRequest, Middleware } from '../types.js';
 
 /** Spec 4.1: 8 to 128 letters, digits, `_`, `-`. */
@@ -62,7 +61,7 @@ export function operationIdRequired(): Middleware {
         if (key === undefined) return;
         if (!OPERATION_ID_PATTERN.test(key)) throw new PlatformError('invalid_operation_id', 'Idempotency-Key, taken as the operation id, must be 8 to 128 letters, digits, "_" or "-".');
         platform.operationId = key;
-        addLogIds({ operation_id: key });
+        if (platform.logIds) platform.logIds.operation_id = key;
         return;
       }
       if (!OPERATION_ID_PATTERN.test(sent)) {

@@ -4,7 +4,7 @@ import { errorResponse } from '../error-response.js';
 import { toResult } from '../event.js';
 import type { HttpResponse, Middleware, PlatformContext, RouteResult } from '../types.js';
 import { corsHeaders } from '../cors.js';
-import { logContext } from '../../shared/log.js';
+import { logContext, type LogContext } from '../../shared/log.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, RouteResult, Error, PlatformContext>;
 
@@ -23,8 +23,8 @@ export function respond(options: RespondOptions): Middleware {
   const finish = async (request: Request, res: HttpResponse) => {
     const headers = { ...res.headers };
     const platform = request.context.platform;
-    // The first step may have failed before it set the platform: the log context always names the request.
-    const requestId = platform?.requestId ?? logContext()?.request_id;
+    // The first step may have failed before it set the platform: the route function named the request.
+    const requestId = platform?.requestId ?? (request.context as { logIds?: LogContext }).logIds?.request_id ?? logContext()?.request_id;
     if (requestId) headers['x-request-id'] = requestId;
     if (platform?.operationId) headers['x-operation-id'] = platform.operationId;
     const origin = platform?.req.headers.origin;
@@ -35,6 +35,6 @@ export function respond(options: RespondOptions): Middleware {
   };
   return {
     after: (request) => finish(request, request.response as unknown as HttpResponse),
-    onError: (request) => finish(request, errorResponse(request.error, request.context.platform?.route.id)),
+    onError: (request) => finish(request, errorResponse(request.error, request.context.platform?.route.id, request.context.platform?.logIds)),
   };
 }

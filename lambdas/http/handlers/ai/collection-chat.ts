@@ -13,7 +13,7 @@ const MID_STREAM = { error: () => new PlatformError('upstream_error', "The model
  * passages, with `citations` and `indexing`; once per X-Operation-Id as chat's, a streamed answer
  * never kept. The collection's refusals come before the body is read, as the collection query's.
  */
-export const handler = idempotentHandler('ai.collections.chat', AI_OPERATIONS, async (req, { engine, principal, operation, onClientGone }) => {
+export const handler = idempotentHandler('ai.collections.chat', AI_OPERATIONS, async (req, { engine, principal, operation, onClientGone, logIds }) => {
   checkChatCapability(principal);
   await checkCollectionsEnabled(engine, principal);
   const id = req.params.id;
@@ -22,5 +22,5 @@ export const handler = idempotentHandler('ai.collections.chat', AI_OPERATIONS, a
   if (!chat.request.stream) return operation.answer(chat.operation, () => groundedCompletion(engine, principal, chat));
 
   // Streamed: the id is held while the stream runs, then let go (docs/ai/chat.md); a kept answer replays as JSON.
-  return heldEventStream(operation, chat.operation, onClientGone, (signal) => groundedChatStream(engine, principal, chat, signal), MID_STREAM);
+  return heldEventStream(operation, chat.operation, onClientGone, (signal) => groundedChatStream(engine, principal, chat, signal), MID_STREAM, logIds);
 });

@@ -2,7 +2,7 @@ import { idempotentHandler } from '../../idempotent.js';
 import { ModelRoutes } from '../../../ai/model-routes.js';
 import { resolveRoute, derivedUserValue } from '../../../ai/chat.js';
 import { parseEmbeddingsRequest, shapeEmbeddings } from '../../../ai/embeddings.js';
-import { embeddings } from '../../../ai/gateway.js';
+import { embeddings, withUsageWrites } from '../../../ai/gateway.js';
 import { estimateEmbeddings } from '../../../ai/estimate.js';
 import { AI_OPERATIONS, aiOperation } from '../../../ai/operations.js';
 import type { EmbeddingsBody } from '../../../ai/types.js';
@@ -15,7 +15,9 @@ export const handler = idempotentHandler('ai.embeddings', AI_OPERATIONS, async (
   const body: EmbeddingsBody = { input: request.inputs, encoding_format: 'float' };
   if (request.dimensions !== undefined) body.dimensions = request.dimensions;
   if (request.user !== undefined) body.user = await derivedUserValue(engine, org, request.user);
-  return operation.answer(aiOperation(engine, principal, route), async () =>
-    shapeEmbeddings(await embeddings({ engine, principal }, route, body, estimateEmbeddings(request.inputs)), request.inputs.length, request.encoding_format ?? 'float'),
+  return withUsageWrites({ engine, principal }, (scope) =>
+    operation.answer(aiOperation(engine, principal, route), async () =>
+      shapeEmbeddings(await embeddings(scope, route, body, estimateEmbeddings(request.inputs)), request.inputs.length, request.encoding_format ?? 'float'),
+    ),
   );
 });
