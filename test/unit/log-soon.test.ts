@@ -11,7 +11,10 @@ let writes: string[];
 beforeEach(() => {
   useSettings({ logLevel: 'info' });
   writes = [];
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => void writes.push(String(chunk)) ?? true);
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => {
+    writes.push(String(chunk));
+    return true;
+  });
 });
 afterEach(() => {
   vi.restoreAllMocks();
