@@ -95,11 +95,13 @@ function operationOf(rules: OperationRules, req: HttpRequest, scope: RequestScop
         await claim.abandon();
         throw error;
       }
+      // Serialized once, for the kept record and the answer alike (an embeddings answer is large).
+      const json = JSON.stringify(body);
       // A record that cannot be kept is logged; the call stands (the id lapses with its hold).
       if (!keptInTransaction) {
-        await claim.complete({ status: statusOf(status, body), body: body as KvValue }).catch((error) => log.error('idempotent answer not kept', { ...scope.logIds, operation: id, error: String(error) }));
+        await claim.complete({ status: statusOf(status, body), body: body as KvValue }, json).catch((error) => log.error('idempotent answer not kept', { ...scope.logIds, operation: id, error: String(error) }));
       }
-      return { status: statusOf(status, body), headers: JSON_TYPE, body };
+      return { status: statusOf(status, body), headers: JSON_TYPE, body: json };
     },
     async hold(call) {
       const claim = await claimOperation(scope.engine, rules, id, withRequest(call));

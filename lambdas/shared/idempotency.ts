@@ -107,8 +107,8 @@ export class IdempotencyStore {
    * was taken over cannot overwrite the new holder's record. A run that outlived its lease but was
    * not taken over still completes: the work is done and nobody else started it.
    */
-  async complete(tenant: string, key: string, token: string, answer: KvValue): Promise<void> {
-    const { update, ...rest } = this.completionWrite(tenant, key, token, answer);
+  async complete(tenant: string, key: string, token: string, answer: KvValue, answerJson?: string): Promise<void> {
+    const { update, ...rest } = this.completionWrite(tenant, key, token, answer, answerJson);
     try {
       await this.kv.update({ key: update, ...rest });
     } catch (err) {
@@ -122,12 +122,13 @@ export class IdempotencyStore {
    * write the operation consists of: both apply or neither does, so a crash can never leave the
    * effect without its record (which would run it twice) or the record without its effect. When the
    * lease was lost the transaction fails with TransactionCanceledError naming this write's index.
+   * `answerJson`: the answer as JSON already (the caller serialized it for its own use), else made here.
    */
-  completionWrite(tenant: string, key: string, token: string, answer: KvValue): KvUpdate {
+  completionWrite(tenant: string, key: string, token: string, answer: KvValue, answerJson = JSON.stringify(answer)): KvUpdate {
     return {
       update: this.keyOf(tenant, key),
       // An update, not a put: the fingerprint and token stay as they are.
-      set: { status: 'completed', answer: JSON.stringify(answer), expires_at: this.expiresAt(this.options.ttlSeconds) },
+      set: { status: 'completed', answer: answerJson, expires_at: this.expiresAt(this.options.ttlSeconds) },
       remove: ['in_progress_until'],
       condition: { ifEquals: { status: 'in_progress', token } },
     };

@@ -58,8 +58,11 @@ export type OperationClaim<C> =
   | { kind: 'replay'; answer: KeptAnswer<C> }
   | {
       kind: 'run';
-      /** Keeps the answer; one too large for an item is answered, not kept (the id is let go). */
-      complete(answer: Answer): Promise<void>;
+      /**
+       * Keeps the answer; one too large for an item is answered, not kept (the id is let go).
+       * `bodyJson`: the body as JSON, when the caller made it already for the answer itself.
+       */
+      complete(answer: Answer, bodyJson?: string): Promise<void>;
       /** The write that keeps the answer, for the service's own `kv.transact([...])`: the effect and its record apply together. */
       completionWrite(answer: Answer): KvUpdate;
       /** Lets the id go, so a retry runs at once; false when it was no longer this call's. */
@@ -88,11 +91,14 @@ export async function claimOperation<C>(engine: { kv: KeyValueStore; clock: Cloc
   }
   const { token } = begun;
   const kept = (answer: Answer) => ({ ...answer, context }) as unknown as KvValue;
+  // The kept answer's JSON around a body already serialized: the same text JSON.stringify(kept(answer)) makes.
+  const keptJson = (status: number, bodyJson: string) =>
+    context === undefined ? `{"status":${status},"body":${bodyJson}}` : `{"status":${status},"body":${bodyJson},"context":${JSON.stringify(context)}}`;
   return {
     kind: 'run',
-    async complete(answer) {
+    async complete(answer, bodyJson) {
       try {
-        await store.complete(tenant, id, token, kept(answer));
+        await store.complete(tenant, id, token, kept(answer), bodyJson === undefined ? undefined : keptJson(answer.status, bodyJson));
       } catch (error) {
         if (!(error instanceof EngineLimitError)) throw error;
         log.warn('idempotent answer too large to keep', { operation: id });
