@@ -9,7 +9,6 @@ import { queueFunction } from './queue-function.js';
 import { log } from '../shared/log.js';
 import { JOB_KINDS, type Job } from './job-kinds.js';
 
-
 /** Every message of a batch at once; a job whose run throws is reported failed (it comes back). */
 export function jobsConsumer(engine: Engine): QueueConsumer {
   return async (messages) => {

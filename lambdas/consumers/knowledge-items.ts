@@ -12,7 +12,6 @@ import { processItem } from '../knowledge/processing.js';
 import type { ProcessItemMessage } from '../knowledge/items.js';
 import { log } from '../shared/log.js';
 
-
 export function knowledgeConsumer(engine: Engine): QueueConsumer {
   return async (messages) => {
     const failed: string[] = [];

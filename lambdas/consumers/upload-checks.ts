@@ -11,7 +11,6 @@ import { queueFunction } from './queue-function.js';
 import { checkJoinedUpload, type UploadCheckMessage } from '../knowledge/uploads.js';
 import { log } from '../shared/log.js';
 
-
 const isCheck = (body: unknown): body is UploadCheckMessage =>
   typeof body === 'object' && body !== null && ['org', 'id', 'engine_upload_id'].every((k) => typeof (body as Record<string, unknown>)[k] === 'string');
 

@@ -49,7 +49,8 @@ export function httpHandler(routeOrId: string | RouteDef, handle: RouteHandler):
     .before(async ({ event, context }) => {
       const req = toHttpRequest(event, context.transport?.bodyStream, context.transport?.body);
       const country = req.headers['cloudfront-viewer-country'];
-      const logIds = (context as ChainContext).logIds ?? { request_id: randomUUID() };
+      // Set by the route function below, the chain's only caller.
+      const logIds = (context as ChainContext).logIds!;
       const call = { api: route.api, method: req.method, route: templated ?? req.path, country: country ?? null };
       const platform: PlatformContext['platform'] = { route, req, call, requestId: logIds.request_id!, logIds, startedAt: performance.now() };
       if (carriesOperationIds) platform.operationId = pickOperationId(req);

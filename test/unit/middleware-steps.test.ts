@@ -22,7 +22,6 @@ import { flushActivity } from '../../lambdas/activity/activity.js';
 import { listActivity } from '../../lambdas/activity/listing.js';
 import { PlatformError, type ErrorCode } from '../../lambdas/shared/errors.js';
 import { settings, useSettings } from '../../lambdas/shared/settings.js';
-import { inRequest } from '../../lambdas/shared/log.js';
 import { chainFor } from '../../lambdas/http/chain.js';
 import { ROUTES, routeById } from '../../lambdas/http/routes.js';
 import type { HttpResponse, Middleware, RouteResult, Transport } from '../../lambdas/http/types.js';
@@ -454,10 +453,11 @@ describe('respond', () => {
     const ok = await answer({ cors: false }, { response: { status: 200, body: {} } }, { event: { requestId: 'req-ok' } });
     const failed = await answer({ cors: true }, { error: new Error('boom') }, { event: { requestId: 'req-failed', headers: { origin: ORIGIN } } });
     expect([ok.headers?.['x-request-id'], failed.headers?.['x-request-id']]).toEqual(['req-ok', 'req-failed']);
-    // The first step failed before it set the platform: the request's log id.
+    // The first step failed before it set the platform: the id the route function gave the request.
     const early = platformRequest({ route: dataRoute, error: new Error('early') });
     delete (early.context as Partial<typeof early.context>).platform;
-    await inRequest({ request_id: 'req-early' }, () => run(respond({ cors: false }), 'onError', early));
+    Object.assign(early.context, { logIds: { request_id: 'req-early' } });
+    await run(respond({ cors: false }), 'onError', early);
     expect([early.response?.statusCode, early.response?.headers?.['x-request-id']]).toEqual([500, 'req-early']);
   });
 

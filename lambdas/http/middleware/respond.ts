@@ -4,7 +4,7 @@ import { errorResponse } from '../error-response.js';
 import { toResult } from '../event.js';
 import type { HttpResponse, Middleware, PlatformContext, RouteResult } from '../types.js';
 import { corsHeaders } from '../cors.js';
-import { logContext, type LogContext } from '../../shared/log.js';
+import type { LogContext } from '../../shared/log.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, RouteResult, Error, PlatformContext>;
 
@@ -24,7 +24,7 @@ export function respond(options: RespondOptions): Middleware {
     const headers = { ...res.headers };
     const platform = request.context.platform;
     // The first step may have failed before it set the platform: the route function named the request.
-    const requestId = platform?.requestId ?? (request.context as { logIds?: LogContext }).logIds?.request_id ?? logContext()?.request_id;
+    const requestId = platform?.requestId ?? (request.context as { logIds?: LogContext }).logIds?.request_id;
     if (requestId) headers['x-request-id'] = requestId;
     if (platform?.operationId) headers['x-operation-id'] = platform.operationId;
     const origin = platform?.req.headers.origin;
