@@ -9,6 +9,8 @@ import { isServerCredential } from '../auth/principal.js';
 import { PlatformError } from '../shared/errors.js';
 import { databaseKey, databasesPrefix } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
 
 /** Lowercase letters, digits, `.`, `_`, `-` and `/`, up to 128 characters. */
 export const DATABASE_NAME_PATTERN = /^[a-z0-9._/-]{1,128}$/;
@@ -100,4 +102,15 @@ function toDatabase(item: Record<string, unknown>): Database {
 }
 
 /** The answer shape: `application_id` only for application-owned databases. */
-export const databaseView = (db: Database) => (db.application_id ? db : { key: db.key, created_at: db.created_at });
+export const databaseView = (db: Database): DatabaseView => (db.application_id ? { key: db.key, created_at: db.created_at, application_id: db.application_id } : { key: db.key, created_at: db.created_at });
+
+/** The Database of the answers (spec 2): `application_id` only on an application's own. */
+export const databaseViewSchema = onFirstUse(() =>
+  z.strictObject({
+    key: z.string().check(z.describe('The database key: lowercase letters, digits, `.`, `_`, `-` and `/`, up to 128 characters.')),
+    created_at: z.iso.datetime(),
+    application_id: z.optional(z.string().check(z.describe('The application that created it (application-owned databases only).'))),
+  }),
+);
+export type DatabaseView = z.output<ReturnType<typeof databaseViewSchema>>;
+export const databaseListSchema = onFirstUse(() => z.strictObject({ databases: z.array(databaseViewSchema()) }));

@@ -7,6 +7,8 @@
 import { exchangeClientCredentials } from '../auth/client-credentials.js';
 import { httpHandler } from './handler.js';
 import type { HttpRequest, HttpResponse } from './types.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' };
 
@@ -86,3 +88,29 @@ export const tokenEndpoint = (routeId: string) =>
       throw error;
     }
   });
+
+/** The token request (RFC 6749 4.4.2), form-encoded or JSON; the client's id and secret here or in HTTP Basic. */
+export const tokenRequestSchema = onFirstUse(() =>
+  z.object({
+    grant_type: z.literal('client_credentials'),
+    client_id: z.optional(z.string()),
+    client_secret: z.optional(z.string()),
+  }),
+);
+
+/** The token answer (RFC 6749 5.1). */
+export const tokenAnswerSchema = onFirstUse(() =>
+  z.strictObject({
+    access_token: z.string(),
+    token_type: z.literal('Bearer'),
+    expires_in: z.int().check(z.describe('Seconds the token stays valid.')),
+  }),
+);
+
+/** RFC 6749 5.2's error shape, which any OAuth client library reads (not the platform's own). */
+export const tokenErrorSchema = onFirstUse(() =>
+  z.strictObject({
+    error: z.enum(['invalid_request', 'invalid_client', 'unsupported_grant_type']),
+    error_description: z.string(),
+  }),
+);

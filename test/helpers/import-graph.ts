@@ -79,6 +79,8 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
   // runs the queue consumers the functions in AWS run (consumers/jobs.ts: jobsConsumer).
+  // The API documents: built from the route table and the domain modules' schemas; read only by scripts/openapi.ts and tests.
+  openapi: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'shared'], packages: PURE },
   local: { layers: ['http', 'auth', 'activity', 'events', 'knowledge', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
   // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
