@@ -6,6 +6,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // The admin CLI bundled once for the run (test/helpers/cli.ts runs it as a child process).
     globalSetup: ['test/setup/admin-cli.ts'],
+    // Every fetch to a platform API port is checked against its OpenAPI document (docs/openapi.md).
+    setupFiles: ['test/setup/openapi-answers.ts'],
     sequence: { sequencer: SlowFirst },
     testTimeout: 30_000,
     hookTimeout: 60_000,

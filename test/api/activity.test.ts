@@ -14,6 +14,7 @@ import { startPlatform } from '../../lambdas/local/platform.js';
 import { routeById } from '../../lambdas/http/routes.js';
 import { activityRecorder, recordActivity, type ActivityEvent } from '../../lambdas/activity/activity.js';
 import { listActivity } from '../../lambdas/activity/listing.js';
+import { registerApiOrigins } from '../helpers/platform-origins.js';
 
 const DAY = 24 * 3600 * 1000;
 const ORIGIN = 'https://app.example';
@@ -369,6 +370,7 @@ describe('activity on shutdown', () => {
       const engine = createEmbeddedEngine({ dataDir });
       const { credentials } = await bootstrap(engine, dataDir);
       const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+      registerApiOrigins(platform.urls);
       const res = await fetch(`${platform.urls.ai}/v1/models`, { headers: bearer(credentials.secret_key) });
       expect(res.status).toBe(200);
       await res.arrayBuffer();

@@ -15,6 +15,7 @@ import { runCommand } from '../../lambdas/admin/cli.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
+import { registerApiOrigins } from '../helpers/platform-origins.js';
 
 interface Running {
   url: string;
@@ -36,6 +37,7 @@ const ENGINES: Record<string, () => Promise<Running>> = {
     await tenants.createWorkspace(org, 'default');
     const key = (await tenants.createSecretKey(org)).key;
     const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+    registerApiOrigins(platform.urls);
     return {
       url: platform.urls.data,
       key,

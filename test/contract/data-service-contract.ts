@@ -10,6 +10,7 @@ import type { Engine } from '../../lambdas/engine/ports.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import { recordKey } from '../../lambdas/data/keys.js';
+import { registerApiOrigins } from '../helpers/platform-origins.js';
 
 /** Builds a fresh engine; the server's close closes it (engine.close must release everything it holds). */
 export type MakeEngine = () => Promise<Engine>;
@@ -20,6 +21,7 @@ export type Serve = (engine: Engine) => Promise<{ url: string; close(): Promise<
 /** The local platform in this process, over `engine` itself. */
 const inThisProcess: Serve = async (engine) => {
   const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  registerApiOrigins(platform.urls);
   return { url: platform.urls.data, close: () => platform.close() };
 };
 

@@ -33,6 +33,7 @@ import { handler as streamsConsumer } from '../../lambdas/consumers/streams.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { bearer } from '../helpers/platform.js';
 import { callApi, ok } from '../helpers/data-api.js';
+import { registerApiOrigins } from '../helpers/platform-origins.js';
 
 const QUEUE = 'https://sqs.us-east-1.amazonaws.com/111122223333/';
 const URLS = Object.fromEntries(['webhooks', 'webhooks-dead', 'jobs', 'jobs-dead', 'streams', 'streams-dead'].map((q) => [q, QUEUE + q]));
@@ -122,6 +123,7 @@ beforeAll(async () => {
   ({ credentials: creds } = await bootstrap(engine, dataDir));
   key = bearer(creds.secret_key);
   const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  registerApiOrigins(platform.urls);
   events = platform.urls.events;
   close = async () => {
     await platform.close();

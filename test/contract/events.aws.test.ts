@@ -15,6 +15,7 @@ import { bootstrap } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { eventsServiceContract } from './events-service-contract.js';
+import { registerApiOrigins } from '../helpers/platform-origins.js';
 
 const sqs = mockClient(SQSClient);
 sqs.on(SendMessageCommand).resolves({ MessageId: 'm-1' });
@@ -28,6 +29,7 @@ eventsServiceContract('aws (DynamoDB on dynalite, SQS on a client mock)', async 
   const dataDir = mkdtempSync(join(tmpdir(), 'events-aws-creds-'));
   const { credentials } = await bootstrap(engine, dataDir);
   const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  registerApiOrigins(platform.urls);
   return {
     urls: platform.urls,
     credentials,

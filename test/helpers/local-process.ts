@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import type { Api } from '../../lambdas/shared/api.js';
+import { registerApiOrigins } from './platform-origins.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -51,7 +52,9 @@ export async function startLocalProcess(env: Record<string, string>, options: { 
     });
   });
   const url = (name: string) => new RegExp(`${name} API\\s+(http:\\S+)`).exec(out)![1];
-  return { child, urls: { ai: url('AI'), data: url('Data'), events: url('Events') }, output: () => out };
+  const urls = { ai: url('AI'), data: url('Data'), events: url('Events') };
+  registerApiOrigins(urls);
+  return { child, urls, output: () => out };
 }
 
 /** Sends `signal` to the started process only; resolves with its exit code. */

@@ -7,6 +7,7 @@ import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js
 import { startPlatform } from '../../lambdas/local/platform.js';
 import type { Api } from '../../lambdas/shared/api.js';
 import type { Clock } from '../../lambdas/engine/ports.js';
+import { registerApiOrigins } from './platform-origins.js';
 
 export interface TestPlatform {
   urls: Record<Api, string>;
@@ -22,6 +23,7 @@ export async function startTestPlatform(options: { clock?: Clock } = {}): Promis
   const engine = createEmbeddedEngine({ dataDir, clock: options.clock });
   const { credentials } = await bootstrap(engine, dataDir);
   const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  registerApiOrigins(platform.urls);
   return {
     urls: platform.urls,
     credentials,

@@ -12,6 +12,7 @@ import { startPlatform, type RunningPlatform } from '../../lambdas/local/platfor
 import type { TransactionEmulation } from '../helpers/dynalite-transactions.js';
 import { startAwsDataEngine } from '../helpers/aws-data-engine.js';
 import { checkRecordsModel, httpCaller } from './records-model.js';
+import { registerApiOrigins } from '../helpers/platform-origins.js';
 
 /**
  * dynalite checks a query's ExclusiveStartKey against its sort-key condition with JavaScript's `<`
@@ -47,6 +48,7 @@ beforeAll(async () => {
   await tenants.createWorkspace(org, 'default');
   key = (await tenants.createSecretKey(org)).key;
   platform = await startPlatform({ engine: aws, ports: { ai: 0, data: 0, events: 0 } });
+  registerApiOrigins(platform.urls);
 });
 afterAll(async () => {
   if (platform) await platform.close();
