@@ -13,6 +13,7 @@ import { pooledRandomBytes } from './ids.js';
 import type { ServerSecret } from '../engine/ports.js';
 import { derivedKey } from './server-keys.js';
 import { PlatformError } from './errors.js';
+import * as z from 'zod/mini';
 
 const VERSION = 1;
 const IV_BYTES = 12;
@@ -70,6 +71,16 @@ export async function openCursor(secret: ServerSecret, cursor: string, binding: 
     throw new InvalidCursorError();
   }
 }
+
+/**
+ * `?limit=&cursor=` as openPage reads them, for the API documents (openPage checks them itself, with
+ * its own codes: 400 invalid_field for `limit`, 400 invalid_cursor for `cursor`).
+ */
+export const pageQuerySchema = (range: { max: number; fallback: number }) =>
+  z.strictObject({
+    limit: z.optional(z.string().check(z.regex(/^\d{1,3}$/), z.describe(`How many to answer: a whole number from 1 to ${range.max} (default ${range.fallback}).`))),
+    cursor: z.optional(z.string().check(z.maxLength(MAX_CURSOR_CHARS), z.regex(/^[A-Za-z0-9_-]+$/), z.describe('The previous page\'s `next_cursor`, to read the next page (bound to this listing and caller).'))),
+  });
 
 /**
  * A listing's page as the AI routes take it (`?limit=&cursor=`): `limit` a whole number from 1 to
