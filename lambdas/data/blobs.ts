@@ -57,7 +57,13 @@ export const MAX_PARTS = LIMITS.multipartMaxParts;
 /** POST .../uploads/{upload_id}/complete's body, built at its first use (onFirstUse). */
 export const completeUploadBodySchema = onFirstUse(() =>
   z.strictObject({
-    parts: z.array(z.strictObject({ part_number: z.number().check(z.int()), etag: z.string().check(z.minLength(1), z.maxLength(1024)) })).check(
+    parts: z.array(
+      z.strictObject({
+        // The range is checked by completeUpload (400 invalid_part, not invalid_body): said here, not enforced.
+        part_number: z.number().check(z.int(), z.describe(`The part's number, 1 to ${MAX_PARTS}.`)),
+        etag: z.string().check(z.minLength(1), z.maxLength(1024), z.describe("The etag the part's upload answered (quoted or not).")),
+      }),
+    ).check(
       z.minLength(1),
       z.maxLength(MAX_PARTS),
       z.describe('Every part, ascending by part_number, with the etag its upload answered.'),
@@ -71,7 +77,7 @@ export const parseCompleteUploadBody = (body: unknown) => parseBody(completeUplo
 export const MIN_PART_BYTES = LIMITS.multipartMinPartBytes;
 /** An unfinished upload is forgotten after 7 days (the bucket aborts its parts on the same day). */
 export const UPLOAD_TTL_SECONDS = 7 * 24 * 3600;
-const UPLOAD_ID_PATTERN = /^upl_[0-9a-z]{26}$/;
+export const UPLOAD_ID_PATTERN = /^upl_[0-9a-z]{26}$/;
 /** How long a redirect's URL works: long enough to start a 100 MiB upload on a slow link, short enough to be useless if leaked. */
 export const REDIRECT_URL_SECONDS = 15 * 60;
 /**
@@ -87,17 +93,33 @@ export interface Redirect {
   redirect: string;
 }
 
-/** Spec 2: a file is its SHA-256 and its size. */
-export interface Blob {
-  sha256: string;
-  size: number;
-}
+/** A file's name: the SHA-256 of its bytes, as a schema (path parameters, answers). */
+const sha256Schema = () => z.string().check(z.regex(SHA256_PATTERN), z.describe('The SHA-256 of the bytes: 64 lowercase hex characters.'));
 
-export interface UploadedPart {
-  part_number: number;
-  size: number;
-  etag: string;
-}
+/** Spec 2 and 4.17: a file is its SHA-256 and its size (the answer of a PUT and of a complete). */
+export const blobSchema = onFirstUse(() =>
+  z.strictObject({
+    sha256: sha256Schema(),
+    size: z.number().check(z.int(), z.minimum(0), z.describe('The size in bytes.')),
+  }),
+);
+export type Blob = z.output<ReturnType<typeof blobSchema>>;
+
+/** POST .../uploads' answers (spec 4.19): 201 an upload opened, 200 the file already stored. */
+export const uploadCreatedSchema = onFirstUse(() =>
+  z.strictObject({ upload_id: z.string().check(z.regex(UPLOAD_ID_PATTERN), z.describe('The upload: `upl_` and 26 characters; known only for this organization, database and file.')) }),
+);
+export const blobExistsSchema = onFirstUse(() => z.strictObject({ sha256: sha256Schema(), exists: z.literal(true) }));
+
+/** A part PUT's answer; the etag goes into the complete call (and is also the answer's ETag header). */
+export const uploadedPartSchema = onFirstUse(() =>
+  z.strictObject({
+    part_number: z.number().check(z.int(), z.minimum(1), z.maximum(MAX_PARTS)),
+    size: z.number().check(z.int(), z.minimum(0), z.describe("The part's size in bytes.")),
+    etag: z.string().check(z.minLength(1), z.describe('The etag to list in the complete call.')),
+  }),
+);
+export type UploadedPart = z.output<ReturnType<typeof uploadedPartSchema>>;
 
 /** A stored file's metadata item. */
 type BlobMeta = KvItem;
