@@ -107,6 +107,11 @@ export class OpenApiChecker {
     return v;
   }
 
+  /** What is wrong with a value against a schema of the document (undefined when it is valid). */
+  schemaFault(key: string, schema: Json, value: unknown): string | undefined {
+    return this.validate(key, schema, value);
+  }
+
   private validate(key: string, schema: Json, value: unknown): string | undefined {
     const v = this.validator(key, schema);
     if (v(value)) return undefined;
