@@ -45,7 +45,9 @@ export class OpenApiChecker {
     readonly document: Json,
   ) {
     addFormats.default(this.ajv);
-    this.ajv.addSchema({ $id: `${api}-components`, $defs: document.components?.schemas ?? {} });
+    // A component naming another (`SubscriptionList` -> `Subscription`) refers to it within this schema's $defs.
+    const defs = JSON.stringify(document.components?.schemas ?? {}).replace(/"#\/components\/schemas\/([^"]+)"/g, (_, name: string) => JSON.stringify(`#/$defs/${name}`));
+    this.ajv.addSchema({ $id: `${api}-components`, $defs: JSON.parse(defs) });
     this.operations = Object.entries(document.paths as Json).flatMap(([template, item]) =>
       Object.entries(item as Json)
         .filter(([method]) => ['get', 'put', 'post', 'patch', 'delete', 'head', 'options'].includes(method))
