@@ -43,8 +43,11 @@ export function securityOf(route: RouteDef): Array<Record<string, string[]>> {
   return accepted === 'none' ? [] : accepted.map((kind) => ({ [kind]: [] }));
 }
 
-/** Whether an AI route takes an X-Operation-Id (writes must send one unless the organization made it optional). */
-export const takesOperationId = (route: RouteDef): boolean => API_POLICIES[route.api].operationIds && OPERATION_ID_METHODS.has(route.method);
+/**
+ * Whether an AI route takes an X-Operation-Id (writes must send one unless the organization made it
+ * optional): as the chain's operationId step, only routes that read a credential (not the OAuth token route).
+ */
+export const takesOperationId = (route: RouteDef): boolean => API_POLICIES[route.api].operationIds && OPERATION_ID_METHODS.has(route.method) && acceptedCredentials(route) !== 'none';
 
 /** The error codes every route like this one can answer, from the table alone. */
 export function commonErrors(route: RouteDef): ErrorCode[] {
