@@ -205,8 +205,10 @@ export class OpenApiChecker {
       }
       return out;
     }
-    const type = mediaType(x.requestHeaders.get('content-type')) ?? 'application/json';
-    const media = (body.content ?? {})[type];
+    // A body without a Content-Type is bytes (RFC 9110 8.3; JSON routes refuse one); a range (`*/*`) matches as in answers.
+    const type = mediaType(x.requestHeaders.get('content-type')) ?? 'application/octet-stream';
+    const content = (body.content ?? {}) as Json;
+    const media = content[type] ?? content[`${type.split('/')[0]}/*`] ?? content['*/*'];
     if (!media) return [...out, `accepted a body of type ${type}, which the document does not list (${Object.keys(body.content ?? {}).join(', ')})`];
     if (!media.schema) return out;
     let value: unknown;

@@ -76,6 +76,18 @@ describe('the OpenAPI check', () => {
     expect(checker.problems(exchange({ ...put, requestBody: '{"n":1.5}', status: 404, responseHeaders: new Headers({ 'content-type': 'application/json' }), responseBody: '{}' }))).toEqual([]);
   });
 
+  it('takes a raw body without a Content-Type as bytes, and a media range as any type', () => {
+    const raw = new OpenApiChecker('data', {
+      ...DOC,
+      paths: { '/v1/files/{id}': { put: { requestBody: { required: true, content: { 'application/octet-stream': { schema: { type: 'string' } } } }, responses: { 201: { description: 'stored' } } } } },
+    });
+    const put = { method: 'PUT', target: '/v1/files/f', requestBody: 'bytes', status: 201, responseHeaders: new Headers(), responseBody: '' };
+    expect(raw.problems(exchange({ ...put, requestHeaders: new Headers() }))).toEqual([]);
+    expect(raw.problems(exchange({ ...put, requestHeaders: new Headers({ 'content-type': 'text/plain' }) }))).toEqual([expect.stringContaining('accepted a body of type text/plain')]);
+    const any = new OpenApiChecker('data', { ...DOC, paths: { '/v1/files/{id}': { put: { ...raw.document.paths['/v1/files/{id}'].put, requestBody: { content: { '*/*': { schema: { type: 'string' } } } } } } } });
+    expect(any.problems(exchange({ ...put, requestHeaders: new Headers({ 'content-type': 'text/plain' }) }))).toEqual([]);
+  });
+
   it("holds a path no operation has to the fallback's answers", () => {
     const err = '{"error":{"code":"not_found","message":"m","type":"not_found_error","param":null}}';
     expect(checker.problems(exchange({ target: '/v1/nothing', status: 404, responseBody: err }))).toEqual([]);
