@@ -10,7 +10,7 @@ import {
   uploadCreatedSchema,
   uploadedPartSchema,
 } from '../data/blobs.js';
-import type { HeaderDoc, OperationDoc, OperationDocs, ParameterDoc, ResponseDoc } from './operation.js';
+import type { ContentDoc, HeaderDoc, OperationDoc, OperationDocs, ParameterDoc, ResponseDoc } from './operation.js';
 import { DATABASE_PARAM } from './data.js';
 
 const SHA = 'a3f1c1e3b4f1b5d0c27a33d5aa7e4bc1e1c0c2e5d8a2f9e3f1a76c8b0d7e5f42';
@@ -33,6 +33,9 @@ const PART_NUMBER_PARAM: ParameterDoc = {
   schema: () => z.string().check(z.regex(/^(?:[1-9]\d{0,3}|10000)$/)),
   example: '1',
 };
+
+/** Raw bodies are taken whatever their Content-Type says (the handlers stream the bytes as they are). */
+const ANY_TYPE: ContentDoc[] = [{ contentType: '*/*' }];
 
 const decimal = () => z.string().check(z.regex(/^\d{1,16}$/));
 
@@ -98,7 +101,8 @@ export const DATA_FILES_OPERATIONS: OperationDocs = {
     // OpenAPI ignores a Content-Type header parameter: the body's description says what the handler does with it.
     body: {
       contentType: 'application/octet-stream',
-      description: 'The file’s raw bytes (none with `Upload-Length`). Any `Content-Type` is taken; it reaches the file hooks as the file’s type but is not stored: a download is always `application/octet-stream`.',
+      description: 'The file’s raw bytes (none with `Upload-Length`), of any `Content-Type`: it reaches the file hooks as the file’s type but is not stored (a download is always `application/octet-stream`).',
+      alternatives: ANY_TYPE,
     },
     responses: {
       201: { description: 'Stored.', name: 'Blob', schema: blobSchema, example: BLOB_EXAMPLE },
@@ -146,7 +150,7 @@ export const DATA_FILES_OPERATIONS: OperationDocs = {
       'The part’s raw bytes: 5 MiB to 100 MiB, except the last part, which may be smaller (checked at complete). Sending a part number again replaces that part. Keep the answer’s `etag` (also its `ETag` header, the only place it is when the part was redirected to the blob store). Spec 4.19 (its answer is this platform’s).',
     path: { database: DATABASE_PARAM, sha256: SHA256_PARAM, upload_id: UPLOAD_ID_PARAM, n: PART_NUMBER_PARAM },
     headers: rawBodyHeaders('the part'),
-    body: { contentType: 'application/octet-stream', description: 'The part’s raw bytes (none with `Upload-Length`).' },
+    body: { contentType: 'application/octet-stream', description: 'The part’s raw bytes (none with `Upload-Length`), of any `Content-Type`.', alternatives: ANY_TYPE },
     responses: {
       200: {
         description: 'The part is kept.',
