@@ -41,7 +41,7 @@ export const NAMED_ACTIVITY_KINDS = [
 ] as const;
 export type ActivityKind = (typeof NAMED_ACTIVITY_KINDS)[number] | `file.${string}`;
 
-const FILE_KIND = /^file\.[a-z0-9_]+(\.[a-z0-9_]+)*$/;
+export const FILE_KIND = /^file\.[a-z0-9_]+(\.[a-z0-9_]+)*$/;
 const NAMED = new Set<string>(NAMED_ACTIVITY_KINDS);
 export const isActivityKind = (kind: string): kind is ActivityKind => NAMED.has(kind) || (kind.length <= 64 && FILE_KIND.test(kind));
 

@@ -4,7 +4,11 @@
  */
 import type { KeyValueStore, ServerSecret } from '../engine/ports.js';
 import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
-import { activityRecordOf, isActivityKind, type ActivityKind, type ActivityRecord } from './activity.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
+import { APIS } from '../shared/api.js';
+import type { CredentialKind } from '../auth/principal.js';
+import { FILE_KIND, NAMED_ACTIVITY_KINDS, activityRecordOf, isActivityKind, type ActivityKind, type ActivityRecord } from './activity.js';
 import {
   ACTIVITY_RETENTION_MS,
   SEGMENT_MAX_SPAN_MS,
@@ -28,11 +32,63 @@ export interface ActivityQuery {
   file_sha256: string | null;
 }
 
-export interface ActivityPage {
-  items: ActivityRecord[];
-  next_cursor: string | null;
-  archive_searched: boolean;
-}
+/**
+ * The Activity record of the answers (activity.ts activityRecordOf): every field of ActivityRecord,
+ * null where it does not apply; `usage` only on `ai.usage` and `ai.rerank` events. Here, not in
+ * activity.ts, which every function of the three APIs loads: only this route needs zod for it.
+ */
+export const activityRecordSchema = onFirstUse(() => {
+  const text = (description?: string) => z.nullable(description ? z.string().check(z.describe(description)) : z.string());
+  const whole = (description: string) => z.nullable(z.int().check(z.minimum(0), z.describe(description)));
+  const amount = z.number().check(z.minimum(0));
+  return z
+    .strictObject({
+      id: z.string().check(z.regex(/^act_/), z.describe('`act_` and a ULID (sortable).')),
+      at_ms: z.int().check(z.describe('Unix ms the event was recorded (for `api.call`: when the answer was final).')),
+      organization_id: z.string(),
+      actor_kind: z.enum(['secret_key', 'oauth_client', 'publishable_key', 'end_user'] satisfies CredentialKind[]),
+      actor_id: z.string().check(z.describe("The key id, OAuth client id or publishable key id; for an end-user token, the end user's id.")),
+      source: z.enum(APIS),
+      kind: z.union([z.enum(NAMED_ACTIVITY_KINDS), z.string().check(z.regex(FILE_KIND))]).check(z.describe('`api.call`, `ai.usage`, `ai.rerank`, `record.write`, `record.delete`, `blob.*`, `file.upload.completed`, `file.download`, `file.delete`, other `file.*`.')),
+      method: text('The HTTP method of the call.'),
+      route: text("The route's path template (`/v1/databases/{database}`), or the raw path of a call no route matched."),
+      status: whole('`api.call` only: the final HTTP status.'),
+      outcome: z.nullable(z.enum(['success', 'client_error', 'server_error'])),
+      error_code: text('`api.call` only: the `error.code` of an error answer.'),
+      latency_ms: whole('`api.call` only: whole ms to the final answer.'),
+      file_id: text(),
+      file_sha256: z.nullable(z.string().check(z.regex(/^[0-9a-f]{64}$/))),
+      file_size: whole('Bytes.'),
+      content_type: text(),
+      file_name: text(),
+      related: z.nullable(z.strictObject({ database: text(), collection_id: text(), record_id: text() })),
+      bytes_in: whole('`api.call` only: the request body.'),
+      bytes_out: whole('`api.call` only: the answer body.'),
+      country: z.nullable(z.string().check(z.regex(/^[A-Z]{2}$/))),
+      request_id: text("The `x-request-id` of the call that recorded the event (null on events recorded before it was kept)."),
+      operation_id: text('AI calls: the operation id the answer echoed; null elsewhere.'),
+      usage: z.optional(
+        z.strictObject({
+          prompt_tokens: amount,
+          completion_tokens: amount,
+          total_tokens: amount,
+          cost_usd: amount.check(z.describe('USD, rounded to the micro-USD.')),
+          audio_seconds: z.optional(amount),
+        }),
+      ),
+    })
+    .check(z.meta({ id: 'ActivityRecord' }));
+});
+
+/** GET /v1/activity's answer (the handler shapes it from listActivity's page). */
+export const activityPageSchema = onFirstUse(() =>
+  z.strictObject({
+    items: z.array(activityRecordSchema()).check(z.describe('Newest first; fewer than `limit`, even none, when the page examined 2,000 events first.')),
+    next_cursor: z.nullable(z.string().check(z.describe('Opaque; null on the last page.'))),
+    archive_searched: z.boolean().check(z.describe('Always false: there is no archive tier yet.')),
+  }),
+);
+export type ActivityPage = z.output<ReturnType<typeof activityPageSchema>>;
 
 /** Most items one page examines (read, then filtered by kind or application) before it answers short with a cursor. */
 export const ACTIVITY_SCAN_BUDGET = 2000;

@@ -13,9 +13,9 @@ import { collectionKey, recordPartition } from './keys.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
 import { requireServer } from './databases.js';
-import { COLLECTION_NAME_PATTERN, checkFields, fieldView, sameField, type FieldDef, type StoredField } from './schema.js';
+import { COLLECTION_NAME_PATTERN, MAX_FIELDS, checkFields, fieldDefSchema, fieldView, sameField, type FieldDef, type StoredField } from './schema.js';
 import { fieldType } from './fields/index.js';
-import { RuleSyntaxError, compileRules, validateRules, type CompiledRule, type Rule, type RuleAction } from './rules.js';
+import { RULE_ACTIONS, RuleSyntaxError, compileRules, validateRules, type CompiledRule, type Rule, type RuleAction } from './rules.js';
 
 export interface Collection {
   name: string;
@@ -55,7 +55,7 @@ export function checkCollectionName(name: string): void {
   }
 }
 
-export const collectionView = (c: Collection) => ({
+export const collectionView = (c: Collection): CollectionView => ({
   name: c.name,
   mode: c.mode,
   schema_version: c.schema_version,
@@ -63,15 +63,39 @@ export const collectionView = (c: Collection) => ({
   rules: c.rules,
 });
 
+/** The Data collection of the answers (spec 2): its fields as fieldView shows them, all five rules. */
+export const collectionViewSchema = onFirstUse(() => {
+  const rule = () => z.nullable(z.string()).check(z.describe('null or "": server credentials only; "public", "users", or an expression (`@auth.id`, `@auth.kind`, record fields).'));
+  return z.strictObject({
+    name: z.string().check(z.regex(COLLECTION_NAME_PATTERN)),
+    mode: z.enum(['schema', 'free']),
+    schema_version: z.int().check(z.minimum(1), z.describe('Starts at 1; increases by one on every change (fields added, dropped or reordered, rules).')),
+    fields: z.array(fieldDefSchema()),
+    rules: z.strictObject({ list: rule(), view: rule(), create: rule(), update: rule(), delete: rule() }).check(z.meta({ id: 'CollectionRules' })),
+  });
+});
+export type CollectionView = z.output<ReturnType<typeof collectionViewSchema>>;
+
 /** The request schema, built at its first use (onFirstUse): only collection PUTs need it. */
 const collectionSchemas = onFirstUse(() => ({
   body: z.strictObject({
     // null is the default too, as before.
     mode: z.nullish(z.enum(['schema', 'free'], { error: 'mode must be "schema" or "free".' }).check(z.describe('schema (default): only declared fields; free: any field, declared ones typed. Fixed once set.'))),
     // Each field's definition is checked by its type in the field registry (schema.ts checkFields), with its own code.
-    fields: z.optional(z.unknown().check(z.describe('The full list of fields: {name, type, target?, required?, unique?, indexed?, fulltext?} each.'))),
+    // What a JSON Schema of them says (zod reads neither check): an array of the fields the answers show.
+    fields: z.optional(
+      z.unknown().check(
+        z.meta({ type: 'array', maxItems: MAX_FIELDS, items: { $ref: '#/components/schemas/CollectionField' } }),
+        z.describe('The full list of fields: {name, type, target?, required?, unique?, indexed?, fulltext?} each.'),
+      ),
+    ),
     // Each rule is checked by the rule grammar (rules.ts), with its own code.
-    rules: z.optional(z.unknown().check(z.describe('{list, view, create, update, delete}: each null (server credentials only) or a rule expression.'))),
+    rules: z.optional(
+      z.unknown().check(
+        z.meta({ type: 'object', propertyNames: { enum: [...RULE_ACTIONS] }, additionalProperties: { type: ['string', 'null'] } }),
+        z.describe('{list, view, create, update, delete}: each null (server credentials only), "" (server credentials only), "public", "users" or a rule expression; an omitted one is null.'),
+      ),
+    ),
   }),
 }));
 

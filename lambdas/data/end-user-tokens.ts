@@ -22,6 +22,14 @@ export const endUserTokenBodySchema = onFirstUse(() => {
   });
 });
 
+/** The answer: the token and when it expires (the handler shapes it from issueToken's result). */
+export const endUserTokenAnswerSchema = onFirstUse(() =>
+  z.strictObject({
+    token: z.string().check(z.describe('A signed token (JWT): `Authorization: Bearer <token>` on the Data API until it expires.')),
+    expires_at: z.iso.datetime().check(z.describe('ISO 8601 UTC.')),
+  }),
+);
+
 /** The body: `{user_id, ttl_seconds?, claims?}`; the ttl defaulted. */
 export function parseEndUserTokenBody(body: unknown): { userId: string; ttlSeconds: number; claims?: Record<string, unknown> } {
   const b = parseBody(endUserTokenBodySchema(), body, { unknownField: 'unknown_field' });

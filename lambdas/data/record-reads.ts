@@ -16,7 +16,7 @@ import { indexPartition, RECORD_TIME_INDEXES, recordKey, recordPartition, record
 import type { Collection } from './collections.js';
 import { encodeKeyValue, keyBounds, parseQueryValue, RECORD_ID_PATTERN, type StoredField } from './schema.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
-import { inlineRecord, loadRecord, ownValue, view, type RecordView } from './record-store.js';
+import { inlineRecord, loadRecord, ownValue, recordViewSchema, view, type RecordView } from './record-store.js';
 
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
@@ -56,6 +56,14 @@ export interface ListQuery {
   conditions: Condition[];
   terms: string[];
 }
+
+/** A page of records (RecordReader.list): `next_cursor` null on the last page. */
+export const recordListSchema = onFirstUse(() =>
+  z.strictObject({
+    records: z.array(recordViewSchema()).check(z.describe('Up to `limit` records; fewer, even none, when the read budget or the page\'s byte budget ran out first.')),
+    next_cursor: z.nullable(z.string().check(z.describe('Opaque: send it unchanged with the same query for the next page.'))),
+  }),
+);
 
 /** `filter[field]` or `filter[field][op]`: the one family of parameters whose names come from the collection. */
 const FILTER_PARAMETER = /^filter\[([A-Za-z][A-Za-z0-9_]*)\](?:\[(eq|gt|gte|lt|lte|in)\])?$/;

@@ -9,6 +9,9 @@ import type { Engine, KvItem } from '../engine/ports.js';
 import { itemSize, unstorableValue } from '../engine/item-size.js';
 import { recordBodyKey, recordTimeKeys } from './keys.js';
 import { droppedFields, type Collection } from './collections.js';
+import { RECORD_ID_PATTERN } from './fields/index.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
 
 /** Values up to this size stay in the item; larger ones go to the blob store. */
 export const INLINE_BODY_BYTES = 300 * 1024;
@@ -37,6 +40,18 @@ export interface LoadedRecord extends RecordMeta {
 }
 
 export type RecordView = Record<string, unknown> & { id: string; version: number; created_at: string; updated_at: string };
+
+/** The Record of the answers (spec 2, view()): its id, version and times, then its own fields, any JSON. */
+export const recordViewSchema = onFirstUse(() =>
+  z
+    .looseObject({
+      id: z.string().check(z.regex(RECORD_ID_PATTERN), z.describe('1 to 64 letters, digits, `_`, `-`: the one sent, or a sortable `rec_` id.')),
+      version: z.int().check(z.minimum(1), z.describe('Starts at 1, one more on every update; also the answer\'s ETag.')),
+      created_at: z.iso.datetime().check(z.describe('ISO 8601 UTC with milliseconds.')),
+      updated_at: z.iso.datetime().check(z.describe('ISO 8601 UTC with milliseconds.')),
+    })
+    .check(z.meta({ id: 'Record', description: "A record: its id, version and times, and its own fields by name (any JSON value in a free collection; declared types in a schema collection). At most 900 KiB." })),
+);
 
 /** The values a record holds under the current schema: fields dropped (or dropped and re-added) since it was written are gone. */
 const declaredFields = new WeakMap<Collection, Map<string, Collection['fields'][number]>>();

@@ -23,7 +23,9 @@ import { dataHooks, type DataScope, type RecordHookEvent } from './hooks.js';
 import { changeKey, planChangeOutbox, recordChangeData, roomForOutbox, settleChangeOutbox, type Change } from './change-outbox.js';
 import { evaluateRule, ruleAllowsPrincipal } from './rules.js';
 import { blobEntryKey, referencesBlob } from './blob-rules.js';
-import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, view, visibleValues, type LoadedRecord, type RecordMeta, type RecordView } from './record-store.js';
+import { MAX_RECORD_BYTES, loadRecord, ownValue, recordItem, recordViewSchema, view, visibleValues, type LoadedRecord, type RecordMeta, type RecordView } from './record-store.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
 
 export interface WriteOp {
   op: 'create' | 'update' | 'delete';
@@ -35,6 +37,12 @@ export interface WriteOp {
 }
 
 export type WriteResult = RecordView | { id: string; deleted: true };
+
+/** A batch's answer: a Record for each create and update, `{id, deleted: true}` for each delete, in op order. */
+export const batchAnswerSchema = onFirstUse(() => {
+  const deleted = z.strictObject({ id: z.string(), deleted: z.literal(true) }).check(z.meta({ id: 'DeletedRecord' }));
+  return z.strictObject({ results: z.array(z.union([recordViewSchema(), deleted])).check(z.describe('One result per op, in order.')) });
+});
 
 export interface WriteContext extends DataScope {
   database: string;

@@ -3,7 +3,9 @@
  * record values against them. What each type accepts, allows and how it sorts is its module's, in
  * `fields/` (the registry); this module holds the schema-level rules.
  */
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse } from '../shared/validate.js';
 import { FIELD_TYPES, fieldType, isFieldTypeName, type FieldTypeName } from './fields/index.js';
 
 export { FIELD_TYPES, RECORD_ID_PATTERN, type FieldTypeName } from './fields/index.js';
@@ -77,6 +79,25 @@ export const sameField = (a: FieldDef, b: FieldDef) =>
   a.type === b.type && (a.target ?? null) === (b.target ?? null) && FLAGS.every((flag) => !!a[flag] === !!b[flag]);
 
 export const fieldView = ({ generation: _g, ...def }: StoredField): FieldDef => def;
+
+/**
+ * A field definition as collections answer it (fieldView) and as a PUT sends it: checkFields takes
+ * exactly these properties and keeps a flag only when true, so an answer's flags are `true` or absent.
+ */
+export const fieldDefSchema = onFirstUse(() => {
+  const flag = (description: string) => z.optional(z.boolean().check(z.describe(description)));
+  return z
+    .strictObject({
+      name: z.string().check(z.regex(FIELD_NAME_PATTERN), z.describe('1 to 63 letters, digits or `_`, starting with a letter; not `id`, `version`, `created_at`, `updated_at`.')),
+      type: z.enum(FIELD_TYPES),
+      required: flag('Checked on every write.'),
+      unique: flag('Not on `json` or `blob`.'),
+      indexed: flag('For filters and sorts. Not on `json` or `blob`.'),
+      fulltext: flag('Searchable with `q`. Only on `text`.'),
+      target: z.optional(z.string().check(z.regex(COLLECTION_NAME_PATTERN), z.describe('For `relation`: the collection whose record ids it points at.'))),
+    })
+    .check(z.meta({ id: 'CollectionField' }));
+});
 
 // ---------- values ----------
 
