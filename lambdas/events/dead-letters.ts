@@ -15,6 +15,7 @@ import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseQuery, queryInteger } from '../shared/validate.js';
 import { eventKey } from './keys.js';
+import { envelopeSchema, EVENT_ID_PATTERN } from './envelope.js';
 import { Subscriptions, queuedDelivery } from './subscriptions.js';
 import { outboxKey, queueDelivery } from './outbox.js';
 
@@ -30,7 +31,6 @@ export const deadListQuerySchema = onFirstUse(() =>
 export function parseDeadListQuery(query: Record<string, string>): { limit: number } {
   return parseQuery(deadListQuerySchema(), query, { takes: 'GET /dead takes only limit' });
 }
-const EVENT_ID_PATTERN = /^evt_[0-9a-z]{26}$/;
 
 export const deadLetterKey = (workspaceId: string, eventId: string) => ({ pk: `evdead#${workspaceId}`, sk: eventId });
 const deadLetterNotFound = (id: string) => new PlatformError('dead_event_not_found', `No dead letter for event "${id}" in this workspace.`);
@@ -54,6 +54,36 @@ export async function markReplayDelivered(engine: Engine, workspaceId: string, e
     if (!(error instanceof ConditionFailedError)) throw error; // the letter's retention ended: nothing to mark
   }
 }
+
+/** The answers' schemas (spec 2 "Dead letter"), built at their first use. */
+const answerSchemas = onFirstUse(() => {
+  const letter = z
+    .strictObject({
+      event: envelopeSchema(),
+      attempts: z.int().check(z.minimum(1), z.describe('Delivery attempts made before it died (5).')),
+      dead_at: z.iso.datetime().check(z.describe('When it died last.')),
+      replay_count: z.int().check(z.minimum(0), z.describe('Replays that queued a delivery.')),
+      last_error: z.string().check(
+        z.describe(
+          'Why the last attempt failed: `webhook_status_<code>`, `webhook_timeout`, `webhook_network`, `url_destination_blocked`, `secret_missing`; for an eventbridge subscription (an extension) `eventbridge_<ErrorCode>` or `eventbridge_bus_not_allowed`.',
+        ),
+      ),
+    })
+    .check(z.meta({ id: 'DeadLetter' }));
+  return {
+    list: z.strictObject({ dead: z.array(letter).check(z.describe('Newest first.')) }),
+    replay: z.strictObject({
+      event_id: z.string().check(z.regex(EVENT_ID_PATTERN)),
+      replayed: z.boolean().check(z.describe('Whether a delivery was queued (`queued` is not empty).')),
+      queued: z.array(z.string()).check(z.describe('The subscriptions the event was queued to again: those whose delivery died, that never received it and have no replay pending.')),
+    }),
+  };
+});
+
+/** GET .../dead's answer. */
+export const deadListSchema = () => answerSchemas().list;
+/** POST .../dead/{event_id}/replay's answer. */
+export const replayAnswerSchema = () => answerSchemas().replay;
 
 export interface DeadLetter {
   event: unknown;

@@ -26,7 +26,9 @@ const TYPE_PATTERN = /^[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*$/;
 /** Printable ASCII, 1 to 256 characters: it names an item key and travels in headers and logs. */
 const IDEMPOTENCY_KEY_PATTERN = /^[\x21-\x7e]{1,256}$/;
 
-export type RejectionCode = 'invalid_event' | 'unknown_field' | 'invalid_type' | 'invalid_idempotency_key' | 'payload_too_large' | 'data_required';
+/** Why a published event was rejected (spec 4.21), in the order the checks run. */
+export const REJECTION_CODES = ['invalid_event', 'unknown_field', 'invalid_type', 'invalid_idempotency_key', 'data_required', 'payload_too_large'] as const;
+export type RejectionCode = (typeof REJECTION_CODES)[number];
 
 export interface EventInput {
   type: string;
@@ -52,6 +54,35 @@ export interface Envelope {
   idempotency_key: string;
   data: unknown;
 }
+
+/** `evt_` and a ULID in lowercase Crockford base32 (ids.ts). */
+export const EVENT_ID_PATTERN = /^evt_[0-9a-z]{26}$/;
+
+/** The envelope's fields (spec 2), shared by the answers that carry one (a pull message adds its own). */
+export const envelopeShape = () => ({
+  event_id: z.string().check(z.regex(EVENT_ID_PATTERN), z.describe('`evt_` and 26 characters, assigned by the service; sorts by publish time. Receivers deduplicate by it.')),
+  type: z.string().check(z.describe('Dotted lowercase words, at most 128 bytes.')),
+  source: z.string().check(z.describe("The publishing application's id; an organization-wide credential's own id when no application is bound.")),
+  time: z.iso.datetime().check(z.describe('When it was published: RFC 3339 UTC with milliseconds.')),
+  tenant: tenantSchema(),
+  idempotency_key: z.string().check(z.describe("The publisher's key; the event_id when none was sent.")),
+  data: z.unknown().check(z.describe('The JSON value the publisher sent, as sent (`null` included).')),
+});
+
+/** The tenant of an event: the organization is its own account in this release. */
+export const tenantSchema = onFirstUse(() =>
+  z
+    .strictObject({
+      organization_id: z.string(),
+      account_id: z.string().check(z.describe('The organization in this release.')),
+      workspace_id: z.string(),
+      application_id: z.nullable(z.string().check(z.describe('The publishing application; null for an organization-wide credential.'))),
+    })
+    .check(z.meta({ id: 'Tenant' })),
+);
+
+/** The Event envelope (spec 2): what every delivery carries, webhook body, pull message and stream frame alike. */
+export const envelopeSchema = onFirstUse(() => z.strictObject(envelopeShape()).check(z.meta({ id: 'Event' })));
 
 const invalidBody = (message: string) => new PlatformError('invalid_body', message);
 

@@ -15,6 +15,7 @@ import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { inboxKey, inboxPartition, leasedIndex, leaseEnd, waitingIndex } from './keys.js';
 import { countWrite } from './stats.js';
+import { envelopeShape } from './envelope.js';
 
 export const PULL_MAX = { min: 1, max: 100, default: 10 };
 export const LEASE_SECONDS = { min: 5, max: 300, default: 30 };
@@ -45,11 +46,42 @@ export function frameOf(message: PullMessage): Record<string, unknown> {
   const { lease_id: _lease, ...frame } = message;
   return frame;
 }
-export type NotAckedReason = 'not_found' | 'not_leased' | 'lease_expired' | 'stale_lease';
-export interface AckAnswer {
-  acked: number;
-  not_acked: { id: string; reason: NotAckedReason }[];
-}
+/** Why an acked id removed nothing (see ack()). */
+export const NOT_ACKED_REASONS = ['not_found', 'not_leased', 'lease_expired', 'stale_lease'] as const;
+export type NotAckedReason = (typeof NOT_ACKED_REASONS)[number];
+
+/** The answers' schemas, built at their first use. */
+const answerSchemas = onFirstUse(() => {
+  const message = z
+    .strictObject({
+      ...envelopeShape(),
+      delivery_count: z.int().check(z.minimum(1), z.describe('How many times it was leased, this lease included (1 the first time).')),
+      lease_id: z.string().check(z.describe('`<event_id>.<delivery_count>`: acknowledges this lease only.')),
+    })
+    .check(z.meta({ id: 'PullMessage', description: 'The Event envelope, with its delivery_count and lease_id.' }));
+  return {
+    pull: z.strictObject({ messages: z.array(message).check(z.describe('Oldest first; each hidden until its lease ends.')) }),
+    ack: z.strictObject({
+      acked: z.int().check(z.minimum(0), z.describe('How many messages were removed.')),
+      not_acked: z
+        .array(
+          z.strictObject({
+            id: z.string(),
+            reason: z.enum(NOT_ACKED_REASONS).check(
+              z.describe('`not_found`: not in this inbox (another subscription\'s, acked already, unknown); `not_leased`: waiting, never leased; `lease_expired`: its lease ended and it waits again; `stale_lease`: leased again since that lease_id.'),
+            ),
+          }),
+        )
+        .check(z.describe('Each id that removed nothing, with why.')),
+    }),
+  };
+});
+
+/** POST .../pull's answer. */
+export const pullAnswerSchema = () => answerSchemas().pull;
+/** POST .../ack's answer. */
+export const ackAnswerSchema = () => answerSchemas().ack;
+export type AckAnswer = z.output<ReturnType<typeof ackAnswerSchema>>;
 
 /** The request schemas, built at their first use (onFirstUse): only pull and ack calls need them. */
 const inboxSchemas = onFirstUse(() => {

@@ -9,7 +9,9 @@ import { TransactionCanceledError } from '../engine/errors.js';
 import { LIMITS } from '../engine/limits.js';
 import type { Principal } from '../auth/principal.js';
 import { monotonicUlid } from '../shared/ids.js';
-import { checkEvent, envelopeJson, eventsOf, sourceOf, tenantOf, type EventInput, type RejectionCode } from './envelope.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
+import { checkEvent, envelopeJson, EVENT_ID_PATTERN, eventsOf, REJECTION_CODES, sourceOf, tenantOf, type EventInput } from './envelope.js';
 import { eventKey, idempotencyKeyItem, inboxKey, waitingIndex } from './keys.js';
 import { inboxWritten } from './inbox-signal.js';
 import { wakeStreams } from './stream-remote.js';
@@ -34,10 +36,28 @@ const SHARED_TRANSACTION_BYTES = LIMITS.transactionBytes / 2;
 /** Keys and attributes of an item beside its envelope, at most. */
 const WRITE_OVERHEAD_BYTES = 512;
 
-export interface PublishAnswer {
-  accepted: { event_id: string; duplicate: boolean }[];
-  rejected: { index: number; code: RejectionCode }[];
-}
+/** The 202 answer (spec 4.21 "Publish"): the accepted events in the order sent, and each rejected one by its index. */
+export const publishAnswerSchema = onFirstUse(() =>
+  z.strictObject({
+    accepted: z.array(
+      z.strictObject({
+        event_id: z.string().check(z.regex(EVENT_ID_PATTERN)),
+        duplicate: z.boolean().check(z.describe('The idempotency_key was used in the workspace within 168 hours: event_id is the original one and nothing new is delivered.')),
+      }),
+    ).check(z.describe('The accepted events, in the order they were sent.')),
+    rejected: z.array(
+      z.strictObject({
+        index: z.int().check(z.minimum(0), z.describe("The event's position in the body's `events` (0 for `event`).")),
+        code: z.enum(REJECTION_CODES).check(
+          z.describe(
+            'The first check it failed: not an object `invalid_event`; a field other than type, data, idempotency_key, tier `unknown_field`; a bad type `invalid_type`; an unknown tier `invalid_event`; a bad key `invalid_idempotency_key`; no data `data_required`; data nesting over 128 levels or holding a number JSON cannot carry `invalid_event`; data over 16 KiB (32 KiB advanced) `payload_too_large`.',
+          ),
+        ),
+      }),
+    ).check(z.describe('The rejected events: a bad event never blocks the others.')),
+  }),
+);
+export type PublishAnswer = z.output<ReturnType<typeof publishAnswerSchema>>;
 
 export async function publish(engine: Engine, principal: Principal, workspaceId: string, body: unknown): Promise<PublishAnswer> {
   const raw = eventsOf(body);

@@ -10,6 +10,8 @@ import { createHash } from 'node:crypto';
 import type { Engine, KvWrite } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { ulidTimeMs } from '../shared/ids.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../shared/validate.js';
 import { inboxPartition } from './keys.js';
 
 export type Counter = 'published' | 'completed' | 'depth' | 'retries' | 'failed_attempts' | 'dlq_inflow';
@@ -56,16 +58,21 @@ export async function countOnce(engine: Engine, workspaceId: string, eventId: st
   }
 }
 
-export interface WorkspaceStats {
-  workspace_id: string;
-  published: number;
-  completed: number;
-  depth: number;
-  oldest_pending_age_seconds: number | null;
-  retries: number;
-  retry_rate: number;
-  dlq_inflow: number;
-}
+/** Workspace statistics (spec 2), GET .../stats' answer. */
+export const workspaceStatsSchema = onFirstUse(() => {
+  const counter = (description: string) => z.int().check(z.minimum(0), z.describe(description));
+  return z.strictObject({
+    workspace_id: z.string(),
+    published: counter('Events accepted (duplicates not counted).'),
+    completed: counter('Deliveries completed: webhook 2xx and acks, each delivery once. The metered unit.'),
+    depth: counter('Deliveries waiting: in an inbox (leased or not), or a webhook delivery neither completed nor dead.'),
+    oldest_pending_age_seconds: z.nullable(counter('Age of the oldest message waiting in a pull or stream inbox; null when none waits.')),
+    retries: counter('Webhook attempts queued again.'),
+    retry_rate: z.number().check(z.minimum(0), z.describe('Failed attempts per finished delivery (0 when none finished).')),
+    dlq_inflow: counter('Deliveries that became dead letters.'),
+  });
+});
+export type WorkspaceStats = z.output<ReturnType<typeof workspaceStatsSchema>>;
 
 /**
  * The counters (one query of the workspace's counter items, at most STAT_SHARDS + 1), and the age of

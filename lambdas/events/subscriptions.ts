@@ -25,7 +25,7 @@ export const MAX_PATTERNS = 20;
 /** The spec's three modes, and `eventbridge`, an extension (docs/events/eventbridge.md). */
 export const DELIVERY_MODES = ['webhook', 'pull', 'websocket', 'eventbridge'] as const;
 export type DeliveryMode = (typeof DELIVERY_MODES)[number];
-const SUBSCRIPTION_ID_PATTERN = /^sub_[0-9a-z]{26}$/;
+export const SUBSCRIPTION_ID_PATTERN = /^sub_[0-9a-z]{26}$/;
 /** A type, `*`, or a type prefix ending in `.*` (matching deeper types too). */
 const PATTERN = /^(?:\*|[a-z][a-z0-9_]*(?:\.[a-z][a-z0-9_]*)*(?:\.\*)?)$/;
 const MAX_PATTERN_BYTES = 128;
@@ -80,6 +80,57 @@ export function subscriptionView(s: StoredSubscription): Subscription {
         : { mode: s.delivery.mode };
   return { subscription_id: s.subscription_id, types: [...s.types], delivery, created_at: s.created_at };
 }
+
+/** A subscription id in words: `sub_` and a ULID in lowercase Crockford base32. */
+export const SUBSCRIPTION_ID_DESCRIPTION = '`sub_` and 26 characters.';
+
+/** The answers' schemas (spec 2 "Subscription"), built at their first use. */
+const answerSchemas = onFirstUse(() => {
+  const id = z.string().check(z.regex(SUBSCRIPTION_ID_PATTERN), z.describe(SUBSCRIPTION_ID_DESCRIPTION));
+  const delivery = z
+    .discriminatedUnion('mode', [
+      z.strictObject({
+        mode: z.literal('webhook'),
+        url: z.string().check(z.describe('The https URL each event is POSTed to.')),
+        secret_ref: z.literal('managed').check(z.describe('The signing secret is kept by the service, never shown again.')),
+      }),
+      z.strictObject({ mode: z.literal('pull') }),
+      z.strictObject({ mode: z.literal('websocket') }),
+      z.strictObject({
+        mode: z.literal('eventbridge').check(z.describe('An extension (docs/events/eventbridge.md).')),
+        event_bus_arn: z.string(),
+        detail_type: z.optional(z.string().check(z.describe("The entries' DetailType, when not the event's type."))),
+      }),
+    ])
+    .check(z.meta({ id: 'Delivery' }));
+  const shape = {
+    subscription_id: id,
+    types: z.array(z.string()).check(z.describe('1 to 20 type patterns: a type, `*`, or a prefix ending in `.*`.')),
+    delivery,
+    created_at: z.iso.datetime(),
+  };
+  const secret = z.string().check(z.regex(/^whsec_[A-Za-z0-9+/]+=*$/), z.describe('`whsec_…`: the HMAC-SHA256 key of the signatures (the whole string, as UTF-8). Shown once.'));
+  const subscription = z.strictObject(shape).check(z.meta({ id: 'Subscription', description: 'A subscription as every answer but create shows it: never a secret.' }));
+  return {
+    subscription,
+    created: z.strictObject({ ...shape, signing_secret: z.optional(secret.check(z.describe('Webhook subscriptions only: the secret that signs its deliveries, shown this once.'))) }),
+    list: z.strictObject({ subscriptions: z.array(subscription).check(z.describe('Oldest first.')) }),
+    rotated: z.strictObject({
+      subscription_id: id,
+      signing_secret: secret,
+      previous_valid_until: z.iso.datetime().check(z.describe('The previous secrets still sign until then (24 hours on).')),
+    }),
+  };
+});
+
+/** A Subscription as answered (never a secret). */
+export const subscriptionSchema = () => answerSchemas().subscription;
+/** The create answer: the Subscription, and a webhook's `signing_secret`, shown once. */
+export const newSubscriptionSchema = () => answerSchemas().created;
+/** GET .../subscriptions' answer. */
+export const subscriptionListSchema = () => answerSchemas().list;
+/** POST .../rotate-secret's answer. */
+export const rotatedSecretSchema = () => answerSchemas().rotated;
 
 /** The request schemas, built at their first use (onFirstUse): only subscription calls need them. */
 const subscriptionSchemas = onFirstUse(() => {
