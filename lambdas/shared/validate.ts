@@ -102,7 +102,9 @@ export function parseQuery<T extends z.core.$ZodType>(schema: T, query: Record<s
  */
 const wholeNumber = (range: { min: number; max: number }) => {
   const message = `a whole number from ${range.min} to ${range.max}`;
-  return z.pipe(z.pipe(z.string().check(z.regex(/^\d{1,15}$/, message)), z.transform(Number)), z.number().check(z.minimum(range.min, message), z.maximum(range.max, message)));
+  const schema = z.pipe(z.pipe(z.string().check(z.regex(/^\d{1,15}$/, message)), z.transform(Number)), z.number().check(z.minimum(range.min, message), z.maximum(range.max, message)));
+  // The API documents show it as what it means, an integer parameter (query values travel as text either way).
+  return schema.register(z.globalRegistry, { type: 'integer', minimum: range.min, maximum: range.max } as z.core.GlobalMeta);
 };
 export function queryInteger(range: { min: number; max: number }): z.ZodMiniOptional<ReturnType<typeof wholeNumber>>;
 export function queryInteger(range: { min: number; max: number }, fallback: number): z.ZodMiniDefault<ReturnType<typeof wholeNumber>>;

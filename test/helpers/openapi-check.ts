@@ -172,7 +172,7 @@ export class OpenApiChecker {
     const out: string[] = [];
     const parameters = (op.parameters ?? []) as Json[];
     for (const p of parameters.filter((p) => p.in === 'path')) {
-      const fault = p.schema ? this.validate(`${template} path ${p.name}`, p.schema, params[p.name]) : undefined;
+      const fault = p.schema ? this.validate(`${template} path ${p.name}`, p.schema, parameterValue(p.schema, params[p.name])) : undefined;
       if (fault) out.push(`accepted a path parameter ${p.name} the document refuses: ${fault}`);
     }
     const query = parameters.filter((p) => p.in === 'query');
@@ -182,7 +182,7 @@ export class OpenApiChecker {
         out.push(`accepted the query parameter ${name}, which the document does not list`);
         continue;
       }
-      const fault = p.schema ? this.validate(`${template} query ${p.name}`, p.schema, value) : undefined;
+      const fault = p.schema ? this.validate(`${template} query ${p.name}`, p.schema, parameterValue(p.schema, value)) : undefined;
       if (fault) out.push(`accepted a query parameter ${name} the document refuses: ${fault}`);
     }
     for (const p of query.filter((q) => q.required && !url.searchParams.has(q.name))) out.push(`accepted a request without the required query parameter ${p.name}`);
@@ -225,6 +225,14 @@ export class OpenApiChecker {
     if (fault) out.push(`accepted a body the document refuses: ${fault}; body: ${sent.slice(0, 300)}`);
     return out;
   }
+}
+
+/** A parameter's text as the value its schema types it (an integer parameter's `20` is 20), as OpenAPI serializes them. */
+function parameterValue(schema: Json, text: string): unknown {
+  const type = schema.type;
+  if ((type === 'integer' || type === 'number') && /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(text)) return Number(text);
+  if (type === 'boolean' && (text === 'true' || text === 'false')) return text === 'true';
+  return text;
 }
 
 /** `filter[<field>][<op>]`: a parameter name with placeholders, as a pattern. */
