@@ -17,12 +17,12 @@ import { onFirstUse } from '../shared/validate.js';
 import type { Chunk } from './chunks.js';
 import { chunkEntry, putEntries } from './chunk-index.js';
 import { collectionKey, vectorMarksPk } from './collection-keys.js';
-import { parseVector } from './collection-query.js';
+import { MAX_DIMENSIONS, parseVector } from './collection-query.js';
 import { asItem, readItem, SERVED_ATTRIBUTES, type Item } from './items.js';
 import { packageKey, readChunks } from './packages.js';
 
 export const MAX_CHUNKS_PAGE = 500;
-const DEFAULT_CHUNKS_PAGE = 100;
+export const DEFAULT_CHUNKS_PAGE = 100;
 /** Vectors one PUT stores (the index's batch). */
 export const MAX_VECTORS_PER_CALL = 500;
 /** Tries of one group's count against calls on the same item at once, before 503. */
@@ -73,6 +73,66 @@ export async function listChunks(engine: Engine, principal: Principal, collectio
     next_cursor: await nextPageCursor(engine.secret, next, binding),
   };
 }
+
+/** A chunk as GET .../chunks answers it (the package's chunk line without its `object`). */
+export const chunkViewSchema = onFirstUse(() =>
+  z
+    .strictObject({
+      chunk_id: z.string().check(z.regex(/^chk_\d{6,}$/), z.describe('`chk_` and its position in the document from 000000: the same file gives the same ids.')),
+      text: z.string(),
+      locator: z.string().check(
+        z.describe('Where the text is in its document: `page=12`, `heading=Install > Linux`, `top`, `line=10-42`, `t=00:12:05-00:13:10` (a recording\'s time range).'),
+      ),
+      tokens: z.int().check(z.minimum(0), z.describe('Its length in cl100k_base tokens.')),
+    })
+    .check(z.meta({ id: 'CollectionChunk' })),
+);
+
+/** GET .../items/{item_id}/chunks's answer. */
+export const chunkListSchema = onFirstUse(() =>
+  z.strictObject({
+    object: z.literal('list'),
+    item_id: z.string(),
+    package_id: z.string().check(z.describe('The served package the chunks belong to (the cursor is bound to it).')),
+    chunk_count: z.int().check(z.minimum(0), z.describe('All the package\'s chunks.')),
+    data: z.array(chunkViewSchema()).check(z.describe('In document order.')),
+    next_cursor: z.nullable(z.string()).check(z.describe('Pass as `cursor` for the next page; null on the last.')),
+  }),
+);
+
+/**
+ * PUT .../vectors's body as parseVectors reads it, for the API documents (parseVectors checks it by
+ * hand, to name the entry at fault and check each chunk once): not used to parse.
+ */
+export const vectorsBodySchema = onFirstUse(() =>
+  z.strictObject({
+    vectors: z
+      .array(
+        z.strictObject({
+          chunk_id: z.string().check(z.regex(/^chk_\d{6,}$/), z.describe('A chunk of the item\'s served package, once a call.')),
+          vector: z.array(z.number()).check(
+            z.minLength(1),
+            z.maxLength(MAX_DIMENSIONS),
+            z.describe(`1 to ${MAX_DIMENSIONS} finite numbers, not all zero; every entry has the collection's dimensions (fixed by its first vectors).`),
+          ),
+        }),
+      )
+      .check(z.minLength(1), z.maxLength(MAX_VECTORS_PER_CALL)),
+  }),
+);
+
+/** PUT .../vectors's answer. */
+export const vectorsStoredSchema = onFirstUse(() =>
+  z.strictObject({
+    item_id: z.string(),
+    package_id: z.string(),
+    stored: z.int().check(z.minimum(0), z.describe('Vectors of this call put in the index.')),
+    skipped: z.int().check(z.minimum(0), z.describe('Vectors of this call the index could not take (a chunk too large for its entry).')),
+    vectors_stored: z.int().check(z.minimum(0), z.describe('The package\'s chunks with their vector stored, this call\'s and earlier ones (each counted once).')),
+    chunk_count: z.int().check(z.minimum(0)),
+    indexed: z.boolean().check(z.describe('Every chunk has its vector: the item counts in the collection\'s `indexing.indexed`.')),
+  }),
+);
 
 export interface VectorsRequest {
   vectors: { chunk_id: string; vector: Float32Array }[];

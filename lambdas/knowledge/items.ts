@@ -34,6 +34,7 @@ export type ItemFailure = (typeof ITEM_FAILURES)[number];
 export const MAX_INLINE_TEXT_BYTES = 1024 * 1024;
 export const MAX_FILENAME_CHARS = 255;
 export const MAX_ITEMS_PAGE = 100;
+export const DEFAULT_ITEMS_PAGE = 20;
 /** Items a collection's own answer lists (the newest); the rest are GET .../items. */
 export const ITEMS_IN_COLLECTION = 20;
 /** How long a queued or processing item may go unseen before the processing sweep sends it again (KNOWLEDGE_LEASE_S). */
@@ -43,26 +44,45 @@ const ITEM_ID = /^itm_[0-9a-f]{32}$/;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
-/** An item as the routes answer it. */
-export interface ItemView {
-  item_id: string;
-  object: 'collection.item';
-  collection_id: string;
-  upload_id: string | null;
-  filename: string;
-  content_type: string;
-  size: number;
-  sha256: string;
-  status: ItemState;
-  error: { code: ItemFailure; message: string } | null;
-  /** The package served (null until the first processing is done). */
-  package_id: string | null;
-  chunk_count: number | null;
-  /** local_vectors: how many of the package's chunks have their vector stored. */
-  vectors_stored: number | null;
-  created_at: string;
-  processed_at: string | null;
-}
+/** Spec 4.10's id shape, for collections (the item's `collection_id`). */
+const COLLECTION_ID = /^col_[0-9a-f]{32}$/;
+const PACKAGE_ID = /^pkg_[0-9a-f]{32}$/;
+
+/** An item as the routes answer it (docs/ai/collections.md, "Items"); the collection's answer lists its newest. */
+export const itemViewSchema = onFirstUse(() =>
+  z
+    .strictObject({
+      item_id: z.string().check(z.regex(ITEM_ID), z.describe('`itm_` and 32 hex: sortable by creation.')),
+      object: z.literal('collection.item'),
+      collection_id: z.string().check(z.regex(COLLECTION_ID)),
+      upload_id: z.nullable(z.string()).check(z.describe('The upload the file came from; null for an inline text.')),
+      filename: z.string(),
+      content_type: z.string(),
+      size: z.int().check(z.minimum(0), z.describe('The file\'s size in bytes.')),
+      sha256: z.string().check(z.regex(/^[0-9a-f]{64}$/), z.describe('The SHA-256 of the file\'s bytes, in lowercase hex.')),
+      status: z.enum(['queued', 'processing', 'done', 'failed']).check(z.describe('`queued` → `processing` → `done` or `failed`, as the collection\'s `counts` name them; a reprocess puts a `done` or `failed` item back to `queued`.')),
+      error: z.nullable(z.strictObject({ code: z.enum(ITEM_FAILURES), message: z.string() })).check(z.describe('Why a `failed` item failed (docs/ai/collections.md, "Failures"); null otherwise.')),
+      package_id: z.nullable(z.string().check(z.regex(PACKAGE_ID))).check(z.describe('The package the item serves (its chunks are what queries see); null until its first processing is done.')),
+      chunk_count: z.nullable(z.int().check(z.minimum(0))).check(z.describe('The served package\'s chunks; null while no package is served.')),
+      vectors_stored: z.nullable(z.int().check(z.minimum(0))).check(z.describe('`local_vectors` only: how many of the served package\'s chunks have their vector; null in other modes or while no package is served.')),
+      created_at: z.iso.datetime(),
+      processed_at: z.nullable(z.iso.datetime()).check(z.describe('When its last processing ended (`done` or `failed`); null before.')),
+    })
+    .check(z.meta({ id: 'CollectionItem', description: 'One file of a knowledge collection and the state of its processing.' })),
+);
+export type ItemView = z.output<ReturnType<typeof itemViewSchema>>;
+
+/** GET /v1/collections/{id}/items's answer. */
+export const itemListSchema = onFirstUse(() =>
+  z.strictObject({
+    object: z.literal('list'),
+    data: z.array(itemViewSchema()).check(z.describe('Newest first.')),
+    next_cursor: z.nullable(z.string()).check(z.describe('Pass as `cursor` for the next page; null on the last.')),
+  }),
+);
+
+/** A deleted item's answer. */
+export const itemDeletedSchema = onFirstUse(() => z.strictObject({ item_id: z.string(), deleted: z.literal(true) }));
 
 /** The stored item, read through its invariants. */
 export interface Item {
@@ -190,17 +210,21 @@ const textItemSchema = onFirstUse(() =>
       z.minLength(1),
       z.refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_INLINE_TEXT_BYTES, `text must be at most ${MAX_INLINE_TEXT_BYTES} bytes as UTF-8; send a larger file as an upload`),
       z.refine(wellFormed, 'text must be well-formed Unicode (no lone surrogates)'),
+      z.describe('A small text sent inline: up to 1 MiB as UTF-8 (send a larger file as an upload).'),
     ),
     // A lone surrogate is stored as U+FFFD by DynamoDB and S3: the item would name another file there than locally.
     filename: z.string().check(
       z.minLength(1),
       z.maxLength(MAX_FILENAME_CHARS),
       z.refine((s) => !CONTROL.test(s) && !s.includes('/') && wellFormed(s), 'filename must be well-formed Unicode with no control characters or slashes'),
+      z.describe('The text\'s file name (no control characters or slashes); its extension sets the default content type.'),
     ),
-    content_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[^\u0000-\u001f\u007f]*)?$/), z.refine(wellFormed, 'content_type must be well-formed Unicode'))),
+    content_type: z.optional(z.string().check(z.minLength(1), z.maxLength(255), z.regex(/^[A-Za-z0-9!#$&^_.+-]+\/[A-Za-z0-9!#$&^_.+-]+(\s*;[^\u0000-\u001f\u007f]*)?$/), z.refine(wellFormed, 'content_type must be well-formed Unicode'), z.describe('Default: from the file name (`.md` Markdown, `.html` HTML, else plain text; UTF-8).'))),
   }),
 );
 export type AddItem = z.output<ReturnType<typeof uploadItemSchema>> | z.output<ReturnType<typeof textItemSchema>>;
+/** The two bodies parseAddItem takes, for the API documents (it picks one by the fields sent). */
+export const addItemBodySchema = onFirstUse(() => z.union([uploadItemSchema(), textItemSchema()]));
 
 /** POST .../items's body: `{upload_id}` or `{text, filename, content_type?}`. */
 export function parseAddItem(body: unknown): AddItem {
@@ -397,7 +421,7 @@ export async function listItems(engine: Engine, principal: Principal, collection
   await readCollection(engine, principal, collectionId);
   const workspace = await workspaceOf(engine, principal);
   const binding = `knowledge-items\n${principal.organizationId}\n${workspace}\n${collectionId}`;
-  const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_ITEMS_PAGE, fallback: 20 });
+  const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_ITEMS_PAGE, fallback: DEFAULT_ITEMS_PAGE });
   const page = await engine.kv.query({ pk: itemsPk(principal.organizationId, workspace, collectionId), descending: true, limit, cursor: position });
   return { object: 'list' as const, data: page.items.map((r) => itemView(asItem(r))), next_cursor: await nextPageCursor(engine.secret, page.cursor, binding) };
 }
