@@ -44,10 +44,12 @@ export function securityOf(route: RouteDef): Array<Record<string, string[]>> {
 }
 
 /**
- * Whether an AI route takes an X-Operation-Id (writes must send one unless the organization made it
- * optional): as the chain's operationId step, only routes that read a credential (not the OAuth token route).
+ * Whether an AI route reads an X-Operation-Id, as the chain's operationId step does: every route that
+ * reads a credential (not the OAuth token route); a malformed one is refused on reads too (spec 4.1).
  */
-export const takesOperationId = (route: RouteDef): boolean => API_POLICIES[route.api].operationIds && OPERATION_ID_METHODS.has(route.method) && acceptedCredentials(route) !== 'none';
+export const takesOperationId = (route: RouteDef): boolean => API_POLICIES[route.api].operationIds && route.method !== 'ANY' && acceptedCredentials(route) !== 'none';
+/** Whether it must send one (writes, unless the organization made ids optional). */
+export const needsOperationId = (route: RouteDef): boolean => takesOperationId(route) && OPERATION_ID_METHODS.has(route.method);
 
 /** The error codes every route like this one can answer, from the table alone. */
 export function commonErrors(route: RouteDef): ErrorCode[] {
@@ -64,7 +66,8 @@ export function commonErrors(route: RouteDef): ErrorCode[] {
     if (countsCalls(route) && route.api !== 'ai') codes.push('rate_limited');
     if (route.permission || scopedToWorkspace(route)) codes.push('forbidden');
   }
-  if (takesOperationId(route)) codes.push('missing_operation_id', 'invalid_operation_id');
+  if (takesOperationId(route)) codes.push('invalid_operation_id');
+  if (needsOperationId(route)) codes.push('missing_operation_id');
   if (route.method !== 'GET' && route.method !== 'HEAD' && route.method !== 'DELETE') {
     codes.push(tooLargeCode(route.api));
     if ((route.body ?? 'json') === 'json') codes.push('invalid_body');

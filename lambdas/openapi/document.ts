@@ -8,7 +8,7 @@ import type { Api } from '../shared/api.js';
 import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { errorType } from '../http/error-response.js';
 import { ROUTES, type RouteDef } from '../http/routes.js';
-import { commonErrors, SECURITY_SCHEMES, securityOf, takesOperationId } from './common.js';
+import { commonErrors, needsOperationId, SECURITY_SCHEMES, securityOf, takesOperationId } from './common.js';
 import type { ContentDoc, OperationDoc, OperationDocs, ResponseDoc, SchemaRef } from './operation.js';
 
 type Json = Record<string, unknown>;
@@ -156,8 +156,9 @@ function operation(route: RouteDef, doc: OperationDoc, schemas: Schemas): Json {
       name: 'X-Operation-Id',
       in: 'header',
       required: false,
-      description:
-        'The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional.',
+      description: needsOperationId(route)
+        ? 'The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional.'
+        : 'The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`.',
       schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{8,128}$' },
     });
   }
