@@ -43,12 +43,18 @@ const chatSchemas = onFirstUse(() => {
   /** Every field of spec 4.3's table; anything else is 400 unsupported_field. */
   const chatRequestSchema = z
     .object({
+      // Each message is checked apart (messageSchema), to answer invalid_messages rather than invalid_body.
       messages: z.array(z.unknown()).min(1),
-      model: z.string().min(1).optional(),
-      stream: z.boolean().optional(),
-      stream_options: z.object({ include_usage: z.boolean().optional() }).strict().nullable().optional(),
-      max_tokens: integer.min(1).nullable().optional(),
-      max_completion_tokens: integer.min(1).nullable().optional(),
+      model: z.string().min(1).optional().describe('A chat route id of the organization (GET /v1/models); `auto` or absent: its default chat route.'),
+      stream: z.boolean().optional().describe('`true`: the answer is server-sent events (`text/event-stream`), one `chat.completion.chunk` a `data:` line, ending `data: [DONE]`.'),
+      stream_options: z
+        .object({ include_usage: z.boolean().optional() })
+        .strict()
+        .nullable()
+        .optional()
+        .describe('With `stream: true`, `include_usage: true` adds a final chunk with `choices: []` and the token counts.'),
+      max_tokens: integer.min(1).nullable().optional().describe(CEILING_WORDS),
+      max_completion_tokens: integer.min(1).nullable().optional().describe(CEILING_WORDS),
       temperature: z.number().min(0).max(2).nullable().optional(),
       top_p: z.number().min(0).max(1).nullable().optional(),
       presence_penalty: z.number().min(-2).max(2).nullable().optional(),
@@ -57,28 +63,47 @@ const chatSchemas = onFirstUse(() => {
       logit_bias: z.record(z.string(), z.number()).nullable().optional(),
       logprobs: z.boolean().nullable().optional(),
       top_logprobs: integer.min(0).max(20).nullable().optional(),
-      tools: z.array(z.record(z.string(), z.unknown())).optional(),
+      tools: z.array(z.record(z.string(), z.unknown())).optional().describe('Refused by a route set without tools (`400 unsupported_field_for_route`).'),
       tool_choice: z.union([z.string(), z.record(z.string(), z.unknown())]).optional(),
       parallel_tool_calls: z.boolean().optional(),
       response_format: z.object({ type: z.string() }).passthrough().optional(),
       seed: integer.nullable().optional(),
-      reasoning_effort: z.string().nullable().optional(),
-      verbosity: z.string().nullable().optional(),
-      user: z.string().optional(),
-      safety_identifier: z.string().optional(),
-      prompt_cache_key: z.string().optional(),
+      reasoning_effort: z.string().nullable().optional().describe('Only on models that support it.'),
+      verbosity: z.string().nullable().optional().describe('Only on models that support it.'),
+      user: z.string().optional().describe(DERIVED_WORDS),
+      safety_identifier: z.string().optional().describe(DERIVED_WORDS),
+      prompt_cache_key: z.string().optional().describe(DERIVED_WORDS),
       prediction: z.record(z.string(), z.unknown()).nullable().optional(),
       // Grantable (checked against the organization's grants before anything else about them).
-      n: integer.min(1).max(128).nullable().optional(),
-      service_tier: z.string().nullable().optional(),
-      store: z.boolean().nullable().optional(),
-      metadata: z.record(z.string(), z.string()).nullable().optional(),
-      modalities: z.array(z.string()).nullable().optional(),
-      audio: z.record(z.string(), z.unknown()).nullable().optional(),
-      web_search_options: z.record(z.string(), z.unknown()).optional(),
+      n: integer.min(1).max(128).nullable().optional().describe(GRANTED_WORDS),
+      service_tier: z.string().nullable().optional().describe(GRANTED_WORDS),
+      store: z.boolean().nullable().optional().describe(GRANTED_WORDS),
+      metadata: z.record(z.string(), z.string()).nullable().optional().describe(GRANTED_WORDS),
+      modalities: z.array(z.string()).nullable().optional().describe(GRANTED_WORDS),
+      audio: z.record(z.string(), z.unknown()).nullable().optional().describe(GRANTED_WORDS),
+      web_search_options: z.record(z.string(), z.unknown()).optional().describe(GRANTED_WORDS),
     })
     .strict();
   return { messageSchema, chatRequestSchema };
+});
+
+const CEILING_WORDS = 'Only lowers the output ceiling the route and the organization set.';
+const DERIVED_WORDS = 'Replaced by a value derived from the organization (`u_` and 32 hex digits) before it leaves the service.';
+const GRANTED_WORDS = 'Taken only when the organization was granted the field; otherwise `403 field_not_allowed`.';
+
+/**
+ * The body as the API documents describe it: the parse's own schema with each message's shape in
+ * place (the parse checks the messages one by one, to answer invalid_messages). The caps on images
+ * and text (parseChatRequest) are said in words.
+ */
+export const chatRequestBodySchema = onFirstUse(() => {
+  const { chatRequestSchema, messageSchema } = chatSchemas();
+  return chatRequestSchema.extend({
+    messages: z
+      .array(messageSchema)
+      .min(1)
+      .describe(`The conversation: \`system\`, \`user\`, \`assistant\` and \`tool\` messages, content a string or \`text\` and \`image_url\` parts; at most ${MAX_CHAT_IMAGES} images and ${MAX_INPUT_CHARS} characters of text (\`400 input_too_large\`).`),
+  });
 });
 
 export type ChatRequest = z.infer<ReturnType<typeof chatSchemas>['chatRequestSchema']>;

@@ -12,16 +12,34 @@ import type { EmbeddingList } from './types.js';
 export const MAX_EMBEDDING_INPUTS = 2048;
 export const MAX_EMBEDDING_INPUT_CHARS = 32_000;
 
-const embeddingsRequestSchema = onFirstUse(() =>
+export const embeddingsRequestSchema = onFirstUse(() =>
   z
     .object({
-      input: z.union([z.string(), z.array(z.string())]),
-      model: z.string().min(1).optional(),
-      encoding_format: z.enum(['float', 'base64']).optional(),
-      dimensions: z.number().int().min(1).max(65_536).optional(),
-      user: z.string().optional(),
+      input: z
+        .union([z.string(), z.array(z.string())])
+        .describe(`A non-empty string, or 1 to ${MAX_EMBEDDING_INPUTS} non-empty strings of at most ${MAX_EMBEDDING_INPUT_CHARS} characters each: one vector per string, in order.`),
+      model: z.string().min(1).optional().describe('An embeddings route id of the organization; `auto` or absent: its default embeddings route.'),
+      encoding_format: z.enum(['float', 'base64']).optional().describe('`base64`: each vector as its little-endian float32 bytes in base64, as OpenAI answers it. Default `float`.'),
+      dimensions: z.number().int().min(1).max(65_536).optional().describe('Passed to the upstream where it supports it.'),
+      user: z.string().optional().describe('Replaced by a value derived from the organization before it leaves the service.'),
     })
     .strict(),
+);
+
+/** The answer (spec 2, "Embedding list"), as shapeEmbeddings makes it. */
+export const embeddingListSchema = onFirstUse(() =>
+  z.strictObject({
+    object: z.literal('list'),
+    data: z.array(
+      z.strictObject({
+        object: z.literal('embedding'),
+        index: z.number().int().describe("The input's position."),
+        embedding: z.union([z.array(z.number()), z.string().describe('`encoding_format: base64`: the little-endian float32 bytes, base64.')]),
+      }),
+    ),
+    model: z.string().describe('The route id.'),
+    usage: z.strictObject({ prompt_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) }).describe("The upstream's counts; 0 where it reports none."),
+  }),
 );
 
 export type EmbeddingsRequest = z.infer<ReturnType<typeof embeddingsRequestSchema>>;

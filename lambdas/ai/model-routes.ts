@@ -2,9 +2,11 @@
  * Model routes: per organization, the ids clients send as `model`. Stored as org#<id> / route#<route id>.
  * One route per endpoint may be the default (used for `model: "auto"` or no model).
  */
+import * as z from 'zod/mini';
 import type { KeyValueStore, KvWrite } from '../engine/ports.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { settings } from '../shared/settings.js';
+import { onFirstUse } from '../shared/validate.js';
 
 /**
  * `/v1/audio/transcriptions` has no public route: it is the upstream endpoint knowledge processing
@@ -54,6 +56,32 @@ export interface ModelRoute {
   max_answer_bytes?: number | null;
   max_event_bytes?: number | null;
 }
+
+/** `GET /v1/models` (spec 4.2): the routes as OpenAI-style model entries (spec 2, "Route"). */
+export const modelListSchema = onFirstUse(() =>
+  z.strictObject({
+    object: z.literal('list'),
+    data: z.array(
+      z
+        .strictObject({
+          id: z.string().check(z.describe('The route id, sent as `model`.')),
+          object: z.literal('model'),
+          created: z.int().check(z.describe('Unix seconds.')),
+          owned_by: z.string(),
+          endpoint: z.enum(ENDPOINTS).check(z.describe('Where the route is called. `/v1/audio/transcriptions`: the route knowledge processing transcribes recordings with, not called directly.')),
+        })
+        .check(z.meta({ id: 'Route' })),
+    ),
+  }),
+);
+
+export type ModelList = z.output<ReturnType<typeof modelListSchema>>;
+
+/** The model list of `routes`. */
+export const modelListOf = (routes: readonly ModelRoute[]): ModelList => ({
+  object: 'list',
+  data: routes.map((r) => ({ id: r.id, object: 'model', created: r.created, owned_by: r.owned_by, endpoint: r.endpoint })),
+});
 
 /**
  * The highest answer cap a route may set: 256 MiB, half of the longest string V8 makes (a bigger

@@ -14,8 +14,8 @@ import { memberText } from '../shared/json-member.js';
 import { resolveRoute, MAX_INPUT_CHARS } from './chat.js';
 import { genericRun } from './gateway.js';
 import { DEFAULT_TIMEOUT_MS, ModelRoutes, type ModelRoute } from './model-routes.js';
-import { decisionTimeoutMs, runDecision } from './decision/run.js';
-import { parseDecisionInput, parseEscalate } from './decision/validate.js';
+import { decisionResultSchema, decisionTimeoutMs, runDecision } from './decision/run.js';
+import { decisionRequestSchemas, parseDecisionInput, parseEscalate } from './decision/validate.js';
 
 /** The body of either variant; `escalate` only on decision routes. Any other field: 400 unsupported_field. */
 const runBodySchema = onFirstUse(() =>
@@ -26,6 +26,35 @@ const runBodySchema = onFirstUse(() =>
       escalate: z.unknown().optional(),
     })
     .strict(),
+);
+
+/**
+ * The body of each variant as the API documents describe it: the parse's own schema with `input` as
+ * each variant checks it (the variant is the route's, known only once `model` is resolved).
+ */
+export const runRequestSchema = onFirstUse(() => {
+  const body = runBodySchema();
+  const decision = decisionRequestSchemas();
+  const model = z.string().min(1).optional().describe('A `/v1/run` route id of the organization; `auto` or absent: its default run route.');
+  return z.union([
+    body
+      .omit({ escalate: true })
+      .extend({ model, input: z.record(z.string(), z.unknown()).describe("Required: a JSON object, forwarded to the route's upstream unchanged.") })
+      .describe('A generic run (a route whose provider is `http`).')
+      .meta({ id: 'GenericRunRequest' }),
+    body
+      .extend({ model, input: decision.input, escalate: decision.escalate.optional() })
+      .describe('A decision run (a route whose provider is `decision`).')
+      .meta({ id: 'DecisionRunRequest' }),
+  ]);
+});
+
+/** The answer: a decision run's result (decision/run.ts), or a generic run's output, the upstream's JSON object or array as it came (providers/http). */
+export const runResultSchema = onFirstUse(() =>
+  z.union([
+    decisionResultSchema(),
+    z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).meta({ id: 'GenericRunOutput', description: "A generic run route's output, as its upstream answered it." }),
+  ]),
 );
 
 const isPlainObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);

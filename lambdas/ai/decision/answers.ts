@@ -5,15 +5,44 @@
  * the model's stated confidence (the written answer gets it, at least 1/n; the other codes share the
  * rest evenly).
  */
+import * as z from 'zod/mini';
+import { onFirstUse } from '../../shared/validate.js';
 import type { ChatCompletion } from '../types.js';
 import { upstreamError } from '../upstream-errors.js';
 import { codesOf } from './prompt.js';
 import type { Question } from './validate.js';
 
-export type Answer =
-  | { type: 'noul'; noul: number; confidence: number }
-  | { type: 'choice'; choice: string; confidence: number; probabilities: Record<string, number> }
-  | { type: 'score'; score: number; confidence: number; legend: Record<string, string>; probabilities: Record<string, number> };
+/** An answer as `shape` makes it, by the question's type (spec 2 shows `score`'s; `noul`'s and `choice`'s are ours). */
+export const decisionAnswerSchema = onFirstUse(() => {
+  const probability = () => z.number().check(z.gte(0), z.lte(1));
+  const confidence = () => probability().check(z.describe('The probability of the answer given (4 decimals).'));
+  /** A level's index as text: "0", "1"... */
+  const level = () => z.string().check(z.regex(/^\d+$/));
+  return z
+    .discriminatedUnion('type', [
+      z.strictObject({ type: z.literal('noul'), noul: probability().check(z.describe('The probability of yes.')), confidence: confidence() }).check(z.meta({ id: 'NoulAnswer' })),
+      z
+        .strictObject({
+          type: z.literal('choice'),
+          choice: z.string().check(z.describe('The most probable label.')),
+          confidence: confidence(),
+          probabilities: z.record(z.string(), probability()).check(z.describe('Each label’s probability.')),
+        })
+        .check(z.meta({ id: 'ChoiceAnswer' })),
+      z
+        .strictObject({
+          type: z.literal('score'),
+          score: z.number().check(z.gte(0), z.describe('The expected level index: the levels’ indexes weighted by their probabilities.')),
+          confidence: confidence(),
+          legend: z.record(level(), z.string()).check(z.describe('Level index to the criterion’s text.')),
+          probabilities: z.record(level(), probability()).check(z.describe('Level index to its probability.')),
+        })
+        .check(z.meta({ id: 'ScoreAnswer' })),
+    ])
+    .check(z.meta({ id: 'DecisionAnswer' }));
+});
+
+export type Answer = z.output<ReturnType<typeof decisionAnswerSchema>>;
 
 interface TokenLogprob {
   token: string;

@@ -11,16 +11,29 @@ import type { ModelRoute } from '../model-routes.js';
 import { PlatformError } from '../../shared/errors.js';
 import { bedrockImageProblem } from '../providers/bedrock/images.js';
 import { routeUnavailable } from '../upstream-errors.js';
-import { readAnswers, type Answer } from './answers.js';
+import * as z from 'zod/mini';
+import { onFirstUse } from '../../shared/validate.js';
+import { decisionAnswerSchema, readAnswers, type Answer } from './answers.js';
 import { decisionChatBody, outputTokensFor } from './prompt.js';
 import type { DecisionInput, Escalation, Question } from './validate.js';
 
-export interface DecisionResult {
-  model: string;
-  result: { answers: Record<string, Answer>; usage: { input_tokens: number; output_tokens: number } };
-  state: 'Completed';
-  engine: { tier: string; latency_ms: number };
-}
+/** The answer of a decision run (spec 2, "Decision run result"), as runDecision makes it. */
+export const decisionResultSchema = onFirstUse(() =>
+  z.strictObject({
+    model: z.string().check(z.describe('The decision route id.')),
+    result: z.strictObject({
+      answers: z.record(z.string(), decisionAnswerSchema()).check(z.describe('Keyed by your question ids, in their order.')),
+      usage: z.strictObject({ input_tokens: z.int().check(z.nonnegative()), output_tokens: z.int().check(z.nonnegative()) }).check(z.describe('Tokens of every tier asked.')),
+    }),
+    state: z.literal('Completed'),
+    engine: z.strictObject({ tier: z.string().check(z.describe('The route id of the last tier asked.')), latency_ms: z.int().check(z.nonnegative()) }),
+  }).check(z.meta({ id: 'DecisionRunResult' })),
+);
+
+export type DecisionResult = z.output<ReturnType<typeof decisionResultSchema>>;
+
+/** A tier's count as the answer adds it: a whole number from 0, else none (a fraction, a string, or 1e400 that JSON writes as null). */
+const tokenCount = (v: unknown): number => (Number.isSafeInteger(v) && (v as number) >= 0 ? (v as number) : 0);
 
 /** A tier's chat route; one that is gone or no longer a chat route leaves the decision route unavailable. */
 export function tierRoute(routes: readonly ModelRoute[], id: string): ModelRoute {
@@ -60,8 +73,8 @@ export async function runDecision(scope: CallScope, route: ModelRoute, routes: r
     const maxTokens = tier.max_tokens === null ? wanted : Math.min(wanted, tier.max_tokens);
     const body = decisionChatBody(input, open, maxTokens);
     const completion = await chatCompletion(scope, tier, body, estimateChat(body.messages, maxTokens, [body.response_format]));
-    usage.input_tokens += Math.max(0, Number(completion.usage?.prompt_tokens ?? 0) || 0);
-    usage.output_tokens += Math.max(0, Number(completion.usage?.completion_tokens ?? 0) || 0);
+    usage.input_tokens += tokenCount(completion.usage?.prompt_tokens);
+    usage.output_tokens += tokenCount(completion.usage?.completion_tokens);
     used = tier.id;
     Object.assign(answers, readAnswers(completion, open));
     if (!escalation) break;

@@ -30,9 +30,10 @@ const decisionSchemas = onFirstUse(() => {
       type: z.literal('noul'),
       instructions: text,
       /** What "yes" (true) and "no" (false) mean here; optional. */
-      criteria: z.object({ true: text.optional(), false: text.optional() }).strict().optional(),
+      criteria: z.object({ true: text.optional(), false: text.optional() }).strict().optional().describe('What "yes" (`true`) and "no" (`false`) mean here.'),
     })
-    .strict();
+    .strict()
+    .describe('A yes-or-no question: answered with `noul`, the probability of yes.');
 
   const choiceQuestion = z
     .object({
@@ -41,18 +42,21 @@ const decisionSchemas = onFirstUse(() => {
       /** label -> what it means; the answer's `choice` is one of the labels. */
       criteria: z
         .record(z.string().min(1).max(128), text)
-        .refine((c) => Object.keys(c).length >= 2 && Object.keys(c).length <= MAX_OPTIONS, `a choice has 2 to ${MAX_OPTIONS} options`),
+        .refine((c) => Object.keys(c).length >= 2 && Object.keys(c).length <= MAX_OPTIONS, `a choice has 2 to ${MAX_OPTIONS} options`)
+        .describe(`2 to ${MAX_OPTIONS} options: label (1 to 128 characters, no control characters) to what it means.`),
     })
-    .strict();
+    .strict()
+    .describe('Pick one option: answered with `choice`, one of the labels.');
 
   const scoreQuestion = z
     .object({
       type: z.literal('score'),
       instructions: text,
       /** The levels, lowest first; the answer's indexes ("0", "1", ...) point into it. */
-      criteria: z.array(text).min(2).max(MAX_OPTIONS),
+      criteria: z.array(text).min(2).max(MAX_OPTIONS).describe('The levels, lowest first: the answer\'s indexes ("0", "1"...) point into it.'),
     })
-    .strict();
+    .strict()
+    .describe('Pick one level: answered with `score`, the expected level index.');
 
   const questionSchema = z.discriminatedUnion('type', [noulQuestion, choiceQuestion, scoreQuestion]);
 
@@ -63,13 +67,18 @@ const decisionSchemas = onFirstUse(() => {
 
   const decisionInputSchema = z
     .object({
-      state: z.unknown().refine((v) => v !== undefined && v !== null, 'state is required and may be any JSON but null'),
+      state: z
+        .unknown()
+        .refine((v) => v !== undefined && v !== null, 'state is required and may be any JSON but null')
+        .describe('What to judge: any JSON but null (required).'),
       questions: z
         .record(z.string().regex(QUESTION_ID_PATTERN, 'question ids are 1 to 64 letters, digits, "_" or "-"'), questionSchema)
-        .refine((q) => Object.keys(q).length >= 1 && Object.keys(q).length <= MAX_QUESTIONS, `1 to ${MAX_QUESTIONS} questions`),
-      images: z.array(image).max(MAX_IMAGES).optional(),
+        .refine((q) => Object.keys(q).length >= 1 && Object.keys(q).length <= MAX_QUESTIONS, `1 to ${MAX_QUESTIONS} questions`)
+        .describe(`1 to ${MAX_QUESTIONS} questions keyed by your ids (1 to 64 letters, digits, \`_\`, \`-\`); the answers come under the same ids.`),
+      images: z.array(image).max(MAX_IMAGES).optional().describe(`At most ${MAX_IMAGES} images, each an http(s) URL or a \`data:image/...;base64,\` URL.`),
     })
-    .strict();
+    .strict()
+    .describe('A decision run\'s input: any other key is `400 invalid_decision_input`.');
 
   const escalateSchema = z.union([
     z.boolean(),
@@ -79,14 +88,22 @@ const decisionSchemas = onFirstUse(() => {
         max_tier: z.union([z.number().int().min(0), z.string().min(1)]).optional(),
       })
       .strict(),
-  ]);
+  ]).describe(`Ask the questions answered with a confidence under \`min_confidence\` (0 to 1, default ${DEFAULT_MIN_CONFIDENCE}) again on the next stronger tier, up to \`max_tier\` (a tier index from 0 or a tier's route id; default the last). \`true\`: the defaults.`);
 
   return {
     question: questionSchema,
     input: z.object({ input: decisionInputSchema }),
     escalate: z.object({ escalate: escalateSchema }),
+    decisionInputSchema,
+    escalateSchema,
   };
 });
+
+/** A decision run's `input` and `escalate` as the parse checks them, for the body's documented schema (run.ts). */
+export const decisionRequestSchemas = () => {
+  const { decisionInputSchema, escalateSchema } = decisionSchemas();
+  return { input: decisionInputSchema, escalate: escalateSchema };
+};
 
 export type Question = z.infer<ReturnType<typeof decisionSchemas>['question']>;
 

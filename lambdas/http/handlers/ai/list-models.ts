@@ -1,5 +1,5 @@
 import { httpHandler } from '../../handler.js';
-import { ModelRoutes, type ModelRoute } from '../../../ai/model-routes.js';
+import { modelListOf, ModelRoutes, type ModelRoute } from '../../../ai/model-routes.js';
 import { routesFor } from '../../../ai/key-routes.js';
 
 /**
@@ -8,8 +8,7 @@ import { routesFor } from '../../../ai/key-routes.js';
  */
 const answers = new WeakMap<readonly ModelRoute[], string>();
 
-const modelList = (routes: readonly ModelRoute[]) =>
-  JSON.stringify({ object: 'list', data: routes.map((r) => ({ id: r.id, object: 'model', created: r.created, owned_by: r.owned_by, endpoint: r.endpoint })) });
+const modelList = (routes: readonly ModelRoute[]) => JSON.stringify(modelListOf(routes));
 
 function answerOf(routes: readonly ModelRoute[]): string {
   let body = answers.get(routes);
