@@ -86,6 +86,8 @@ describe('the OpenAPI check', () => {
     expect(raw.problems(exchange({ ...put, requestHeaders: new Headers({ 'content-type': 'text/plain' }) }))).toEqual([expect.stringContaining('accepted a body of type text/plain')]);
     const any = new OpenApiChecker('data', { ...DOC, paths: { '/v1/files/{id}': { put: { ...raw.document.paths['/v1/files/{id}'].put, requestBody: { content: { '*/*': { schema: { type: 'string' } } } } } } } });
     expect(any.problems(exchange({ ...put, requestHeaders: new Headers({ 'content-type': 'text/plain' }) }))).toEqual([]);
+    // Bytes labelled JSON on a route that takes any type are bytes, not a JSON body to parse.
+    expect(any.problems(exchange({ ...put, requestBody: '\u0000 not json', requestHeaders: new Headers({ 'content-type': 'application/json' }) }))).toEqual([]);
   });
 
   it("holds a path no operation has to the fallback's answers", () => {
