@@ -2,13 +2,14 @@
  * The operations port's `/docs` in headless Chromium: Scalar renders the three OpenAPI documents
  * (the operation each test document names shows, `?api=` opening the one asked for), and every
  * request the page makes, its scripts, the documents and anything Scalar would fetch besides (fonts,
- * a proxy, telemetry), goes to the ops port's own origin (docs/decisions/openapi-serving.md).
+ * a proxy, telemetry), goes to the ops port's own origin (docs/decisions/openapi-serving.md); the
+ * committed documents render too.
  *
  * Chromium comes from Debian (/usr/bin/chromium, installed by `npm test`'s pretest); without it this
  * suite fails rather than skips.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -16,18 +17,22 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { createOpsServer } from '../../lambdas/local/ops-server.js';
+import { DEFAULT_OPENAPI_DIR } from '../../lambdas/local/api-docs.js';
 import { launchChromium, requireChromium } from '../helpers/browser.js';
 import { writeTestDocuments } from '../helpers/openapi-documents.js';
 
-const TIMEOUT = 90_000;
+const TIMEOUT = 120_000;
 /** Parsing Scalar's 3.5 MB bundle takes seconds on a busy machine. */
-const RENDERED_WITHIN_MS = 45_000;
+const RENDERED_WITHIN_MS = 60_000;
 
 let dir = '';
 let engine: EmbeddedEngine | undefined;
 let server: Server | undefined;
 let browser: Browser | undefined;
 let origin = '';
+/** An ops port serving the committed documents (docs/openapi/, its default). */
+let committed: Server | undefined;
+let committedOrigin = '';
 
 beforeAll(async () => {
   requireChromium();
@@ -37,18 +42,21 @@ beforeAll(async () => {
   server = createOpsServer(engine, { openapiDir: writeTestDocuments(mkdtempSync(join(dir, 'openapi-')), ['ai', 'data', 'events']) });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
   origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  committed = createOpsServer(engine);
+  await new Promise<void>((resolve) => committed!.listen(0, '127.0.0.1', resolve));
+  committedOrigin = `http://127.0.0.1:${(committed.address() as AddressInfo).port}`;
   browser = await launchChromium();
 }, TIMEOUT);
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise((resolve) => (server ? server.close(resolve) : resolve(undefined)));
+  for (const s of [server, committed]) await new Promise((resolve) => (s ? s.close(resolve) : resolve(undefined)));
   await engine?.close();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /** Opens `path` in a fresh page, recording every request it makes and every policy violation it reports. */
-async function open(path: string): Promise<{ page: Page; requests: string[]; violations: string[] }> {
+async function open(path: string, at = origin): Promise<{ page: Page; requests: string[]; violations: string[] }> {
   const context = await browser!.newContext();
   const page = await context.newPage();
   const requests: string[] = [];
@@ -57,7 +65,8 @@ async function open(path: string): Promise<{ page: Page; requests: string[]; vio
   page.on('console', (m) => {
     if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
   });
-  await page.goto(`${origin}${path}`);
+  // The bundle takes seconds to load on a busy machine: what shows is waited for instead of `load`.
+  await page.goto(`${at}${path}`, { waitUntil: 'commit' });
   return { page, requests, violations };
 }
 
@@ -73,7 +82,7 @@ async function settled(requests: string[], quietMs = 2000): Promise<void> {
   }
 }
 
-const elsewhere = (requests: string[]) => requests.filter((url) => !url.startsWith('data:') && new URL(url).origin !== origin);
+const elsewhere = (requests: string[], at = origin) => requests.filter((url) => !url.startsWith('data:') && new URL(url).origin !== at);
 
 describe('/docs', () => {
   it('renders the AI API\'s document first, fetching only from the ops port', async () => {
@@ -99,6 +108,28 @@ describe('/docs', () => {
     await settled(requests);
     expect(requests).toContain(`${origin}/openapi/events.json`);
     expect(elsewhere(requests)).toEqual([]);
+    expect(violations).toEqual([]);
+    await page.context().close();
+  }, TIMEOUT);
+
+  it('renders each committed document (docs/openapi/), fetching only from the ops port', async () => {
+    const { page, requests, violations } = await open('/docs', committedOrigin);
+    const sources = [
+      ['ai', 'AI API'],
+      ['data', 'Data API'],
+      ['events', 'Events API'],
+    ];
+    for (const [i, [api, source]] of sources.entries()) {
+      if (i > 0) {
+        await page.getByRole('button', { name: sources[i - 1][1] }).click();
+        await page.getByRole('option', { name: source }).click();
+      }
+      const { info } = JSON.parse(readFileSync(join(DEFAULT_OPENAPI_DIR, `${api}.json`), 'utf8')) as { info: { title: string } };
+      await page.getByRole('heading', { level: 1, name: info.title }).waitFor({ state: 'visible', timeout: RENDERED_WITHIN_MS });
+      expect(requests).toContain(`${committedOrigin}/openapi/${api}.json`);
+    }
+    await settled(requests);
+    expect(elsewhere(requests, committedOrigin)).toEqual([]);
     expect(violations).toEqual([]);
     await page.context().close();
   }, TIMEOUT);
