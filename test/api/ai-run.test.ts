@@ -107,7 +107,10 @@ beforeAll(async () => {
     const tier = req.url!.split('/')[1];
     const parsed = JSON.parse(body);
     chatSeen.push({ path: req.url!, headers: req.headers, body: parsed });
-    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(chatAnswer(tier, parsed)));
+    let text = JSON.stringify(chatAnswer(tier, parsed));
+    // Counts that are no whole numbers: JSON's 1e400 (Infinity once parsed) and a fraction.
+    if (tier === 'junk') text = text.replace(/"usage":\{[^}]*\}/, '"usage":{"prompt_tokens":1e400,"completion_tokens":2.5,"total_tokens":3}');
+    res.writeHead(200, { 'content-type': 'application/json' }).end(text);
   }));
   const dead = await listen(() => undefined);
   await new Promise((resolve) => dead.server.close(resolve));
@@ -119,12 +122,13 @@ beforeAll(async () => {
   await routes.set(org, { id: 'run-scalar', endpoint: '/v1/run', provider: 'http', base_url: `${runUrl}/scalar` });
   await routes.set(org, { id: 'run-slow', endpoint: '/v1/run', provider: 'http', base_url: `${runUrl}/slow`, timeout_ms: 300 });
   await routes.set(org, { id: 'run-down', endpoint: '/v1/run', provider: 'http', base_url: `${dead.url}/run` });
-  for (const tier of ['weak', 'strong', 'plain', 'broken']) {
+  for (const tier of ['weak', 'strong', 'plain', 'broken', 'junk']) {
     await routes.set(org, { id: `tier-${tier}`, endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: `${chatUrl}/${tier}/v1`, upstream_model: `${tier}-model` });
   }
   await routes.set(org, { id: 'judge', endpoint: '/v1/run', provider: 'decision', tiers: ['tier-weak', 'tier-strong'] });
   await routes.set(org, { id: 'judge-plain', endpoint: '/v1/run', provider: 'decision', tiers: ['tier-plain'] });
   await routes.set(org, { id: 'judge-broken', endpoint: '/v1/run', provider: 'decision', tiers: ['tier-broken'] });
+  await routes.set(org, { id: 'judge-junk', endpoint: '/v1/run', provider: 'decision', tiers: ['tier-junk'] });
 });
 
 afterAll(async () => {
@@ -364,6 +368,12 @@ describe('decision run', () => {
     expect(Object.keys(chatSeen.at(-1)!.body.response_format.json_schema.schema.properties)).toEqual(['constructor', 'toString']);
     const refused = await expectError(await post(null, { raw: `{"model":"judge","input":{"state":"s","questions":${questions(['ok', '__proto__'])}}}` }), 400, 'invalid_decision_input');
     expect(refused.error.message).toContain('__proto__');
+  });
+
+  it("adds only a tier's whole token counts to the usage: 1e400 and 2.5 count nothing (they answered null and 2.5)", async () => {
+    const res = await post({ model: 'judge-junk', input: { state: STATE, questions: { urgent: QUESTIONS.urgent } } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).result.usage).toEqual({ input_tokens: 0, output_tokens: 0 });
   });
 
   it('answers 502 upstream_error when the tier replies with no JSON answer', async () => {
