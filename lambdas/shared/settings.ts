@@ -262,7 +262,7 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   aiPort: define('AI_PORT', wholeNumber(0, 65_535), 8080, '`npm start`: the AI API\'s port (0 picks a free one).'),
   dataPort: define('DATA_PORT', wholeNumber(0, 65_535), 8081, '`npm start`: the Data API\'s port.'),
   eventsPort: define('EVENTS_PORT', wholeNumber(0, 65_535), 8082, '`npm start`: the Events API\'s port.'),
-  opsPort: define('OPS_PORT', wholeNumber(0, 65_535), 8083, '`npm start`: the operations port, for process managers: `GET /healthz` (the process runs), `GET /readyz` (the store answers).'),
+  opsPort: define('OPS_PORT', wholeNumber(0, 65_535), 8083, '`npm start`: the operations port, for process managers and readers: `GET /healthz` (the process runs), `GET /readyz` (the store answers), the OpenAPI documents at `GET /openapi/{ai,data,events}.json` and their reference page at `GET /docs`.'),
   cdkDefaultAccount: define('CDK_DEFAULT_ACCOUNT', nonEmpty, undefined, '`cdk synth`/`cdk deploy` (set by the CDK CLI from the credentials): the account the stack is synthesized for.'),
   cdkDefaultRegion: define(
     'CDK_DEFAULT_REGION',
