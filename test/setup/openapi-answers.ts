@@ -17,19 +17,19 @@ const WRAPPED = Symbol.for('platform.openapi-fetch');
 const original = globalThis.fetch;
 if (!(original as unknown as Record<symbol, boolean>)[WRAPPED]) {
   const checked = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-    const request = new Request(input, init);
-    const url = new URL(request.url);
+    // Never build a Request from the caller's body: that would consume a stream the call still sends.
+    const url = new URL(input instanceof Request ? input.url : String(input));
     const api = apiOfOrigin(url.origin);
     const checker = api ? checkerFor(api) : null;
     if (!api || !checker) return original(input, init);
-    const requestBody = readableBody(init?.body) ?? (input instanceof Request && init?.body === undefined ? await bodyText(input.clone()) : undefined);
+    const method = (init?.method ?? (input instanceof Request ? input.method : 'GET')).toUpperCase();
+    const requestHeaders = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+    const requestBody = init?.body !== undefined ? readableBody(init.body) : input instanceof Request ? await bodyText(input.clone()) : undefined;
     const response = await original(input, init);
     const type = response.headers.get('content-type') ?? '';
     const json = type.includes('json');
-    const responseBody = json && request.method !== 'HEAD' ? await response.clone().text() : undefined;
-    problems.push(
-      ...checker.problems({ api, method: request.method, target: url.pathname + url.search, requestHeaders: request.headers, requestBody, status: response.status, responseHeaders: response.headers, responseBody }),
-    );
+    const responseBody = json && method !== 'HEAD' ? await response.clone().text() : undefined;
+    problems.push(...checker.problems({ api, method, target: url.pathname + url.search, requestHeaders, requestBody, status: response.status, responseHeaders: response.headers, responseBody }));
     return response;
   };
   (checked as unknown as Record<symbol, boolean>)[WRAPPED] = true;

@@ -13,6 +13,7 @@ import { operationIdOf, undocumented } from '../../lambdas/openapi/document.js';
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { APIS } from '../../lambdas/shared/api.js';
 import { OpenApiChecker } from '../helpers/openapi-check.js';
+import { clientTypesOf } from '../../scripts/openapi-client-types.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const committed = (api: string) => JSON.parse(readFileSync(join(ROOT, 'docs', 'openapi', `${api}.json`), 'utf8'));
@@ -36,6 +37,11 @@ function examples(doc: any): Array<{ where: string; schema: object; example: unk
 describe.each(APIS)('docs/openapi/%s.json', (api) => {
   it('is what npm run openapi makes (run it and commit the result)', () => {
     expect(committed(api)).toEqual(JSON.parse(JSON.stringify(makeDocument(api))));
+  });
+
+  it("has the typed client's types made from it (clients/typescript/src/generated)", async () => {
+    const file = readFileSync(join(ROOT, 'clients', 'typescript', 'src', 'generated', `${api}.ts`), 'utf8');
+    expect(file === (await clientTypesOf(api, committed(api))), 'run npm run openapi and commit the result').toBe(true);
   });
 
   it('lints clean with Redocly’s recommended rules', async () => {
