@@ -7,20 +7,36 @@
  * so a deleted item or a replaced package is gone from queries the moment its record says so, and
  * the index is cleaned after.
  */
+import * as z from 'zod/mini';
 import type { Engine, VectorEntry, VectorHit } from '../engine/ports.js';
 import { VECTOR_BATCH_MAX, VECTOR_PAYLOAD_BYTES_MAX, VECTOR_TOP_K_MAX } from '../engine/ports.js';
 import { log } from '../shared/log.js';
+import { onFirstUse } from '../shared/validate.js';
 import { decodePayload, encodePayload } from '../vector/payload.js';
 import type { Chunk } from './chunks.js';
 import { itemKey, vectorMarksPk } from './collection-keys.js';
 import { readChunks, packageKey, type PackageOwner } from './packages.js';
 
+/** Where a chunk comes from (spec 2's `citation`): its collection, item, package, chunk and place in the file. */
+export const citationFields = () => ({
+  collection_id: z.string(),
+  item_id: z.string(),
+  package_id: z.string(),
+  chunk_id: z.string(),
+  locator: z.string().check(z.describe('The place in the file: `page=12`, `heading=Install > Linux`, `line=10-42`, `t=00:12:05-00:13:10`.')),
+});
+
 /** What a query shows of a chunk: spec 2's query match. */
-export interface ChunkMatch {
-  score: number;
-  text: string;
-  citation: { collection_id: string; item_id: string; package_id: string; chunk_id: string; locator: string };
-}
+export const chunkMatchSchema = onFirstUse(() =>
+  z
+    .strictObject({
+      score: z.number().check(z.describe('The cosine similarity: higher is closer.')),
+      text: z.string(),
+      citation: z.strictObject(citationFields()),
+    })
+    .check(z.meta({ id: 'CollectionMatch' })),
+);
+export type ChunkMatch = z.output<ReturnType<typeof chunkMatchSchema>>;
 
 export const collectionScope = (collectionId: string) => `col.${collectionId}`;
 export const entryKey = (item: string, pkg: string, chunk: string) => `${item}.${pkg}.${chunk}`;

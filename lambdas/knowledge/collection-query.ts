@@ -3,13 +3,15 @@
  * `cloud` or `local_vectors` collection, each with its citation, and `indexing`: how much of the
  * collection the answer covered, read after the search so it is true of the moment it answers.
  */
+import * as z from 'zod/mini';
 import type { Principal } from '../auth/principal.js';
 import type { Engine, KvItem } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse } from '../shared/validate.js';
 import { embedTexts } from '../vector/embed.js';
 import { readDatabase, stampedRoute, whileOpen } from '../vector/databases.js';
 import { wellFormed } from '../vector/passages.js';
-import { searchChunks, type ChunkMatch } from './chunk-index.js';
+import { chunkMatchSchema, searchChunks } from './chunk-index.js';
 import { collectionKey } from './collection-keys.js';
 import { readCollection, workspaceOf, type CollectionMode } from './collection-records.js';
 import { SERVED_ATTRIBUTES } from './items.js';
@@ -28,14 +30,40 @@ export interface CollectionQuery {
 }
 
 /** Spec 2's `indexing`: counted in items, chunks only in `skipped_chunks` (docs/ai/collections.md, "Indexing"). */
-export interface Indexing {
-  indexed: number;
-  total: number;
-  complete: boolean;
-  searchable: boolean;
-  skipped_items: number;
-  skipped_chunks: number;
-}
+export const indexingSchema = onFirstUse(() =>
+  z
+    .strictObject({
+      indexed: z.int().check(z.describe('Items whose chunks the search covers.')),
+      total: z.int().check(z.describe('Items in the collection.')),
+      complete: z.boolean().check(z.describe('`indexed` = `total`: the answer covers every item.')),
+      searchable: z.boolean().check(z.describe('Whether any chunk can be found at all.')),
+      skipped_items: z.int().check(z.describe('Items that failed.')),
+      skipped_chunks: z.int().check(z.describe('Chunks of served items the search does not see (too large for the index; `local_vectors`: without their vector).')),
+    })
+    .check(z.meta({ id: 'CollectionIndexing' })),
+);
+export type Indexing = z.output<ReturnType<typeof indexingSchema>>;
+
+/** The vector a `local_vectors` collection is queried with (parseVector's rules, which JSON Schema cannot say all of). */
+export const clientVectorSchema = () =>
+  z.array(z.number()).check(
+    z.minLength(1),
+    z.maxLength(MAX_DIMENSIONS),
+    z.describe(`\`local_vectors\` only, and required there: the client's embedding of the query, 1 to ${MAX_DIMENSIONS} finite numbers, not all zero, of the collection's dimensions.`),
+  );
+
+/**
+ * The query body as the document describes it (spec 4.10). parseCollectionQuery reads it by hand (the
+ * grounded chat reads `top_k` and `vector` with the same rules, and the items' vectors route the vector):
+ * every fault is `400 invalid_body` naming the field, an unknown field `400 unsupported_field`.
+ */
+export const collectionQueryRequestSchema = onFirstUse(() =>
+  z.strictObject({
+    query: z.string().check(z.minLength(1), z.maxLength(MAX_QUERY_CHARS), z.regex(/\S/), z.describe(`1 to ${MAX_QUERY_CHARS} characters, not only white space.`)),
+    top_k: z.optional(z.nullable(z.int().check(z.minimum(1), z.maximum(MAX_TOP_K), z.describe(`Matches to answer, 1 to ${MAX_TOP_K}; default ${DEFAULT_TOP_K}.`)))),
+    vector: z.optional(clientVectorSchema()),
+  }),
+);
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const invalid = (param: string, message: string) => new PlatformError('invalid_body', message, param);
@@ -89,11 +117,11 @@ export function queryableMode(collection: KvItem): Exclude<CollectionMode, 'down
   return mode;
 }
 
-export interface QueryAnswer {
-  collection_id: string;
-  matches: ChunkMatch[];
-  indexing: Indexing;
-}
+/** The answer (spec 4.10): the best chunks with their citations, then `indexing` as it is after the search. */
+export const collectionQueryAnswerSchema = onFirstUse(() =>
+  z.strictObject({ collection_id: z.string(), matches: z.array(chunkMatchSchema()).check(z.describe('Best first.')), indexing: indexingSchema() }),
+);
+export type QueryAnswer = z.output<ReturnType<typeof collectionQueryAnswerSchema>>;
 
 /**
  * The matches for a query, then `indexing` as it is after the search. `cloud`: the query embedded
@@ -105,7 +133,7 @@ export async function queryCollection(engine: Engine, principal: Principal, coll
   const mode = queryableMode(collection);
   const workspace = await workspaceOf(engine, principal);
   const where = { org: principal.organizationId, workspace, collection: collectionId, index: String(collection.index) };
-  let matches: ChunkMatch[];
+  let matches: QueryAnswer['matches'];
   if (mode === 'cloud') {
     if (request.vector) throw invalid('vector', 'vector is for local_vectors collections; a cloud collection embeds the query itself.');
     const database = await readDatabase(engine, workspace);

@@ -18,13 +18,13 @@ import type { Engine, KvItem, KvUpdate, KvWrite } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { AiOrgSettings } from '../ai/org-settings.js';
 import { checkReplay, type OperationContext } from '../ai/operations.js';
-import { nextPageCursor, openPage } from '../shared/cursors.js';
+import { nextPageCursor, openPage, pageQuerySchema } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import { log } from '../shared/log.js';
 import type { OperationCall } from '../shared/operations.js';
 import { settings } from '../shared/settings.js';
-import { onFirstUse, parseBody } from '../shared/validate.js';
+import { onFirstUse, parseBody, parseQuery } from '../shared/validate.js';
 import { openVectorDatabase } from '../vector/databases.js';
 import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemsPk, PROCESSING_PARTITION, sweepDueBefore } from './collection-keys.js';
 import { ADMITTED, COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, releaseSlotWrite, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
@@ -33,12 +33,6 @@ import { registerIndexWrites } from './index-sweep.js';
 
 export { COLLECTION_MODES, COUNT_ATTRIBUTES, countsWrite, newCollectionId, readCollection, sortableId, workspaceOf } from './collection-records.js';
 export type { CollectionCounts, CollectionMode, ItemState } from './collection-records.js';
-
-/**
- * Spec 2's status values, and the ones that follow them once items arrive (docs/ai/collections.md,
- * "Statuses"), all derived from the counts by statusOf.
- */
-export type CollectionStatus = 'empty' | 'indexing' | 'ready' | 'partial' | 'failed';
 
 /** The one retention the spec names; COLLECTION_RETENTION_S shortens it for development. */
 export const RETENTION = 'standard_30d';
@@ -51,20 +45,42 @@ const DEFAULT_COLLECTIONS_PAGE = 20;
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
+const COLLECTION_STATUSES = ['empty', 'indexing', 'ready', 'partial', 'failed'] as const;
+
 /** A collection as the routes answer it: every field of spec 2, plus `object` and `name`. */
-export interface CollectionView {
-  id: string;
-  object: 'collection';
-  name: string | null;
-  mode: CollectionMode;
-  retention: typeof RETENTION;
-  status: CollectionStatus;
-  created_at: string;
-  expires_at: string;
-  counts: CollectionCounts;
-  /** Its newest items (up to 20; every one: GET /v1/collections/{id}/items). */
-  items: ItemView[];
-}
+export const collectionViewSchema = onFirstUse(() =>
+  z.strictObject({
+    id: z.string().check(z.regex(/^col_[0-9a-f]{32}$/), z.describe('`col_` and 32 lowercase hex characters: the creation time and 80 random bits, so ids sort by creation.')),
+    object: z.literal('collection'),
+    name: z.nullable(z.string()).check(z.describe('The name given at creation; null when none was.')),
+    mode: z.enum(COLLECTION_MODES).check(z.describe('`download`, `cloud` or `local_vectors`; fixed for life.')),
+    retention: z.literal(RETENTION).check(z.describe('The collection lives 30 days from its creation (`expires_at`).')),
+    status: z.enum(COLLECTION_STATUSES).check(
+      z.describe(
+        'Derived from `counts` on every read: `empty` (no items), `indexing` (an item queued or processing), `ready` (every item done), `partial` (some done, some failed), `failed` (every item failed).',
+      ),
+    ),
+    created_at: z.iso.datetime(),
+    expires_at: z.iso.datetime().check(z.describe('From then on the collection answers `410 collection_expired` and its data is removed.')),
+    counts: z
+      .strictObject({ total: z.int(), queued: z.int(), processing: z.int(), done: z.int(), failed: z.int() })
+      .check(z.describe('Its items by status: `total` = `queued` + `processing` + `done` + `failed`.')),
+    // The items' own shape is their routes' (GET /v1/collections/{id}/items/{item_id}); here they are described loosely.
+    items: z.array(z.looseObject({})).check(z.describe('Its 20 newest items, each as `GET /v1/collections/{id}/items/{item_id}` answers it; empty on creation. `GET /v1/collections/{id}/items` pages through all.')),
+  }),
+);
+export type CollectionStatus = (typeof COLLECTION_STATUSES)[number];
+
+/** A collection as the routes answer it (collectionViewSchema), its items typed as the items routes answer them. */
+export type CollectionView = Omit<z.output<ReturnType<typeof collectionViewSchema>>, 'items'> & { items: ItemView[] };
+
+export const collectionListSchema = onFirstUse(() =>
+  z.strictObject({ object: z.literal('list'), data: z.array(collectionViewSchema()).check(z.describe('Newest first.')), next_cursor: z.nullable(z.string()).check(z.describe('The next page\'s cursor; null at the end.')) }),
+);
+export const collectionDeletedSchema = onFirstUse(() => z.strictObject({ id: z.string(), deleted: z.literal(true) }));
+
+/** `GET /v1/collections`'s query: an unknown parameter is `400 unsupported_field`, a bad value `400 invalid_field`. */
+export const collectionsQuerySchema = onFirstUse(() => pageQuerySchema({ max: MAX_COLLECTIONS_PAGE, fallback: DEFAULT_COLLECTIONS_PAGE }));
 
 export const createCollectionSchema = onFirstUse(() =>
   z.strictObject({
@@ -191,9 +207,8 @@ export async function getCollection(engine: Engine, principal: Principal, id: st
 
 /** GET /v1/collections?limit=&cursor=: newest first, with a sealed cursor bound to the organization and workspace. */
 export async function listCollections(engine: Engine, principal: Principal, query: Record<string, string>) {
-  for (const key of Object.keys(query)) {
-    if (key !== 'limit' && key !== 'cursor') throw new PlatformError('unsupported_field', `Unknown query parameter "${key}".`, key);
-  }
+  // A cursor the schema refuses is one openPage would not open either: its `invalid_cursor`.
+  parseQuery(collectionsQuerySchema(), query, { unknownParameter: 'unsupported_field', invalid: 'invalid_field', fieldCodes: { cursor: 'invalid_cursor' } });
   const workspace = await workspaceOf(engine, principal);
   const binding = `knowledge-collections\n${principal.organizationId}\n${workspace}`;
   const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_COLLECTIONS_PAGE, fallback: DEFAULT_COLLECTIONS_PAGE });

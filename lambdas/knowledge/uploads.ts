@@ -83,36 +83,56 @@ export type PartDestination =
   /** Presigned blob-store URLs (a buffered runtime: Lambda behind API Gateway). */
   | { presigned: true };
 
-export interface PartTarget {
-  number: number;
-  url: string;
-  method: 'PUT';
-  size: number;
-}
+/** An upload as the routes answer it (docs/ai/uploads.md, "The upload"): GET's, a start's, a 200 complete's. */
+export const uploadViewSchema = onFirstUse(() =>
+  z.strictObject({
+    id: z.string().check(z.describe('The upload id: the start call\'s `X-Operation-Id`.')),
+    object: z.literal('upload'),
+    filename: z.string(),
+    content_type: z.string(),
+    size: z.int().check(z.describe('Bytes, as announced.')),
+    sha256: z.string().check(z.describe('The SHA-256 announced, 64 lowercase hex characters.')),
+    status: z.enum(['pending', 'verifying', 'completed', 'failed']).check(
+      z.describe('`pending` until complete; `verifying` while its SHA-256 is checked after a `202` complete; `completed` once checked (usable from then on); `failed` when that check found other bytes (`error`).'),
+    ),
+    part_size: z.int().check(z.describe('Bytes of every part but the last, which holds the rest.')),
+    part_count: z.int(),
+    parts_received: z.array(z.int()).check(z.describe('The numbers of the parts that arrived whole, ascending.')),
+    keep_source_hours: z.int(),
+    created_at: z.iso.datetime(),
+    expires_at: z.iso.datetime().check(z.describe('From then on the upload is `404 upload_not_found` and its id may start another.')),
+    completed_at: z.nullable(z.iso.datetime()),
+    error: z.optional(
+      z.strictObject({ code: z.enum(['hash_mismatch', 'upload_incomplete']), message: z.string() }).check(z.describe('A `failed` upload\'s reason; absent otherwise.')),
+    ),
+    parts: z
+      .array(
+        z.strictObject({
+          number: z.int(),
+          url: z.string().check(z.describe('Where to send it: the AI API\'s part route locally; a presigned S3 URL on AWS (a plain PUT, no Authorization header).')),
+          method: z.literal('PUT'),
+          size: z.int().check(z.describe('Exactly this many bytes.')),
+        }),
+      )
+      .check(z.describe('The parts still to send, each with where it goes; empty once completed.')),
+    part_urls_expire_at: z.nullable(z.iso.datetime()).check(z.describe('When the part URLs stop working at the latest (presigned ones); null where they do not expire.')),
+  }),
+);
+export type UploadView = z.output<ReturnType<typeof uploadViewSchema>>;
+export type PartTarget = UploadView['parts'][number];
 
-/** An upload as the routes answer it. */
-export interface UploadView {
-  id: string;
-  object: 'upload';
-  filename: string;
-  content_type: string;
-  size: number;
-  sha256: string;
-  status: UploadStatus;
-  part_size: number;
-  part_count: number;
-  parts_received: number[];
-  keep_source_hours: number;
-  created_at: string;
-  expires_at: string;
-  completed_at: string | null;
-  /** A failed upload's reason (`hash_mismatch`, or `upload_incomplete` when the joined bytes were lost); absent otherwise. */
-  error?: { code: string; message: string };
-  /** The parts still to send, each with where it goes; empty once completed. */
-  parts: PartTarget[];
-  /** When the part URLs stop working (presigned ones); null where they do not expire. */
-  part_urls_expire_at: string | null;
-}
+/** A complete's `202`: the upload `verifying`, with where to look and when. */
+export const uploadVerifyingSchema = onFirstUse(() =>
+  z.strictObject({
+    ...uploadViewSchema().shape,
+    status: z.literal('verifying'),
+    status_url: z.string().check(z.describe('`/v1/uploads/{id}`: read it until `status` is no longer `verifying`.')),
+    poll_after_seconds: z.int().check(z.minimum(1), z.maximum(60)),
+  }),
+);
+
+/** A part's answer (its etag also in `ETag`). */
+export const partAnswerSchema = onFirstUse(() => z.strictObject({ part_number: z.int(), size: z.int(), etag: z.string() }));
 
 export const startUploadSchema = onFirstUse(() =>
   z.strictObject({
@@ -136,9 +156,9 @@ export type StartUpload = z.output<ReturnType<typeof startUploadSchema>>;
 /** POST /v1/uploads's body: unknown fields are `unsupported_field`, bad values `invalid_body` naming the field. */
 export const parseStartUpload = (body: unknown): StartUpload => parseBody(startUploadSchema(), body, { unknownField: 'unsupported_field' });
 
-const completeSchema = onFirstUse(() => z.strictObject({}));
-/** POST /v1/uploads/{id}/complete takes `{}`: the parts are the ones the store holds. */
-export const parseCompleteUpload = (body: unknown): void => void parseBody(completeSchema(), body ?? {}, { unknownField: 'unsupported_field' });
+/** POST /v1/uploads/{id}/complete takes `{}` (or no body): the parts are the ones the store holds. */
+export const completeUploadSchema = onFirstUse(() => z.strictObject({}));
+export const parseCompleteUpload = (body: unknown): void => void parseBody(completeUploadSchema(), body ?? {}, { unknownField: 'unsupported_field' });
 
 /**
  * The platform's part size: the smallest the store allows that keeps the count within 10,000 (whole
@@ -183,7 +203,7 @@ interface Upload {
   completing_until: number;
   /** When it became verifying (epoch seconds); 0 for one from before this was kept. */
   verifying_since: number;
-  error: { code: string; message: string } | undefined;
+  error: UploadView['error'];
 }
 
 function asUpload(item: KvItem): Upload {
@@ -206,7 +226,7 @@ function asUpload(item: KvItem): Upload {
     completed_at: typeof item.completed_at === 'string' ? item.completed_at : null,
     completing_until: Number(item.completing_until ?? 0),
     verifying_since: Number(item.verifying_since ?? 0),
-    error: typeof item.error_code === 'string' ? { code: item.error_code, message: String(item.error_message ?? '') } : undefined,
+    error: typeof item.error_code === 'string' ? { code: item.error_code as NonNullable<UploadView['error']>['code'], message: String(item.error_message ?? '') } : undefined,
   };
 }
 

@@ -2,6 +2,7 @@
  * `POST /v1/vector/ingest` (spec 4.6; docs/ai/vector.md): what can be stored is embedded in one call
  * and committed as one transaction (ledger.ts); what cannot is listed in `skipped` with its reason.
  */
+import * as z from 'zod/mini';
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import type { ModelRoute } from '../ai/model-routes.js';
@@ -9,12 +10,14 @@ import type { VectorDatabase } from './types.js';
 import { embedTexts } from './embed.js';
 import { scopeTag } from './keys.js';
 import { commitPassages, currentDocuments, decideGenerations, type EmbeddedPassage } from './ledger.js';
-import type { IngestRequest, Skipped } from './passages.js';
+import { skippedSchema, type IngestRequest } from './passages.js';
+import { onFirstUse } from '../shared/validate.js';
 
-export interface IngestAnswer {
-  ingested: number;
-  skipped: Skipped[];
-}
+/** The answer (spec 4.6): passages stored, and the others in `index` order with their reasons. */
+export const ingestAnswerSchema = onFirstUse(() =>
+  z.strictObject({ ingested: z.int().check(z.describe('Passages stored.')), skipped: z.array(skippedSchema()).check(z.describe('Passages not stored, in `index` order.')) }),
+);
+export type IngestAnswer = z.output<ReturnType<typeof ingestAnswerSchema>>;
 
 export async function ingestPassages(engine: Engine, principal: Principal, database: VectorDatabase, route: ModelRoute, request: IngestRequest): Promise<IngestAnswer> {
   const tag = scopeTag(request.scope, principal);

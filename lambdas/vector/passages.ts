@@ -4,7 +4,9 @@
  * (docs/ai/vector.md, "Ingest").
  */
 import { createHash } from 'node:crypto';
+import * as z from 'zod/mini';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse } from '../shared/validate.js';
 import type { VectorMetadata } from '../engine/ports.js';
 import type { ScopeName } from './keys.js';
 
@@ -12,16 +14,23 @@ import type { ScopeName } from './keys.js';
 export const SKIP_REASONS = ['passage_too_large', 'invalid_id', 'invalid_text', 'invalid_metadata', 'stale_generation', 'document_deleted', 'duplicate_in_call'] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
 
-export interface Skipped {
-  index: number;
-  /** The passage's id when it had one that is a string; else null. */
-  id: string | null;
-  reason: SkipReason;
-  /** `invalid_metadata`: what is wrong, naming the key (docs/ai/vector.md). */
-  message?: string;
-  /** `invalid_metadata`: the field at fault, as an error's `param` names it (`documents.3.metadata.tag`; the metadata itself when no one key is, or the key is not Unicode). */
-  param?: string;
-}
+/** An entry of an ingest answer's `skipped`: a passage not stored, and why. */
+export const skippedSchema = onFirstUse(() =>
+  z
+    .strictObject({
+      index: z.int().check(z.describe('The passage\'s position in `documents`.')),
+      id: z.nullable(z.string()).check(z.describe('Its id; null when it had no string id.')),
+      reason: z.enum(SKIP_REASONS).check(
+        z.describe(
+          '`invalid_id`, `invalid_text`, `invalid_metadata`, `passage_too_large` (id + text + metadata over 10 KiB), `duplicate_in_call` (the earlier of two passages with one id; the later is stored), `stale_generation` (below the document\'s generation), `document_deleted` (at or below the generation the document was deleted at).',
+        ),
+      ),
+      message: z.optional(z.string().check(z.describe('`invalid_metadata`: what is wrong, naming the key (quoted as JSON, shortened to 80 characters).'))),
+      param: z.optional(z.string().check(z.describe('`invalid_metadata`: the field at fault, as an error\'s `param` names it (`documents.3.metadata.tag`).'))),
+    })
+    .check(z.meta({ id: 'VectorSkip' })),
+);
+export type Skipped = z.output<ReturnType<typeof skippedSchema>>;
 
 /** The metadata keys filters take (spec 2). */
 export const FILTERABLE_KEYS = ['kind', 'source', 'category', 'tag', 'language', 'created_at'] as const;
@@ -108,6 +117,45 @@ export function filterableOf(metadata: Passage['metadata']): VectorMetadata {
   for (const key of FILTERABLE_KEYS) if (Object.hasOwn(metadata, key)) out[key] = metadata[key];
   return out;
 }
+
+/**
+ * The ingest body as the document describes it (spec 4.6, "Vector passage"). parseIngestRequest reads
+ * it by hand, because a passage's own faults (its id, text, metadata, size) are skips in a 200 answer,
+ * not a 400: those fields take any JSON value here, and the descriptions say what is stored.
+ */
+export const ingestRequestSchema = onFirstUse(() =>
+  z.strictObject({
+    scope: z.enum(['shared', 'local']).check(z.describe('`shared`: every key of the workspace sees it; `local`: only the key (or OAuth client) that writes it.')),
+    documents: z
+      .array(
+        z
+          .strictObject({
+            id: z.optional(
+              z.unknown().check(z.describe('Required: a string of 1 to 256 bytes (UTF-8), Unicode. The same id in the same scope replaces the passage. A passage without a valid one is skipped (`invalid_id`), not refused.')),
+            ),
+            text: z.optional(z.unknown().check(z.describe('Required: a string that is not only white space. Anything else is skipped (`invalid_text`). With id and metadata at most 10 KiB (`passage_too_large`).'))),
+            metadata: z.optional(
+              z.unknown().check(
+                z.describe(
+                  `An object of flat values: strings, finite numbers, booleans, arrays of strings; keys of 1 to 64 characters. Filterable keys: ${FILTERABLE_KEYS.join(', ')} (together at most ${MAX_FILTERABLE_BYTES} bytes as JSON). Anything else is skipped (\`invalid_metadata\`).`,
+                ),
+              ),
+            ),
+            document_id: z.optional(
+              z.nullable(z.string().check(z.minLength(1), z.maxLength(MAX_ID_BYTES), z.describe('Groups passages into one document, deleted or replaced as a whole: 1 to 256 bytes.'))),
+            ),
+            generation: z.optional(
+              z.nullable(
+                z.int().check(z.minimum(1), z.describe('With `document_id` only: a higher generation replaces the document\'s passages; the same adds to it; absent joins its current one.')),
+              ),
+            ),
+            content_sha256: z.optional(z.string().check(z.regex(/^[0-9a-f]{64}$/), z.describe('64 lowercase hex characters; checked, not stored.'))),
+          })
+          .check(z.meta({ id: 'VectorPassage' })),
+      )
+      .check(z.minLength(1), z.maxLength(MAX_DOCUMENTS)),
+  }),
+);
 
 /**
  * The body: `400 invalid_body` for what is wrong with the call as a whole (not an object, `scope`,

@@ -3,10 +3,12 @@
  * searched in one or both scopes (hybrid: one search over both, so matches merge by score), and
  * optionally reranked. A filtered query returns `top_k` whenever that many visible passages match.
  */
+import * as z from 'zod/mini';
 import type { Principal } from '../auth/principal.js';
 import type { Engine, VectorFilter, VectorHit, VectorScalar } from '../engine/ports.js';
 import { VECTOR_TOP_K_MAX } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
+import { onFirstUse } from '../shared/validate.js';
 import type { VectorDatabase } from './types.js';
 import { scopeTag, type ScopeName } from './keys.js';
 import { readHead, visibleHits } from './ledger.js';
@@ -43,6 +45,34 @@ export interface Match {
   metadata: Record<string, unknown>;
   scope: ScopeName;
 }
+
+/**
+ * The query body as the document describes it (spec 4.7). parseQueryRequest reads it by hand: spec 4.7
+ * names `invalid_body` for a missing `mode` or `query` and `invalid_field` (with the field) for a value
+ * out of its range, which one zod parse does not tell apart.
+ */
+export const queryRequestSchema = onFirstUse(() => {
+  const scalar = z.union([z.string(), z.number(), z.boolean()]);
+  const condition = z.union([scalar, z.strictObject({ $in: z.array(scalar).check(z.minLength(1), z.maxLength(MAX_IN_VALUES)) })]);
+  return z.strictObject({
+    mode: z.enum(QUERY_MODES).check(z.describe('`local`, `shared`, or `hybrid`: both scopes in one search, merged by score.')),
+    query: z.string().check(z.minLength(1), z.maxLength(MAX_QUERY_CHARS), z.regex(/\S/), z.describe(`1 to ${MAX_QUERY_CHARS} characters, not only white space.`)),
+    top_k: z.optional(z.nullable(z.int().check(z.minimum(1), z.maximum(MAX_TOP_K), z.describe(`1 to ${MAX_TOP_K}, default ${DEFAULT_TOP_K}.`)))),
+    filter: z.optional(
+      z.nullable(
+        z
+          .strictObject(Object.fromEntries(FILTERABLE_KEYS.map((key) => [key, z.optional(condition)])))
+          .check(
+            z.describe(
+              `Filterable metadata keys, every one holding: a value (equality), or \`{"$in": [...]}\` with 1 to ${MAX_IN_VALUES} values (any of them). Against an array value (\`tag\`) a condition holds when any element does; a passage without the key never matches.`,
+            ),
+          ),
+      ),
+    ),
+    retrieval: z.optional(z.nullable(z.enum(RETRIEVALS).check(z.describe('`vector` (the default), or `vector_rerank`: the best `top_k × 4` candidates (at most 100) reranked.')))),
+    rerank_profile: z.optional(z.nullable(z.string().check(z.describe('One of the organization\'s rerank profiles: required with `vector_rerank`, refused otherwise.')))),
+  });
+});
 
 const QUERY_FIELDS = new Set(['mode', 'query', 'top_k', 'filter', 'retrieval', 'rerank_profile']);
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
