@@ -141,10 +141,26 @@ async function settle(scope: CallScope, route: ModelRoute, admission: Admission,
   await Promise.all([admission.settle(usage, cost), scope.usageWrites ? undefined : usageWritten]);
 }
 
+/**
+ * The answer's `usage` in spec 2's shape, whole counts: the upstream's own (its other fields kept, a
+ * missing or junk `total_tokens` made the sum); where it reported none or junk, the counts the call
+ * was charged, which its usage record holds too.
+ */
+function answerUsage(completion: ChatCompletion, reported: CallUsage | undefined, charged: CallUsage): void {
+  if (!reported) {
+    completion.usage = { prompt_tokens: charged.inputTokens, completion_tokens: charged.outputTokens, total_tokens: charged.inputTokens + charged.outputTokens };
+  } else if (!tokenCount(completion.usage.total_tokens)) {
+    completion.usage.total_tokens = reported.inputTokens + reported.outputTokens;
+  }
+}
+
 export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate): Promise<ChatCompletion> {
   return admitted(scope, route, estimate, async (call) => {
     const completion = await providerOf(route).chat(call, body);
-    return { value: completion, usage: reportedUsage(completion) ?? unreported(estimate, textBytes(completion.choices?.map((c) => c?.message))) };
+    const reported = reportedUsage(completion);
+    const usage = reported ?? unreported(estimate, textBytes(completion.choices?.map((c) => c?.message)));
+    answerUsage(completion, reported, usage);
+    return { value: completion, usage };
   });
 }
 

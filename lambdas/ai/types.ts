@@ -41,7 +41,7 @@ const tokens = () => z.int().check(z.nonnegative());
 
 /** Usage of a chat answer; an upstream's further fields (`prompt_tokens_details`...) are passed on. */
 const chatUsageSchema = onFirstUse(() =>
-  z.looseObject({ prompt_tokens: tokens(), completion_tokens: tokens(), total_tokens: tokens() }).check(z.meta({ id: 'ChatUsage', description: 'Tokens the call used, as the upstream counted them.' })),
+  z.looseObject({ prompt_tokens: tokens(), completion_tokens: tokens(), total_tokens: tokens() }).check(z.meta({ id: 'ChatUsage', description: 'Tokens the call used, as the upstream counted them; where it reported no valid counts, the ones the call was charged (its usage record’s). Further fields of the upstream’s (`prompt_tokens_details`...) are passed on.' })),
 );
 
 /**
@@ -95,7 +95,9 @@ export const chatCompletionChunkSchema = onFirstUse(() =>
           }),
         )
         .check(z.describe('Empty in the final usage chunk.')),
-      usage: z.optional(z.nullable(chatUsageSchema())).check(z.describe('Only with `stream_options.include_usage`: in the final chunk (`choices: []`), and in others where the upstream counts as it goes.')),
+      usage: z
+        .optional(z.nullable(z.looseObject({ prompt_tokens: tokens(), completion_tokens: tokens(), total_tokens: tokens() })))
+        .check(z.describe('Only with `stream_options.include_usage`: the upstream’s counts as it sent them, in the final chunk (`choices: []`), and in others where it counts as it goes.')),
     })
     .check(
       z.describe(

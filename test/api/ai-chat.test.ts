@@ -226,6 +226,45 @@ describe('upstream failures', () => {
     expect([slow.status, code(slow)]).toEqual([504, 'timeout_error']);
     expect(code(await chat({ model: 'chat-keyless' }))).toBe('route_unavailable');
   });
+
+  it('an answer whose upstream reported no valid usage carries whole counts: the ones the call was charged, or the sum as total_tokens', async () => {
+    // Usage as hostile or sloppy upstreams write it, by the request's last message.
+    const usages: Record<string, string> = {
+      none: '',
+      empty: ',"usage":{}',
+      junk: ',"usage":{"prompt_tokens":"many","completion_tokens":-500,"total_tokens":null}',
+      inf: ',"usage":{"prompt_tokens":1e400,"completion_tokens":1e400,"total_tokens":1e400}',
+      'no-total': ',"usage":{"prompt_tokens":4,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}}',
+    };
+    const upstream = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (d) => (raw += d));
+      req.on('end', () => {
+        const usage = usages[JSON.parse(raw).messages.at(-1).content];
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"${'x'.repeat(40)}"},"finish_reason":"stop"}]${usage}}`);
+      });
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+    try {
+      await setRoute({ id: 'chat-sloppy-usage', base_url: `http://127.0.0.1:${(upstream.address() as import('node:net').AddressInfo).port}/v1` });
+      for (const scenario of ['none', 'empty', 'junk', 'inf']) {
+        const r = await chat({ model: 'chat-sloppy-usage', messages: [{ role: 'user', content: scenario }] });
+        expect(r.status, scenario).toBe(200);
+        const { prompt_tokens, completion_tokens, total_tokens } = r.json.usage;
+        expect([prompt_tokens, completion_tokens, total_tokens].every((t) => Number.isSafeInteger(t) && t >= 0), `${scenario}: ${JSON.stringify(r.json.usage)}`).toBe(true);
+        // Charged: the prompt's worst case, and the bytes of the message written ("assistant" and 40 x's).
+        expect(prompt_tokens, scenario).toBeGreaterThan(0);
+        expect(completion_tokens, scenario).toBe(49);
+        expect(total_tokens, scenario).toBe(prompt_tokens + completion_tokens);
+      }
+      const counted = await chat({ model: 'chat-sloppy-usage', messages: [{ role: 'user', content: 'no-total' }] });
+      expect(counted.json.usage).toEqual({ prompt_tokens: 4, completion_tokens: 2, total_tokens: 6, prompt_tokens_details: { cached_tokens: 1 } });
+    } finally {
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
+  });
 });
 
 describe('idempotency by X-Operation-Id (spec 4.1, 3)', () => {
