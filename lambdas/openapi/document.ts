@@ -20,6 +20,8 @@ export interface ApiInfo {
   localPort: number;
   /** The spec's name for the base address: `ai_url`, `data_url`, `events_url`. */
   baseName: string;
+  /** What each tag (a group of operations in the rendered docs) holds; every tag an OperationDoc uses needs one. */
+  tags: Record<string, string>;
 }
 
 /** Routes the documents leave out: the fallback (`$default`, it authenticates then answers 404) and CORS preflights (every path). */
@@ -121,17 +123,24 @@ export function buildDocument(api: Api, info: ApiInfo, docs: OperationDocs, opti
   }
   const stray = Object.keys(docs).filter((id) => !routes.some((r) => r.id === id));
   if (stray.length > 0) throw new Error(`OperationDocs name no route of the ${api} API: ${stray.join(', ')}`);
-  const tags = [...new Set(routes.map((r) => docs[r.id].tag))].map((name) => ({ name }));
+  const tags = [...new Set(routes.map((r) => docs[r.id].tag))].map((name) => {
+    const description = info.tags[name];
+    if (!description) throw new Error(`tag ${name} of the ${api} API has no description in API_INFO (lambdas/openapi/documents.ts)`);
+    return { name, description };
+  });
+  // Only the schemes the API's routes take (an unused one is noise to a client generator).
+  const used = new Set(routes.flatMap((r) => securityOf(r).flatMap((s) => Object.keys(s))));
+  const securitySchemes = Object.fromEntries(Object.entries(SECURITY_SCHEMES).filter(([name]) => used.has(name)));
   return {
     openapi: '3.1.1',
     info: { title: info.title, version: '1.0.0', description: info.description, license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' } },
     servers: [
-      { url: `http://localhost:${info.localPort}`, description: '`npm start` on this machine' },
-      { url: `{${info.baseName}}`, description: 'A deployment: its base address (a stack output).', variables: { [info.baseName]: { default: `http://localhost:${info.localPort}` } } },
+      { url: `http://127.0.0.1:${info.localPort}`, description: '`npm start` on this machine' },
+      { url: `{${info.baseName}}`, description: 'A deployment: its base address (a stack output).', variables: { [info.baseName]: { default: `http://127.0.0.1:${info.localPort}` } } },
     ],
     tags,
     paths,
-    components: { schemas: sortKeys(schemas.components), securitySchemes: SECURITY_SCHEMES },
+    components: { schemas: sortKeys(schemas.components), securitySchemes },
   };
 }
 

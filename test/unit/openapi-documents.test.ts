@@ -47,7 +47,10 @@ describe.each(APIS)('docs/openapi/%s.json', (api) => {
   it('lints clean with Redocly’s recommended rules', async () => {
     const config = await createConfig({ extends: ['recommended'] });
     const problems = await lintFromString({ source: readFileSync(join(ROOT, 'docs', 'openapi', `${api}.json`), 'utf8'), absoluteRef: `${api}.json`, config });
-    expect(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`)).toEqual([]);
+    const found = problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} at ${p.location?.[0]?.pointer}`);
+    // A WebSocket stream answers its upgrade 101 Switching Protocols (RFC 6455), never a 2xx.
+    const stream = 'warn operation-2xx-response: Operation must have at least one `2XX` response. at #/paths/~1v1~1workspaces~1{workspace_id}~1subscriptions~1{subscription_id}~1stream/get/responses';
+    expect(found.filter((p) => p !== stream)).toEqual([]);
   });
 
   it('has every route of the table but the fallback and the preflight, by its id', () => {
