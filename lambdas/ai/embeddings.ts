@@ -38,7 +38,9 @@ export const embeddingListSchema = onFirstUse(() =>
       }),
     ),
     model: z.string().describe('The route id.'),
-    usage: z.strictObject({ prompt_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) }).describe("The upstream's counts; 0 where it reports none."),
+    usage: z
+      .strictObject({ prompt_tokens: z.number().int().min(0), total_tokens: z.number().int().min(0) })
+      .describe("The upstream's counts; where it reported no valid ones, those the call was charged (its usage record's)."),
   }),
 );
 

@@ -167,7 +167,12 @@ export function chatCompletion(scope: CallScope, route: ModelRoute, body: ChatBo
 export function embeddings(scope: CallScope, route: ModelRoute, body: EmbeddingsBody, estimate: CallEstimate): Promise<EmbeddingList> {
   return admitted(scope, route, estimate, async (call) => {
     const list = await providerOf(route).embed(call, body);
-    return { value: list, usage: reportedUsage(list, 'input only') ?? unreported(estimate, 0) };
+    const reported = reportedUsage(list, 'input only');
+    const usage = reported ?? unreported(estimate, 0);
+    // Whole counts in the answer, as in a chat's (answerUsage): the upstream's, or those charged.
+    const total = (list.usage as { total_tokens?: unknown } | undefined)?.total_tokens;
+    list.usage = { prompt_tokens: usage.inputTokens, total_tokens: reported && tokenCount(total) ? total : usage.inputTokens };
+    return { value: list, usage };
   });
 }
 

@@ -17,9 +17,9 @@ const REPLAY_HEADER: Record<string, HeaderDoc> = {
 /** docs/decisions/operation-ids-optional.md */
 const IDEMPOTENCY_KEY: Record<string, HeaderDoc> = {
   'Idempotency-Key': {
+    // No pattern: where it is ignored, any value is.
     description:
-      'Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent (same rules; malformed: `400 invalid_operation_id`); ignored otherwise. Without either, such an organization’s call is run every time and never replayed.',
-    schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)),
+      'Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent: then 8 to 128 letters, digits, `_`, `-` (else `400 invalid_operation_id`); ignored otherwise, whatever it holds. Without either header, such an organization’s call runs every time and is never replayed.',
   },
 };
 
@@ -53,7 +53,7 @@ export const AI_GATEWAY_OPERATIONS: OperationDocs = {
   'ai.oauth.token': OAUTH_TOKEN_DOC,
 
   'ai.models.list': {
-    tag: 'Models',
+    tag: 'Model routes',
     summary: 'List model routes',
     description:
       'The routes enabled for the organization (a key with a route list of its own sees only those), each sent as `model` to the endpoint it names. Changes nothing, not charged.',

@@ -227,7 +227,7 @@ describe('upstream failures', () => {
     expect(code(await chat({ model: 'chat-keyless' }))).toBe('route_unavailable');
   });
 
-  it('an answer whose upstream reported no valid usage carries whole counts: the ones the call was charged, or the sum as total_tokens', async () => {
+  it('an answer whose upstream reported no valid usage carries whole counts: the ones the call was charged, or the sum as total_tokens (chat and embeddings)', async () => {
     // Usage as hostile or sloppy upstreams write it, by the request's last message.
     const usages: Record<string, string> = {
       none: '',
@@ -240,8 +240,10 @@ describe('upstream failures', () => {
       let raw = '';
       req.on('data', (d) => (raw += d));
       req.on('end', () => {
-        const usage = usages[JSON.parse(raw).messages.at(-1).content];
+        const body = JSON.parse(raw);
         res.writeHead(200, { 'content-type': 'application/json' });
+        if (req.url?.endsWith('/embeddings')) return res.end(`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"m"${usages[body.input[0]]}}`);
+        const usage = usages[body.messages.at(-1).content];
         res.end(`{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"${'x'.repeat(40)}"},"finish_reason":"stop"}]${usage}}`);
       });
     });
@@ -260,6 +262,16 @@ describe('upstream failures', () => {
       }
       const counted = await chat({ model: 'chat-sloppy-usage', messages: [{ role: 'user', content: 'no-total' }] });
       expect(counted.json.usage).toEqual({ prompt_tokens: 4, completion_tokens: 2, total_tokens: 6, prompt_tokens_details: { cached_tokens: 1 } });
+      // Embeddings the same way: the charged input bound where no valid count came, else the upstream's.
+      await setRoute({ id: 'embed-sloppy-usage', endpoint: '/v1/embeddings', base_url: `http://127.0.0.1:${(upstream.address() as import('node:net').AddressInfo).port}/v1` });
+      for (const scenario of ['none', 'empty', 'junk', 'inf']) {
+        const r = await post('/v1/embeddings', { model: 'embed-sloppy-usage', input: scenario });
+        expect(r.status, scenario).toBe(200);
+        expect(r.json.usage.prompt_tokens, `${scenario}: ${JSON.stringify(r.json.usage)}`).toBeGreaterThan(0);
+        expect(r.json.usage.total_tokens, scenario).toBe(r.json.usage.prompt_tokens);
+        expect(Number.isSafeInteger(r.json.usage.prompt_tokens), scenario).toBe(true);
+      }
+      expect((await post('/v1/embeddings', { model: 'embed-sloppy-usage', input: 'no-total' })).json.usage).toEqual({ prompt_tokens: 4, total_tokens: 4 });
     } finally {
       upstream.closeAllConnections();
       await new Promise((resolve) => upstream.close(resolve));
