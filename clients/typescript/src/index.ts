@@ -12,6 +12,8 @@ export type { AiPaths, DataPaths, EventsPaths };
 export type DataClient = Client<DataPaths>;
 export type EventsClient = Client<EventsPaths>;
 export type AiClient = Client<AiPaths>;
+/** Helpers for the AI API's uploads, collections and vector database; they throw PlatformApiError (src/ai.ts). */
+export * from './ai.js';
 
 export interface ClientOptions {
   /** The API's base address: `npm start` prints it (`http://localhost:8081` for Data), a deployment's stack outputs name it. */
