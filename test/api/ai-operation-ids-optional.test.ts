@@ -157,6 +157,8 @@ describe('Idempotency-Key, the SDKs\' own header, in an organization with option
       const error = await sdk.chat.completions.create({ model: 'chat-main', messages: hi }, { headers: { 'Idempotency-Key': bad } }).catch((e) => e);
       expect(error).toBeInstanceOf(OpenAI.BadRequestError);
       expect(error.code).toBe('invalid_operation_id');
+      // The header taken as the operation id is the param (the OpenAPI fuzzer found it null).
+      expect(error.param).toBe('idempotency-key');
     }
     expect(fake.requests).toHaveLength(0);
   });

@@ -55,17 +55,19 @@ export function operationIdRequired(): Middleware {
           throw new PlatformError(
             'missing_operation_id',
             `Send an X-Operation-Id header on POST, PUT, PATCH and DELETE. For clients that cannot send it (the official OpenAI SDKs), an operator makes it optional for the organization: \`npm run --silent admin -- org settings --org ${org} --operation-ids optional\`.`,
+            'x-operation-id',
           );
         }
         const key = req.headers[IDEMPOTENCY_KEY_HEADER];
         if (key === undefined) return;
-        if (!OPERATION_ID_PATTERN.test(key)) throw new PlatformError('invalid_operation_id', 'Idempotency-Key, taken as the operation id, must be 8 to 128 letters, digits, "_" or "-".');
+        if (!OPERATION_ID_PATTERN.test(key)) throw new PlatformError('invalid_operation_id', 'Idempotency-Key, taken as the operation id, must be 8 to 128 letters, digits, "_" or "-".', IDEMPOTENCY_KEY_HEADER);
         platform.operationId = key;
         if (platform.logIds) platform.logIds.operation_id = key;
         return;
       }
       if (!OPERATION_ID_PATTERN.test(sent)) {
-        throw new PlatformError('invalid_operation_id', 'X-Operation-Id must be 8 to 128 letters, digits, "_" or "-".');
+        // The header is the param, as a malformed If-Match names `if-match`: the client sees which input to fix.
+        throw new PlatformError('invalid_operation_id', 'X-Operation-Id must be 8 to 128 letters, digits, "_" or "-".', 'x-operation-id');
       }
     },
   };
