@@ -7,20 +7,22 @@
  * and usage (gateway.ts); the retrieval's embedding is metered as a collection query's.
  */
 import { randomBytes } from 'node:crypto';
+import * as z from 'zod/mini';
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { PlatformError } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import type { OperationCall } from '../shared/operations.js';
-import { MAX_INPUT_CHARS, outputCeiling, parseChatRequest, promptChars, resolveRoute, upstreamChatBody, type ChatRequest } from '../ai/chat.js';
+import { chatRequestBodySchema, MAX_INPUT_CHARS, outputCeiling, parseChatRequest, promptChars, resolveRoute, upstreamChatBody, type ChatRequest } from '../ai/chat.js';
 import { DEFAULT_MAX_OUTPUT_TOKENS, estimateChat } from '../ai/estimate.js';
 import { chatCompletion, chatStream } from '../ai/gateway.js';
 import { ModelRoutes, timeoutOf, type ModelRoute } from '../ai/model-routes.js';
 import { AiOrgSettings } from '../ai/org-settings.js';
 import { checkReplay, type OperationContext } from '../ai/operations.js';
-import type { ChatChunk, ChatCompletion } from '../ai/types.js';
-import type { ChunkMatch } from './chunk-index.js';
-import { MAX_QUERY_CHARS, parseQueryFields, queryCollection, type CollectionQuery, type Indexing } from './collection-query.js';
+import { chatCompletionChunkSchema, chatCompletionSchema, type ChatChunk, type ChatCompletion } from '../ai/types.js';
+import { onFirstUse } from '../shared/validate.js';
+import { citationFields, type ChunkMatch } from './chunk-index.js';
+import { clientVectorSchema, DEFAULT_TOP_K, indexingSchema, MAX_QUERY_CHARS, MAX_TOP_K, parseQueryFields, queryCollection, type CollectionQuery, type Indexing } from './collection-query.js';
 
 /** The fields this route adds to chat's: the retrieval's. */
 const RETRIEVAL_FIELDS = ['top_k', 'vector'] as const;
@@ -28,7 +30,43 @@ const RETRIEVAL_FIELDS = ['top_k', 'vector'] as const;
 const RETRIEVAL_HOLD_MS = 30_000;
 
 /** A passage's citation as the answer lists it: the collection query's, with the number the model cites it by. */
-export type NumberedCitation = { number: number } & ChunkMatch['citation'];
+export const numberedCitationSchema = onFirstUse(() =>
+  z
+    .strictObject({ number: z.int().check(z.minimum(1), z.describe('`[n]` in the model’s text is the citation numbered n; a number not listed here has no source.')), ...citationFields() })
+    .check(z.meta({ id: 'NumberedCitation' })),
+);
+export type NumberedCitation = z.output<ReturnType<typeof numberedCitationSchema>>;
+
+/**
+ * The body as the API documents describe it: chat's (chatRequestBodySchema, the rules /v1/chat/completions
+ * parses with) and the retrieval's two fields, read by parseQueryFields's rules.
+ */
+export const groundedChatRequestSchema = onFirstUse(() =>
+  chatRequestBodySchema().extend({
+    top_k: z.optional(z.nullable(z.int().check(z.minimum(1), z.maximum(MAX_TOP_K), z.describe(`Passages to retrieve, 1 to ${MAX_TOP_K}; default ${DEFAULT_TOP_K}.`)))),
+    vector: z.optional(clientVectorSchema()),
+  }),
+);
+
+const groundingFields = () => ({
+  citations: z.array(numberedCitationSchema()).check(z.describe('Every passage the model was given, in the order given, numbered 1 to n; `[]` when the search found none.')),
+  indexing: indexingSchema(),
+});
+
+/** The non-streamed answer: chat's completion (open: the upstream's other fields pass on) with `citations` and `indexing`. */
+export const groundedCompletionSchema = onFirstUse(() =>
+  z
+    .looseObject({ ...chatCompletionSchema().shape, ...groundingFields() })
+    .check(z.describe('A chat completion as `/v1/chat/completions` answers it, with the retrieval’s `citations` and `indexing` beside it.')),
+);
+
+/** A chunk of the streamed answer: chat's, and a last one before `[DONE]` without choices that carries `citations` and `indexing`. */
+export const groundedChatChunkSchema = onFirstUse(() => {
+  const { citations, indexing } = groundingFields();
+  return z
+    .looseObject({ ...chatCompletionChunkSchema().shape, citations: z.optional(citations), indexing: z.optional(indexing) })
+    .check(z.describe('The JSON of one `data:` line: chat’s chunks as the upstream sends them, then one without choices carrying `citations` and `indexing`, the last before `data: [DONE]`.'));
+});
 
 export interface GroundedChat {
   collectionId: string;

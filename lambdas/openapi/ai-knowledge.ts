@@ -8,6 +8,7 @@ import { queryAnswerSchema } from '../vector/answer.js';
 import { documentDeletedSchema, documentDeleteQuerySchema, documentsPageSchema, documentsQuerySchema } from '../vector/handling.js';
 import { collectionDeletedSchema, collectionListSchema, collectionsQuerySchema, collectionViewSchema, createCollectionSchema } from '../knowledge/collections.js';
 import { collectionQueryAnswerSchema, collectionQueryRequestSchema } from '../knowledge/collection-query.js';
+import { groundedChatChunkSchema, groundedChatRequestSchema, groundedCompletionSchema } from '../knowledge/grounded-chat.js';
 import type { ErrorCode } from '../shared/errors.js';
 import type { HeaderDoc, OperationDocs, ParameterDoc } from './operation.js';
 
@@ -72,6 +73,10 @@ const COLLECTION_EXAMPLE = {
   items: [],
 };
 const INDEXING_EXAMPLE = { indexed: 2, total: 2, complete: true, searchable: true, skipped_items: 0, skipped_chunks: 0 };
+const CITATIONS_EXAMPLE = [
+  { number: 1, collection_id: COLLECTION_EXAMPLE.id, item_id: 'itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0', package_id: 'pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b', chunk_id: 'chk_000002', locator: 'heading=Ferry > Winter' },
+  { number: 2, collection_id: COLLECTION_EXAMPLE.id, item_id: 'itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0', package_id: 'pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b', chunk_id: 'chk_000003', locator: 'heading=Ferry > Summer' },
+];
 
 export const AI_KNOWLEDGE_OPERATIONS: OperationDocs = {
   'ai.uploads.create': {
@@ -296,5 +301,59 @@ export const AI_KNOWLEDGE_OPERATIONS: OperationDocs = {
       },
     },
     errors: [...COLLECTION, 'mode_not_supported', 'vector_database_not_created', 'vector_database_deleting', ...ONCE, ...GATEWAY],
+  },
+  'ai.collections.chat': {
+    tag: 'Knowledge collections',
+    extension: true,
+    summary: 'Chat grounded in a knowledge collection',
+    description:
+      'Retrieves the passages of a `cloud` or `local_vectors` collection that match the last user message’s text (its last 8,000 characters), hands them to the chat route numbered `[1]`..`[n]` between per-request tags, asks the model to cite them by those numbers, and answers as `/v1/chat/completions` does (its fields and rules, route, limits and usage), with `citations` (which passage each number is, down to its page, heading or time range) and `indexing` beside the completion. An application key needs both `knowledge` and `ai.chat`. A `download` collection is `409 mode_not_supported`; the collection’s refusals come before the body is read. A non-streamed answer is kept per `X-Operation-Id`; a streamed one never is.',
+    path: { id: COLLECTION_ID },
+    body: {
+      name: 'GroundedChatRequest',
+      schema: groundedChatRequestSchema,
+      example: { messages: [{ role: 'user', content: 'When does the winter ferry leave?' }], top_k: 2 },
+    },
+    responses: {
+      200: {
+        description:
+          'The completion with `citations` and `indexing` (`stream` absent or false), or with `stream: true` server-sent events: chat’s chunks as the upstream sends them, then one chunk without choices carrying `citations` and `indexing`, then `data: [DONE]`; a failure part-way is one `data: {"error": {...}}` event, without citations. An operation id whose non-streamed answer is kept replays that answer as JSON.',
+        name: 'GroundedChatCompletion',
+        schema: groundedCompletionSchema,
+        example: {
+          id: 'chatcmpl-9f2c',
+          object: 'chat.completion',
+          created: 1_796_119_200,
+          model: 'chat-default',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'It leaves at 08:00 and 16:00 [1].' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 211, completion_tokens: 12, total_tokens: 223 },
+          citations: CITATIONS_EXAMPLE,
+          indexing: INDEXING_EXAMPLE,
+        },
+        headers: REPLAY,
+        alternatives: [
+          {
+            contentType: 'text/event-stream',
+            name: 'GroundedChatChunk',
+            schema: groundedChatChunkSchema,
+            example: { id: 'chatcmpl-9f2c', object: 'chat.completion.chunk', created: 1_796_119_200, model: 'chat-default', choices: [], citations: CITATIONS_EXAMPLE, indexing: INDEXING_EXAMPLE },
+          },
+        ],
+      },
+    },
+    errors: [
+      ...COLLECTION,
+      'mode_not_supported',
+      'vector_database_not_created',
+      'vector_database_deleting',
+      'invalid_messages',
+      'unsupported_field_for_route',
+      'field_not_allowed',
+      'model_not_allowed',
+      'input_too_large',
+      'route_forbidden',
+      ...ONCE,
+      ...GATEWAY,
+    ],
   },
 };
