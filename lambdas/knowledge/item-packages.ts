@@ -10,15 +10,15 @@ import type { Principal } from '../auth/principal.js';
 import type { Engine, KvItem, KvWrite, VectorEntry } from '../engine/ports.js';
 import { VECTOR_BATCH_MAX } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
-import { openPage, nextPageCursor } from '../shared/cursors.js';
+import { openPage, nextPageCursor, pageQuerySchema } from '../shared/cursors.js';
 import { contentionPauseMs, pause } from '../shared/backoff.js';
 import { PlatformError } from '../shared/errors.js';
-import { onFirstUse } from '../shared/validate.js';
+import { onFirstUse, parseQuery } from '../shared/validate.js';
 import type { Chunk } from './chunks.js';
 import { chunkEntry, putEntries } from './chunk-index.js';
 import { collectionKey, vectorMarksPk } from './collection-keys.js';
 import { MAX_DIMENSIONS, parseVector } from './collection-query.js';
-import { asItem, readItem, SERVED_ATTRIBUTES, type Item } from './items.js';
+import { asItem, PAGE_QUERY_CODES, readItem, SERVED_ATTRIBUTES, type Item } from './items.js';
 import { packageKey, readChunks } from './packages.js';
 
 export const MAX_CHUNKS_PAGE = 500;
@@ -52,11 +52,12 @@ export async function openPackage(engine: Engine, principal: Principal, collecti
   return { body: found.body as Readable, size: found.size, package_id: pkg };
 }
 
+/** GET .../chunks's query, checked before openPage reads it. */
+export const chunksQuerySchema = onFirstUse(() => pageQuerySchema({ max: MAX_CHUNKS_PAGE, fallback: DEFAULT_CHUNKS_PAGE }));
+
 /** GET .../items/{item_id}/chunks?limit=&cursor=: the package's chunks in order, with a sealed cursor bound to the package. */
 export async function listChunks(engine: Engine, principal: Principal, collectionId: string, itemId: string, query: Record<string, string>) {
-  for (const key of Object.keys(query)) {
-    if (key !== 'limit' && key !== 'cursor') throw new PlatformError('unsupported_field', `Unknown query parameter "${key}".`, key);
-  }
+  parseQuery(chunksQuerySchema(), query, PAGE_QUERY_CODES);
   const { item, pkg } = await servedItem(engine, principal, collectionId, itemId);
   const binding = `knowledge-chunks\n${item.org}\n${item.workspace}\n${collectionId}\n${itemId}\n${pkg}`;
   const { limit, position } = await openPage(engine.secret, query, binding, { max: MAX_CHUNKS_PAGE, fallback: DEFAULT_CHUNKS_PAGE });

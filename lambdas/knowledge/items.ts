@@ -14,12 +14,12 @@ import { storedPrincipal, type Principal } from '../auth/principal.js';
 import type { Engine, KvItem, KvUpdate, KvWrite } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { checkReplay, type OperationContext } from '../ai/operations.js';
-import { nextPageCursor, openPage } from '../shared/cursors.js';
+import { nextPageCursor, openPage, pageQuerySchema } from '../shared/cursors.js';
 import { PlatformError } from '../shared/errors.js';
 import { holdMs } from '../shared/hold-margin.js';
 import type { OperationCall } from '../shared/operations.js';
 import { settings } from '../shared/settings.js';
-import { onFirstUse, parseBody } from '../shared/validate.js';
+import { onFirstUse, parseBody, parseQuery } from '../shared/validate.js';
 import { wellFormed } from '../vector/passages.js';
 import { ADMITTED, admissionWrite, countsWrite, queueFull, readCollection, releaseSlotWrite, sortableId, workspaceOf, type CollectionMode, type ItemState } from './collection-records.js';
 import { itemKey, itemsPk, processingKey, queuedItemsKey, sourceBlobKey } from './collection-keys.js';
@@ -413,11 +413,14 @@ export async function newestItems(engine: Engine, org: string, workspace: string
   return page.items.map((r) => itemView(asItem(r)));
 }
 
+/** GET .../items's query, checked before openPage reads it. */
+export const itemsQuerySchema = onFirstUse(() => pageQuerySchema({ max: MAX_ITEMS_PAGE, fallback: DEFAULT_ITEMS_PAGE }));
+/** A listing's query faults as openPage names them: a cursor the schema refuses is one openPage would not open either. */
+export const PAGE_QUERY_CODES = { unknownParameter: 'unsupported_field', invalid: 'invalid_field', fieldCodes: { cursor: 'invalid_cursor' } } as const;
+
 /** GET /v1/collections/{id}/items?limit=&cursor=: newest first. */
 export async function listItems(engine: Engine, principal: Principal, collectionId: string, query: Record<string, string>) {
-  for (const key of Object.keys(query)) {
-    if (key !== 'limit' && key !== 'cursor') throw new PlatformError('unsupported_field', `Unknown query parameter "${key}".`, key);
-  }
+  parseQuery(itemsQuerySchema(), query, PAGE_QUERY_CODES);
   await readCollection(engine, principal, collectionId);
   const workspace = await workspaceOf(engine, principal);
   const binding = `knowledge-items\n${principal.organizationId}\n${workspace}\n${collectionId}`;

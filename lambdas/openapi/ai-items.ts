@@ -1,8 +1,7 @@
 /** The AI API's collection items (extensions of spec 4.9: add, list, read, delete, reprocess, chunks, package, vectors). */
 import * as z from 'zod/mini';
-import { pageQuerySchema } from '../shared/cursors.js';
-import { addItemBodySchema, DEFAULT_ITEMS_PAGE, itemDeletedSchema, itemListSchema, itemViewSchema, MAX_ITEMS_PAGE } from '../knowledge/items.js';
-import { chunkListSchema, DEFAULT_CHUNKS_PAGE, emptyBodySchema, MAX_CHUNKS_PAGE, vectorsBodySchema, vectorsStoredSchema } from '../knowledge/item-packages.js';
+import { addItemBodySchema, itemDeletedSchema, itemListSchema, itemsQuerySchema, itemViewSchema } from '../knowledge/items.js';
+import { chunkListSchema, chunksQuerySchema, emptyBodySchema, vectorsBodySchema, vectorsStoredSchema } from '../knowledge/item-packages.js';
 import type { HeaderDoc, OperationDocs, ParameterDoc } from './operation.js';
 
 const TAG = 'Collection items';
@@ -97,7 +96,7 @@ export const AI_ITEMS_OPERATIONS: OperationDocs = {
     summary: 'List a collection’s items',
     description: 'Newest first, a page at a time (`limit` 1 to 100, default 20; `next_cursor` until the last page).',
     path: { id: COLLECTION_ID_PARAM },
-    query: () => pageQuerySchema({ max: MAX_ITEMS_PAGE, fallback: DEFAULT_ITEMS_PAGE }),
+    query: itemsQuerySchema,
     responses: { 200: { description: 'A page of items.', name: 'CollectionItemList', schema: itemListSchema, example: { object: 'list', data: [ITEM_QUEUED, ITEM_DONE, ITEM_FAILED], next_cursor: null } } },
     errors: [...COLLECTION_ERRORS, 'unsupported_field', 'invalid_field', 'invalid_cursor'],
   },
@@ -138,7 +137,7 @@ export const AI_ITEMS_OPERATIONS: OperationDocs = {
     description:
       'The served package’s chunks in document order, a page at a time (`limit` 1 to 500, default 100). The cursor is bound to the package: after a reprocess an old cursor is `400 invalid_cursor`. `409 item_not_ready` while no package is served (queued, processing, failed).',
     path: PATH,
-    query: () => pageQuerySchema({ max: MAX_CHUNKS_PAGE, fallback: DEFAULT_CHUNKS_PAGE }),
+    query: chunksQuerySchema,
     responses: {
       200: {
         description: 'A page of chunks.',

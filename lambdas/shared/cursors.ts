@@ -73,14 +73,23 @@ export async function openCursor(secret: ServerSecret, cursor: string, binding: 
 }
 
 /**
- * `?limit=&cursor=` as openPage reads them, for the API documents (openPage checks them itself, with
- * its own codes: 400 invalid_field for `limit`, 400 invalid_cursor for `cursor`).
+ * `?limit=&cursor=` as openPage reads them, for the API documents and the listings that parse their
+ * query with it first (openPage still checks the range and opens the cursor): the same messages as
+ * openPage's, so either check answers a fault alike.
  */
 export const pageQuerySchema = (range: { max: number; fallback: number }) =>
   z.strictObject({
-    limit: z.optional(z.string().check(z.regex(/^\d{1,3}$/), z.describe(`How many to answer: a whole number from 1 to ${range.max} (default ${range.fallback}).`))),
-    cursor: z.optional(z.string().check(z.maxLength(MAX_CURSOR_CHARS), z.regex(/^[A-Za-z0-9_-]+$/), z.describe('The previous page\'s `next_cursor`, to read the next page (bound to this listing and caller).'))),
+    limit: z.optional(z.string().check(z.regex(/^\d{1,3}$/, `limit is a whole number from 1 to ${range.max}.`), z.describe(`How many to answer: a whole number from 1 to ${range.max} (default ${range.fallback}).`))),
+    cursor: z.optional(
+      z.string().check(
+        z.maxLength(MAX_CURSOR_CHARS, INVALID_CURSOR_MESSAGE),
+        z.regex(/^[A-Za-z0-9_-]+$/, INVALID_CURSOR_MESSAGE),
+        z.describe('The previous page\'s `next_cursor`, to read the next page (bound to this listing and caller).'),
+      ),
+    ),
   });
+
+const INVALID_CURSOR_MESSAGE = 'This cursor is not one this listing gave.';
 
 /**
  * A listing's page as the AI routes take it (`?limit=&cursor=`): `limit` a whole number from 1 to
@@ -99,7 +108,7 @@ export async function openPage(secret: ServerSecret, query: { limit?: string; cu
     if (typeof opened?.p !== 'string') throw new InvalidCursorError();
     return { limit, position: opened.p };
   } catch (error) {
-    if (error instanceof InvalidCursorError) throw new PlatformError('invalid_cursor', 'This cursor is not one this listing gave.', 'cursor');
+    if (error instanceof InvalidCursorError) throw new PlatformError('invalid_cursor', INVALID_CURSOR_MESSAGE, 'cursor');
     throw error;
   }
 }
