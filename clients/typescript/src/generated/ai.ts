@@ -439,6 +439,26 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/collections/{id}/chat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Chat grounded in a knowledge collection
+         * @description Retrieves the passages of a `cloud` or `local_vectors` collection that match the last user message’s text (its last 8,000 characters), hands them to the chat route numbered `[1]`..`[n]` between per-request tags, asks the model to cite them by those numbers, and answers as `/v1/chat/completions` does (its fields and rules, route, limits and usage), with `citations` (which passage each number is, down to its page, heading or time range) and `indexing` beside the completion. An application key needs both `knowledge` and `ai.chat`. A `download` collection is `409 mode_not_supported`; the collection’s refusals come before the body is read. A non-streamed answer is kept per `X-Operation-Id`; a streamed one never is.
+         */
+        post: operations["collectionsChat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/token": {
         parameters: {
             query?: never;
@@ -1017,7 +1037,7 @@ export type components = {
             }[];
             /** @description The route id. */
             model: string;
-            /** @description The upstream's counts; 0 where it reports none. */
+            /** @description The upstream's counts; where it reported no valid ones, those the call was charged (its usage record's). */
             usage: {
                 prompt_tokens: number;
                 total_tokens: number;
@@ -1051,6 +1071,240 @@ export type components = {
                 [key: string]: unknown;
             };
         };
+        /** @description The JSON of one `data:` line: chat’s chunks as the upstream sends them, then one without choices carrying `citations` and `indexing`, the last before `data: [DONE]`. */
+        GroundedChatChunk: {
+            id: string;
+            /** @constant */
+            object: "chat.completion.chunk";
+            /** @description Unix seconds. */
+            created: number;
+            /** @description The route id. */
+            model: string;
+            /** @description Empty in the final usage chunk. */
+            choices: ({
+                index: number;
+                /** @description What this chunk adds to the message: `role` (first chunk), `content`, `tool_calls`... */
+                delta: {
+                    [key: string]: unknown;
+                };
+                /** @description Null until the last chunk of the choice. */
+                finish_reason: string | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+            /** @description Only with `stream_options.include_usage`: the upstream’s counts as it sent them, in the final chunk (`choices: []`), and in others where it counts as it goes. */
+            usage?: ({
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            /** @description Every passage the model was given, in the order given, numbered 1 to n; `[]` when the search found none. */
+            citations?: components["schemas"]["NumberedCitation"][];
+            indexing?: components["schemas"]["CollectionIndexing"];
+        } & {
+            [key: string]: unknown;
+        };
+        /** @description A chat completion as `/v1/chat/completions` answers it, with the retrieval’s `citations` and `indexing` beside it. */
+        GroundedChatCompletion: {
+            id: string;
+            /** @constant */
+            object: "chat.completion";
+            /** @description Unix seconds. */
+            created: number;
+            /** @description The route id the request named (or the default route). */
+            model: string;
+            choices: ({
+                index: number;
+                message: {
+                    /** @description `assistant`. */
+                    role: string;
+                    /** @description The reply; null when the reply is only `tool_calls`. */
+                    content: string | null;
+                } & {
+                    [key: string]: unknown;
+                };
+                /** @description `stop`, `length`, `tool_calls`, `content_filter`... */
+                finish_reason: string | null;
+            } & {
+                [key: string]: unknown;
+            })[];
+            usage: components["schemas"]["ChatUsage"];
+            /** @description Every passage the model was given, in the order given, numbered 1 to n; `[]` when the search found none. */
+            citations: components["schemas"]["NumberedCitation"][];
+            indexing: components["schemas"]["CollectionIndexing"];
+        } & {
+            [key: string]: unknown;
+        };
+        GroundedChatRequest: {
+            /** @description The conversation: `system`, `user`, `assistant` and `tool` messages, content a string or `text` and `image_url` parts; at most 20 images and 2000000 characters of text (`400 input_too_large`). */
+            messages: ({
+                /** @constant */
+                role: "system";
+                content: string | (({
+                    /** @constant */
+                    type: "text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "image_url";
+                    image_url: {
+                        url: string;
+                        detail?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                }))[];
+                name?: string;
+            } | {
+                /** @constant */
+                role: "user";
+                content: string | (({
+                    /** @constant */
+                    type: "text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "image_url";
+                    image_url: {
+                        url: string;
+                        detail?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                }))[];
+                name?: string;
+            } | {
+                /** @constant */
+                role: "assistant";
+                content?: (string | (({
+                    /** @constant */
+                    type: "text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "image_url";
+                    image_url: {
+                        url: string;
+                        detail?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                }))[]) | null;
+                name?: string;
+                tool_calls?: {
+                    [key: string]: unknown;
+                }[];
+                refusal?: string | null;
+            } | {
+                /** @constant */
+                role: "tool";
+                content: string | (({
+                    /** @constant */
+                    type: "text";
+                    text: string;
+                } & {
+                    [key: string]: unknown;
+                }) | ({
+                    /** @constant */
+                    type: "image_url";
+                    image_url: {
+                        url: string;
+                        detail?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                } & {
+                    [key: string]: unknown;
+                }))[];
+                tool_call_id: string;
+            })[];
+            /** @description A chat route id of the organization (GET /v1/models); `auto` or absent: its default chat route. */
+            model?: string;
+            /** @description `true`: the answer is server-sent events (`text/event-stream`), one `chat.completion.chunk` a `data:` line, ending `data: [DONE]`. */
+            stream?: boolean;
+            /** @description With `stream: true`, `include_usage: true` adds a final chunk with `choices: []` and the token counts. */
+            stream_options?: {
+                include_usage?: boolean;
+            } | null;
+            /** @description Only lowers the output ceiling the route and the organization set. */
+            max_tokens?: number | null;
+            /** @description Only lowers the output ceiling the route and the organization set. */
+            max_completion_tokens?: number | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            presence_penalty?: number | null;
+            frequency_penalty?: number | null;
+            stop?: (string | string[]) | null;
+            logit_bias?: {
+                [key: string]: number;
+            } | null;
+            logprobs?: boolean | null;
+            top_logprobs?: number | null;
+            /** @description Refused by a route set without tools (`400 unsupported_field_for_route`). */
+            tools?: {
+                [key: string]: unknown;
+            }[];
+            tool_choice?: string | {
+                [key: string]: unknown;
+            };
+            parallel_tool_calls?: boolean;
+            response_format?: {
+                type: string;
+            } & {
+                [key: string]: unknown;
+            };
+            seed?: number | null;
+            /** @description Only on models that support it. */
+            reasoning_effort?: string | null;
+            /** @description Only on models that support it. */
+            verbosity?: string | null;
+            /** @description Replaced by a value derived from the organization (`u_` and 32 hex digits) before it leaves the service. */
+            user?: string;
+            /** @description Replaced by a value derived from the organization (`u_` and 32 hex digits) before it leaves the service. */
+            safety_identifier?: string;
+            /** @description Replaced by a value derived from the organization (`u_` and 32 hex digits) before it leaves the service. */
+            prompt_cache_key?: string;
+            prediction?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            n?: number | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            service_tier?: string | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            store?: boolean | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            modalities?: string[] | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            audio?: {
+                [key: string]: unknown;
+            } | null;
+            /** @description Taken only when the organization was granted the field; otherwise `403 field_not_allowed`. */
+            web_search_options?: {
+                [key: string]: unknown;
+            };
+            top_k?: number | null;
+            /** @description `local_vectors` only, and required there: the client's embedding of the query, 1 to 4096 finite numbers, not all zero, of the collection's dimensions. */
+            vector?: number[];
+        };
         ModelList: {
             /** @constant */
             object: "list";
@@ -1063,6 +1317,16 @@ export type components = {
             noul: number;
             /** @description The probability of the answer given (4 decimals). */
             confidence: number;
+        };
+        NumberedCitation: {
+            /** @description `[n]` in the model’s text is the citation numbered n; a number not listed here has no source. */
+            number: number;
+            collection_id: string;
+            item_id: string;
+            package_id: string;
+            chunk_id: string;
+            /** @description The place in the file: `page=12`, `heading=Install > Linux`, `line=10-42`, `t=00:12:05-00:13:10`. */
+            locator: string;
         };
         Route: {
             /** @description The route id, sent as `model`. */
@@ -1533,7 +1797,7 @@ export interface operations {
             header?: {
                 /** @description The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional. */
                 "X-Operation-Id"?: string;
-                /** @description Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent (same rules; malformed: `400 invalid_operation_id`); ignored otherwise. Without either, such an organization’s call is run every time and never replayed. */
+                /** @description Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent: then 8 to 128 letters, digits, `_`, `-` (else `400 invalid_operation_id`); ignored otherwise, whatever it holds. Without either header, such an organization’s call runs every time and is never replayed. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -1862,7 +2126,7 @@ export interface operations {
             header?: {
                 /** @description The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional. */
                 "X-Operation-Id"?: string;
-                /** @description Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent (same rules; malformed: `400 invalid_operation_id`); ignored otherwise. Without either, such an organization’s call is run every time and never replayed. */
+                /** @description Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent: then 8 to 128 letters, digits, `_`, `-` (else `400 invalid_operation_id`); ignored otherwise, whatever it holds. Without either header, such an organization’s call runs every time and is never replayed. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -2170,7 +2434,7 @@ export interface operations {
             header?: {
                 /** @description The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional. */
                 "X-Operation-Id"?: string;
-                /** @description Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent (same rules; malformed: `400 invalid_operation_id`); ignored otherwise. Without either, such an organization’s call is run every time and never replayed. */
+                /** @description Taken as the operation id when the organization made operation ids optional and no `X-Operation-Id` is sent: then 8 to 128 letters, digits, `_`, `-` (else `400 invalid_operation_id`); ignored otherwise, whatever it holds. Without either header, such an organization’s call runs every time and is never replayed. */
                 "Idempotency-Key"?: string;
             };
             path?: never;
@@ -7591,6 +7855,421 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "mode_not_supported" | "operation_id_reused" | "operation_in_progress" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "budget_exhausted" | "concurrency_limited" | "quota_exceeded" | "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The upstream model answered with an error. */
+            502: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upstream_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "route_unavailable" | "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The upstream did not answer in time. */
+            504: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "timeout_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "timeout_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    collectionsChat: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `col_` and 32 lowercase hex characters. Anything else, or another workspace’s collection: `404 collection_not_found`.
+                 * @example col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "messages": [
+                 *         {
+                 *           "role": "user",
+                 *           "content": "When does the winter ferry leave?"
+                 *         }
+                 *       ],
+                 *       "top_k": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["GroundedChatRequest"];
+            };
+        };
+        responses: {
+            /** @description The completion with `citations` and `indexing` (`stream` absent or false), or with `stream: true` server-sent events: chat’s chunks as the upstream sends them, then one chunk without choices carrying `citations` and `indexing`, then `data: [DONE]`; a failure part-way is one `data: {"error": {...}}` event, without citations. An operation id whose non-streamed answer is kept replays that answer as JSON. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description `true` when this is the answer kept for the same `X-Operation-Id`, replayed (kept 24 hours). */
+                    "x-idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "chatcmpl-9f2c",
+                     *       "object": "chat.completion",
+                     *       "created": 1796119200,
+                     *       "model": "chat-default",
+                     *       "choices": [
+                     *         {
+                     *           "index": 0,
+                     *           "message": {
+                     *             "role": "assistant",
+                     *             "content": "It leaves at 08:00 and 16:00 [1]."
+                     *           },
+                     *           "finish_reason": "stop"
+                     *         }
+                     *       ],
+                     *       "usage": {
+                     *         "prompt_tokens": 211,
+                     *         "completion_tokens": 12,
+                     *         "total_tokens": 223
+                     *       },
+                     *       "citations": [
+                     *         {
+                     *           "number": 1,
+                     *           "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *           "chunk_id": "chk_000002",
+                     *           "locator": "heading=Ferry > Winter"
+                     *         },
+                     *         {
+                     *           "number": 2,
+                     *           "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *           "chunk_id": "chk_000003",
+                     *           "locator": "heading=Ferry > Summer"
+                     *         }
+                     *       ],
+                     *       "indexing": {
+                     *         "indexed": 2,
+                     *         "total": 2,
+                     *         "complete": true,
+                     *         "searchable": true,
+                     *         "skipped_items": 0,
+                     *         "skipped_chunks": 0
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["GroundedChatCompletion"];
+                    /**
+                     * @example {
+                     *       "id": "chatcmpl-9f2c",
+                     *       "object": "chat.completion.chunk",
+                     *       "created": 1796119200,
+                     *       "model": "chat-default",
+                     *       "choices": [],
+                     *       "citations": [
+                     *         {
+                     *           "number": 1,
+                     *           "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *           "chunk_id": "chk_000002",
+                     *           "locator": "heading=Ferry > Winter"
+                     *         },
+                     *         {
+                     *           "number": 2,
+                     *           "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *           "chunk_id": "chk_000003",
+                     *           "locator": "heading=Ferry > Summer"
+                     *         }
+                     *       ],
+                     *       "indexing": {
+                     *         "indexed": 2,
+                     *         "total": 2,
+                     *         "complete": true,
+                     *         "searchable": true,
+                     *         "skipped_items": 0,
+                     *         "skipped_chunks": 0
+                     *       }
+                     *     }
+                     */
+                    "text/event-stream": components["schemas"]["GroundedChatChunk"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "input_too_large" | "invalid_body" | "invalid_messages" | "invalid_operation_id" | "missing_operation_id" | "model_not_allowed" | "unsupported_field" | "unsupported_field_for_route";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "field_not_allowed" | "key_disabled" | "organization_disabled" | "route_forbidden";
                             message: string;
                             /** @enum {string} */
                             type: "permission_error";
