@@ -44,6 +44,9 @@ The summer ferry leaves every hour from 07:00.
 Volcanic rock forms the cliffs of the island.
 `;
 
+/** An item's processing (a process of its own per file) takes seconds, more on a busy machine. */
+const PROCESSING = { intervalMs: 50, timeoutMs: 90_000 };
+
 let p: TestPlatform;
 let embedder: FakeEmbedder;
 let ai: AiClient;
@@ -69,7 +72,7 @@ beforeAll(async () => {
     baseUrl: p.urls.ai,
     credential: p.credentials.secret_key,
     // The global fetch at call time: the suite's OpenAPI check wraps it.
-    fetch: (input: RequestInfo | URL, init?: RequestInit) => {
+    fetch: (input: string | URL | Request, init?: RequestInit) => {
       const request = input instanceof Request ? input : new Request(input, init);
       sent.push(`${request.method} ${new URL(request.url).pathname}`);
       return fetch(input, init);
@@ -147,11 +150,11 @@ describe('a cloud collection through the helpers', () => {
     collection = unwrap(await ai.POST('/v1/collections', { body: { mode: 'cloud', name: 'Island' } })).id;
   });
 
-  it('adds an uploaded file, waits for it and finds the passage that answers, with its citation', async () => {
+  it('adds an uploaded file, waits for it and finds the passage that answers, with its citation', { timeout: 2 * PROCESSING.timeoutMs }, async () => {
     const upload = await uploadFile(ai, Buffer.from(GUIDE), { filename: 'guide.md', contentType: 'text/markdown' });
     const queued = await addCollectionItem(ai, collection, { upload_id: upload.id });
     expect(queued).toMatchObject({ object: 'collection.item', collection_id: collection, upload_id: upload.id, filename: 'guide.md', status: 'queued' });
-    const item = await waitForItem(ai, collection, queued.item_id, { intervalMs: 50, timeoutMs: 30_000 });
+    const item = await waitForItem(ai, collection, queued.item_id, PROCESSING);
     expect(item).toMatchObject({ item_id: queued.item_id, status: 'done', error: null, package_id: expect.stringMatching(/^pkg_/) });
     expect(item.chunk_count).toBeGreaterThan(0);
 
@@ -164,18 +167,18 @@ describe('a cloud collection through the helpers', () => {
     expect(answer.indexing).toEqual({ indexed: 1, total: 1, complete: true, searchable: true, skipped_items: 0, skipped_chunks: 0 });
   });
 
-  it('answers a failed item as an item, not an error: its error says why', async () => {
+  it('answers a failed item as an item, not an error: its error says why', { timeout: 2 * PROCESSING.timeoutMs }, async () => {
     const queued = await addCollectionItem(ai, collection, { text: '\u0000\u0001\u0002 binary', filename: 'blob.bin', content_type: 'application/octet-stream' });
-    const item = await waitForItem(ai, collection, queued.item_id, { intervalMs: 50, timeoutMs: 30_000 });
+    const item = await waitForItem(ai, collection, queued.item_id, PROCESSING);
     expect(item).toMatchObject({ status: 'failed', error: { code: 'unsupported_type', message: expect.any(String) } });
   });
 
-  it('replays an add sent again with the same operation id', async () => {
+  it('replays an add sent again with the same operation id', { timeout: 2 * PROCESSING.timeoutMs }, async () => {
     const operationId = `add-${randomUUID()}`;
     const first = await addCollectionItem(ai, collection, { text: 'Lighthouses guide ships.', filename: 'light.txt' }, { operationId });
     const again = await addCollectionItem(ai, collection, { text: 'Lighthouses guide ships.', filename: 'light.txt' }, { operationId });
     expect(again.item_id).toBe(first.item_id);
-    await waitForItem(ai, collection, first.item_id, { intervalMs: 50, timeoutMs: 30_000 });
+    await waitForItem(ai, collection, first.item_id, PROCESSING);
   });
 
   it('throws the platform’s codes: an unknown upload, an unknown collection', async () => {
