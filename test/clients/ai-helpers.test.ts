@@ -24,6 +24,7 @@ import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { createVectorDatabase } from '../../lambdas/vector/databases.js';
+import { useSettings } from '../../lambdas/shared/settings.js';
 
 const GUIDE = `# Island guide
 
@@ -135,6 +136,23 @@ describe('uploadFile', () => {
     const error = await thrown(uploadFile(ai, Buffer.from('these bytes'), { filename: 'x.txt', contentType: 'text/plain', sha256: 'a'.repeat(64) }));
     expect(error).toMatchObject({ status: 400, code: 'hash_mismatch', param: 'sha256' });
     expect(error.requestId).toBeTruthy();
+  });
+
+  it('reads an upload whose check outlasts the complete (202 verifying) until it is completed, or throws its failure', { timeout: 90_000 }, async () => {
+    // The complete stops its own check at once: the background check settles the upload.
+    useSettings({ uploadCheckWithinMs: 0 });
+    try {
+      sent.length = 0;
+      const upload = await uploadFile(ai, Buffer.from(GUIDE), { filename: 'guide.md', contentType: 'text/markdown' });
+      expect(upload).toMatchObject({ status: 'completed', completed_at: expect.any(String) });
+      expect(sent.slice(0, 3)).toEqual(['POST /v1/uploads', `PUT /v1/uploads/${upload.id}/parts/1`, `POST /v1/uploads/${upload.id}/complete`]);
+      expect(sent.slice(3)).toContain(`GET /v1/uploads/${upload.id}`);
+
+      const wrong = await thrown(uploadFile(ai, Buffer.from('other bytes'), { filename: 'x.txt', contentType: 'text/plain', sha256: 'b'.repeat(64) }));
+      expect(wrong).toMatchObject({ status: 400, code: 'hash_mismatch', param: 'sha256' });
+    } finally {
+      useSettings(undefined);
+    }
   });
 
   it('throws invalid_body naming the field for an announcement the platform refuses', async () => {
