@@ -25,25 +25,8 @@ import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.j
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { createVectorDatabase } from '../../lambdas/vector/databases.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
+import { GUIDE } from '../helpers/island-guide.js';
 
-const GUIDE = `# Island guide
-
-The island sits in the northern sea.
-
-## Ferry
-
-### Winter
-
-The winter ferry leaves the harbour at 08:00 and 16:00.
-
-### Summer
-
-The summer ferry leaves every hour from 07:00.
-
-## Geology
-
-Volcanic rock forms the cliffs of the island.
-`;
 
 /** An item's processing (a process of its own per file) takes seconds, more on a busy machine. */
 const PROCESSING = { intervalMs: 50, timeoutMs: 90_000 };

@@ -23,6 +23,7 @@ import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { createVectorDatabase } from '../../lambdas/vector/databases.js';
+import { GUIDE } from '../helpers/island-guide.js';
 
 /** A chat model over the platform's chat completions with the official openai SDK, each call with an X-Operation-Id of its own (spec 4.1). */
 class PlatformChat extends SimpleChatModel {
@@ -44,24 +45,6 @@ class PlatformChat extends SimpleChatModel {
   }
 }
 
-const GUIDE = `# Island guide
-
-The island sits in the northern sea.
-
-## Ferry
-
-### Winter
-
-The winter ferry leaves the harbour at 08:00 and 16:00.
-
-### Summer
-
-The summer ferry leaves every hour from 07:00.
-
-## Geology
-
-Volcanic rock forms the cliffs of the island.
-`;
 
 const PROMPT = ChatPromptTemplate.fromMessages([
   ['system', 'Answer from these sources only, citing them by number.\n\n{context}'],

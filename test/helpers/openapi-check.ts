@@ -237,7 +237,7 @@ function parameterValue(schema: Json, text: string): unknown {
 }
 
 /** `filter[<field>][<op>]`: a parameter name with placeholders, as a pattern. */
-function patternOf(name: string): RegExp | undefined {
+export function patternOf(name: string): RegExp | undefined {
   if (!name.includes('<')) return undefined;
   const source = name
     .split(/<[^>]+>/)

@@ -4,6 +4,7 @@
  * broken in exactly one place, which the request names so the answer can be checked for naming it.
  */
 import fc from 'fast-check';
+import { patternOf } from '../openapi-check.js';
 import { asParsed, dotted, getAt, toJson, withAt, type Path } from './json.js';
 import { breakAt, deref, hintKey, PROTOTYPE_KEYS, valueOf, type Schema, type SchemaContext } from './schema.js';
 
@@ -295,14 +296,4 @@ function refusesUnknownQuery(ctx: SchemaContext, op: Json): boolean {
   if (((op.parameters ?? []) as Json[]).some((p) => p.in === 'query')) return true;
   const schema = deref(ctx, op.responses?.['400']?.content?.['application/json']?.schema ?? true);
   return JSON.stringify(schema).includes('"invalid_query"');
-}
-
-/** `filter[<field>][<op>]`: a parameter name with placeholders, as a pattern (as the checker reads it). */
-function patternOf(name: string): RegExp | undefined {
-  if (!name.includes('<')) return undefined;
-  const source = name
-    .split(/<[^>]+>/)
-    .map((s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-    .join('[^\\[\\]]+');
-  return new RegExp(`^${source}$`);
 }
