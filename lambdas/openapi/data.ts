@@ -11,6 +11,7 @@ import { endUserTokenAnswerSchema, endUserTokenBodySchema } from '../data/end-us
 import { activityQuerySchema } from '../activity/query.js';
 import { activityPageSchema } from '../activity/listing.js';
 import type { HeaderDoc, OperationDocs, ParameterDoc } from './operation.js';
+import type { ErrorCode } from '../shared/errors.js';
 import { OAUTH_TOKEN_DOC } from './oauth.js';
 
 /** Path parameters the Data routes share. */
@@ -47,6 +48,9 @@ const IF_MATCH: HeaderDoc = {
 /** Every record route: whose credentials may call it, how browsers do. */
 const BY_RULES =
   "Server credentials always may; a publishable key or end-user token (a browser's, CORS answered for its application's origins) as the collection's rule for the action allows (docs/data/rules.md).";
+
+/** What any write of a record can answer (create, update, a batch's ops): its fields checked, its rule, its database and collection. */
+const RECORD_WRITE_ERRORS: readonly ErrorCode[] = ['invalid_value', 'unknown_field', 'missing_field', 'reserved_field', 'field_too_large', 'record_too_large', 'forbidden', 'database_not_found', 'collection_not_found', 'unique_violation', 'version_conflict'];
 
 const SHOP_TIME = '2026-12-01T10:00:00.000Z';
 const LAMP = { id: 'lamp', version: 1, created_at: SHOP_TIME, updated_at: SHOP_TIME, name: 'Desk lamp', sku: 'LMP-1', price: 24.5, in_stock: true };
@@ -150,21 +154,7 @@ export const DATA_OPERATIONS: OperationDocs = {
       example: { id: 'lamp', name: 'Desk lamp', sku: 'LMP-1', price: 24.5, in_stock: true },
     },
     responses: { 201: { description: 'The record, at version 1.', schema: recordViewSchema, headers: { ETag: ETAG }, example: LAMP } },
-    errors: [
-      'invalid_value',
-      'unknown_field',
-      'missing_field',
-      'reserved_field',
-      'field_too_large',
-      'record_too_large',
-      'invalid_name',
-      'forbidden',
-      'database_not_found',
-      'collection_not_found',
-      'already_exists',
-      'unique_violation',
-      'version_conflict',
-    ],
+    errors: [...RECORD_WRITE_ERRORS, 'invalid_name', 'already_exists'],
   },
   'data.records.list': {
     tag: 'Records',
@@ -208,20 +198,7 @@ export const DATA_OPERATIONS: OperationDocs = {
     headers: { 'If-Match': IF_MATCH },
     body: { schema: updateRecordBodySchema, description: 'The fields to set, by name; `null` unsets one.', example: { price: 19.9 } },
     responses: { 200: { description: 'The record as updated.', schema: recordViewSchema, headers: { ETag: ETAG }, example: { ...LAMP, version: 2, updated_at: '2026-12-01T10:05:00.000Z', price: 19.9 } } },
-    errors: [
-      'invalid_value',
-      'unknown_field',
-      'missing_field',
-      'reserved_field',
-      'field_too_large',
-      'record_too_large',
-      'forbidden',
-      'database_not_found',
-      'collection_not_found',
-      'record_not_found',
-      'version_conflict',
-      'unique_violation',
-    ],
+    errors: [...RECORD_WRITE_ERRORS, 'record_not_found'],
   },
   'data.records.delete': {
     tag: 'Records',
@@ -264,23 +241,7 @@ export const DATA_OPERATIONS: OperationDocs = {
         },
       },
     },
-    errors: [
-      'batch_too_large',
-      'invalid_value',
-      'unknown_field',
-      'missing_field',
-      'reserved_field',
-      'field_too_large',
-      'record_too_large',
-      'invalid_name',
-      'forbidden',
-      'database_not_found',
-      'collection_not_found',
-      'record_not_found',
-      'already_exists',
-      'unique_violation',
-      'version_conflict',
-    ],
+    errors: [...RECORD_WRITE_ERRORS, 'batch_too_large', 'invalid_name', 'record_not_found', 'already_exists'],
   },
   'data.activity.list': {
     tag: 'Activity',
