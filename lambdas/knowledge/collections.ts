@@ -28,7 +28,7 @@ import { onFirstUse, parseBody, parseQuery } from '../shared/validate.js';
 import { openVectorDatabase } from '../vector/databases.js';
 import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COLLECTION_SWEEP_PARTITION, itemsPk, PROCESSING_PARTITION, sweepDueBefore } from './collection-keys.js';
 import { ADMITTED, COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, releaseSlotWrite, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
-import { asItem, newestItems, removeItemData, SERVED_ATTRIBUTES, type ItemView } from './items.js';
+import { asItem, itemViewSchema, newestItems, removeItemData, SERVED_ATTRIBUTES, type ItemView } from './items.js';
 import { registerIndexWrites } from './index-sweep.js';
 
 export { COLLECTION_MODES, COUNT_ATTRIBUTES, countsWrite, newCollectionId, readCollection, sortableId, workspaceOf } from './collection-records.js';
@@ -65,14 +65,12 @@ export const collectionViewSchema = onFirstUse(() =>
     counts: z
       .strictObject({ total: z.int(), queued: z.int(), processing: z.int(), done: z.int(), failed: z.int() })
       .check(z.describe('Its items by status: `total` = `queued` + `processing` + `done` + `failed`.')),
-    // The items' own shape is their routes' (GET /v1/collections/{id}/items/{item_id}); here they are described loosely.
-    items: z.array(z.looseObject({})).check(z.describe('Its 20 newest items, each as `GET /v1/collections/{id}/items/{item_id}` answers it; empty on creation. `GET /v1/collections/{id}/items` pages through all.')),
+    items: z.array(itemViewSchema()).check(z.describe('Its 20 newest items, each as `GET /v1/collections/{id}/items/{item_id}` answers it; empty on creation. `GET /v1/collections/{id}/items` pages through all.')),
   }),
 );
 export type CollectionStatus = (typeof COLLECTION_STATUSES)[number];
 
-/** A collection as the routes answer it (collectionViewSchema), its items typed as the items routes answer them. */
-export type CollectionView = Omit<z.output<ReturnType<typeof collectionViewSchema>>, 'items'> & { items: ItemView[] };
+export type CollectionView = z.output<ReturnType<typeof collectionViewSchema>>;
 
 export const collectionListSchema = onFirstUse(() =>
   z.strictObject({ object: z.literal('list'), data: z.array(collectionViewSchema()).check(z.describe('Newest first.')), next_cursor: z.nullable(z.string()).check(z.describe('The next page\'s cursor; null at the end.')) }),

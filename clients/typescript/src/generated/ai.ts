@@ -766,9 +766,7 @@ export type components = {
                 failed: number;
             };
             /** @description Its 20 newest items, each as `GET /v1/collections/{id}/items/{item_id}` answers it; empty on creation. `GET /v1/collections/{id}/items` pages through all. */
-            items: {
-                [key: string]: unknown;
-            }[];
+            items: components["schemas"]["CollectionItem"][];
         };
         CollectionChunk: {
             /** @description `chk_` and its position in the document from 000000: the same file gives the same ids. */
@@ -912,9 +910,7 @@ export type components = {
                     failed: number;
                 };
                 /** @description Its 20 newest items, each as `GET /v1/collections/{id}/items/{item_id}` answers it; empty on creation. `GET /v1/collections/{id}/items` pages through all. */
-                items: {
-                    [key: string]: unknown;
-                }[];
+                items: components["schemas"]["CollectionItem"][];
             }[];
             /** @description The next page's cursor; null at the end. */
             next_cursor: string | null;
