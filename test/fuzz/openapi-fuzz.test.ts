@@ -6,7 +6,7 @@
  * document, and a broken request must get a 4xx whose `error.param` names the broken place.
  *
  * Replay a finding: OPENAPI_FUZZ_OP=<operationId> OPENAPI_FUZZ_SEED=<seed> OPENAPI_FUZZ_RUN=<run> npx vitest run test/fuzz/openapi-fuzz.test.ts
- * More runs: OPENAPI_FUZZ_RUNS=<n> (default below); a summary of the answers: OPENAPI_FUZZ_REPORT=1.
+ * More runs: OPENAPI_FUZZ_RUNS=<n> (default below); a summary of the answers: OPENAPI_FUZZ_REPORT=1 (every exchange: =all).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -25,7 +25,8 @@ const RUNS = Number(process.env.OPENAPI_FUZZ_RUNS ?? 50);
 const OPERATION_BUDGET_MS = Number(process.env.OPENAPI_FUZZ_OPERATION_MS ?? 4_000);
 const ONLY = process.env.OPENAPI_FUZZ_OP;
 const RUN = process.env.OPENAPI_FUZZ_RUN;
-const REPORT = process.env.OPENAPI_FUZZ_REPORT === '1';
+const REPORT = process.env.OPENAPI_FUZZ_REPORT === '1' || process.env.OPENAPI_FUZZ_REPORT === 'all';
+const REPORT_ALL = process.env.OPENAPI_FUZZ_REPORT === 'all';
 
 /**
  * Operations not fuzzed, and why: the WebSocket stream answers only an upgrade handshake (its frames
@@ -95,6 +96,7 @@ for (const api of apis) {
           const tag = `${req.broken ? `broken ${req.broken.where}` : 'valid'} ${answer.status}`;
           statuses.set(tag, (statuses.get(tag) ?? 0) + 1);
           if (REPORT && !samples.has(tag)) samples.set(tag, describeExchange(req, answer));
+          if (REPORT_ALL) console.log(`  ${index} ${tag}: ${describeExchange(req, answer).slice(0, 600)}`);
           const problems = problemsOf(api, checker, req, answer);
           if (req.broken) {
             const verdict = verdictOf(req, answer, space.namesParams);

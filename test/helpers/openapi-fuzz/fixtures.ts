@@ -104,6 +104,7 @@ export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
   const fileSha = sha256(FILE);
   const uploadSha = sha256(UPLOADED);
   let uploadId = '';
+  let partEtag = '';
 
   const refresh = async () => {
     // Only what is missing is made again: a refresh runs before every operation.
@@ -116,12 +117,16 @@ export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
       for (const id of RECORD_IDS.filter((i) => !present.has(i))) await must('record', call(url, key, 'POST', `/v1/databases/${DB}/collections/${collection}/records`, record(id)), 201);
     }
     if ((await call(url, key, 'HEAD', `/v1/databases/${DB}/blobs/${fileSha}`)).status !== 200) await must('file', call(url, key, 'PUT', `/v1/databases/${DB}/blobs/${fileSha}`, FILE), 200, 201);
-    const upload = uploadId ? await call(url, key, 'POST', `/v1/databases/${DB}/blobs/${uploadSha}/uploads/${uploadId}/complete`, {}) : undefined;
-    if (!upload || upload.status === 404 || upload.status === 200 || upload.status === 201) {
-      // A multipart upload left open (a file not stored yet): its part, complete and abort routes have something to act on.
+    // An open multipart upload (a file not stored yet) with its one part sent (again: the part route's
+    // runs send other bytes), so its part, complete and abort routes have something to act on.
+    const part = () => call(url, key, 'PUT', `/v1/databases/${DB}/blobs/${uploadSha}/uploads/${uploadId}/parts/1`, UPLOADED);
+    let sent = uploadId ? await part() : undefined;
+    if (sent?.status !== 200) {
       await call(url, key, 'DELETE', `/v1/databases/${DB}/blobs/${uploadSha}`);
       uploadId = (await must('upload', call(url, key, 'POST', `/v1/databases/${DB}/blobs/${uploadSha}/uploads`))).upload_id;
+      sent = await part();
     }
+    partEtag = (await must('part', Promise.resolve(sent!))).etag;
   };
   await refresh();
 
@@ -151,10 +156,13 @@ export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
           'ops.*.data': bodies.record,
           'ops.*.version': [1, 2],
           'parts.*.part_number': [1],
-          'parts.*.etag': ['"0"'],
+          'parts.*.etag': [partEtag],
           size: [UPLOADED.length],
+          ...(id === 'uploadsComplete' ? { '': [{ parts: [{ part_number: 1, etag: partEtag }], size: UPLOADED.length }] } : {}),
           user_id: ['user-1'],
           '$query.sort': ['id', '-n', 'title', 'created_at', '-updated_at', 'nope'],
+          '$query.filter[<field>]': ['1', 'true', 'title r1', '2026-01-01T00:00:00.000Z'],
+          '$query.filter[<field>][<op>]': ['1', '1,2', '2026-01-01T00:00:00.000Z', 'x'],
           '$query.limit': ['1', '5', '100'],
           '$query.q': ['title', 'fuzzed'],
           '$query.file_sha256': [fileSha],
@@ -164,6 +172,8 @@ export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
           ...(id === 'collectionsPut' ? { '': [{ mode: 'free' }, { fields: typedFields.slice(0, 3) }, { fields: [{ name: 'a', type: 'text' }], rules: { list: 'public', view: '@request.auth.id != ""' } }] } : {}),
         },
         placeholderNames: ['title', 'n', 'price', 'flag', 'when', 'id', 'created_at', 'nope', '__proto__'],
+        // The file's bytes (a PUT of them stores it), the upload's part, none, and others.
+        rawBodies: [new TextDecoder().decode(FILE), new TextDecoder().decode(UPLOADED), '', 'x'],
       };
       // Collection definitions change on the scratch collections only: the others keep the shape the record routes are fuzzed on.
       if (id === 'collectionsPut') base.contexts = [{ database: DB, collection: 'scratch' }, { database: DB, collection: 'scratch_two' }];

@@ -62,7 +62,9 @@ const forbids = (s: Schema) => typeof s === 'object' && s.not !== undefined && (
 export function valueOf(ctx: SchemaContext, schema: Schema, path: Path = [], depth = 0): fc.Arbitrary<unknown> {
   const core = coreOf(ctx, deref(ctx, schema), path, depth);
   const hints = ctx.hints?.(hintKey(path)) ?? [];
-  return hints.length ? fc.oneof({ weight: 2, arbitrary: fc.constantFrom(...hints).map((v) => clone(v)) }, { weight: 3, arbitrary: core }) : core;
+  // A parameter's schema is mostly a bare string (a sort key, a filter value): its hints are what reach the handler.
+  const weight = typeof path[0] === 'string' && path[0].startsWith('$') ? 3 : 2;
+  return hints.length ? fc.oneof({ weight, arbitrary: fc.constantFrom(...hints).map((v) => clone(v)) }, { weight: 5 - weight, arbitrary: core }) : core;
 }
 
 function coreOf(ctx: SchemaContext, s: Schema, path: Path, depth: number): fc.Arbitrary<unknown> {
