@@ -48,7 +48,7 @@ if (role === 'http') {
 
   const { urls } = running;
   const lines = [`AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
-  lines.push(`Operations  ${running.opsUrl}  (GET /healthz, GET /readyz; OPS_PORT)`);
+  lines.push(`Operations  ${running.opsUrl}  (GET /healthz, GET /readyz, the API reference at /docs and /openapi/{ai,data,events}.json; OPS_PORT)`);
   lines.push(
     `(${workers === 1 ? 'one process serving' : `${workers} worker processes serving`}, LOCAL_WORKERS; ${backgroundWorkers} background process${backgroundWorkers === 1 ? '' : 'es'} for queued work, BACKGROUND_WORKERS)`,
   );
