@@ -17,7 +17,8 @@ import { startFakeOpenAi } from '../fake-openai.js';
 import { fakeVector, startFakeEmbedder } from '../fake-embedder.js';
 import { closeServer, listen } from '../servers.js';
 import { settledCollection, uploadFile, type Client } from '../knowledge-calls.js';
-import type { Operation, OperationFixtures } from './requests.js';
+import type { Credential, Operation, OperationFixtures } from './requests.js';
+import { PublishableKeys } from '../../../lambdas/auth/publishable-keys.js';
 
 export interface ApiFixtures {
   baseUrl: string;
@@ -58,12 +59,18 @@ async function must(what: string, r: Promise<Called>, ...ok: number[]): Promise<
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 /** The OAuth token route's real client, for each API (its answers differ from every other route's). */
-async function oauthClient(p: TestPlatform, capabilities: ('ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision')[] = []) {
+async function oauthClient(p: TestPlatform, baseUrl: string, capabilities: ('ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision')[] = []) {
   const now = () => p.engine.clock.now();
   const app = await new Tenants(p.engine.kv, now).createApplication(p.credentials.workspace_id, `fuzz-${randomUUID().slice(0, 8)}`, capabilities);
   const client = await new OAuthClients(p.engine.kv, now).create(app.id);
-  return { app, client };
+  // Its access token: the oauth_client credential of the requests (bound to the application).
+  const res = await fetch(`${baseUrl}/v1/oauth/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: client.client_id, client_secret: client.client_secret }) });
+  if (res.status !== 200) throw new Error(`fuzz fixture token: ${res.status} ${await res.text()}`);
+  const token = ((await res.json()) as { access_token: string }).access_token;
+  return { app, client, token };
 }
+
+const bearerOf = (kind: string, token: string, extra: Record<string, string> = {}): Credential => ({ kind, headers: { authorization: `Bearer ${token}`, ...extra } });
 
 /** The token request's fields, and (for the token route only) the whole request that gets a token. */
 const oauthHints = (client: { client_id: string; client_secret: string }, operationId: string) => ({
@@ -83,10 +90,15 @@ const UPLOADED = new TextEncoder().encode('a file uploaded in parts\n');
 
 export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
   const url = p.urls.data;
-  const key = p.credentials.secret_key;
-  const { app, client } = await oauthClient(p);
-  // The end-user token route takes only a key bound to an application.
-  const appKey = (await new Tenants(p.engine.kv, () => p.engine.clock.now()).createSecretKey(p.credentials.organization_id, app.id)).key;
+  const orgKey = p.credentials.secret_key;
+  const { app, client, token } = await oauthClient(p, url);
+  // An application's databases are its own: the things to act on are made with a secret key bound to
+  // the application, so its OAuth token, its users' tokens and its publishable key reach them too (and
+  // the end-user token route takes only such a key).
+  const key = (await new Tenants(p.engine.kv, () => p.engine.clock.now()).createSecretKey(p.credentials.organization_id, app.id)).key;
+  const origin = 'https://fuzz.example';
+  const publishable = (await new PublishableKeys(p.engine.kv, () => p.engine.clock.now()).create(app.id, [origin])).key;
+  const endUser = (await must('end-user token', call(url, key, 'POST', '/v1/end-user-tokens', { user_id: 'fuzz-user' }))).token as string;
   await must('database', call(url, key, 'PUT', `/v1/databases/${DB}`));
   await must('free collection', call(url, key, 'PUT', `/v1/databases/${DB}/collections/things`, { mode: 'free' }));
   const typedFields = [
@@ -100,7 +112,7 @@ export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
     { name: 'other', type: 'relation', target: 'things' },
     { name: 'file', type: 'blob' },
   ];
-  await must('typed collection', call(url, key, 'PUT', `/v1/databases/${DB}/collections/typed`, { fields: typedFields, rules: { list: 'public', view: 'public', create: null, update: null, delete: null } }));
+  await must('typed collection', call(url, key, 'PUT', `/v1/databases/${DB}/collections/typed`, { fields: typedFields, rules: { list: 'public', view: 'public', create: 'users', update: null, delete: null } }));
   const fileSha = sha256(FILE);
   const uploadSha = sha256(UPLOADED);
   let uploadId = '';
@@ -145,10 +157,20 @@ export async function dataFixtures(p: TestPlatform): Promise<ApiFixtures> {
     refresh,
     forOperation({ op }) {
       const id = op.operationId as string;
-      const credential = id === 'endUserTokensCreate' ? appKey : key;
       const base: OperationFixtures = {
         contexts: contexts(),
-        headers: () => ({ authorization: `Bearer ${credential}` }),
+        // The application's key most often; its OAuth token, a user's token and a page's publishable key
+        // (from its origin) as the collections' rules allow them (the typed one: anyone lists and views, users create).
+        credentials: [
+          bearerOf('secret_key', key),
+          bearerOf('secret_key', key),
+          bearerOf('oauth_client', token),
+          bearerOf('end_user', endUser),
+          bearerOf('publishable_key', publishable, { origin }),
+          // The bootstrap's organization-wide key: the application's databases are not its own.
+          bearerOf('secret_key', orgKey),
+        ],
+        headers: () => ({}),
         hints: {
           ...oauthHints(client, id),
           'ops.*.collection': ['things', 'typed'],
@@ -189,7 +211,7 @@ export async function eventsFixtures(p: TestPlatform): Promise<ApiFixtures> {
   const url = p.urls.events;
   const key = p.credentials.secret_key;
   const ws = p.credentials.workspace_id;
-  const { client } = await oauthClient(p);
+  const { client, token } = await oauthClient(p, url);
   // Webhook subscriptions deliver to a receiver on loopback (EVENTS_ALLOW_LOOPBACK_WEBHOOKS set by the test).
   const receiver = http.createServer((req, res) => {
     req.resume();
@@ -217,7 +239,8 @@ export async function eventsFixtures(p: TestPlatform): Promise<ApiFixtures> {
     forOperation({ op }) {
       return {
         contexts: subscriptions.map((s) => ({ workspace_id: ws, subscription_id: s, event_id: leases[1] ?? 'evt_00000000000000000000000000' })),
-        headers: () => ({ authorization: `Bearer ${key}` }),
+        credentials: [bearerOf('secret_key', key), bearerOf('secret_key', key), bearerOf('oauth_client', token)],
+        headers: () => ({}),
         hints: {
           ...oauthHints(client, String(op.operationId)),
           'types.*': ['fuzz.*', '*', 'fuzz.made', 'order.paid'],
@@ -270,7 +293,7 @@ export async function aiFixtures(p: TestPlatform): Promise<ApiFixtures> {
   const key = p.credentials.secret_key;
   const org = p.credentials.organization_id;
   const client: Client = { url, key };
-  const { client: oauth } = await oauthClient(p);
+  const { client: oauth, token } = await oauthClient(p, url, ['ai.chat', 'ai.embeddings', 'knowledge', 'decision']);
   const [chat, embedder, runs] = await Promise.all([startFakeOpenAi(), startFakeEmbedder(), runUpstreams()]);
   const routes = new ModelRoutes(p.engine.kv, () => p.engine.clock.now());
   await routes.set(org, { id: 'chat-main', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: chat.baseUrl, upstream_model: 'gpt-fake', default: true, timeout_ms: 5_000 });
@@ -346,8 +369,9 @@ export async function aiFixtures(p: TestPlatform): Promise<ApiFixtures> {
       const models: Record<string, string[]> = { chatCompletions: ['chat-main', 'auto'], embeddings: ['embed-main', 'auto'], run: ['run', 'judge', 'auto'] };
       return {
         contexts: contexts.length ? contexts : [{ document_id: 'doc-1' }],
+        credentials: [bearerOf('secret_key', key), bearerOf('secret_key', key), bearerOf('oauth_client', token)],
         // A fresh operation id each request (a repeated one replays an answer, or is a conflict).
-        headers: () => ({ authorization: `Bearer ${key}`, ...opId() }),
+        headers: () => opId(),
         hints: {
           ...oauthHints(oauth, id),
           model: models[id] ?? [],

@@ -39,7 +39,7 @@ export function namesBroken(param: unknown, broken: NonNullable<FuzzRequest['bro
   if (typeof param !== 'string') return false;
   if (broken.where === 'header') return param.toLowerCase() === broken.name.toLowerCase();
   if (broken.where !== 'body') return param === broken.name;
-  return param === broken.name || broken.name.startsWith(`${param}.`) || param.startsWith(`${broken.name}.`);
+  return param === broken.name || broken.name.startsWith(`${param}.`) || param.startsWith(`${broken.name}.`) || (broken.alsoNamed ?? []).includes(param);
 }
 
 /** What is wrong with the answer to any request: a 5xx, or an exchange the document does not describe. */
@@ -105,5 +105,5 @@ export function describeExchange(req: FuzzRequest, answer: Answer): string {
     .filter(([k]) => k.toLowerCase() !== 'authorization')
     .map(([k, v]) => `${k}: ${v.slice(0, 80)}`)
     .join('; ');
-  return `${req.method} ${req.target.slice(0, 300)}${headers ? ` [${headers}]` : ''}${req.body ? ` body ${req.body.text.slice(0, 400)}` : ''} -> ${answer.status} ${answer.text.slice(0, 300)}`;
+  return `${req.method} ${req.target.slice(0, 300)} (${req.credential ?? 'no credential'})${headers ? ` [${headers}]` : ''}${req.body ? ` body ${req.body.text.slice(0, 400)}` : ''} -> ${answer.status} ${answer.text.slice(0, 300)}`;
 }

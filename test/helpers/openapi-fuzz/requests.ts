@@ -24,6 +24,8 @@ export interface Broken {
   /** The parameter or header name, or the body field's dotted path ('' for the body as a whole). */
   name: string;
   kind: string;
+  /** Other places the answer may name (the fields of a union's other branches). */
+  alsoNamed?: string[];
 }
 
 export interface FuzzRequest {
@@ -35,13 +37,23 @@ export interface FuzzRequest {
   broken?: Broken;
   /** For a broken request: the same request unbroken (to tell a misnamed fault from another place's). */
   base?: FuzzRequest;
+  /** The kind of credential it carries. */
+  credential?: string;
+}
+
+/** A credential a request can carry: its kind (a security scheme's name in the documents) and its headers. */
+export interface Credential {
+  kind: string;
+  headers: Record<string, string>;
 }
 
 /** What the fixtures add to an operation's requests. */
 export interface OperationFixtures {
+  /** The credentials to send (one per request, among those the operation's `security` takes; listed twice: drawn twice as often). */
+  credentials: Credential[];
   /** Real path parameter sets (each naming every path parameter of the operation it fits). */
   contexts: Record<string, string>[];
-  /** Header values always sent (credentials); a broken request never breaks these. */
+  /** Header values always sent (an operation id); a broken request never breaks these. */
   headers(): Record<string, string>;
   /** Values worth sending at a body place (dotted, `*` for indexes), besides the document's examples. */
   hints: Record<string, unknown[]>;
@@ -188,9 +200,7 @@ export function requestSpace(ctx: SchemaContext, operation: Operation, fixtures:
   const rawArb = raw && !media.length ? fc.constantFrom(...(fixtures.rawBodies ?? ['', 'bytes'])).map((text) => ({ type: raw === '*/*' ? 'application/octet-stream' : raw, schema: true as Schema, value: text, raw: true })) : undefined;
   const maybeBody = rawArb ?? (bodyRequired || !media.length ? bodyArb : fc.option(bodyArb, { nil: undefined, freq: 4 }));
 
-  // A route that takes no credential (the OAuth token exchange) reads Authorization as its own (HTTP Basic): no bearer there.
-  const takesNone = Array.isArray(op.security) && op.security.length === 0;
-  const fixedHeaders = () => Object.fromEntries(Object.entries(fixtures.headers()).filter(([k]) => !(takesNone && k.toLowerCase() === 'authorization')));
+  const fixedHeaders = () => fixtures.headers();
   const build = (path: Record<string, string>, query: [string, string][], headers: Record<string, string>, body: { type: string; value: unknown; raw?: boolean } | undefined, broken?: Broken): FuzzRequest => {
     const url = template.replace(/\{(\w+)\}/g, (_, name: string) => encodeSegment(path[name]));
     const search = new URLSearchParams(query).toString();
@@ -237,7 +247,7 @@ export function requestSpace(ctx: SchemaContext, operation: Operation, fixtures:
       fc.tuple(real, queryArb, headerArb, valueArb, fc.nat()).map(([path, q, h, v, pick]) => {
         const b = type === 'application/x-www-form-urlencoded' ? breakForm(ctx, schema, v, pick) : breakAt(ctx, schema, v, pick);
         if (!b) return undefined;
-        return pair(build(path, q, h, { type, value: v }), build(path, q, h, { type, value: b.value }, { where: 'body', name: dotted(b.path), kind: b.kind }));
+        return pair(build(path, q, h, { type, value: v }), build(path, q, h, { type, value: b.value }, { where: 'body', name: dotted(b.path), kind: b.kind, ...('alsoNamed' in b && Array.isArray(b.alsoNamed) ? { alsoNamed: b.alsoNamed as string[] } : {}) }));
       }),
     );
   }
@@ -246,7 +256,14 @@ export function requestSpace(ctx: SchemaContext, operation: Operation, fixtures:
 
   const errorSchema = deref(ctx, op.responses?.['400']?.content?.['application/json']?.schema ?? true);
   const namesParams = typeof errorSchema === 'object' && deref(ctx, errorSchema.properties?.error ?? true) !== true && typeof (deref(ctx, errorSchema.properties?.error) as Json).properties?.param === 'object';
-  return { arbitrary: broken ? fc.oneof(valid, broken) : valid, namesParams };
+  // One of the credentials the operation takes; none on a route that takes none (the OAuth token
+  // exchange reads Authorization as its own, HTTP Basic).
+  const kinds = new Set(((op.security ?? []) as Json[]).flatMap((r) => Object.keys(r)));
+  const credentials = fixtures.credentials.filter((c) => kinds.has(c.kind));
+  const credential = credentials.length ? fc.constantFrom(...credentials) : fc.constant<Credential>({ kind: 'none', headers: {} });
+  const withCredential = (c: Credential, req: FuzzRequest): FuzzRequest => ({ ...req, credential: c.kind, headers: { ...c.headers, ...req.headers }, ...(req.base ? { base: withCredential(c, req.base) } : {}) });
+  const any = broken ? fc.oneof(valid, broken) : valid;
+  return { arbitrary: fc.tuple(credential, any).map(([c, req]) => withCredential(c, req)), namesParams };
 }
 
 /** The request's headers, lowercase: the fixtures' (credentials, a fresh operation id) win, except over the header broken on purpose. */

@@ -248,6 +248,11 @@ export interface Break {
   path: Path;
   /** The whole value with the fault in it (`undefined` at `path` when the field is left out). */
   value: unknown;
+  /**
+   * Other places an answer may name instead: a field left out of (or added to) an object that is one
+   * branch of a union makes it match no branch, and the other branches' fields are as right to name.
+   */
+  alsoNamed?: string[];
 }
 
 /** Every single-field way to break `value` (valid against `schema`), in a fixed order. */
@@ -302,7 +307,11 @@ function walk(ctx: SchemaContext, schema: Schema, v: unknown, path: Path, out: B
     // The branch the value took: its fields are the ones to break.
     const branch = union.find((b) => ctx.validates(typeof b === 'object' ? { ...withoutUnion(s as Json), ...b } : b, asParsed(v)));
     for (const r of replacements(ctx, s, v)) out.push({ kind: r.kind, path, value: r.value });
-    if (branch !== undefined) walkInside(ctx, deref(ctx, typeof branch === 'object' ? { ...withoutUnion(s), ...branch } : branch), v, path, out, depth);
+    const names = union.flatMap((b) => {
+      const d = deref(ctx, b);
+      return typeof d === 'object' ? [...Object.keys(d.properties ?? {}), ...((d.required ?? []) as string[])] : [];
+    });
+    if (branch !== undefined) walkInside(ctx, deref(ctx, typeof branch === 'object' ? { ...withoutUnion(s), ...branch } : branch), v, path, out, depth, [...new Set(names)].map((n) => [...path, n].join('.')));
     return;
   }
   if (Array.isArray(s.allOf)) s = mergeAll(ctx, s);
@@ -310,14 +319,15 @@ function walk(ctx: SchemaContext, schema: Schema, v: unknown, path: Path, out: B
   walkInside(ctx, s, v, path, out, depth);
 }
 
-function walkInside(ctx: SchemaContext, s: Schema, v: unknown, path: Path, out: Break[], depth: number): void {
+function walkInside(ctx: SchemaContext, s: Schema, v: unknown, path: Path, out: Break[], depth: number, alsoNamed?: string[]): void {
   if (typeof s !== 'object') return;
   if (v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof RawNumber)) {
     const record = v as Record<string, unknown>;
     const props = (s.properties ?? {}) as Record<string, Schema>;
-    for (const k of (s.required ?? []) as string[]) if (Object.hasOwn(record, k)) out.push({ kind: 'missing_required', path: [...path, k], value: undefined });
+    const also = alsoNamed ? { alsoNamed } : {};
+    for (const k of (s.required ?? []) as string[]) if (Object.hasOwn(record, k)) out.push({ kind: 'missing_required', path: [...path, k], value: undefined, ...also });
     if (s.additionalProperties === false) {
-      for (const k of ['fuzz_unknown', ...PROTOTYPE_KEYS]) if (!Object.hasOwn(props, k) && !Object.hasOwn(record, k)) out.push({ kind: 'unknown_field', path: [...path, k], value: 'x' });
+      for (const k of ['fuzz_unknown', ...PROTOTYPE_KEYS]) if (!Object.hasOwn(props, k) && !Object.hasOwn(record, k)) out.push({ kind: 'unknown_field', path: [...path, k], value: 'x', ...also });
     }
     if (s.propertyNames && typeof s.propertyNames === 'object') {
       for (const k of ['fuzz_unknown', '__proto__', 'constructor']) if (!Object.hasOwn(record, k) && !ctx.validates(s.propertyNames, k)) out.push({ kind: 'unknown_field', path: [...path, k], value: null });
