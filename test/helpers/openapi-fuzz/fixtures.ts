@@ -351,7 +351,7 @@ export async function aiFixtures(p: TestPlatform): Promise<ApiFixtures> {
       chunks.length = 0;
       for (const item of items[local]) {
         const listed = await call(url, key, 'GET', `/v1/collections/${local}/items/${item}/chunks?limit=5`);
-        for (const c of (listed.body?.data ?? listed.body?.chunks ?? []) as { id?: string; chunk_id?: string }[]) chunks.push(c.chunk_id ?? c.id ?? '');
+        for (const c of (listed.body?.data ?? []) as { chunk_id: string }[]) chunks.push(c.chunk_id);
       }
     }
   };
@@ -379,9 +379,9 @@ export async function aiFixtures(p: TestPlatform): Promise<ApiFixtures> {
           'documents.*.text': [KNOWN_TEXT],
           'documents.*.document_id': ['doc-1', 'doc-3'],
           query: ['ferry', KNOWN_TEXT],
-          vector: [[0.1, 0.2, 0.3], fakeVectorOf(KNOWN_TEXT)],
+          vector: [[0.1, 0.2, 0.3], fakeVector(KNOWN_TEXT)],
           'vectors.*.chunk_id': chunks.length ? chunks : ['chk_000000'],
-          'vectors.*.vector': [[0.1, 0.2, 0.3], fakeVectorOf(KNOWN_TEXT)],
+          'vectors.*.vector': [[0.1, 0.2, 0.3], fakeVector(KNOWN_TEXT)],
           ...(id === 'collectionsItemsCreate' ? { '': [{ text: KNOWN_TEXT, filename: 'a.md' }, { upload_id: doneUpload }, { text: 'x', filename: 'b.html', content_type: 'text/html' }] } : {}),
           ...(id === 'uploadsCreate' ? { sha256: [sha256(bytes)], size: [bytes.length] } : {}),
         },
@@ -393,7 +393,5 @@ export async function aiFixtures(p: TestPlatform): Promise<ApiFixtures> {
     },
   };
 }
-
-const fakeVectorOf = (text: string) => fakeVector(text);
 
 export const FIXTURES: Partial<Record<Api, (p: TestPlatform) => Promise<ApiFixtures>>> = { ai: aiFixtures, data: dataFixtures, events: eventsFixtures };

@@ -74,7 +74,7 @@ export const operationsOf = (document: Json): Operation[] =>
   );
 
 /** The document's examples as hints: every value of the request body's examples, by place. */
-function exampleHints(ctx: SchemaContext, op: Json): Map<string, unknown[]> {
+function exampleHints(op: Json): Map<string, unknown[]> {
   const hints = new Map<string, unknown[]>();
   const add = (key: string, v: unknown) => {
     const list = hints.get(key) ?? [];
@@ -90,7 +90,6 @@ function exampleHints(ctx: SchemaContext, op: Json): Map<string, unknown[]> {
     if (media.example !== undefined) collect(media.example, []);
     for (const e of Object.values((media.examples ?? {}) as Json)) if ((e as Json).value !== undefined) collect((e as Json).value, []);
   }
-  void ctx;
   return hints;
 }
 
@@ -151,7 +150,7 @@ export function requestSpace(ctx: SchemaContext, operation: Operation, fixtures:
   const pathParams = params.filter((p) => p.in === 'path');
   const queryParams = params.filter((p) => p.in === 'query');
   const headerParams = params.filter((p) => p.in === 'header' && !TRANSPORT_HEADERS.has(String(p.name).toLowerCase()));
-  const examples = exampleHints(ctx, op);
+  const examples = exampleHints(op);
   const hints = (key: string) => [...(fixtures.hints[key] ?? []), ...(examples.get(key) ?? [])];
   const bodyCtx: SchemaContext = { ...ctx, hints };
   const media = Object.entries((op.requestBody?.content ?? {}) as Json).filter(([type]) => type === 'application/json' || type === 'application/x-www-form-urlencoded');
