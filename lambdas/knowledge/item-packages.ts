@@ -279,4 +279,5 @@ async function countVectors(engine: Engine, item: Item, pkg: string, chunkIds: s
 }
 
 /** A body that must be `{}` (or none): re-processing takes nothing. */
-export const emptyBodySchema = onFirstUse(() => z.strictObject({}));
+// JSON null is no body, as an absent one is (the parse reads `body ?? {}`).
+export const emptyBodySchema = onFirstUse(() => z.nullable(z.strictObject({})));

@@ -157,7 +157,8 @@ export type StartUpload = z.output<ReturnType<typeof startUploadSchema>>;
 export const parseStartUpload = (body: unknown): StartUpload => parseBody(startUploadSchema(), body, { unknownField: 'unsupported_field' });
 
 /** POST /v1/uploads/{id}/complete takes `{}` (or no body): the parts are the ones the store holds. */
-export const completeUploadSchema = onFirstUse(() => z.strictObject({}));
+// JSON null is no body, as an absent one is (the parse reads `body ?? {}`).
+export const completeUploadSchema = onFirstUse(() => z.nullable(z.strictObject({})));
 export const parseCompleteUpload = (body: unknown): void => void parseBody(completeUploadSchema(), body ?? {}, { unknownField: 'unsupported_field' });
 
 /**

@@ -126,7 +126,7 @@ export const AI_ITEMS_OPERATIONS: OperationDocs = {
     description:
       'Puts a `done` or `failed` item back to `queued` to make a new package of its file (`409 item_not_ready` while it is queued or processing). The package served stays served until the new one is done, then its chunks disappear in that one write. An upload’s bytes must still be kept (`keep_source_hours`), else the item fails `source_expired`. Takes a queued-item slot as an add does (`429 rate_limited` at the cap). Once per `X-Operation-Id`.',
     path: PATH,
-    body: { description: '`{}`, or no body.', required: false, schema: emptyBodySchema, example: {} },
+    body: { description: '`{}`, `null`, or no body.', required: false, schema: emptyBodySchema, example: {} },
     responses: { 202: { description: 'The item, queued again.', headers: REPLAY, schema: itemViewSchema, example: { ...ITEM_FAILED, status: 'queued', error: null } } },
     errors: [...COLLECTION_ERRORS, ...OPERATION_ERRORS, 'unsupported_field', 'item_not_found', 'item_not_ready', 'rate_limited'],
   },

@@ -143,7 +143,7 @@ export const AI_KNOWLEDGE_OPERATIONS: OperationDocs = {
     description:
       'Every part must be there with its exact size (else `409 upload_incomplete`, naming the missing parts); the parts are joined and the whole file’s size and SHA-256 checked (a mismatch is `400 hash_mismatch`: the bytes are discarded and the upload is `pending` again with no parts). The call waits for the check `UPLOAD_CHECK_WITHIN_MS` (20 s): past it the answer is `202` with the upload `verifying`, `status_url` and `poll_after_seconds`, and the check finishes in the background (`GET` then reads `completed`, or `failed` with `error`). A completed upload answers `200` as it is; a verifying one `202`; a failed one its failure. Once per `X-Operation-Id`.',
     path: { id: UPLOAD_ID },
-    body: { name: 'UploadComplete', schema: completeUploadSchema, required: false, description: '`{}`: the parts are the ones the store holds.', example: {} },
+    body: { name: 'UploadComplete', schema: completeUploadSchema, required: false, description: '`{}` (or `null`, or no body): the parts are the ones the store holds.', example: {} },
     responses: {
       200: { description: 'Checked and kept: `status: completed`. The file is usable from now on.', name: 'Upload', schema: uploadViewSchema, example: COMPLETED_EXAMPLE, headers: REPLAY },
       202: {

@@ -53,7 +53,8 @@ export const needsOperationId = (route: RouteDef): boolean => takesOperationId(r
 
 /** The error codes every route like this one can answer, from the table alone. */
 export function commonErrors(route: RouteDef): ErrorCode[] {
-  const codes: ErrorCode[] = ['internal_error', 'service_unavailable'];
+  // Every route: headers past 16 KB are refused before any route runs (431; a long cursor reaches it), and the outages.
+  const codes: ErrorCode[] = ['request_header_fields_too_large', 'internal_error', 'service_unavailable'];
   const accepted = acceptedCredentials(route);
   const policy = API_POLICIES[route.api];
   if (accepted !== 'none') {

@@ -49,8 +49,8 @@ const rawBodyHeaders = (what: string): Record<string, HeaderDoc> => ({
   },
   'Upload-Length': {
     description:
-      'Announces the body instead of sending it (sent with no body): where the bytes go straight to the blob store (AWS, over the function limit) the answer is a `307` to where to send them; where they would come here anyway (locally, a small body) it is `411 length_required`. A malformed value is no announcement (docs/data/blobs.md, "Large files on AWS").',
-    schema: decimal,
+      'Announces the body instead of sending it (sent with no body): where the bytes go straight to the blob store (AWS, over the function limit) the answer is a `307` to where to send them; where they would come here anyway (locally, a small body) it is `411 length_required`. A value that is not a whole number of bytes is no announcement, and ignored (docs/data/blobs.md, "Large files on AWS").',
+    // Any text: a malformed value is ignored, not refused (the fuzzer sent `A` and got the file stored).
   },
 });
 

@@ -104,6 +104,7 @@ const STATUS_WORDS: Record<number, string> = {
   411: 'Content-Length is required.',
   413: 'The body is too large.',
   426: 'A WebSocket upgrade is required.',
+  431: 'The request line and headers are over 16 KB (a long cursor included).',
   429: 'Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent.',
   500: 'The service failed to answer (never with detail); retry later.',
   502: 'The upstream model answered with an error.',
@@ -200,7 +201,8 @@ function operation(route: RouteDef, doc: OperationDoc, schemas: Schemas): Json {
     if (responses[String(status)]) throw new Error(`${route.id}: status ${status} is both an answer of its own and an error code's (${list.join(', ')})`);
     responses[String(status)] = {
       description: STATUS_WORDS[status] ?? 'An error.',
-      headers: { ...answerHeaders(route), ...(status === 429 || status === 503 ? { 'Retry-After': { description: 'Seconds before a retry may succeed, where known.', schema: { type: 'string', pattern: '^\\d+$' } } } : {}) },
+      // A 431 is answered before any route runs: no request or operation id is made for it.
+      headers: { ...(status === 431 ? {} : answerHeaders(route)), ...(status === 429 || status === 503 ? { 'Retry-After': { description: 'Seconds before a retry may succeed, where known.', schema: { type: 'string', pattern: '^\\d+$' } } } : {}) },
       content: { 'application/json': { schema: errorSchema(status, list.sort()) } },
     };
   }

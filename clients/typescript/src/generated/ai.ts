@@ -1423,7 +1423,7 @@ export type components = {
             /** @description When the part URLs stop working at the latest (presigned ones); null where they do not expire. */
             part_urls_expire_at: string | null;
         };
-        UploadComplete: Record<string, unknown>;
+        UploadComplete: Record<string, unknown> | null;
         UploadPart: {
             part_number: number;
             size: number;
@@ -1737,6 +1737,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -2014,6 +2033,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2322,6 +2360,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2666,6 +2723,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -2962,6 +3038,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -3276,6 +3371,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -3510,6 +3624,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -3712,6 +3845,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -3967,6 +4119,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -4169,6 +4340,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -4439,6 +4629,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -4505,7 +4714,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description `{}`: the parts are the ones the store holds. */
+        /** @description `{}` (or `null`, or no body): the parts are the ones the store holds. */
         requestBody?: {
             content: {
                 /** @example {} */
@@ -4731,6 +4940,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -4900,6 +5128,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -5128,6 +5375,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -5338,6 +5604,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -5565,6 +5850,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -5828,6 +6132,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -6142,6 +6465,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -6356,6 +6698,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -6594,6 +6955,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -6665,11 +7045,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description `{}`, or no body. */
+        /** @description `{}`, `null`, or no body. */
         requestBody?: {
             content: {
                 /** @example {} */
-                "application/json": Record<string, unknown>;
+                "application/json": Record<string, unknown> | null;
             };
         };
         responses: {
@@ -6887,6 +7267,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -7139,6 +7538,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -7383,6 +7801,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -7663,6 +8100,25 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
                             message: string;
                             /** @enum {string} */
                             type: "invalid_request_error";
@@ -7971,6 +8427,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -8392,6 +8867,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -8574,6 +9068,25 @@ export interface operations {
                         error: {
                             /** @enum {string} */
                             code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
                             message: string;
                             /** @enum {string} */
                             type: "invalid_request_error";

@@ -642,6 +642,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -836,6 +855,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -971,6 +1009,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -1173,6 +1230,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -1367,6 +1443,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -1683,6 +1778,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -1891,6 +2005,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2154,6 +2287,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -2344,6 +2496,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2555,6 +2726,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2813,6 +3003,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -3105,6 +3314,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -3285,6 +3513,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -3337,7 +3584,7 @@ export interface operations {
             header?: {
                 /** @description The size of the file in bytes, required (`411 length_required` without it, as for a chunked body; HTTP clients send it for a body of known length), over 100 MiB is `413 payload_too_large` before a byte is read; bytes that do not add up to it are `400 hash_mismatch` and nothing is kept. */
                 "Content-Length"?: string;
-                /** @description Announces the body instead of sending it (sent with no body): where the bytes go straight to the blob store (AWS, over the function limit) the answer is a `307` to where to send them; where they would come here anyway (locally, a small body) it is `411 length_required`. A malformed value is no announcement (docs/data/blobs.md, "Large files on AWS"). */
+                /** @description Announces the body instead of sending it (sent with no body): where the bytes go straight to the blob store (AWS, over the function limit) the answer is a `307` to where to send them; where they would come here anyway (locally, a small body) it is `411 length_required`. A value that is not a whole number of bytes is no announcement, and ignored (docs/data/blobs.md, "Large files on AWS"). */
                 "Upload-Length"?: string;
             };
             path: {
@@ -3558,6 +3805,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -3713,6 +3979,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -3878,6 +4163,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -4111,6 +4415,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -4163,7 +4486,7 @@ export interface operations {
             header?: {
                 /** @description The size of the part in bytes, required (`411 length_required` without it, as for a chunked body; HTTP clients send it for a body of known length), over 100 MiB is `413 payload_too_large` before a byte is read; bytes that do not add up to it are `400 hash_mismatch` and nothing is kept. */
                 "Content-Length"?: string;
-                /** @description Announces the body instead of sending it (sent with no body): where the bytes go straight to the blob store (AWS, over the function limit) the answer is a `307` to where to send them; where they would come here anyway (locally, a small body) it is `411 length_required`. A malformed value is no announcement (docs/data/blobs.md, "Large files on AWS"). */
+                /** @description Announces the body instead of sending it (sent with no body): where the bytes go straight to the blob store (AWS, over the function limit) the answer is a `307` to where to send them; where they would come here anyway (locally, a small body) it is `411 length_required`. A value that is not a whole number of bytes is no announcement, and ignored (docs/data/blobs.md, "Large files on AWS"). */
                 "Upload-Length"?: string;
             };
             path: {
@@ -4374,6 +4697,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -4632,6 +4974,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -4792,6 +5153,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -4995,6 +5375,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };

@@ -585,6 +585,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -803,6 +822,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -983,6 +1021,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -1219,6 +1276,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -1395,6 +1471,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -1633,6 +1728,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -1900,6 +2014,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -2142,6 +2275,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2396,6 +2548,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -2580,6 +2751,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
@@ -2800,6 +2990,25 @@ export interface operations {
                     };
                 };
             };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
             /** @description The service failed to answer (never with detail); retry later. */
             500: {
                 headers: {
@@ -2964,6 +3173,25 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
