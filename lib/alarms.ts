@@ -41,6 +41,11 @@ export const QUEUE_AGE_ALARM_SECONDS: Readonly<Record<QueueName, number>> = {
    * running one in flight up to 600 s: half an hour means nobody finishes them (uploads stay `verifying`).
    */
   'upload-checks': 1800,
+  /**
+   * Job steps: sent with no delay, a failed one seen 5 times 60 s apart; a step that runs its whole
+   * STEP_BUDGET_MS sends itself again. Half an hour means nobody takes them.
+   */
+  'knowledge-jobs': 1800,
 };
 
 /** A 5xx (or failed-execution) rate alarms past this many percent of calls... */

@@ -45,6 +45,13 @@ export const QUEUES = {
    */
   knowledge: { maxReceives: 5, visibilitySeconds: 5040, localLeaseSeconds: 900, retrySeconds: 900 },
   /**
+   * Knowledge jobs (lambdas/knowledge/jobs/pipeline.ts, docs/ai/knowledge-jobs.md): one message per
+   * step of a job, and one per transcription piece. A step stops itself within STEP_BUDGET_MS and
+   * sends itself again, so no run nears its consumer's 900 s; a processor that dies is found by the
+   * jobs sweep through the job's own lease, not by this lease running out. Consumer: 900 s.
+   */
+  'knowledge-jobs': { maxReceives: 5, visibilitySeconds: 5400, localLeaseSeconds: 960, retrySeconds: 60 },
+  /**
    * SHA-256 checks of AI uploads whose complete call could not wait for them (lambdas/knowledge/uploads.ts,
    * docs/decisions/upload-checks.md): one message per upload, received after the call's deadline. Consumer: 600 s.
    */
