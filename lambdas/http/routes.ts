@@ -31,7 +31,9 @@ export type Grant =
   | 'vectors:read'
   | 'vectors:write'
   /** Bedrock's Rerank API, for rerank profiles of provider `bedrock` (openai-compatible ones need only `upstream-keys:read`). */
-  | 'rerankers:call';
+  | 'rerankers:call'
+  /** Runs ffprobe and ffmpeg (FFMPEG_PATH): on AWS the function gets the ffmpeg layer (lib/ffmpeg-layer.ts). */
+  | 'ffmpeg:run';
 
 export interface RouteDef {
   /** Stable id: `<api>.<resource>.<action>`. Names the function in the stack. */
