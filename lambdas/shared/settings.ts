@@ -133,6 +133,8 @@ export interface Settings {
   knowledgeMaxMemoryMb: number;
   knowledgeMaxCpuSeconds: number;
   knowledgeMaxQueuedItems: number;
+  knowledgeJobTranscriptionConcurrency: number;
+  knowledgeJobStepBudgetMs: number;
   backlogDegradedSeconds: number;
   aiPort: number;
   dataPort: number;
@@ -252,6 +254,18 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     wholeNumber(1, 1_000_000),
     500,
     'Items an organization may have queued or processing at once, over all its collections; past it, adding an item answers `429 rate_limited` with `Retry-After` (docs/decisions/knowledge-fairness.md).',
+  ),
+  knowledgeJobTranscriptionConcurrency: define(
+    'KNOWLEDGE_JOB_TRANSCRIPTION_CONCURRENCY',
+    wholeNumber(1, 64),
+    4,
+    "A knowledge job's transcription pieces (10 minutes of audio each) sent to the transcription route at once, each a message of its own (docs/ai/knowledge-jobs.md).",
+  ),
+  knowledgeJobStepBudgetMs: define(
+    'KNOWLEDGE_JOB_STEP_BUDGET_MS',
+    wholeNumber(1, 3_600_000),
+    600_000,
+    "How long one run of a knowledge job's step starts new calls, in ms: past it the step stores what it has and sends itself again, so no run nears Lambda's 15 minutes (default 10 minutes; lower it only to try the resumption).",
   ),
   backlogDegradedSeconds: define(
     'BACKLOG_DEGRADED_S',
