@@ -2,7 +2,7 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement, Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, type NodejsFunctionProps } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { Duration, Tags } from 'aws-cdk-lib';
+import { Duration, Size, Tags } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
@@ -186,6 +186,8 @@ export interface ConsumerFunctionProps {
   readonly retryAttempts?: number;
   /** Beside the shared 512 MB, for work that holds whole files. */
   readonly memorySize?: number;
+  /** /tmp beyond Lambda's 512 MiB, for work that writes whole files there (ffmpeg's input). */
+  readonly ephemeralStorageMiB?: number;
   /** It calls model routes' upstreams (grantUpstreams): its bundle keeps the upstream keys' port. */
   readonly upstreamKeys?: boolean;
 }
@@ -199,6 +201,7 @@ export function consumerFunction(scope: Construct, props: ConsumerFunctionProps)
     timeout: Duration.seconds(props.timeoutSeconds),
     retryAttempts: props.retryAttempts,
     ...(props.memorySize ? { memorySize: props.memorySize } : {}),
+    ...(props.ephemeralStorageMiB ? { ephemeralStorageSize: Size.mebibytes(props.ephemeralStorageMiB) } : {}),
     role,
     logGroup,
     environment: { [ENV.engine]: 'aws', ...props.environment },

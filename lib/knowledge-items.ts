@@ -5,6 +5,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import { ENV } from '../lambdas/shared/settings.js';
+import type { FfmpegLayer } from './ffmpeg-layer.js';
 import { consumerFunction, sqsSource } from './function-defaults.js';
 import { acknowledgeBlobPrefixes, acknowledgeGrantWildcards, acknowledgeTableIndexes, acknowledgeVectorIndexes } from './nag.js';
 import type { Queues } from './queues.js';
@@ -12,25 +13,31 @@ import { grantUpstreams } from './upstream-grants.js';
 import type { VectorBucket } from './vector-bucket.js';
 
 /**
- * Where knowledge keeps its bytes in the blob bucket (test/infra/knowledge-items.test.ts checks they
- * are the domain's): a completed upload's file (lambdas/knowledge/upload-keys.ts) and a collection's
- * packages and inline texts (lambdas/knowledge/collection-keys.ts).
+ * Where knowledge keeps its bytes in the blob bucket (test/infra/knowledge-items.test.ts and
+ * knowledge-jobs.test.ts check they are the domain's): a completed upload's file
+ * (lambdas/knowledge/upload-keys.ts), a collection's packages and inline texts
+ * (lambdas/knowledge/collection-keys.ts), and a knowledge job's given texts and step results
+ * (lambdas/knowledge/jobs/job-keys.ts).
  */
-export const KNOWLEDGE_BLOB_PREFIXES = { uploads: 'ai-uploads/', collections: 'knowledge/' } as const;
+export const KNOWLEDGE_BLOB_PREFIXES = { uploads: 'ai-uploads/', collections: 'knowledge/', jobs: 'knowledge-jobs/' } as const;
 
 /**
  * Sizing of the items function (docs/decisions/knowledge-items-aws.md). One item a message and one
  * message an invocation: a 100 MiB PDF parses for minutes, and a batch would make its neighbours wait
  * for it and come back with it when it fails. 840 s; the queue's visibility timeout is six times that
  * (sqsSource, lib/function-defaults.ts), a failed item's retry comes after 900 s (retrySeconds). 3,008 MB: the file is
- * held whole (100 MiB at most; a recording sent as it is, 25 MB), pdf.js's parsed document is several
+ * held whole (100 MiB at most for a document, 2 GiB for a recording), pdf.js's parsed document is several
  * times the file, and the text, chunks and package come on top; it is also the most a new account's
- * Lambda quota allows, and CPU grows with memory (parsing is CPU-bound). Ten instances at most: each
+ * Lambda quota allows, and CPU grows with memory (parsing and ffmpeg are CPU-bound). Ten instances at most: each
  * item embeds through the organization's limits and writes its workspace's index, throttled per index.
+ * 2,560 MiB of /tmp: ffmpeg (the ffmpeg layer) reads a recording from a file, at most 2 GiB
+ * (MAX_RECORDING_BYTES, lambdas/knowledge/processing.ts), and writes its audio pieces beside it (6 hours
+ * at 32 kbit/s, 86 MB).
  */
 export const KNOWLEDGE_ITEMS = {
   timeoutSeconds: 840,
   memorySize: 3008,
+  ephemeralStorageMiB: 2560,
   batchSize: 1,
   maxBatchingWindowSeconds: 0,
   maxConcurrency: 10,
@@ -41,6 +48,8 @@ export interface KnowledgeItemsProps {
   readonly bucket: Bucket;
   readonly queues: Queues;
   readonly vectors: VectorBucket;
+  /** ffmpeg and ffprobe: recordings cut into audio pieces before transcription. */
+  readonly ffmpeg: FfmpegLayer;
 }
 
 /** S3 Vectors actions processing sends: a package's vectors put, a replaced or failed package's deleted. No index is made or removed here. */
@@ -50,7 +59,8 @@ export const KNOWLEDGE_ITEMS_VECTOR_ACTIONS = ['s3vectors:PutVectors', 's3vector
  * The `knowledge` queue's consumer (lambdas/consumers/knowledge-items.ts): an SQS event source with
  * partial batch responses; a message that fails (the store failed) comes back after the queue's
  * retrySeconds and, past its receives, rests in `knowledge-dead` (its alarms are every queue's,
- * lib/alarms.ts; the function's errors alarm every function's, lib/operations.ts). IAM: the table read
+ * lib/alarms.ts; the function's errors alarm every function's, lib/operations.ts). It has the ffmpeg
+ * layer (FFMPEG_PATH: recordings cut into audio pieces, lib/ffmpeg-layer.ts). IAM: the table read
  * and written (items, counters, the gateway's limits, usage and activity), the source files read and
  * the packages read, written and deleted (blobPrefixGrants), the vector indexes written, the upstream
  * keys and Bedrock models (embeddings and transcriptions), and sending to `knowledge` only (a transient
@@ -69,6 +79,7 @@ export class KnowledgeItems extends Construct {
       description: 'knowledge: processes collection items into packages of cited chunks (knowledge queue; partial batch responses)',
       timeoutSeconds: KNOWLEDGE_ITEMS.timeoutSeconds,
       memorySize: KNOWLEDGE_ITEMS.memorySize,
+      ephemeralStorageMiB: KNOWLEDGE_ITEMS.ephemeralStorageMiB,
       upstreamKeys: true,
       environment: {
         [ENV.tableName]: props.table.tableName,
@@ -78,6 +89,7 @@ export class KnowledgeItems extends Construct {
       },
     });
     this.fn = fn;
+    props.ffmpeg.use(fn);
     fn.addEventSource(sqsSource(queue, KNOWLEDGE_ITEMS));
     props.table.grantReadWriteData(role);
     acknowledgeTableIndexes(this, props.table.tableArn);

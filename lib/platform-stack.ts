@@ -17,6 +17,8 @@ import { UploadsSweep } from './uploads-sweep.js';
 import { UploadChecks } from './upload-checks.js';
 import { CollectionsSweep } from './collections-sweep.js';
 import { KnowledgeItems } from './knowledge-items.js';
+import { KnowledgeJobs } from './knowledge-jobs.js';
+import { FfmpegLayer } from './ffmpeg-layer.js';
 import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
@@ -25,7 +27,7 @@ import { capConsumerConcurrency } from './consumer-concurrency.js';
 /** The WebSocket stage's access logs and the account's API Gateway CloudWatch role: the context value API_GATEWAY_CLOUDWATCH_ROLE_CONTEXT (lib/socket-api.ts). */
 export type PlatformStackProps = StackProps;
 
-/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep and checks, the knowledge queue's consumer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep and checks, the knowledge queue's consumer, the knowledge jobs' consumer with the ffmpeg layer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly vectors: VectorBucket;
@@ -44,6 +46,8 @@ export class PlatformStack extends Stack {
   readonly uploadChecks: UploadChecks;
   readonly collectionsSweep: CollectionsSweep;
   readonly knowledgeItems: KnowledgeItems;
+  readonly knowledgeJobs: KnowledgeJobs;
+  readonly ffmpeg: FfmpegLayer;
   readonly dataEdge: DataEdge;
   readonly alarms: AlarmTopic;
   readonly operations: Operations;
@@ -61,7 +65,9 @@ export class PlatformStack extends Stack {
     // Every alarm of the stack notifies this topic (docs/decisions/operations.md).
     this.alarms = new AlarmTopic(this, 'Alarms');
     const alarmAction = this.alarms.action;
-    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret, vectors: this.vectors };
+    // ffmpeg and ffprobe for arm64 Lambda: recordings' items, knowledge jobs and their start route (docs/decisions/ffmpeg-layer.md).
+    this.ffmpeg = new FfmpegLayer(this, 'Ffmpeg');
+    const targets = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, signing: this.signing, secret: this.secret, vectors: this.vectors, ffmpeg: this.ffmpeg };
     // The WebSocket API comes first: HTTP functions with connections:post need its endpoint.
     this.socket = new SocketApi(this, 'EventsSocket', { targets });
     const httpTargets = { ...targets, connections: this.socket.connections };
@@ -76,8 +82,10 @@ export class PlatformStack extends Stack {
     // AI uploads' SHA-256 checks that outlast their complete call (docs/decisions/upload-checks.md).
     this.uploadChecks = new UploadChecks(this, 'UploadChecks', { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues });
     // Collection items become packages of cited chunks: the knowledge queue's consumer (docs/decisions/knowledge-items-aws.md).
-    const knowledge = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, vectors: this.vectors };
+    const knowledge = { table: this.storage.table, bucket: this.storage.bucket, queues: this.queues, vectors: this.vectors, ffmpeg: this.ffmpeg };
     this.knowledgeItems = new KnowledgeItems(this, 'KnowledgeItems', knowledge);
+    // A recording becomes a cited knowledge base, a step a message: the knowledge-jobs queue's consumer (docs/decisions/knowledge-jobs-aws.md).
+    this.knowledgeJobs = new KnowledgeJobs(this, 'KnowledgeJobs', knowledge);
     // Expired knowledge collections' data (docs/decisions/knowledge-collections.md) and lost items, swept on a schedule.
     this.collectionsSweep = new CollectionsSweep(this, 'CollectionsSweep', knowledge);
     this.streamDelivery = new StreamDelivery(this, 'StreamDelivery', { table: this.storage.table, queues: this.queues, connections: this.socket.connections, secret: this.secret, signing: this.signing });

@@ -13,6 +13,7 @@ import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
 import type { VectorBucket } from './vector-bucket.js';
+import type { FfmpegLayer } from './ffmpeg-layer.js';
 import { acknowledgeGrantWildcards } from './nag.js';
 import { grantRerankers, grantUpstreams } from './upstream-grants.js';
 import { platformStackName } from './stack-name.js';
@@ -46,6 +47,8 @@ export interface GrantTargets {
   /** The vector bucket: `vectors:read` queries its indexes, `vectors:write` writes, makes and removes them. */
   readonly vectors: VectorBucket;
   readonly connections?: ConnectionsTarget;
+  /** ffmpeg and ffprobe for `ffmpeg:run` functions (the layer and FFMPEG_PATH). */
+  readonly ffmpeg?: FfmpegLayer;
 }
 
 export interface RouteFunctionProps {
@@ -66,12 +69,13 @@ export interface RouteFunctionProps {
 /**
  * The blob keys an API's routes use, where that is not the whole bucket: the AI API's uploads
  * (`ai-uploads/`, and `.staging/`, where the AWS blob store keeps a multipart upload until it is
- * complete: lambdas/engine/aws/blobs.ts) and knowledge's packages and inline texts (`knowledge/`). Its
+ * complete: lambdas/engine/aws/blobs.ts), knowledge's packages and inline texts (`knowledge/`) and
+ * knowledge jobs' given transcripts, notes and step results (`knowledge-jobs/`). Its
  * `blobs:read` / `blobs:write` are granted on these prefixes only, so an AI function cannot read or
  * change the Data API's files (docs/decisions/knowledge-items-aws.md).
  */
 export const API_BLOB_PREFIXES: Partial<Record<Api, readonly string[]>> = {
-  ai: [KNOWLEDGE_BLOB_PREFIXES.uploads, '.staging/', KNOWLEDGE_BLOB_PREFIXES.collections],
+  ai: [KNOWLEDGE_BLOB_PREFIXES.uploads, '.staging/', KNOWLEDGE_BLOB_PREFIXES.collections, KNOWLEDGE_BLOB_PREFIXES.jobs],
 };
 
 /** `ai.models.list` -> `AiModelsList`: construct ids derive from the route id. */
@@ -111,6 +115,7 @@ export class RouteFunction extends Construct {
       { upstreamKeys: grants.has('upstream-keys:read') },
     );
     Tags.of(this.fn).add(streamed?.tag ?? ROUTE_TAG, route.id);
+    if (grants.has('ffmpeg:run')) ffmpeg(route.id, targets).use(this.fn);
 
     const blobPrefixes = route.api ? API_BLOB_PREFIXES[route.api] : undefined;
     grantAccess(route.id, grants, targets, role, blobPrefixes);
@@ -201,6 +206,11 @@ function grantRateWindowWrite(t: GrantTargets, role: Role): void {
       conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': RATE_WINDOW_LEADING_KEYS } },
     }),
   );
+}
+
+function ffmpeg(routeId: string, t: GrantTargets): FfmpegLayer {
+  if (!t.ffmpeg) throw new Error(`route ${routeId} has ffmpeg:run but no ffmpeg layer is wired in`);
+  return t.ffmpeg;
 }
 
 function connections(routeId: string, t: GrantTargets): ConnectionsTarget {

@@ -15,6 +15,7 @@ vi.mock('../../lambdas/http/routes.js', async (importOriginal) => {
     { id: 'data.test.blobs-read', api: 'data', method: 'GET', path: '/v1/test/blobs/{key}', handler, grants: ['blobs:read'] },
     { id: 'data.test.blobs-write', api: 'data', method: 'PUT', path: '/v1/test/blobs/{key}', handler, grants: ['table:write', 'blobs:write'] },
     { id: 'events.test.publish', api: 'events', method: 'POST', path: '/v1/test/publish', handler, grants: ['queue:send', 'connections:post'] },
+    { id: 'ai.test.ffmpeg', api: 'ai', method: 'POST', path: '/v1/test/ffmpeg', handler, grants: ['table:read', 'ffmpeg:run'] },
   ];
   return { ...actual, ROUTES: [...actual.ROUTES, ...extra] };
 });
@@ -31,7 +32,7 @@ beforeAll(() => {
 describe('every grant kind', () => {
   it('sets only the environment each grant needs', () => {
     const fns = routeFunctions(template);
-    for (const id of ['data.test.blobs-read', 'data.test.blobs-write', 'events.test.publish']) {
+    for (const id of ['data.test.blobs-read', 'data.test.blobs-write', 'events.test.publish', 'ai.test.ffmpeg']) {
       expect(Object.keys(fns.get(id)!.props.Environment.Variables).sort(), id).toEqual(expectedEnvNames(route(id).grants));
     }
     const urls = JSON.stringify(fns.get('events.test.publish')!.props.Environment.Variables.QUEUE_URLS);
@@ -62,6 +63,17 @@ describe('every grant kind', () => {
       expect(targets, name).not.toContain(stack.getLogicalId(deadLetterQueue.node.defaultChild as any));
     }
     expect(actionsOf(statements).filter((a) => /Receive|Delete|Purge/.test(a))).toEqual([]);
+  });
+
+  it("ffmpeg:run gives the function the stack's ffmpeg layer, FFMPEG_PATH at its ffmpeg, and no IAM", () => {
+    const fn = routeFunctions(template).get('ai.test.ffmpeg')!;
+    // The AI API's nested stack gets the layer's ARN from the parent (flatTemplate puts the parent's reference back).
+    expect(fn.props.Layers).toEqual([{ Ref: stack.getLogicalId(stack.ffmpeg.layer.node.defaultChild as any) }]);
+    expect(fn.props.Environment.Variables.FFMPEG_PATH).toBe('/opt/bin/ffmpeg');
+    const without = routeFunctions(template).get('events.test.publish')!;
+    expect(without.props.Layers).toBeUndefined();
+    // Running a program is no AWS call: table:read's grants only.
+    expect(actionsOf(allowedStatements(template, fn)).filter((a) => !/^(dynamodb|kms|logs):/.test(a))).toEqual([]);
   });
 
   it('connections:post on an HTTP route reaches the WebSocket stage', () => {

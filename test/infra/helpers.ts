@@ -201,6 +201,7 @@ export function expectedEnvNames(grants: readonly Grant[]): string[] {
   if (g.has('connections:table')) names.push(ENV.connectionsTable);
   if (g.has('secret:read')) names.push(ENV.serverSecretArn);
   if (g.has('vectors:read') || g.has('vectors:write')) names.push(ENV.vectorBucketName);
+  if (g.has('ffmpeg:run')) names.push(ENV.ffmpegPath);
   return names.sort();
 }
 

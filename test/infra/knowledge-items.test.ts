@@ -12,6 +12,7 @@ import { QUEUES } from '../../lambdas/engine/queues.js';
 import { packageBlobKey, sourceBlobKey } from '../../lambdas/knowledge/collection-keys.js';
 import { uploadBytesKey } from '../../lambdas/knowledge/upload-keys.js';
 import { ENV } from '../../lambdas/shared/settings.js';
+import { FFMPEG_LAYER_PATHS } from '../../lib/ffmpeg-layer.js';
 import { ENTRY_METADATA, type EntryMetadata } from '../../lib/function-defaults.js';
 import { KNOWLEDGE_BLOB_PREFIXES, KNOWLEDGE_ITEMS } from '../../lib/knowledge-items.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
@@ -61,12 +62,16 @@ describe('the knowledge queue consumer', () => {
     expect(fn.props.Timeout).toBe(KNOWLEDGE_ITEMS.timeoutSeconds);
     expect(6 * fn.props.Timeout).toBeLessThanOrEqual(QUEUES.knowledge.visibilitySeconds);
     expect(fn.props.MemorySize).toBe(3008);
-    // No ffmpeg on Lambda (docs/decisions/knowledge-media.md): nothing is written to /tmp, which keeps Lambda's default.
-    expect(fn.props.EphemeralStorage).toBeUndefined();
+    // ffmpeg (the layer) reads a recording from /tmp: up to 2 GiB, with its audio pieces beside it.
+    expect(fn.props.EphemeralStorage).toEqual({ Size: KNOWLEDGE_ITEMS.ephemeralStorageMiB });
+    // Above the 2 GiB a recording may be (MAX_RECORDING_BYTES, lambdas/knowledge/processing.ts).
+    expect(KNOWLEDGE_ITEMS.ephemeralStorageMiB).toBeGreaterThan(2048);
   });
 
-  it("has the table, the blob bucket, the vector bucket and the knowledge queue's URL in its environment, and the upstream keys in its bundle", () => {
-    expect(Object.keys(fn.props.Environment.Variables).sort()).toEqual([ENV.engine, ENV.tableName, ENV.bucketName, ENV.vectorBucketName, ENV.queueUrls, ...RUNTIME_ENV_NAMES].sort());
+  it("has the table, the blob bucket, the vector bucket, the knowledge queue's URL and the ffmpeg layer's ffmpeg in its environment, and the upstream keys in its bundle", () => {
+    expect(Object.keys(fn.props.Environment.Variables).sort()).toEqual([ENV.engine, ENV.tableName, ENV.bucketName, ENV.vectorBucketName, ENV.queueUrls, ENV.ffmpegPath, ...RUNTIME_ENV_NAMES].sort());
+    expect(fn.props.Environment.Variables[ENV.ffmpegPath]).toBe(FFMPEG_LAYER_PATHS.ffmpeg);
+    expect(fn.props.Layers).toEqual([{ Ref: flatLogicalId(stack.ffmpeg.layer.node.defaultChild as never) }]);
     expect(JSON.stringify(fn.props.Environment.Variables[ENV.queueUrls])).toContain(`{\\"knowledge\\":\\"`);
     expect(JSON.stringify(fn.props.Environment.Variables[ENV.queueUrls])).not.toContain('dead');
     const construct = stack.knowledgeItems.fn;
@@ -118,7 +123,7 @@ describe('the knowledge queue consumer', () => {
 });
 
 describe("the AI API's routes", () => {
-  it('hold blob grants on its prefixes only (uploads, their multipart staging, knowledge), never the whole bucket; Data routes keep theirs', () => {
+  it('hold blob grants on its prefixes only (uploads, their multipart staging, knowledge, knowledge jobs), never the whole bucket; Data routes keep theirs', () => {
     const bucket = arn(flatLogicalId(stack.storage.bucket.node.defaultChild as never));
     const functions = routeFunctions(template);
     const objectResources = (route: string) =>

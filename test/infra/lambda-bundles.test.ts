@@ -422,6 +422,18 @@ function caseOf(f: StackFunction): Case {
       },
     };
   }
+  if (f.name === 'knowledge-jobs') {
+    const step = { org: 'org_1', app: '-', job: `job_${'0'.repeat(26)}`, step: 'probe' };
+    return {
+      events: [sqsEvent(JSON.stringify(step)), sqsEvent('not a job message')],
+      check([gone, dropped], calls) {
+        // A step of a job that is not there (or no longer running) is done with; a message that names no job is dropped (it never would succeed).
+        expect(gone, JSON.stringify(gone)).toEqual({ batchItemFailures: [] });
+        expect(dropped).toEqual({ batchItemFailures: [] });
+        onlyDynamo(calls);
+      },
+    };
+  }
   if (f.name === 'upload-checks') {
     const check = { org: 'org_1', id: `upl_${'0'.repeat(32)}`, engine_upload_id: 'engine-upload-1' };
     return {
@@ -471,12 +483,12 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat, the ten consumers and the upload relay', () => {
+  it('the stack has a function for every route, the streaming chat, the eleven consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 13);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 14);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });
