@@ -122,3 +122,35 @@ export async function recordingFile(opts: RecordingFileOptions): Promise<Uint8Ar
     await rm(dir, { recursive: true, force: true });
   }
 }
+
+export interface RecordingAtOptions {
+  seconds: number;
+  /** `moving` (`testsrc2`: every few seconds looks different, the default), `still` (plain blue, every frame the same) or `none`. */
+  picture?: 'moving' | 'still' | 'none';
+  /** A 440 Hz tone (default true). */
+  audio?: boolean;
+  /** Picture size (default 160x120, 10 frames a second). */
+  size?: string;
+  /** Video bitrate (e.g. `8M`) over a noisy picture that cannot be compressed: a file large for its length. */
+  videoBitrate?: string;
+}
+
+/**
+ * A recording written by ffmpeg at `path` from its own sources; the extension picks the container
+ * (MP4 is written with its index at the front, `+faststart`, as a reader over HTTP wants it).
+ */
+export async function recordingAt(path: string, opts: RecordingAtOptions): Promise<string> {
+  const { seconds, picture = 'moving', audio = true, size = '160x120', videoBitrate } = opts;
+  const frames = `duration=${seconds}:size=${size}:rate=10`;
+  const source = picture === 'still' ? `color=c=blue:${frames}` : `testsrc2=${frames}${videoBitrate ? ',noise=alls=30:allf=t' : ''}`;
+  const video = picture === 'none' ? [] : ['-f', 'lavfi', '-i', source];
+  const tone = audio ? ['-f', 'lavfi', '-i', `sine=frequency=440:duration=${seconds}`] : [];
+  const mp4 = /\.(mp4|m4a|mov)$/.test(path);
+  const codecs = [
+    ...(picture !== 'none' && mp4 ? ['-c:v', 'mpeg4', ...(videoBitrate ? ['-b:v', videoBitrate] : [])] : []),
+    ...(audio && mp4 ? ['-c:a', 'aac'] : []),
+    ...(mp4 ? ['-movflags', '+faststart'] : []),
+  ];
+  await promisify(execFile)('ffmpeg', ['-nostdin', '-v', 'error', '-y', ...video, ...tone, ...codecs, path]);
+  return path;
+}

@@ -42,13 +42,13 @@ export type TrackFailure = { failed: ExtractFailure; message?: string };
 export const NO_FFMPEG = { missing: 'ffmpeg' } as const;
 
 /** ffprobe is looked for beside ffmpeg (both come in Debian's package and in static builds). */
-function programs(): { ffmpeg: string; ffprobe: string } {
+export function programs(): { ffmpeg: string; ffprobe: string } {
   const ffmpeg = settings().ffmpegPath;
   return { ffmpeg, ffprobe: ffmpeg.includes('/') ? join(dirname(ffmpeg), 'ffprobe') : 'ffprobe' };
 }
 
 /** Not there, or not a program this process may run. */
-const isMissing = (error: unknown) => ['ENOENT', 'EACCES'].includes((error as { code?: string })?.code ?? '');
+export const isMissing = (error: unknown) => ['ENOENT', 'EACCES'].includes((error as { code?: string })?.code ?? '');
 /** execFile killed it at its `timeout`. */
 const isTimeout = (error: unknown) => (error as { killed?: unknown })?.killed === true;
 
@@ -130,7 +130,7 @@ export async function withAudioPieces<T>(
 }
 
 /** More than the MP3 encoder's padding at the end of its output (a frame of 72 ms at 16 kHz, and its delay). */
-const END_PADDING_SECONDS = 0.2;
+export const END_PADDING_SECONDS = 0.2;
 
 /**
  * The piece length that cuts `duration` into equal pieces of about `pieceSeconds` at most: not 10
@@ -138,7 +138,7 @@ const END_PADDING_SECONDS = 0.2;
  * audio under 0.1 s, and a piece of a second is a call for nothing). A piece may
  * be over `pieceSeconds` by 1% of it (at most a second: a few kB); an unknown duration cuts at `pieceSeconds`.
  */
-function evenPieces(duration: number, pieceSeconds: number): number {
+export function evenPieces(duration: number, pieceSeconds: number): number {
   if (!(duration > 0)) return pieceSeconds;
   const slack = Math.min(1, pieceSeconds / 100);
   return duration / Math.max(1, Math.ceil((duration - slack) / pieceSeconds));
