@@ -55,6 +55,8 @@ export const ERROR_STATUS = {
   capability_not_enabled: 403,
   field_not_allowed: 403,
   route_forbidden: 403,
+  // Spec 7, price above the cap: a knowledge job's max_price_usd over the organization's cap
+  // (`org limits --knowledge-job-cap-usd`), or its estimate over max_price_usd or the budget left.
   budget_exceeded: 403,
   origin_not_allowed: 403,
   secret_key_in_browser: 403,
@@ -62,6 +64,8 @@ export const ERROR_STATUS = {
   account_required: 403,
   vector_database_disabled: 403,
   collections_disabled: 403,
+  // Knowledge jobs switched off for the organization (`org features --disable knowledge`).
+  knowledge_disabled: 403,
   // 404: unknown resource
   not_found: 404,
   database_not_found: 404,
@@ -73,6 +77,8 @@ export const ERROR_STATUS = {
   dead_event_not_found: 404,
   document_not_found: 404,
   item_not_found: 404,
+  // No knowledge job of that id for the caller (another organization's or application's job included).
+  job_not_found: 404,
   // 409: conflict
   already_exists: 409,
   unique_violation: 409,
@@ -92,6 +98,8 @@ export const ERROR_STATUS = {
   upload_completed: 409,
   // A collection item's chunks, package or vectors asked for before its processing is done (or after it failed).
   item_not_ready: 409,
+  // Cancelling a knowledge job already finished (completed, failed or cancelled).
+  job_finished: 409,
   // other client statuses
   collection_expired: 410,
   length_required: 411,
