@@ -9,7 +9,7 @@ import type { Engine } from '../engine/ports.js';
 import { LIST_MAX, Tenants, TenantError, type ListOptions, type ListPage, type SecretKeyRecord } from '../auth/tenants.js';
 import type { Capability } from '../auth/principal.js';
 import { ModelRouteError, ModelRoutes } from '../ai/model-routes.js';
-import { AiOrgSettings, OrgSettingsError, type AiLimits } from '../ai/org-settings.js';
+import { AiOrgSettings, OrgSettingsError, type OrgAiLimits } from '../ai/org-settings.js';
 import { AiKeyLimits, AiLimitsError, budgetState, checkLimits, keyScope, orgScope } from '../ai/limits.js';
 import { AiKeyRoutes, AiKeyRoutesError } from '../ai/key-routes.js';
 import { OAuthClients } from '../auth/oauth-clients.js';
@@ -42,6 +42,12 @@ const LIMIT_OPTIONS = {
   'budget-usd': { type: 'string', value: 'X', help: 'USD on priced routes in all (`429 budget_exhausted`)' },
 } as const;
 const LIMIT_FIELDS = { rpm: 'rpm', tpm: 'tpm', concurrency: 'concurrency', 'budget-usd': 'budget_usd' } as const;
+// An organization's only: what a knowledge job may be priced at, not a limit of its calls.
+const ORG_LIMIT_OPTIONS = {
+  ...LIMIT_OPTIONS,
+  'knowledge-job-cap-usd': { type: 'string', value: 'X', help: 'the highest `max_price_usd` a knowledge job may be started with (above it `403 budget_exceeded`; no cap by default)' },
+} as const;
+const ORG_LIMIT_FIELDS = { ...LIMIT_FIELDS, 'knowledge-job-cap-usd': 'knowledge_job_cap_usd' } as const;
 const LIMITS_NOTE = '`none` lifts a limit, an option left out keeps it, no option only shows them';
 const CACHE_NOTE = 'changes reach a running server within `MODEL_ROUTES_CACHE_MS`';
 
@@ -103,12 +109,20 @@ async function existingOrg(e: Engine, o: Options): Promise<string> {
   return id;
 }
 
+const isNone = (o: Options, name: string) => String(o[name]).trim().toLowerCase() === 'none';
+
+/**
+ * A route's price option: a number, or `none` for no price (as leaving it out: `route set` writes the
+ * whole route).
+ */
+const priceOption = (o: Options, name: string) => (o[name] !== undefined && isNone(o, name) ? undefined : numberOption(o, name));
+
 /** `--rpm 60 --budget-usd none`: the limits to set; `none` lifts one (null), an absent option leaves it. */
-function limitsOptions(o: Options): Partial<AiLimits> {
-  const limits: Partial<AiLimits> = {};
-  for (const [option, field] of Object.entries(LIMIT_FIELDS)) {
+function limitsOptions(o: Options, fields: Record<string, keyof OrgAiLimits> = LIMIT_FIELDS): Partial<OrgAiLimits> {
+  const limits: Partial<OrgAiLimits> = {};
+  for (const [option, field] of Object.entries(fields)) {
     if (o[option] === undefined) continue;
-    limits[field] = String(o[option]).trim().toLowerCase() === 'none' ? null : (numberOption(o, option) as number);
+    limits[field] = isNone(o, option) ? null : (numberOption(o, option) as number);
   }
   return checkLimits(limits);
 }
@@ -171,11 +185,11 @@ export const COMMANDS: Record<string, Command> = {
     summary:
       "the AI settings and `budget {spent_usd, held_usd}`; limits of all the organization's AI calls; " +
       `${LIMITS_NOTE}; ${CACHE_NOTE}. Design in \`docs/decisions/ai-limits.md\`, usage records in \`docs/decisions/ai-usage.md\``,
-    options: { org: id, ...LIMIT_OPTIONS },
+    options: { org: id, ...ORG_LIMIT_OPTIONS },
     required: ['org'],
     run: async (e, o) => {
       const org = await existingOrg(e, o);
-      const limits = limitsOptions(o);
+      const limits = limitsOptions(o, ORG_LIMIT_FIELDS);
       const settings = Object.keys(limits).length ? await aiSettings(e).setLimits(org, limits) : await aiSettings(e).get(org);
       return { ...settings, budget: await budgetState(e.kv, orgScope(org), e.clock.now()) };
     },
@@ -307,8 +321,13 @@ export const COMMANDS: Record<string, Command> = {
       'no-tools': { type: 'boolean', help: 'refuses `tools`' },
       'timeout-ms': { type: 'string', value: 'N', help: 'the upstream timeout (default 60,000)' },
       tiers: { type: 'string', value: 'a,b' },
-      'price-in-per-mtok': { type: 'string', value: 'X', help: 'USD per million input tokens' },
-      'price-out-per-mtok': { type: 'string', value: 'X', help: 'USD per million output tokens' },
+      'price-in-per-mtok': { type: 'string', value: 'X', help: 'USD per million input tokens (`none`: unpriced, as leaving it out)' },
+      'price-out-per-mtok': { type: 'string', value: 'X', help: 'USD per million output tokens (`none` as above)' },
+      'price-per-minute': {
+        type: 'string',
+        value: 'X',
+        help: '`/v1/audio/transcriptions` routes only: USD per minute of audio transcribed, on top of any token price (`none` as above)',
+      },
       'api-key-env': {
         type: 'string',
         value: 'NAME',
@@ -332,8 +351,9 @@ export const COMMANDS: Record<string, Command> = {
         tools: o['no-tools'] === true ? false : undefined,
         timeout_ms: numberOption(o, 'timeout-ms'),
         tiers: o.tiers === undefined ? undefined : str(o, 'tiers').split(',').map((t) => t.trim()).filter(Boolean),
-        price_in_per_mtok: numberOption(o, 'price-in-per-mtok'),
-        price_out_per_mtok: numberOption(o, 'price-out-per-mtok'),
+        price_in_per_mtok: priceOption(o, 'price-in-per-mtok'),
+        price_out_per_mtok: priceOption(o, 'price-out-per-mtok'),
+        price_per_minute: priceOption(o, 'price-per-minute'),
         api_key_env: str(o, 'api-key-env'),
         max_answer_bytes: numberOption(o, 'max-answer-bytes'),
         max_event_bytes: numberOption(o, 'max-event-bytes'),
@@ -341,7 +361,7 @@ export const COMMANDS: Record<string, Command> = {
     },
   },
   'route list': {
-    summary: '`{data: [route, …]}` with the upstream settings',
+    summary: '`{data: [route, …]}` with the upstream settings and prices (`price_in_per_mtok`, `price_out_per_mtok`, `price_per_minute`; null: unpriced)',
     options: { org: id },
     required: ['org'],
     run: (e, o) => routes(e).list(str(o, 'org')).then((data) => ({ data })),

@@ -59,7 +59,7 @@ export const VECTOR_COMMANDS: Record<string, Command> = {
     run: (e, o) => tenants(e).setDefaultWorkspace(str(o, 'org'), str(o, 'workspace')),
   },
   'org features': {
-    summary: `the organization's AI settings, \`disabled_features\` among them: a disabled feature answers \`403 vector_database_disabled\` (\`vector\`) or \`403 collections_disabled\` (\`collections\`) and keeps its data; features: ${FEATURES.map((f) => `\`${f}\``).join(', ')}; no option only shows them`,
+    summary: `the organization's AI settings, \`disabled_features\` among them: a disabled feature answers \`403 vector_database_disabled\` (\`vector\`), \`403 collections_disabled\` (\`collections\`) or \`403 knowledge_disabled\` (\`knowledge\`: knowledge jobs) and keeps its data; features: ${FEATURES.map((f) => `\`${f}\``).join(', ')}; no option only shows them`,
     options: { org: id, disable: { type: 'string', value: 'a,b' }, enable: { type: 'string', value: 'a,b' } },
     required: ['org'],
     run: async (e, o) => {

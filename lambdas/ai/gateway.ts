@@ -9,7 +9,7 @@ import { timeoutOf, type ModelRoute } from './model-routes.js';
 import { providerOf } from './providers/index.js';
 import { httpRun } from './providers/http/index.js';
 import { transcribe, type AudioFile, type Transcript } from './providers/openai-compatible/transcription.js';
-import { admitCall, type Admission, type CallEstimate } from './limits.js';
+import { admitCall, type Admission, type CallEstimate, type HeldBudget } from './limits.js';
 import { costOf, recordUsage, type CallUsage } from './usage.js';
 import { fetchFailure, routeUnavailable } from './upstream-errors.js';
 import type { ChatBody, ChatChunk, ChatCompletion, EmbeddingList, EmbeddingsBody, UpstreamCall } from './types.js';
@@ -22,6 +22,8 @@ export interface CallScope {
   signal?: AbortSignal;
   /** Set by withUsageWrites: the call's usage write goes here, awaited by the answer instead of the call. */
   usageWrites?: Promise<void>[];
+  /** A knowledge job's calls: their cost is held by the job (limits.ts HeldBudget), not by each call against the budgets. */
+  heldBudget?: HeldBudget;
 }
 
 /**
@@ -103,16 +105,18 @@ function textBytes(value: unknown): number {
  * What a call is charged when its upstream did not say what it used (docs/decisions/ai-limits.md): an
  * answer that came whole, its input's worst case and its output's bytes (at most the ceiling); a call
  * cut short (the client left, the route timed out, the upstream broke off), the worst case it held,
- * since the upstream bills what it generated, which the gateway never saw.
+ * since the upstream bills what it generated, which the gateway never saw (a transcription cut
+ * short: the seconds of audio it held too).
  */
 const unreported = (estimate: CallEstimate, outputBytes: number | 'cut short'): CallUsage => ({
   inputTokens: estimate.inputTokensBound,
   outputTokens: outputBytes === 'cut short' ? estimate.maxOutputTokens : Math.min(estimate.maxOutputTokens, outputBytes),
+  ...(outputBytes === 'cut short' && estimate.audioSeconds !== undefined ? { audioSeconds: estimate.audioSeconds } : {}),
 });
 
 /** Runs `work` inside the limits and the timeout; settles and records the usage it reports (a failed call: see `unreported`). */
 async function admitted<T>(scope: CallScope, route: ModelRoute, estimate: CallEstimate, work: (call: UpstreamCall) => Promise<{ value: T; usage: CallUsage }>): Promise<T> {
-  const admission = await admitCall(scope.engine, scope.principal, route, estimate);
+  const admission = await admitCall(scope.engine, scope.principal, route, estimate, scope.heldBudget);
   const started = performance.now();
   let frame: Awaited<ReturnType<typeof upstreamCall>> | undefined;
   let done: { value: T; usage: CallUsage };
@@ -184,10 +188,13 @@ export function genericRun(scope: CallScope, route: ModelRoute, input: string): 
 /**
  * A transcription (`/v1/audio/transcriptions`, openai-compatible routes only): one call estimated at 0
  * tokens, inside the same limits, timeout and usage record, charged the tokens the upstream reports
- * and recorded with its seconds of audio.
+ * and its seconds of audio at the route's `price_per_minute`. `audio.audioSecondsFallback` (the
+ * file's length, when the caller measured it) is what a route priced by the minute holds against the
+ * budget, and what the call is charged when the upstream reports no duration; without it the hold
+ * is 0 and an upstream silent on the duration is charged up to its last segment's end.
  */
 export function transcription(scope: CallScope, route: ModelRoute, audio: AudioFile): Promise<Transcript> {
-  return admitted(scope, route, { inputTokens: 0, inputTokensBound: 0, maxOutputTokens: 0 }, async (call) => {
+  return admitted(scope, route, { inputTokens: 0, inputTokensBound: 0, maxOutputTokens: 0, audioSeconds: audio.audioSecondsFallback }, async (call) => {
     const transcript = await transcribe(call, audio);
     return { value: transcript, usage: transcript.usage };
   });
@@ -201,7 +208,7 @@ export function transcription(scope: CallScope, route: ModelRoute, audio: AudioF
  * generator) open past it, and its budget hold must not outlive the call (docs/decisions/ai-limits.md).
  */
 export async function chatStream(scope: CallScope, route: ModelRoute, body: ChatBody, estimate: CallEstimate, includeUsage: boolean): Promise<AsyncGenerator<ChatChunk>> {
-  const admission = await admitCall(scope.engine, scope.principal, route, estimate);
+  const admission = await admitCall(scope.engine, scope.principal, route, estimate, scope.heldBudget);
   const started = performance.now();
   // The upstream's count: the final one (its usage chunk, without choices), or the last running count
   // of a stream that came whole; else the bytes of text passed on so far.

@@ -24,7 +24,7 @@ import { log } from '../shared/log.js';
 import { settings } from '../shared/settings.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { timeoutOf, type ModelRoute } from './model-routes.js';
-import { AiOrgSettings, NO_LIMITS, type AiLimits } from './org-settings.js';
+import { AiOrgSettings, NO_LIMITS, type AiLimits, type OrgAiLimits } from './org-settings.js';
 import type { CallUsage } from './usage.js';
 
 /** What a call may use, known before it runs (estimate.ts). */
@@ -35,6 +35,11 @@ export interface CallEstimate {
   inputTokensBound: number;
   /** The output ceiling sent upstream. */
   maxOutputTokens: number;
+  /**
+   * A transcription: the most seconds of audio it can be charged (its piece's length), what the
+   * budget holds on a route priced by the minute. Absent: no audio.
+   */
+  audioSeconds?: number;
 }
 
 /** An admitted call: settle once it ended with what it really used (releases its concurrency slot, settles its reserved cost). */
@@ -55,13 +60,14 @@ export function microUsd(usd: number): number {
   return Math.ceil(Math.round(usd * 1e9) / 1e3);
 }
 
-/** The worst cost of a call, micro-USD: the bound of its input tokens and the whole output ceiling. */
+/** The worst cost of a call, micro-USD: the bound of its input tokens, the whole output ceiling and its seconds of audio. */
 export function worstCostMicro(route: ModelRoute, estimate: CallEstimate): number {
-  // price per million tokens × tokens = micro-USD.
-  return microUsd(((route.price_in_per_mtok ?? 0) * estimate.inputTokensBound + (route.price_out_per_mtok ?? 0) * estimate.maxOutputTokens) / 1e6);
+  const audioSeconds = estimate.audioSeconds !== undefined && Number.isFinite(estimate.audioSeconds) && estimate.audioSeconds > 0 ? estimate.audioSeconds : 0;
+  // price per million tokens × tokens / 1e6 = USD; price per minute × seconds / 60 = USD.
+  return microUsd(((route.price_in_per_mtok ?? 0) * estimate.inputTokensBound + (route.price_out_per_mtok ?? 0) * estimate.maxOutputTokens) / 1e6 + ((route.price_per_minute ?? 0) * audioSeconds) / 60);
 }
 
-const isPriced = (route: ModelRoute) => (route.price_in_per_mtok ?? 0) > 0 || (route.price_out_per_mtok ?? 0) > 0;
+const isPriced = (route: ModelRoute) => (route.price_in_per_mtok ?? 0) > 0 || (route.price_out_per_mtok ?? 0) > 0 || (route.price_per_minute ?? 0) > 0;
 
 // ---------- limits of a key ----------
 
@@ -72,14 +78,16 @@ export class AiLimitsError extends Error {
 const keyLimitsKey = (keyId: string): KvKey => ({ ...secretKeyPointer(keyId), sk: 'ai-key-limits' });
 const keyCache = new TtlCache<AiLimits>();
 
-/** Checks limits given to the CLI: whole numbers from 1 (budget: USD from 0); null lifts one. */
-export function checkLimits(limits: Partial<AiLimits>): Partial<AiLimits> {
+/** Checks limits given to the CLI: whole numbers from 1 (budget and knowledge job cap: USD from 0); null lifts one. */
+export function checkLimits<L extends Partial<OrgAiLimits>>(limits: L): L {
   for (const name of ['rpm', 'tpm', 'concurrency'] as const) {
     const v = limits[name];
     if (v !== undefined && v !== null && !(Number.isSafeInteger(v) && v >= 1)) throw new AiLimitsError(`${name} must be a whole number from 1, or none`);
   }
-  const b = limits.budget_usd;
-  if (b !== undefined && b !== null && !(Number.isFinite(b) && b >= 0 && b <= 1e9)) throw new AiLimitsError('budget_usd must be a number of USD from 0, or none');
+  for (const name of ['budget_usd', 'knowledge_job_cap_usd'] as const) {
+    const v = limits[name];
+    if (v !== undefined && v !== null && !(Number.isFinite(v) && v >= 0 && v <= 1e9)) throw new AiLimitsError(`${name} must be a number of USD from 0 to 1000000000, or none`);
+  }
   return limits;
 }
 
@@ -126,6 +134,10 @@ interface Scope {
   limits: AiLimits;
 }
 
+/**
+ * Whether any limit of a call is set. Only the call limits: an organization's `knowledge_job_cap_usd`
+ * bounds a job's price when it starts, not each call, so alone it must leave calls unlimited (no write).
+ */
 const hasLimits = (l: AiLimits) => l.rpm !== null || l.tpm !== null || l.concurrency !== null || l.budget_usd !== null;
 
 /** The limits that apply to a principal: its organization's, then its secret key's own. */
@@ -139,6 +151,15 @@ export async function scopesOf(engine: Engine, principal: Principal): Promise<Sc
   if (hasLimits(org.limits)) scopes.push({ id: orgScope(principal.organizationId), whose: "The organization's", limits: org.limits });
   if (key && hasLimits(key)) scopes.push({ id: keyScope(principal.credentialId), whose: "This key's", limits: key });
   return scopes;
+}
+
+/**
+ * Where a call's cost is held when the budgets already hold it for a larger piece of work (a knowledge
+ * job holds its whole estimate at its start: knowledge/jobs/spend.ts): `reserve` admits the call's
+ * worst cost or throws; its `settle` takes the real cost (0: refunded) and books it to the budgets.
+ */
+export interface HeldBudget {
+  reserve(worstMicro: number, holdUntilMs: number): Promise<{ settle(costMicro: number): Promise<void> }>;
 }
 
 /** What an admitted call holds, to be given back or corrected when it settles. */
@@ -155,11 +176,16 @@ const seconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
  * `budget_exhausted` (USD). Whatever was taken before a refusal is given back. Without limits: no
  * write at all (the settings are read through their cache).
  */
-export async function admitCall(engine: Engine, principal: Principal, route: ModelRoute, estimate: CallEstimate): Promise<Admission> {
+export async function admitCall(engine: Engine, principal: Principal, route: ModelRoute, estimate: CallEstimate, heldBudget?: HeldBudget): Promise<Admission> {
   const scopes = await scopesOf(engine, principal);
-  if (!scopes.length) return NOOP;
+  if (!scopes.length && !heldBudget) return NOOP;
   const taken: Undo[] = [];
   try {
+    // A knowledge job's call: its worst cost against the job's price; the budgets already hold the job's estimate.
+    if (heldBudget) {
+      const held = await heldBudget.reserve(worstCostMicro(route, estimate), deadlineOf(engine, route));
+      taken.push({ refund: () => held.settle(0), settle: (_usage, costMicro) => held.settle(costMicro) });
+    }
     for (const scope of scopes) {
       const { rpm, tpm, concurrency } = scope.limits;
       if (rpm !== null) taken.push(await takeRate(engine, `ai.rpm:${scope.id}`, rpm, 1, 'rate_limited', `${scope.whose} limit of requests a minute is reached.`));
@@ -169,7 +195,7 @@ export async function admitCall(engine: Engine, principal: Principal, route: Mod
       }
       if (concurrency !== null) taken.push(await takeSlot(engine, scope, concurrency, route));
     }
-    for (const scope of scopes) {
+    for (const scope of heldBudget ? [] : scopes) {
       if (scope.limits.budget_usd !== null && isPriced(route)) taken.push(await reserveBudget(engine, scope, scope.limits.budget_usd, route, estimate));
     }
   } catch (error) {

@@ -44,6 +44,11 @@ export interface ModelRoute {
   price_in_per_mtok: number | null;
   price_out_per_mtok: number | null;
   /**
+   * `/v1/audio/transcriptions` routes only: USD per minute of audio, charged on the seconds the call
+   * transcribed (whisper-style upstreams bill audio, not tokens). Null: audio is not priced.
+   */
+  price_per_minute: number | null;
+  /**
    * Where the upstream API key is: the name of an environment variable (local) or of a Secrets Manager
    * secret (AWS), read once per instance (providers/credentials.ts). Never the key itself.
    */
@@ -102,6 +107,7 @@ export const ROUTE_DEFAULTS = {
   tiers: null,
   price_in_per_mtok: null,
   price_out_per_mtok: null,
+  price_per_minute: null,
   api_key_env: null,
   max_answer_bytes: null,
   max_event_bytes: null,
@@ -129,6 +135,7 @@ export interface RouteInput {
   tiers?: string[];
   price_in_per_mtok?: number;
   price_out_per_mtok?: number;
+  price_per_minute?: number;
   api_key_env?: string;
   max_answer_bytes?: number;
   max_event_bytes?: number;
@@ -211,6 +218,13 @@ export class ModelRoutes {
     for (const [name, value] of [['price_in_per_mtok', input.price_in_per_mtok], ['price_out_per_mtok', input.price_out_per_mtok]] as const) {
       if (value !== undefined && !(Number.isFinite(value) && value >= 0 && value <= 1_000_000)) throw new ModelRouteError(`${name} must be a number of USD from 0`);
     }
+    if (input.price_per_minute !== undefined) {
+      if (!(Number.isFinite(input.price_per_minute) && input.price_per_minute >= 0 && input.price_per_minute <= 1_000_000)) throw new ModelRouteError('price_per_minute must be a number of USD from 0');
+      // Only a transcription has minutes of audio to charge; on another endpoint the price would never apply.
+      if (input.endpoint !== '/v1/audio/transcriptions') {
+        throw new ModelRouteError(`price_per_minute prices minutes of audio: it is for /v1/audio/transcriptions routes only, not ${input.endpoint} (price tokens with --price-in-per-mtok, --price-out-per-mtok)`);
+      }
+    }
     if (input.api_key_env !== undefined && !ENV_NAME.test(input.api_key_env)) throw new ModelRouteError('api_key_env names an environment variable or a secret, not a key');
     const existing = await this.read(organizationId);
     if (provider === 'decision') {
@@ -248,6 +262,7 @@ export class ModelRoutes {
       tiers: input.tiers ?? null,
       price_in_per_mtok: input.price_in_per_mtok ?? null,
       price_out_per_mtok: input.price_out_per_mtok ?? null,
+      price_per_minute: input.price_per_minute ?? null,
       api_key_env: input.api_key_env ?? null,
       max_answer_bytes: input.max_answer_bytes ?? null,
       max_event_bytes: input.max_event_bytes ?? null,

@@ -1,6 +1,7 @@
 /**
  * An organization's AI settings: the grantable chat fields it was granted (spec 4.3), its limits
- * (requests and tokens a minute, concurrent calls, budget in USD; limits.ts) and whether its writes
+ * (requests and tokens a minute, concurrent calls, budget in USD; limits.ts), the most a knowledge
+ * job may be priced at, the features switched off, and whether its writes
  * need an X-Operation-Id (docs/decisions/operation-ids-optional.md). One item per
  * organization, `org#<id>` / `ai-settings`, read through a cache of MODEL_ROUTES_CACHE_MS as the
  * routes are: a change made with the admin CLI reaches a running server within that time.
@@ -24,6 +25,15 @@ export interface AiLimits {
   budget_usd: number | null;
 }
 
+/** An organization's limits: its calls' (AiLimits, which a secret key may also have) and its knowledge jobs'. */
+export interface OrgAiLimits extends AiLimits {
+  /**
+   * The highest `max_price_usd` a knowledge job may be started with (above it: 403 budget_exceeded,
+   * spec 4.8). Not a limit of calls: admitting a call never reads it. Null: no cap.
+   */
+  knowledge_job_cap_usd: number | null;
+}
+
 /**
  * `required` (spec 4.1, the default): a write without X-Operation-Id is 400 missing_operation_id.
  * `optional`: the SDKs' own Idempotency-Key stands in for it, and a write with neither runs under an
@@ -33,18 +43,19 @@ export const OPERATION_ID_MODES = ['required', 'optional'] as const;
 export type OperationIdMode = (typeof OPERATION_ID_MODES)[number];
 
 /** Features an organization can be switched off from (`org features`); switching off keeps the data. */
-export const FEATURES = ['vector', 'collections'] as const;
+export const FEATURES = ['vector', 'collections', 'knowledge'] as const;
 export type Feature = (typeof FEATURES)[number];
 
 export interface AiSettings {
   organization_id: string;
   granted_fields: GrantableField[];
-  limits: AiLimits;
+  limits: OrgAiLimits;
   operation_ids: OperationIdMode;
   disabled_features: Feature[];
 }
 
 export const NO_LIMITS: AiLimits = { rpm: null, tpm: null, concurrency: null, budget_usd: null };
+export const NO_ORG_LIMITS: OrgAiLimits = { ...NO_LIMITS, knowledge_job_cap_usd: null };
 const key = (organizationId: string) => ({ pk: `org#${organizationId}`, sk: 'ai-settings' });
 const cache = new TtlCache<AiSettings>();
 
@@ -64,7 +75,7 @@ export class AiOrgSettings {
     return {
       organization_id: organizationId,
       granted_fields: (item?.granted_fields as GrantableField[] | undefined) ?? [],
-      limits: { ...NO_LIMITS, ...((item?.limits as Partial<AiLimits> | undefined) ?? {}) },
+      limits: { ...NO_ORG_LIMITS, ...((item?.limits as Partial<OrgAiLimits> | undefined) ?? {}) },
       operation_ids: item?.operation_ids === 'optional' ? 'optional' : 'required',
       disabled_features: ((item?.disabled_features as string[] | undefined) ?? []).filter((f): f is Feature => (FEATURES as readonly string[]).includes(f)),
     };
@@ -94,7 +105,7 @@ export class AiOrgSettings {
   }
 
   /** Sets the given limits; null lifts one, absent leaves it. */
-  setLimits(organizationId: string, limits: Partial<AiLimits>): Promise<AiSettings> {
+  setLimits(organizationId: string, limits: Partial<OrgAiLimits>): Promise<AiSettings> {
     return this.write(organizationId, (s) => ({ ...s, limits: { ...s.limits, ...limits } }));
   }
 

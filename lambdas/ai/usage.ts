@@ -1,6 +1,7 @@
 /**
  * Usage and cost of AI calls: tokens in and out, priced by the route
- * (`price_in_per_mtok`, `price_out_per_mtok`, USD per million tokens).
+ * (`price_in_per_mtok`, `price_out_per_mtok`, USD per million tokens), and a transcription's seconds
+ * of audio (`price_per_minute`, USD per minute).
  */
 import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
@@ -10,13 +11,15 @@ import { activityCaller, recordActivityDurably } from '../activity/activity.js';
 export interface CallUsage {
   inputTokens: number;
   outputTokens: number;
-  /** A transcription's seconds of audio (recorded as `audio_seconds`; not priced: routes price tokens). */
+  /** A transcription's seconds of audio (recorded as `audio_seconds`; priced by the route's `price_per_minute`). */
   audioSeconds?: number;
 }
 
-/** USD of a call's usage on a route; 0 on an unpriced route. */
+/** USD of a call's usage on a route: its tokens, plus its minutes of audio on a route priced by the minute; 0 on an unpriced route. */
 export function costOf(route: ModelRoute, usage: CallUsage): number {
-  return ((route.price_in_per_mtok ?? 0) * usage.inputTokens + (route.price_out_per_mtok ?? 0) * usage.outputTokens) / 1_000_000;
+  const tokens = ((route.price_in_per_mtok ?? 0) * usage.inputTokens + (route.price_out_per_mtok ?? 0) * usage.outputTokens) / 1_000_000;
+  const audio = usage.audioSeconds !== undefined && Number.isFinite(usage.audioSeconds) && usage.audioSeconds > 0 ? ((route.price_per_minute ?? 0) * usage.audioSeconds) / 60 : 0;
+  return tokens + audio;
 }
 
 export interface UsageRecord {

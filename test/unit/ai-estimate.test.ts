@@ -88,7 +88,7 @@ describe('the budget holds the bound', () => {
     const route: ModelRoute = {
       id: 'chat', organization_id: org, endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: 'http://upstream.invalid/v1',
       upstream_model: 'm', default: true, owned_by: org, created: 0, max_tokens: null, tools: true, timeout_ms: 10_000, tiers: null,
-      price_in_per_mtok: 10, price_out_per_mtok: 10, api_key_env: null,
+      price_in_per_mtok: 10, price_out_per_mtok: 10, price_per_minute: null, api_key_env: null,
     };
     const principal: Principal = {
       kind: 'secret_key', credentialId: 'key_estimate', organizationId: org, applicationId: null, workspaceId: null, capabilities: null, userId: null, claims: null, origins: null, permissions: null,

@@ -12,7 +12,7 @@ import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
 import type { Principal } from '../../lambdas/auth/principal.js';
 import type { ModelRoute } from '../../lambdas/ai/model-routes.js';
-import { AiOrgSettings, type AiLimits } from '../../lambdas/ai/org-settings.js';
+import { AiOrgSettings, type OrgAiLimits } from '../../lambdas/ai/org-settings.js';
 import { AiKeyLimits, admitCall, budgetState, limitsStateKey, orgScope, worstCostMicro, type Admission, type CallEstimate } from '../../lambdas/ai/limits.js';
 import { HOLD_MARGIN_MS } from '../../lambdas/shared/hold-margin.js';
 import { costOf, recordUsage } from '../../lambdas/ai/usage.js';
@@ -34,7 +34,7 @@ const principalOf = (organizationId: string, credentialId = uniq('key'), kind: P
 const routeOf = (organizationId: string, over: Partial<ModelRoute> = {}): ModelRoute => ({
   id: 'chat', organization_id: organizationId, endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: 'http://upstream.invalid/v1',
   upstream_model: 'm', default: true, owned_by: organizationId, created: 0, max_tokens: null, tools: true, timeout_ms: 10_000, tiers: null,
-  price_in_per_mtok: null, price_out_per_mtok: null, api_key_env: null, ...over,
+  price_in_per_mtok: null, price_out_per_mtok: null, price_per_minute: null, api_key_env: null, ...over,
 });
 
 const SMALL: CallEstimate = { inputTokens: 10, inputTokensBound: 10, maxOutputTokens: 10 };
@@ -51,7 +51,7 @@ async function outcome(p: Promise<Admission>): Promise<{ code: string; retryAfte
   }
 }
 
-async function setOrgLimits(engine: Engine, org: string, limits: Partial<AiLimits>) {
+async function setOrgLimits(engine: Engine, org: string, limits: Partial<OrgAiLimits>) {
   await new AiOrgSettings(engine.kv, () => engine.clock.now()).setLimits(org, limits);
 }
 
@@ -198,6 +198,41 @@ describe('rate, tokens and key limits (embedded)', () => {
     await admission.settle({ inputTokens: 5, outputTokens: 5 }, 0.00005);
     expect(update).not.toHaveBeenCalled();
     expect(put).not.toHaveBeenCalled();
+  });
+
+  it("admits without writing anything when the organization's only limit is its knowledge job cap (no limit of calls)", async () => {
+    await setOrgLimits(engine, org, { knowledge_job_cap_usd: 0 });
+    expect((await new AiOrgSettings(engine.kv, () => engine.clock.now()).get(org)).limits.knowledge_job_cap_usd).toBe(0);
+    const update = vi.spyOn(engine.kv, 'update');
+    const put = vi.spyOn(engine.kv, 'put');
+    const transact = vi.spyOn(engine.kv, 'transact');
+    const admission = await admitCall(engine, principalOf(org), routeOf(org, { price_in_per_mtok: 5 }), SMALL);
+    await admission.settle({ inputTokens: 5, outputTokens: 5 }, 0.00005);
+    expect(update).not.toHaveBeenCalled();
+    expect(put).not.toHaveBeenCalled();
+    expect(transact).not.toHaveBeenCalled();
+  });
+
+  it('holds the worst cost of a transcription on a route priced by the minute, and settles what it really transcribed', async () => {
+    // 0.006 USD a minute: a 10-minute piece holds 0.06 USD; the budget fits one of them, not two.
+    const route = routeOf(org, { id: 'whisper', endpoint: '/v1/audio/transcriptions', price_per_minute: 0.006 });
+    const piece: CallEstimate = { inputTokens: 0, inputTokensBound: 0, maxOutputTokens: 0, audioSeconds: 600 };
+    expect(worstCostMicro(route, piece)).toBe(60_000);
+    expect(worstCostMicro(route, { ...piece, audioSeconds: undefined })).toBe(0);
+    await setOrgLimits(engine, org, { budget_usd: 0.1 });
+    const principal = principalOf(org);
+    const first = await outcome(admitCall(engine, principal, route, piece));
+    expect(first.code).toBe('admitted');
+    expect(await budgetState(engine.kv, orgScope(org), clock.now())).toEqual({ spent_usd: 0, held_usd: 0.06 });
+    expect(await outcome(admitCall(engine, principal, route, piece))).toEqual({ code: 'budget_exhausted', retryAfter: 1 });
+    // The piece held 9 minutes 30 s of sound: that is what is spent.
+    const usage = { inputTokens: 0, outputTokens: 0, audioSeconds: 570 };
+    expect(costOf(route, usage)).toBeCloseTo(0.057, 12);
+    await first.admission!.settle(usage, costOf(route, usage));
+    expect(await budgetState(engine.kv, orgScope(org), clock.now())).toEqual({ spent_usd: 0.057, held_usd: 0 });
+    // 0.043 USD left: a 7-minute piece (0.042) fits, an 8-minute one (0.048) does not.
+    expect((await outcome(admitCall(engine, principal, route, { ...piece, audioSeconds: 480 }))).code).toBe('budget_exhausted');
+    expect((await outcome(admitCall(engine, principal, route, { ...piece, audioSeconds: 420 }))).code).toBe('admitted');
   });
 
   it('answers rate_limited with Retry-After past the requests a minute, and admits again as the window slides', async () => {

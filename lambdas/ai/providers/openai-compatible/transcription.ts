@@ -15,6 +15,14 @@ export interface AudioFile {
   /** The name the upstream sees: OpenAI reads the format from its extension. */
   filename: string;
   contentType: string;
+  /**
+   * The file's own length in seconds, when the caller knows it (ffprobe): the seconds the call is
+   * charged when the upstream reports no duration, since a route priced by the minute must not
+   * make such a call free, nor charge only up to its last segment's end.
+   */
+  audioSecondsFallback?: number;
+  /** The spoken language's ISO 639-1 code, a hint (OpenAI's `language`); a BCP 47 tag's first subtag. */
+  language?: string;
 }
 
 export interface TranscriptSegment {
@@ -36,6 +44,7 @@ async function form(call: UpstreamCall, audio: AudioFile): Promise<{ body: Uint8
   fields.append('file', new Blob([audio.bytes], { type: audio.contentType }), audio.filename);
   if (call.route.upstream_model !== null) fields.append('model', call.route.upstream_model);
   fields.append('response_format', 'verbose_json');
+  if (audio.language) fields.append('language', audio.language.split('-')[0].toLowerCase());
   fields.append('timestamp_granularities[]', 'segment');
   const serialized = new Response(fields);
   return { body: new Uint8Array(await serialized.arrayBuffer()), contentType: serialized.headers.get('content-type')! };
@@ -52,8 +61,19 @@ export async function transcribe(call: UpstreamCall, audio: AudioFile): Promise<
   const answer = await jsonAnswer(res, call.route.max_answer_bytes ?? MAX_ANSWER_BYTES, call.signal);
   if (!isObject(answer)) throw upstreamError('the transcription is not a JSON object');
   const segments = segmentsOf(answer);
-  const duration = seconds(answer.duration) ? answer.duration : segments.reduce((end, s) => Math.max(end, s.end), 0);
-  return { segments, usage: { ...reportedTokens(answer.usage), audioSeconds: duration } };
+  return { segments, usage: { ...reportedTokens(answer.usage), audioSeconds: audioSecondsOf(answer, segments, audio.audioSecondsFallback) } };
+}
+
+/**
+ * The seconds of audio the call is charged and recorded with: the upstream's `duration` (or whisper's
+ * `usage: {type: 'duration', seconds}`); else the caller's own measure of the file; else the last
+ * segment's end (0 for a silent file), the least the upstream heard.
+ */
+function audioSecondsOf(answer: Record<string, unknown>, segments: TranscriptSegment[], fallback: number | undefined): number {
+  if (seconds(answer.duration)) return answer.duration;
+  if (isObject(answer.usage) && answer.usage.type === 'duration' && seconds(answer.usage.seconds)) return answer.usage.seconds;
+  if (seconds(fallback)) return fallback;
+  return segments.reduce((end, s) => Math.max(end, s.end), 0);
 }
 
 /** The answer's segments; without any, its whole `text` as one segment over its `duration`. */
