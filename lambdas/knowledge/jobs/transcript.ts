@@ -378,19 +378,19 @@ function cleanCue(s: string): string {
         continue;
       }
     } else if (c === 0x7b /* { */ && s.charCodeAt(i + 1) === 0x5c /* \ */) {
-      const close = s.slice(i + 2, i + 67).search(/[{}]/);
-      if (close >= 0 && s.charCodeAt(i + 2 + close) === 0x7d /* } */) {
+      const close = boundedFind(s, i + 2, 64, 0x7d /* } */, 0x7b /* { */);
+      if (close >= 0) {
         changed = true;
-        i += close + 3;
+        i = close + 1;
         continue;
       }
     } else if (c === 0x26 /* & */) {
-      const semi = s.slice(i + 1, i + 11).indexOf(';');
-      const decoded = semi > 0 ? decodeReference(s.slice(i + 1, i + 1 + semi)) : null;
+      const semi = boundedFind(s, i + 1, 10, 0x3b /* ; */, 0x26 /* & */);
+      const decoded = semi > i + 1 ? decodeReference(s.slice(i + 1, semi)) : null;
       if (decoded !== null) {
         changed = true;
         for (let k = 0; k < decoded.length; k++) put(decoded.charCodeAt(k));
-        i += semi + 2;
+        i = semi + 1;
         continue;
       }
     }
@@ -405,6 +405,16 @@ function cleanCue(s: string): string {
 
 /** Reads the buffer back as a string natively (a lone surrogate, which no UTF-8 upload holds, becomes U+FFFD). */
 const UTF16 = new TextDecoder('utf-16le');
+
+/** Where `close` is within `limit` characters from `from`, stopping at `stop` or a line's end: -1 if not. */
+function boundedFind(s: string, from: number, limit: number, close: number, stop: number): number {
+  for (let k = from; k < s.length && k <= from + limit; k++) {
+    const c = s.charCodeAt(k);
+    if (c === close) return k;
+    if (c === stop || c === 0x0a) return -1;
+  }
+  return -1;
+}
 
 function isAlnum(code: number): boolean {
   return (code >= 0x30 && code <= 0x39) || (code >= 0x41 && code <= 0x5a) || (code >= 0x61 && code <= 0x7a);
