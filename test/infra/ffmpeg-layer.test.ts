@@ -5,11 +5,15 @@
  * executable that any user may run (Lambda runs a function as a user that does not own the layer's
  * files); Lambda mounts the layer at /opt, so they are the FFMPEG_PATH every ffmpeg function gets and
  * the ffprobe the settings look for beside it. The binaries come from the packages' install, which
- * `npm ci`'s postinstall made (scripts/ffmpeg-layer.mjs).
+ * `npm ci`'s postinstall made (scripts/ffmpeg-layer.mjs). Where `qemu-aarch64-static` is installed
+ * (Debian's qemu-user-static), the asset's programs also run here: ffprobe reads a recording Debian's
+ * ffmpeg made, and ffmpeg cuts its audio track to MP3 as the jobs do.
  */
 import { App, Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { closeSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, readSync, rmSync, statSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { dirname, join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +21,9 @@ import { FFMPEG_LAYER_DIR, FFMPEG_LAYER_PATHS, FfmpegLayer } from '../../lib/ffm
 
 /** Where Lambda extracts a layer's archive. */
 const LAYER_MOUNT = '/opt';
+/** Runs an AArch64 program on this machine, where installed. */
+const QEMU = '/usr/bin/qemu-aarch64-static';
+const run = promisify(execFile);
 
 let outdir: string;
 let asset: string;
@@ -68,4 +75,24 @@ describe('the ffmpeg layer asset', () => {
   it('keeps ffprobe in the same directory as ffmpeg', () => {
     expect(dirname(FFMPEG_LAYER_PATHS.ffprobe)).toBe(dirname(FFMPEG_LAYER_PATHS.ffmpeg));
   });
+
+  it.runIf(existsSync(QEMU))('runs under qemu: ffprobe reads a recording, ffmpeg cuts its audio to MP3', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ffmpeg-layer-run-'));
+    try {
+      const recording = join(dir, 'recording.mp4');
+      // Made with Debian's ffmpeg (npm test's pretest installs it): 3 s of test picture and a tone.
+      await run('ffmpeg', ['-v', 'error', '-f', 'lavfi', '-i', 'testsrc=duration=3:size=320x240:rate=10', '-f', 'lavfi', '-i', 'sine=frequency=440:duration=3', '-shortest', '-pix_fmt', 'yuv420p', recording]);
+      const program = (name: keyof typeof FFMPEG_LAYER_PATHS) => join(asset, posix.relative(LAYER_MOUNT, FFMPEG_LAYER_PATHS[name]));
+      const probed = await run(QEMU, [program('ffprobe'), '-v', 'error', '-show_entries', 'format=duration:stream=codec_type', '-of', 'json', recording]);
+      const answer = JSON.parse(probed.stdout) as { streams: { codec_type: string }[]; format: { duration: string } };
+      expect(answer.streams.map((s) => s.codec_type).sort()).toEqual(['audio', 'video']);
+      expect(Number(answer.format.duration)).toBeCloseTo(3, 0);
+      const mp3 = join(dir, 'audio.mp3');
+      await run(QEMU, [program('ffmpeg'), '-nostdin', '-v', 'error', '-i', recording, '-map', '0:a:0', '-vn', '-ac', '1', '-ar', '16000', '-c:a', 'libmp3lame', '-b:a', '32k', mp3]);
+      // 3 s at 32 kbit/s: about 12 kB.
+      expect(statSync(mp3).size).toBeGreaterThan(8_000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });
