@@ -172,6 +172,12 @@ export interface BlobStore {
   /** A URL serving the bytes at `key` for `expiresInSeconds`. */
   downloadUrl?(key: string, expiresInSeconds: number): Promise<string>;
   /**
+   * Where the bytes at `key` are on this machine's disk, for a program that reads a file in place
+   * (ffprobe and ffmpeg on a recording: knowledge jobs); undefined when absent. Only a store on local
+   * disk has it; never written through.
+   */
+  filePath?(key: string): Promise<string | undefined>;
+  /**
    * A URL storing exactly `expect.size` bytes at `key` for `expiresInSeconds`, with `expect.sha256` as
    * the store's checksum condition where it has one (what arrives is checked again by describe()).
    */

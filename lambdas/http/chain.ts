@@ -12,6 +12,7 @@ import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
 import { permission, workspace } from './middleware/events-access.js';
 import { DEFAULT_MAX_BODY_BYTES, jsonBody } from './middleware/json-body.js';
+import { featureSwitch } from './middleware/feature-switch.js';
 import { operationIdRequired } from './middleware/operation-id.js';
 import { rateLimit } from './middleware/rate-limit.js';
 import { respond } from './middleware/respond.js';
@@ -93,6 +94,8 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
     },
   },
   { name: 'workspace', build: (route) => (credentialed(route) && scopedToWorkspace(route) ? workspace({ param: WORKSPACE_PARAM }) : undefined) },
+  // A switched-off feature's routes: after the credential, before the operation id and the body.
+  { name: 'featureSwitch', build: (route) => (route.feature && credentialed(route) ? featureSwitch({ feature: route.feature }) : undefined) },
   { name: 'operationId', build: (route, policy) => (policy.operationIds && route.method !== 'ANY' && credentialed(route) ? operationIdRequired() : undefined) },
   { name: 'jsonBody', build: (route) => ((route.body ?? 'json') === 'json' ? jsonBody(bodyLimit(route)) : undefined) },
   { name: 'streamBody', build: (route) => (route.body === 'stream' ? streamBody(bodyLimit(route)) : undefined) },

@@ -6,6 +6,7 @@
 import type { Permission } from '../auth/permissions.js';
 import type { Capability, CredentialKind } from '../auth/principal.js';
 import type { Api } from '../shared/api.js';
+import type { Feature } from '../ai/org-settings.js';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
 
@@ -76,6 +77,8 @@ export interface RouteDef {
    * (docs/decisions/serving-fairness.md). A route that waits on an upstream would hold the turn for it.
    */
   storesBody?: true;
+  /** A feature the organization can switch off (`org features --disable`): its routes then answer that feature's 403 (middleware/feature-switch.ts). */
+  feature?: Feature;
 }
 
 /** Spec section 5's table: which credentials each API accepts on its routes. */
@@ -112,6 +115,11 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.uploads.part', api: 'ai', method: 'PUT', path: '/v1/uploads/{id}/parts/{n}', handler: 'http/handlers/ai/uploads-part', capability: 'knowledge', grants: ['table:read', 'blobs:write'], body: 'stream', maxBodyBytes: 100 * 1024 * 1024 },
   { id: 'ai.uploads.complete', api: 'ai', method: 'POST', path: '/v1/uploads/{id}/complete', handler: 'http/handlers/ai/uploads-complete', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write', 'queue:send'], maxBodyBytes: 1024 },
   // Knowledge collections (spec 4.9; docs/ai/collections.md). Create and delete sweep or remove a collection's data: table writes for now.
+  // Knowledge jobs (spec 4.8; docs/ai/knowledge-jobs.md): a recording becomes a cited collection, step by step on the knowledge-jobs queue.
+  { id: 'ai.knowledge.jobs.create', api: 'ai', method: 'POST', path: '/v1/knowledge/jobs', handler: 'http/handlers/ai/knowledge-jobs-create', capability: 'knowledge', feature: 'knowledge', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send', 'ffmpeg:run'], maxBodyBytes: 10 * 1024 * 1024 },
+  { id: 'ai.knowledge.jobs.list', api: 'ai', method: 'GET', path: '/v1/knowledge/jobs', handler: 'http/handlers/ai/knowledge-jobs-list', capability: 'knowledge', feature: 'knowledge', grants: ['table:read', 'secret:read'] },
+  { id: 'ai.knowledge.jobs.get', api: 'ai', method: 'GET', path: '/v1/knowledge/jobs/{job_id}', handler: 'http/handlers/ai/knowledge-jobs-get', capability: 'knowledge', feature: 'knowledge', grants: ['table:read'] },
+  { id: 'ai.knowledge.jobs.cancel', api: 'ai', method: 'DELETE', path: '/v1/knowledge/jobs/{job_id}', handler: 'http/handlers/ai/knowledge-jobs-cancel', capability: 'knowledge', feature: 'knowledge', grants: ['table:read', 'table:write', 'blobs:write'] },
   { id: 'ai.collections.create', api: 'ai', method: 'POST', path: '/v1/collections', handler: 'http/handlers/ai/collections-create', capability: 'knowledge', grants: ['table:read', 'table:write'], maxBodyBytes: 16 * 1024 },
   { id: 'ai.collections.list', api: 'ai', method: 'GET', path: '/v1/collections', handler: 'http/handlers/ai/collections-list', capability: 'knowledge', grants: ['table:read', 'secret:read'] },
   { id: 'ai.collections.get', api: 'ai', method: 'GET', path: '/v1/collections/{id}', handler: 'http/handlers/ai/collections-get', capability: 'knowledge', grants: ['table:read'] },

@@ -18,7 +18,9 @@ import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
 import { embedTexts } from '../vector/embed.js';
 import { readDatabase, stampedRoute } from '../vector/databases.js';
-import { chunkSections } from './chunks.js';
+import { chunkSections, type Chunk } from './chunks.js';
+import type { Principal } from '../auth/principal.js';
+import type { HeldBudget } from '../ai/limits.js';
 import { chunkEntry, putEntries, removePackage } from './chunk-index.js';
 import { collectionKey, itemKey, PROCESSING_PARTITION, processingKey, sweepDueBefore } from './collection-keys.js';
 import { detectFormat, MAX_INPUT_BYTES, type Extracted } from './extract/index.js';
@@ -176,26 +178,43 @@ async function makePackage(engine: Engine, item: Item, collection: KvItem, signa
     chunks,
   );
   if (item.mode !== 'cloud') return { chunk_count: chunks.length, skipped_chunks: 0 };
+  const skipped = await indexChunks(engine, item.owner, { workspace: item.workspace, collection: item.collection, id: item.id, pkg: item.pending_package }, collection, chunks, signal);
+  if (skipped === 'no database') throw new ItemFailed('upstream_error', "This collection's vector database was deleted; its items cannot be indexed. Create a new collection.");
+  return { chunk_count: chunks.length, skipped_chunks: skipped };
+}
 
+/**
+ * A `cloud` collection's package indexed: its chunks embedded through the workspace's vector database
+ * (as `owner`, inside the gateway's limits) and put in its index under keys of the item and package
+ * (a retry puts the same keys). Returns the chunks the index could not take, or `no database` when
+ * the collection's database is gone. Also what a knowledge job's publish step indexes with.
+ */
+export async function indexChunks(
+  engine: Engine,
+  owner: Principal,
+  item: { workspace: string; collection: string; id: string; pkg: string },
+  collection: KvItem,
+  chunks: Chunk[],
+  signal?: AbortSignal,
+  heldBudget?: HeldBudget,
+): Promise<number | 'no database'> {
   const database = await readDatabase(engine, item.workspace);
-  if (!database || database.database_id !== collection.vector_database_id || database.state !== 'active') {
-    throw new ItemFailed('upstream_error', "This collection's vector database was deleted; its items cannot be indexed. Create a new collection.");
-  }
+  if (!database || database.database_id !== collection.vector_database_id || database.state !== 'active') return 'no database';
   const route = await stampedRoute(engine, database);
   let skipped = 0;
   for (let i = 0; i < chunks.length; i += EMBED_BATCH) {
-    signal.throwIfAborted();
+    signal?.throwIfAborted();
     const batch = chunks.slice(i, i + EMBED_BATCH);
-    const vectors = await embedTexts(engine, item.owner, route, database, batch.map((c) => c.text), signal);
+    const vectors = await embedTexts(engine, owner, route, database, batch.map((c) => c.text), signal, heldBudget);
     const entries: VectorEntry[] = [];
     batch.forEach((chunk, j) => {
-      const entry = chunkEntry(item.collection, item.id, item.pending_package, chunk, vectors[j]);
+      const entry = chunkEntry(item.collection, item.id, item.pkg, chunk, vectors[j]);
       if (entry) entries.push(entry);
       else skipped += 1;
     });
     await putEntries(engine, database.index, entries);
   }
-  return { chunk_count: chunks.length, skipped_chunks: skipped };
+  return skipped;
 }
 
 const withChunks = (extracted: Extracted): Extraction => ('failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections) });

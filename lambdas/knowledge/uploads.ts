@@ -698,6 +698,33 @@ export async function completedUploadSource(engine: Engine, principal: Principal
 }
 
 /**
+ * Keeps the bytes of the completed upload `id` at least until `untilEpoch` (seconds): a knowledge job
+ * reads its recording for that long (its `keep_source_hours`). The stored file's expiry is only ever
+ * moved later, with its own sweep entry, as a second upload of the same bytes moves it (keepFile), so
+ * an upload that keeps its bytes longer still does. Returns the expiry in force.
+ */
+export async function keepSourceUntil(engine: Engine, principal: Principal, id: string, untilEpoch: number): Promise<number> {
+  const upload = await readUpload(engine, principal, id);
+  const org = principal.organizationId;
+  const fileKey = storedFileKey(org, upload.workspace, upload.sha256);
+  for (;;) {
+    const file = await engine.kv.get(fileKey);
+    if (!file) throw notFound(id);
+    const current = Number(file.expires_at);
+    if (current >= untilEpoch) return current;
+    try {
+      await transact(engine, [
+        { update: fileKey, set: { expires_at: untilEpoch }, condition: { ifEquals: { gen: file.gen ?? null, expires_at: file.expires_at ?? null } } },
+        { put: { ...sweepKey(untilEpoch, `file#${org}#${upload.workspace}#${upload.sha256}#${String(file.gen)}`), org, workspace: upload.workspace, sha256: upload.sha256, gen: String(file.gen) } },
+      ]);
+      return untilEpoch;
+    } catch (error) {
+      if (!(error instanceof ConditionFailedError)) throw error; // changed meanwhile: look again
+    }
+  }
+}
+
+/**
  * Removes what expired, up to `limit` entries, oldest first: an upload's open parts (its multipart
  * upload aborted, its item deleted if DynamoDB's TTL has not yet), and a stored file's bytes once no
  * upload names it any longer (its item deleted if it still says so; a later expiry has its own entry).

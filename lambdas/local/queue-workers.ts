@@ -19,6 +19,9 @@ import { onDeliveryQueued, sweepOutbox } from '../events/outbox.js';
 import { sweepPlatformEvents } from '../events/platform-events.js';
 import { jobsConsumer } from '../consumers/jobs.js';
 import { knowledgeConsumer } from '../consumers/knowledge-items.js';
+import { jobEvents } from '../consumers/knowledge-jobs.js';
+import { knowledgeJobsConsumer } from '../knowledge/jobs/consumer.js';
+import { sweepJobs } from '../knowledge/jobs/pipeline.js';
 import { sweepProcessing } from '../knowledge/processing.js';
 import { onItemQueued } from '../knowledge/items.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
@@ -47,6 +50,11 @@ export const RECEIVERS = {
   jobs: { maxInFlight: 4, idleMs: 250 },
   /** Items parse and chunk in bounded children (knowledge/extraction-pool.ts): two at once per background process, one child each. */
   knowledge: { maxInFlight: 2, idleMs: 100 },
+  /**
+   * Knowledge job steps and transcription pieces: a piece waits on its upstream (KNOWLEDGE_JOB_TRANSCRIPTION_CONCURRENCY
+   * at once per job), a step runs ffmpeg or waits on chat calls: eight at once per background process.
+   */
+  'knowledge-jobs': { maxInFlight: 8, idleMs: 100 },
   /** Each check reads a whole file (up to 5 GiB) from disk: two at once. */
   'upload-checks': { maxInFlight: 2, idleMs: 250 },
 } as const;
@@ -65,6 +73,7 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: wakeups.webhooks }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
     startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: wakeups.knowledge }, onError),
+    startReceiver(engine, { queue: 'knowledge-jobs', consumer: knowledgeJobsConsumer(engine, jobEvents(engine)), ...RECEIVERS['knowledge-jobs'] }, onError),
     // AI uploads whose complete call answered 202, as lambdas/consumers/upload-checks.ts does on AWS.
     startReceiver(engine, { queue: 'upload-checks', consumer: uploadChecksConsumer(engine), ...RECEIVERS['upload-checks'] }, onError),
   ];
@@ -79,6 +88,8 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     void sweepExpiredCollections(engine).catch(onError);
     // Items whose processor died or whose message was lost, as the collections sweep does on AWS.
     void sweepProcessing(engine).catch(onError);
+    // Knowledge jobs whose step's processor died, and finished jobs' events a crash left unsent.
+    void sweepJobs(engine, jobEvents(engine)).catch(onError);
     // Index entries no item serves, as the collections sweep does on AWS; one run at a time, within the tick.
     if (!indexSweep) indexSweep = sweepIndexes(engine, { budgetMs: SWEEP_EVERY_MS / 2 }).then(() => undefined, onError).finally(() => (indexSweep = undefined));
   }, SWEEP_EVERY_MS);

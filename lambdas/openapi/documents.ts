@@ -5,6 +5,7 @@ import type { OperationDocs } from './operation.js';
 import { AI_GATEWAY_OPERATIONS } from './ai-gateway.js';
 import { AI_ITEMS_OPERATIONS } from './ai-items.js';
 import { AI_KNOWLEDGE_OPERATIONS } from './ai-knowledge.js';
+import { AI_KNOWLEDGE_JOBS_OPERATIONS } from './ai-knowledge-jobs.js';
 import { DATA_OPERATIONS } from './data.js';
 import { DATA_FILES_OPERATIONS } from './data-files.js';
 import { EVENTS_OPERATIONS } from './events.js';
@@ -22,6 +23,7 @@ export const API_INFO: Record<Api, ApiInfo> = {
       'Vector database': "The workspace's vector database: ingest passages and search them by meaning (spec 4.6, 4.7), list and delete documents.",
       Uploads: 'Files of up to 5 GiB, announced, sent in parts and checked against their SHA-256, for the knowledge routes to use by id.',
       'Knowledge collections': 'Collections of files processed into cited chunks: create, read, query and chat over them (spec 4.9, 4.10).',
+      'Knowledge jobs': 'A recording becomes a cited knowledge base: transcript, entries checked against their evidence, still frames; priced before any paid work (spec 4.8).',
       'Collection items': "A collection's files: add, read, reprocess, delete, and their chunks, package and vectors.",
     OAuth: 'The client credentials grant: an OAuth client of an application exchanges its id and secret for a short-lived access token.',
     },
@@ -63,7 +65,7 @@ export const API_INFO: Record<Api, ApiInfo> = {
 };
 
 export const OPERATIONS: Record<Api, () => OperationDocs> = {
-  ai: () => ({ ...AI_GATEWAY_OPERATIONS, ...AI_KNOWLEDGE_OPERATIONS, ...AI_ITEMS_OPERATIONS }),
+  ai: () => ({ ...AI_GATEWAY_OPERATIONS, ...AI_KNOWLEDGE_OPERATIONS, ...AI_ITEMS_OPERATIONS, ...AI_KNOWLEDGE_JOBS_OPERATIONS }),
   data: () => ({ ...DATA_OPERATIONS, ...DATA_FILES_OPERATIONS }),
   events: () => EVENTS_OPERATIONS,
 };

@@ -11,9 +11,10 @@ import { estimateEmbeddings } from '../ai/estimate.js';
 import { shapeEmbeddings } from '../ai/embeddings.js';
 import { PlatformError } from '../shared/errors.js';
 import type { VectorDatabase } from './types.js';
+import type { HeldBudget } from '../ai/limits.js';
 
-export async function embedTexts(engine: Engine, principal: Principal, route: ModelRoute, database: VectorDatabase, texts: string[], signal?: AbortSignal): Promise<Float32Array[]> {
-  const list = shapeEmbeddings(await embeddings({ engine, principal, signal }, route, { input: texts, encoding_format: 'float' }, estimateEmbeddings(texts)), texts.length, 'float');
+export async function embedTexts(engine: Engine, principal: Principal, route: ModelRoute, database: VectorDatabase, texts: string[], signal?: AbortSignal, heldBudget?: HeldBudget): Promise<Float32Array[]> {
+  const list = shapeEmbeddings(await embeddings({ engine, principal, signal, heldBudget }, route, { input: texts, encoding_format: 'float' }, estimateEmbeddings(texts)), texts.length, 'float');
   return list.data.map(({ embedding }) => {
     const values = embedding as number[];
     if (values.length !== database.dimensions) {

@@ -89,6 +89,10 @@ export class FileBlobStore implements BlobStore {
     }
   }
 
+  async filePath(key: string): Promise<string | undefined> {
+    return (await this.head(key)) ? this.objectPath(key) : undefined;
+  }
+
   async delete(key: string): Promise<void> {
     try {
       await unlink(this.objectPath(key));

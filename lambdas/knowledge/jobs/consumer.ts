@@ -5,9 +5,9 @@
  */
 import type { Engine, QueueConsumer } from '../../engine/ports.js';
 import { log } from '../../shared/log.js';
-import { runJobMessage, parseJobMessage } from './pipeline.js';
+import { parseJobMessage, runJobMessage, type JobEvents } from './pipeline.js';
 
-export function knowledgeJobsConsumer(engine: Engine): QueueConsumer {
+export function knowledgeJobsConsumer(engine: Engine, events?: JobEvents): QueueConsumer {
   return async (messages) => {
     const failed: string[] = [];
     await Promise.all(
@@ -15,7 +15,7 @@ export function knowledgeJobsConsumer(engine: Engine): QueueConsumer {
         const body = parseJobMessage(message.body);
         if (!body) return void log.error('knowledge-jobs message dropped: not a job message', { message_id: message.id });
         try {
-          await runJobMessage(engine, body);
+          await runJobMessage(engine, body, events);
         } catch (error) {
           log.warn('knowledge job step failed; the message comes back', { message_id: message.id, job: body.job, error: String(error) });
           failed.push(message.id);

@@ -243,6 +243,54 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/knowledge/jobs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List knowledge jobs
+         * @description The calling application’s jobs, newest first (an organization-wide credential: the organization-wide ones). `next_cursor` is bound to the organization and application.
+         */
+        get: operations["knowledgeJobsList"];
+        put?: never;
+        /**
+         * Start a knowledge job
+         * @description A completed upload of a recording becomes a `cloud` collection: its transcript, entries (decisions, action items, questions, facts, each with its verbatim quote and time range, checked against the transcript) and still frames. The recording is probed and the whole job priced before any paid work: `max_price_usd` over the organization’s cap, an estimate over `max_price_usd` or over what is left of a budget is `403 budget_exceeded` naming the estimate. Once per `X-Operation-Id`; the same id with another body is `409 operation_id_reused`.
+         */
+        post: operations["knowledgeJobsCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge/jobs/{job_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a knowledge job
+         * @description Its status (`queued` → `running` → `completed`, `failed` or `cancelled`), step, progress, estimate and spend, and once published its collection, counts and summary.
+         */
+        get: operations["knowledgeJobsGet"];
+        put?: never;
+        post?: never;
+        /**
+         * Cancel a knowledge job
+         * @description Stops a queued or running job: what was paid stays paid, the rest of its estimate is given back to the budgets. A finished job is `409 job_finished`. Once per `X-Operation-Id`.
+         */
+        delete: operations["knowledgeJobsCancel"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/collections": {
         parameters: {
             query?: never;
@@ -1300,6 +1348,163 @@ export type components = {
             top_k?: number | null;
             /** @description `local_vectors` only, and required there: the client's embedding of the query, 1 to 4096 finite numbers, not all zero, of the collection's dimensions. */
             vector?: number[];
+        };
+        KnowledgeJob: {
+            /** @description `job_` and 32 lowercase hex characters: the start time and 80 random bits, so ids sort by start. */
+            job_id: string;
+            /** @constant */
+            object: "knowledge.job";
+            /**
+             * @description `queued` → `running` → `completed`, `failed` or `cancelled` (docs/ai/knowledge-jobs.md, "Statuses").
+             * @enum {string}
+             */
+            status: "queued" | "running" | "completed" | "failed" | "cancelled";
+            /**
+             * @description The step running, or the last one reached: `probe`, `transcribe`, `extract`, `reconcile`, `frames`, `publish`.
+             * @enum {string}
+             */
+            step: "probe" | "transcribe" | "extract" | "reconcile" | "frames" | "publish";
+            progress: {
+                /** @description Steps finished or skipped, of `steps_total`. */
+                steps_done: number;
+                steps_total: number;
+                /** @description Transcription pieces (of at most 10 minutes) transcribed, of `pieces_total` (0 when a transcript was given). */
+                pieces_done: number;
+                pieces_total: number;
+            };
+            /** @description The whole job's price as estimated at the start (USD, six decimals): held against the budgets until it is spent or the job ends. */
+            estimate_usd: string;
+            /** @description What the job's upstream calls cost so far (USD, six decimals). What was paid stays paid when a job is cancelled. */
+            spent_usd: string;
+            /** @description As sent: the job stops `failed` with `price_limit` rather than make a call that would pass it. */
+            max_price_usd: string;
+            /** @description The `cloud` collection the job publishes (null until its publish step). */
+            collection_id: string | null;
+            /** @description Entries published (decisions, action items, questions, facts). */
+            entries: number;
+            /** @description Entries dropped because their quote is not in the transcript, their times do not match where it is, or a model found the quote does not support the statement. */
+            entries_dropped: number;
+            /** @description Still frames published. */
+            frames: number;
+            /** @description A few lines on what the recording holds, in `output_language` (null until published). */
+            summary: string | null;
+            /** @description Why a `failed` job failed; null otherwise. */
+            error: {
+                /** @enum {string} */
+                code: "price_limit" | "upstream_error" | "source_expired" | "unreadable" | "no_route" | "empty_transcript" | "too_large" | "internal_error";
+                message: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
+            /**
+             * Format: date-time
+             * @description When the recording's bytes are deleted at the earliest: `keep_source_hours` after the start, or later if its upload keeps them longer.
+             */
+            source_expires_at: string;
+        };
+        KnowledgeJobList: {
+            /** @constant */
+            object: "list";
+            data: {
+                /** @description `job_` and 32 lowercase hex characters: the start time and 80 random bits, so ids sort by start. */
+                job_id: string;
+                /** @constant */
+                object: "knowledge.job";
+                /**
+                 * @description `queued` → `running` → `completed`, `failed` or `cancelled` (docs/ai/knowledge-jobs.md, "Statuses").
+                 * @enum {string}
+                 */
+                status: "queued" | "running" | "completed" | "failed" | "cancelled";
+                /**
+                 * @description The step running, or the last one reached: `probe`, `transcribe`, `extract`, `reconcile`, `frames`, `publish`.
+                 * @enum {string}
+                 */
+                step: "probe" | "transcribe" | "extract" | "reconcile" | "frames" | "publish";
+                progress: {
+                    /** @description Steps finished or skipped, of `steps_total`. */
+                    steps_done: number;
+                    steps_total: number;
+                    /** @description Transcription pieces (of at most 10 minutes) transcribed, of `pieces_total` (0 when a transcript was given). */
+                    pieces_done: number;
+                    pieces_total: number;
+                };
+                /** @description The whole job's price as estimated at the start (USD, six decimals): held against the budgets until it is spent or the job ends. */
+                estimate_usd: string;
+                /** @description What the job's upstream calls cost so far (USD, six decimals). What was paid stays paid when a job is cancelled. */
+                spent_usd: string;
+                /** @description As sent: the job stops `failed` with `price_limit` rather than make a call that would pass it. */
+                max_price_usd: string;
+                /** @description The `cloud` collection the job publishes (null until its publish step). */
+                collection_id: string | null;
+                /** @description Entries published (decisions, action items, questions, facts). */
+                entries: number;
+                /** @description Entries dropped because their quote is not in the transcript, their times do not match where it is, or a model found the quote does not support the statement. */
+                entries_dropped: number;
+                /** @description Still frames published. */
+                frames: number;
+                /** @description A few lines on what the recording holds, in `output_language` (null until published). */
+                summary: string | null;
+                /** @description Why a `failed` job failed; null otherwise. */
+                error: {
+                    /** @enum {string} */
+                    code: "price_limit" | "upstream_error" | "source_expired" | "unreadable" | "no_route" | "empty_transcript" | "too_large" | "internal_error";
+                    message: string;
+                } | null;
+                /** Format: date-time */
+                created_at: string;
+                /** Format: date-time */
+                updated_at: string;
+                /**
+                 * Format: date-time
+                 * @description When the recording's bytes are deleted at the earliest: `keep_source_hours` after the start, or later if its upload keeps them longer.
+                 */
+                source_expires_at: string;
+            }[];
+            next_cursor: string | null;
+        };
+        KnowledgeJobRequest: {
+            /** @description Required. A completed upload of the recording (its X-Operation-Id at POST /v1/uploads). */
+            upload_id: string;
+            /** @description Required. The most the job may cost, in USD, as a decimal string greater than zero ("2.50"). Over the organization's cap, or below the estimate: 403 budget_exceeded before any paid work. */
+            max_price_usd: string;
+            /** @description A BCP 47 tag: the transcription's hint. */
+            spoken_language?: string;
+            /** @description A BCP 47 tag (default `en`): the language of statements and the summary; quotes and the transcript are never translated. */
+            output_language?: string;
+            /**
+             * @description `light`, `medium` (default) or `max`: `light` checks no evidence by model and takes no frames; `max` adds a second extraction pass and frame captions.
+             * @enum {string}
+             */
+            power?: "light" | "medium" | "max";
+            /** @description Still frames at most, 1 to 50 (default 10). */
+            max_pointers?: number;
+            /** @description Hours the recording is kept after the job starts, 1 to 168 (default 24), within the organization's cap. */
+            keep_source_hours?: number;
+            references?: {
+                /** @description A completed upload of at most 16 MiB: the transcript (plain text, WebVTT, SRT, or `[HH:MM:SS]` lines). */
+                transcript?: string;
+                /** @description A completed upload of at most 16 MiB: notes (plain text or Markdown), context for the model, never evidence. */
+                notes?: string;
+            };
+            /** @description The transcript inline (at most 16 MiB; plain text, WebVTT, SRT, or `[HH:MM:SS]` lines): no transcription is paid for. */
+            transcript?: string;
+            /** @description Notes inline (plain text or Markdown, at most 16 MiB): context for the model, never evidence. */
+            notes?: string;
+            adaptive_evidence_reconciliation?: {
+                /** @description `false`: no entry is checked against its evidence by a model (the check in code always runs). Default: on unless `power` is `light`. */
+                enabled: boolean;
+            };
+            adaptive_evidence_extraction?: {
+                /** @description `false`: no still frames. Default: on unless `power` is `light`. */
+                enabled: boolean;
+            };
+        };
+        KnowledgeJobStarted: {
+            job_id: string;
+            poll_after_seconds: number;
+            status_url: string;
         };
         ModelList: {
             /** @constant */
@@ -4934,6 +5139,921 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    knowledgeJobsList: {
+        parameters: {
+            query?: {
+                /** @description How many to answer: a whole number from 1 to 100 (default 20). */
+                limit?: string;
+                /** @description The previous page's `next_cursor`, to read the next page (bound to this listing and caller). */
+                cursor?: string;
+            };
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of jobs. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "job_id": "job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d",
+                     *           "object": "knowledge.job",
+                     *           "status": "running",
+                     *           "step": "extract",
+                     *           "progress": {
+                     *             "steps_done": 2,
+                     *             "steps_total": 6,
+                     *             "pieces_done": 6,
+                     *             "pieces_total": 6
+                     *           },
+                     *           "estimate_usd": "0.412000",
+                     *           "spent_usd": "0.360000",
+                     *           "max_price_usd": "2.50",
+                     *           "collection_id": null,
+                     *           "entries": 0,
+                     *           "entries_dropped": 0,
+                     *           "frames": 0,
+                     *           "summary": null,
+                     *           "error": null,
+                     *           "created_at": "2026-12-02T10:00:00.000Z",
+                     *           "updated_at": "2026-12-02T10:01:30.000Z",
+                     *           "source_expires_at": "2026-12-03T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KnowledgeJobList"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_cursor" | "invalid_field" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "knowledge_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    knowledgeJobsCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional. */
+                "X-Operation-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "upload_id": "upl-2026-12-02-standup",
+                 *       "max_price_usd": "2.50",
+                 *       "power": "medium",
+                 *       "max_pointers": 10,
+                 *       "output_language": "en"
+                 *     }
+                 */
+                "application/json": components["schemas"]["KnowledgeJobRequest"];
+            };
+        };
+        responses: {
+            /** @description Started: poll `status_url` after `poll_after_seconds`. */
+            202: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description `true` when this is the answer kept for the same `X-Operation-Id`, replayed (kept 24 hours). */
+                    "x-idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job_id": "job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d",
+                     *       "poll_after_seconds": 2,
+                     *       "status_url": "/v1/knowledge/jobs/job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KnowledgeJobStarted"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "missing_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "budget_exceeded" | "capability_not_enabled" | "key_disabled" | "knowledge_disabled" | "organization_disabled" | "vector_database_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_id_reused" | "operation_in_progress" | "upload_incomplete" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "route_unavailable" | "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    knowledgeJobsGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `job_` and 32 lowercase hex characters. Anything else, or another organization’s or application’s job: `404 job_not_found`.
+                 * @example job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d
+                 */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job_id": "job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d",
+                     *       "object": "knowledge.job",
+                     *       "status": "running",
+                     *       "step": "extract",
+                     *       "progress": {
+                     *         "steps_done": 2,
+                     *         "steps_total": 6,
+                     *         "pieces_done": 6,
+                     *         "pieces_total": 6
+                     *       },
+                     *       "estimate_usd": "0.412000",
+                     *       "spent_usd": "0.360000",
+                     *       "max_price_usd": "2.50",
+                     *       "collection_id": null,
+                     *       "entries": 0,
+                     *       "entries_dropped": 0,
+                     *       "frames": 0,
+                     *       "summary": null,
+                     *       "error": null,
+                     *       "created_at": "2026-12-02T10:00:00.000Z",
+                     *       "updated_at": "2026-12-02T10:01:30.000Z",
+                     *       "source_expires_at": "2026-12-03T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KnowledgeJob"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "knowledge_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "job_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    knowledgeJobsCancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `job_` and 32 lowercase hex characters. Anything else, or another organization’s or application’s job: `404 job_not_found`.
+                 * @example job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d
+                 */
+                job_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The job, cancelled. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description `true` when this is the answer kept for the same `X-Operation-Id`, replayed (kept 24 hours). */
+                    "x-idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "job_id": "job_019ad1c2e3f40a1b2c3d4e5f6a7b8c9d",
+                     *       "object": "knowledge.job",
+                     *       "status": "cancelled",
+                     *       "step": "extract",
+                     *       "progress": {
+                     *         "steps_done": 2,
+                     *         "steps_total": 6,
+                     *         "pieces_done": 6,
+                     *         "pieces_total": 6
+                     *       },
+                     *       "estimate_usd": "0.412000",
+                     *       "spent_usd": "0.360000",
+                     *       "max_price_usd": "2.50",
+                     *       "collection_id": null,
+                     *       "entries": 0,
+                     *       "entries_dropped": 0,
+                     *       "frames": 0,
+                     *       "summary": null,
+                     *       "error": null,
+                     *       "created_at": "2026-12-02T10:00:00.000Z",
+                     *       "updated_at": "2026-12-02T10:01:30.000Z",
+                     *       "source_expires_at": "2026-12-03T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KnowledgeJob"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "missing_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "knowledge_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "job_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "job_finished" | "operation_id_reused" | "operation_in_progress";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
