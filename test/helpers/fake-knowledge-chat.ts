@@ -1,0 +1,83 @@
+/**
+ * A fake OpenAI-compatible chat upstream for knowledge jobs (real HTTP on loopback): it answers the
+ * job's calls by what they ask, as a model would, from the transcript it is sent:
+ *   - extraction (`response_format.json_schema.name` `knowledge_entries`): an entry per stamped line
+ *     (`[HH:MM:SS-HH:MM:SS] text`), kinds in turn (decision, action item, question, fact), the quote the
+ *     line's text verbatim, the statement "Said: <text>"; plus `invent` entries whose quotes are in no
+ *     line (the evidence check must drop them);
+ *   - the support check (`evidence_verdicts`): supported, except statements containing `UNSUPPORTED`;
+ *   - anything else (the summary): a fixed text.
+ * Every call is counted by kind; `delayMs` holds each answer (the benchmark's 2 s a call); `failNext`
+ * answers 500 that many times.
+ */
+import http from 'node:http';
+import { closeServer, listen } from './servers.js';
+
+export interface FakeKnowledgeChat {
+  baseUrl: string;
+  calls: { extract: number; reconcile: number; other: number };
+  requests: Record<string, any>[];
+  behavior: { delayMs: number; invent: number; failNext: number; unsupported: boolean };
+  /** Called at each extraction call (a test kills the platform there). */
+  onExtract?: () => void;
+  close(): Promise<void>;
+}
+
+const KINDS = ['decision', 'action_item', 'question', 'fact'] as const;
+const LINE = /^\[(\d\d:\d\d:\d\d)(?:-(\d\d:\d\d:\d\d))?\] (.+)$/;
+
+export async function startFakeKnowledgeChat(): Promise<FakeKnowledgeChat> {
+  const fake = { baseUrl: '', close: async () => undefined, calls: { extract: 0, reconcile: 0, other: 0 }, requests: [], behavior: { delayMs: 0, invent: 0, failNext: 0, unsupported: false } } as FakeKnowledgeChat;
+  const server = http.createServer((req, res) => {
+    let raw = '';
+    req.on('data', (d) => (raw += d));
+    req.on('end', async () => {
+      const body = raw ? JSON.parse(raw) : {};
+      fake.requests.push(body);
+      const name = body.response_format?.json_schema?.name;
+      if (name === 'knowledge_entries') {
+        fake.calls.extract++;
+        fake.onExtract?.();
+      } else if (name === 'evidence_verdicts') fake.calls.reconcile++;
+      else fake.calls.other++;
+      if (fake.behavior.delayMs) await new Promise((r) => setTimeout(r, fake.behavior.delayMs));
+      if (fake.behavior.failNext > 0) {
+        fake.behavior.failNext--;
+        res.writeHead(500, { 'content-type': 'application/json' });
+        return res.end(JSON.stringify({ error: { message: 'fake failure' } }));
+      }
+      const user = String(body.messages?.find((m: any) => m.role === 'user')?.content ?? '');
+      let content: string;
+      if (name === 'knowledge_entries') {
+        const entries: object[] = [];
+        let i = 0;
+        for (const line of user.split('\n')) {
+          const m = LINE.exec(line.trim());
+          if (!m) continue;
+          const kind = KINDS[i++ % KINDS.length];
+          entries.push({ kind, statement: `${fake.behavior.unsupported ? 'UNSUPPORTED ' : ''}Said: ${m[3]}`, quote: m[3], start: m[1], end: m[2] ?? m[1], owner: kind === 'action_item' ? 'Ada' : null, due: null });
+        }
+        for (let k = 0; k < fake.behavior.invent; k++) entries.push({ kind: 'decision', statement: 'Invented decision', quote: `the board approved budget line ${k} unanimously`, start: '00:00:01', end: '00:00:03', owner: null, due: null });
+        content = JSON.stringify({ entries });
+      } else if (name === 'evidence_verdicts') {
+        const verdicts = user
+          .split('\n')
+          .map((l) => {
+            try {
+              return JSON.parse(l);
+            } catch {
+              return undefined;
+            }
+          })
+          .filter((v) => v && typeof v.index === 'number')
+          .map((v) => ({ index: v.index, supported: !String(v.statement).includes('UNSUPPORTED') }));
+        content = JSON.stringify({ verdicts });
+      } else content = 'The recording covers the points listed.';
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ id: 'chatcmpl-k', object: 'chat.completion', created: 1_700_000_000, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 1000, completion_tokens: 200, total_tokens: 1200 } }));
+    });
+  });
+  fake.baseUrl = await listen(server);
+  fake.close = () => closeServer(server);
+  return fake;
+}
