@@ -274,6 +274,8 @@ describe('parseTranscript: anything at all', () => {
     'WEBVTT', 'NOTE', 'STYLE', '\n', '\n\n', '\r\n', '\r', ' ', '\t', '-->', ' --> ', '00:01.000', '00:00:01,500', '99:59:59.999', '1:2:3', '00:60.000',
     '9999999:00:00.000', '[', ']', '[00:01]', '[00:00:01 - 00:00:02]', '[01:00:00 –', '<', '>', '<v Al>', '<v >', '</v>', '<b>', '<00:01.000>', '&amp;', '&#0;',
     '&#x110000;', '&', ';', '{\\an8}', '{\\', '}', 'x', 'word', '1', '.', ',', ':', '-', '\uFEFF', '\u2028', '\0', '\uD800', '会議',
+    // Whole timing lines and stamps, backwards too, so the generated texts often are each format.
+    'WEBVTT\n\n', '00:00:09.000 --> 00:00:05.000\n', '00:01.000 --> 00:02.000\n', '1\n00:00:01,000 --> 00:00:00,500\n', '[00:09 - 00:05] ', '\n[01:00:00] ',
   );
   it('never throws, and every segment is sane (fast-check: fragments of every format, and arbitrary strings)', () => {
     fc.assert(

@@ -16,7 +16,10 @@
  *   touches (the transcript's, not the model's guess), null where the transcript has none there:
  *   without times entries cite no time.
  * - **Several occurrences**: the one whose span is nearest the entry's times wins (the first of
- *   those that overlap them), else the first. At most `MAX_OCCURRENCES` are looked at.
+ *   those that overlap them), else the first. At most `MAX_OCCURRENCES` are looked at one by one (a
+ *   quote that is everywhere costs no more than that); past them, in a transcript whose times run
+ *   forward (as a recording's do), the occurrences either side of the entry's times are found
+ *   directly, so even the ten-thousandth "yes" is found where the entry says.
  */
 import type { Entry, TimedSegment } from './types.js';
 
@@ -65,6 +68,8 @@ export class TranscriptIndex {
   /** Where each indexed segment's folded text starts in `padded`, ascending; `segmentOf[k]` is its index in `segments`. */
   private readonly starts: number[] = [];
   private readonly segmentOf: number[] = [];
+  /** The indexed segments' start times, when every one has both times and starts and ends never go back (else null). */
+  private readonly forwardStarts: number[] | null;
 
   constructor(readonly segments: readonly TimedSegment[]) {
     const parts: string[] = [];
@@ -79,6 +84,7 @@ export class TranscriptIndex {
       length += folded.length;
     });
     this.padded = ` ${parts.join(' ')} `;
+    this.forwardStarts = this.timesRunForward();
   }
 
   /** The folded transcript the quotes are looked for in. */
@@ -123,10 +129,37 @@ export class TranscriptIndex {
       if (d < bestDistance) {
         best = span;
         bestDistance = d;
-        if (d === 0) break;
+        if (d === 0) return best;
+      }
+    }
+    if (seen < MAX_OCCURRENCES || !target || !this.forwardStarts) return best;
+    // Too many to read one by one: in a transcript whose times run forward, the nearest occurrence is
+    // the first from the first segment starting at or after the entry's start, or the last before it.
+    const pivot = firstAtLeast(this.forwardStarts, target.start);
+    const from = pivot < this.starts.length ? this.starts[pivot] - before.length : this.padded.length;
+    for (const at of [this.padded.lastIndexOf(needle, from - 1), this.padded.indexOf(needle, from)]) {
+      if (at < 0) continue;
+      const span = this.spanOf(at + before.length, at + before.length + quote.length);
+      const d = distance(target, rangeOf(span)!);
+      if (d < bestDistance) {
+        best = span;
+        bestDistance = d;
       }
     }
     return best;
+  }
+
+  private timesRunForward(): number[] | null {
+    const starts: number[] = [];
+    let lastEnd = -Infinity;
+    for (const index of this.segmentOf) {
+      const start = finite(this.segments[index].start_s);
+      const end = finite(this.segments[index].end_s);
+      if (start === null || end === null || end < start || start < (starts[starts.length - 1] ?? -Infinity) || end < lastEnd) return null;
+      starts.push(start);
+      lastEnd = end;
+    }
+    return starts;
   }
 
   /** The times of the segments `padded[from, to)` touches: the earliest start and the latest end among them that are known. */
@@ -194,6 +227,18 @@ function indexOf(transcript: readonly TimedSegment[] | TranscriptIndex): Transcr
 interface Range {
   start: number;
   end: number;
+}
+
+/** The first index of ascending `values` whose value is at least `least` (`values.length` if none). */
+function firstAtLeast(values: number[], least: number): number {
+  let low = 0;
+  let high = values.length;
+  while (low < high) {
+    const mid = (low + high) >> 1;
+    if (values[mid] < least) low = mid + 1;
+    else high = mid;
+  }
+  return low;
 }
 
 function finite(value: unknown): number | null {
