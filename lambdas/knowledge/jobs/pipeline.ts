@@ -28,7 +28,7 @@ import { openMedia } from './media-input.js';
 import { publishJob } from './publish.js';
 import { asJob, FINISHED, STEPS, type Job, type JobErrorCode, type Step } from './records.js';
 import { supportCheck } from './reconcile.js';
-import { jobBudget, jobSpent, PriceLimitReached, releaseEstimateHolds } from './spend.js';
+import { closeJobSpend, jobBudget, PriceLimitReached, releaseEstimateHolds } from './spend.js';
 import { parseTranscript } from './transcript.js';
 import type { Entry, JobChat, StepMemo, TimedSegment } from './types.js';
 import { JobFailed, type StepContext } from './step.js';
@@ -277,7 +277,7 @@ async function finish(engine: Engine, job: Job, outcome: 'completed' | { failed:
 
 /** What follows any end (a cancel's too): holds given back, scratch files removed, the event published. */
 export async function afterFinish(engine: Engine, job: Job, events?: JobEvents): Promise<void> {
-  await releaseEstimateHolds(engine, job.budget_holds, await jobSpent(engine, job)).catch((error) => log.warn('job holds not given back; they lapse', { job: job.job_id, error: String(error) }));
+  await releaseEstimateHolds(engine, job.budget_holds, await closeJobSpend(engine, job)).catch((error) => log.warn('job holds not given back; they lapse', { job: job.job_id, error: String(error) }));
   await removeScratch(engine, job).catch((error) => log.warn('job files not removed', { job: job.job_id, error: String(error) }));
   if (events && job.status !== 'cancelled') await events.finished(job).catch((error) => log.warn('job event not published; the sweep publishes it', { job: job.job_id, error: String(error) }));
 }

@@ -5,6 +5,8 @@
  * cost, then settled with its real cost: the job's spend grows, the budgets' `spent` grows by the same
  * amount and their hold of the estimate shrinks by it (never below zero). A call whose worst cost
  * would take the job past its price is never made: the job stops `failed` with `price_limit`.
+ * When the job ends (a cancel too) its spend is closed (closeJobSpend): no call is admitted after it,
+ * and a call still in flight then books only its cost, the budgets' hold having been given back.
  */
 import type { Principal } from '../../auth/principal.js';
 import type { Engine, KvItem } from '../../engine/ports.js';
@@ -67,7 +69,17 @@ export async function releaseEstimateHolds(engine: Engine, holds: Job['budget_ho
   );
 }
 
-/** Raised where a call would take the job past its max_price_usd. */
+/**
+ * Marks the job's spend closed and answers what it had spent at that moment, one atomic update: a
+ * settle ordered before it is counted in that amount (and took its share off the budgets' hold), one
+ * after it finds `closed` and takes nothing off the hold, which is given back whole from that amount.
+ * Without this a call in flight at a cancel took its cost off a hold already given back: below zero.
+ */
+export async function closeJobSpend(engine: Engine, job: Pick<Job, 'org' | 'job_id'>): Promise<number> {
+  return spentOf(await engine.kv.update({ key: jobSpendKey(job.org, job.job_id), set: { closed: true } }));
+}
+
+/** Raised where a call would take the job past its max_price_usd, or the job has ended (a cancel). */
 export class PriceLimitReached extends Error {
   override name = 'PriceLimitReached';
 }
@@ -84,8 +96,10 @@ export function jobBudget(engine: Engine, job: Pick<Job, 'org' | 'job_id' | 'req
   return {
     async reserve(worstMicro, holdUntilMs) {
       const now = engine.clock.now();
-      const r = await addHold(engine.kv, key, worstMicro, holdUntilMs, now, (item, live) => spentOf(item) + live <= max);
+      const r = await addHold(engine.kv, key, worstMicro, holdUntilMs, now, (item, live) => item.closed !== true && spentOf(item) + live <= max);
       if ('refused' in r) {
+        // Ended meanwhile (a cancel is seen by the step's lease only every 20 s): no call after it.
+        if (r.refused.closed === true) throw new PriceLimitReached('The job has ended; no call is made after it.');
         throw new PriceLimitReached(`The next call could cost up to ${usd(worstMicro)}; with ${usd(spentOf(r.refused))} spent it would pass max_price_usd ${usd(max)}.`);
       }
       let settled = false;
@@ -95,6 +109,11 @@ export function jobBudget(engine: Engine, job: Pick<Job, 'org' | 'job_id' | 'req
           settled = true;
           const after = await releaseHold(engine.kv, r.hold, costMicro > 0 ? { spent: costMicro } : {});
           if (costMicro <= 0) return;
+          // The job ended before this cost arrived: its hold was given back whole then; only `spent` grows.
+          if (after.closed === true) {
+            await Promise.all(job.budget_holds.map((h) => engine.kv.update({ key: { pk: h.scope, sk: 'budget' }, add: { spent: costMicro } })));
+            return;
+          }
           // The share of this cost still inside the estimate comes off the budgets' hold; past it, only `spent` grows.
           const total = spentOf(after);
           const inside = Math.max(0, Math.min(total, job.estimate_micro) - (total - costMicro));
