@@ -3,12 +3,15 @@
  * job's calls by what they ask, as a model would, from the transcript it is sent:
  *   - extraction (`response_format.json_schema.name` `knowledge_entries`): an entry per stamped line
  *     (`[HH:MM:SS-HH:MM:SS] text`), kinds in turn (decision, action item, question, fact), the quote the
- *     line's text verbatim, the statement "Said: <text>"; plus `invent` entries whose quotes are in no
+ *     line's text verbatim, the statement "Said: <text>"; a line of the transcript without a stamp (a
+ *     plain-text transcript) gives an entry without times; plus `invent` entries whose quotes are in no
  *     line (the evidence check must drop them);
- *   - the support check (`evidence_verdicts`): supported, except statements containing `UNSUPPORTED`;
+ *   - the support check (`evidence_verdicts`): supported, except statements containing `UNSUPPORTED`
+ *     (every statement with `unsupported`, those of lines matching `unsupportedMatch`);
  *   - anything else (the summary): a fixed text.
  * Every call is counted by kind; `delayMs` holds each answer (the benchmark's 2 s a call); `failNext`
- * answers 500 that many times.
+ * answers 500 that many times; `usage` replaces the usage reported (an upstream that bills more than
+ * asked).
  */
 import http from 'node:http';
 import { closeServer, listen } from './servers.js';
@@ -17,17 +20,31 @@ export interface FakeKnowledgeChat {
   baseUrl: string;
   calls: { extract: number; reconcile: number; other: number };
   requests: Record<string, any>[];
-  behavior: { delayMs: number; invent: number; failNext: number; unsupported: boolean };
+  behavior: {
+    delayMs: number;
+    invent: number;
+    failNext: number;
+    unsupported: boolean;
+    /** Lines whose text matches get a statement the support check finds unsupported. */
+    unsupportedMatch: RegExp | null;
+    /** The usage every answer reports (default 1,000 prompt and 200 completion tokens). */
+    usage: { prompt_tokens: number; completion_tokens: number } | null;
+  };
   /** Called at each extraction call (a test kills the platform there). */
   onExtract?: () => void;
   close(): Promise<void>;
 }
 
+const usageOf = (u: { prompt_tokens: number; completion_tokens: number } | null) => {
+  const { prompt_tokens, completion_tokens } = u ?? { prompt_tokens: 1000, completion_tokens: 200 };
+  return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
+};
+
 const KINDS = ['decision', 'action_item', 'question', 'fact'] as const;
 const LINE = /^\[(\d\d:\d\d:\d\d)(?:-(\d\d:\d\d:\d\d))?\] (.+)$/;
 
 export async function startFakeKnowledgeChat(): Promise<FakeKnowledgeChat> {
-  const fake = { baseUrl: '', close: async () => undefined, calls: { extract: 0, reconcile: 0, other: 0 }, requests: [], behavior: { delayMs: 0, invent: 0, failNext: 0, unsupported: false } } as FakeKnowledgeChat;
+  const fake = { baseUrl: '', close: async () => undefined, calls: { extract: 0, reconcile: 0, other: 0 }, requests: [], behavior: { delayMs: 0, invent: 0, failNext: 0, unsupported: false, unsupportedMatch: null, usage: null } } as FakeKnowledgeChat;
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (d) => (raw += d));
@@ -51,11 +68,20 @@ export async function startFakeKnowledgeChat(): Promise<FakeKnowledgeChat> {
       if (name === 'knowledge_entries') {
         const entries: object[] = [];
         let i = 0;
-        for (const line of user.split('\n')) {
-          const m = LINE.exec(line.trim());
-          if (!m) continue;
+        let inTranscript = false;
+        for (const raw of user.split('\n')) {
+          const line = raw.trim();
+          if (line === '<transcript>' || line === '</transcript>') {
+            inTranscript = line === '<transcript>';
+            continue;
+          }
+          const m = LINE.exec(line);
+          // A line without a stamp counts only inside the transcript (the prompt's other lines are not said).
+          const [text, start, end] = m ? [m[3], m[1], m[2] ?? m[1]] : inTranscript && line ? [line, null, null] : [];
+          if (!text) continue;
           const kind = KINDS[i++ % KINDS.length];
-          entries.push({ kind, statement: `${fake.behavior.unsupported ? 'UNSUPPORTED ' : ''}Said: ${m[3]}`, quote: m[3], start: m[1], end: m[2] ?? m[1], owner: kind === 'action_item' ? 'Ada' : null, due: null });
+          const unsupported = fake.behavior.unsupported || !!fake.behavior.unsupportedMatch?.test(text);
+          entries.push({ kind, statement: `${unsupported ? 'UNSUPPORTED ' : ''}Said: ${text}`, quote: text, start, end, owner: kind === 'action_item' ? 'Ada' : null, due: null });
         }
         for (let k = 0; k < fake.behavior.invent; k++) entries.push({ kind: 'decision', statement: 'Invented decision', quote: `the board approved budget line ${k} unanimously`, start: '00:00:01', end: '00:00:03', owner: null, due: null });
         content = JSON.stringify({ entries });
@@ -74,7 +100,7 @@ export async function startFakeKnowledgeChat(): Promise<FakeKnowledgeChat> {
         content = JSON.stringify({ verdicts });
       } else content = 'The recording covers the points listed.';
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'chatcmpl-k', object: 'chat.completion', created: 1_700_000_000, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: { prompt_tokens: 1000, completion_tokens: 200, total_tokens: 1200 } }));
+      res.end(JSON.stringify({ id: 'chatcmpl-k', object: 'chat.completion', created: 1_700_000_000, model: body.model, choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }], usage: usageOf(fake.behavior.usage) }));
     });
   });
   fake.baseUrl = await listen(server);
