@@ -46,8 +46,9 @@ const LIMIT_FIELDS = { rpm: 'rpm', tpm: 'tpm', concurrency: 'concurrency', 'budg
 const ORG_LIMIT_OPTIONS = {
   ...LIMIT_OPTIONS,
   'knowledge-job-cap-usd': { type: 'string', value: 'X', help: 'the highest `max_price_usd` a knowledge job may be started with (above it `403 budget_exceeded`; no cap by default)' },
+  'knowledge-keep-source-hours': { type: 'string', value: 'N', help: 'the most `keep_source_hours` a knowledge job may ask, 1 to 168 (above it `400 invalid_body`; 168 by default)' },
 } as const;
-const ORG_LIMIT_FIELDS = { ...LIMIT_FIELDS, 'knowledge-job-cap-usd': 'knowledge_job_cap_usd' } as const;
+const ORG_LIMIT_FIELDS = { ...LIMIT_FIELDS, 'knowledge-job-cap-usd': 'knowledge_job_cap_usd', 'knowledge-keep-source-hours': 'knowledge_keep_source_hours' } as const;
 const LIMITS_NOTE = '`none` lifts a limit, an option left out keeps it, no option only shows them';
 const CACHE_NOTE = 'changes reach a running server within `MODEL_ROUTES_CACHE_MS`';
 

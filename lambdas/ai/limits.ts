@@ -88,6 +88,8 @@ export function checkLimits<L extends Partial<OrgAiLimits>>(limits: L): L {
     const v = limits[name];
     if (v !== undefined && v !== null && !(Number.isFinite(v) && v >= 0 && v <= 1e9)) throw new AiLimitsError(`${name} must be a number of USD from 0 to 1000000000, or none`);
   }
+  const h = limits.knowledge_keep_source_hours;
+  if (h !== undefined && h !== null && !(Number.isSafeInteger(h) && h >= 1 && h <= 168)) throw new AiLimitsError('knowledge_keep_source_hours must be a whole number of hours from 1 to 168, or none');
   return limits;
 }
 

@@ -32,6 +32,8 @@ export interface OrgAiLimits extends AiLimits {
    * spec 4.8). Not a limit of calls: admitting a call never reads it. Null: no cap.
    */
   knowledge_job_cap_usd: number | null;
+  /** The most `keep_source_hours` a knowledge job may ask (spec 4.8's "within the organization cap"). Null: 168, the spec's most. */
+  knowledge_keep_source_hours: number | null;
 }
 
 /**
@@ -55,7 +57,7 @@ export interface AiSettings {
 }
 
 export const NO_LIMITS: AiLimits = { rpm: null, tpm: null, concurrency: null, budget_usd: null };
-export const NO_ORG_LIMITS: OrgAiLimits = { ...NO_LIMITS, knowledge_job_cap_usd: null };
+export const NO_ORG_LIMITS: OrgAiLimits = { ...NO_LIMITS, knowledge_job_cap_usd: null, knowledge_keep_source_hours: null };
 const key = (organizationId: string) => ({ pk: `org#${organizationId}`, sk: 'ai-settings' });
 const cache = new TtlCache<AiSettings>();
 

@@ -22,7 +22,7 @@ const NO_BUDGET_USE = { spent_usd: 0, held_usd: 0 };
 describe('admin CLI: AI settings', () => {
   it('grants and revokes chat fields, refusing a field that is not grantable with the list of those that are', () => {
     expect(adminOk(dir, 'org', 'grant-field', '--org', org, '--field', 'n')).toEqual({
-      organization_id: org, granted_fields: ['n'], limits: { rpm: null, tpm: null, concurrency: null, budget_usd: null, knowledge_job_cap_usd: null }, operation_ids: 'required', disabled_features: [],
+      organization_id: org, granted_fields: ['n'], limits: { rpm: null, tpm: null, concurrency: null, budget_usd: null, knowledge_job_cap_usd: null, knowledge_keep_source_hours: null }, operation_ids: 'required', disabled_features: [],
     });
     expect(adminOk(dir, 'org', 'grant-field', '--org', org, '--field', 'store').granted_fields).toEqual(['n', 'store']);
     expect(adminOk(dir, 'org', 'revoke-field', '--org', org, '--field', 'n').granted_fields).toEqual(['store']);
@@ -41,11 +41,11 @@ describe('admin CLI: AI settings', () => {
   it('sets, shows and lifts limits (none lifts one; absent leaves it)', () => {
     const set = adminOk(dir, 'org', 'limits', '--org', org, '--rpm', '60', '--tpm', '100000', '--concurrency', '4', '--budget-usd', '12.5');
     expect(set).toEqual({
-      organization_id: org, granted_fields: ['store'], limits: { rpm: 60, tpm: 100000, concurrency: 4, budget_usd: 12.5, knowledge_job_cap_usd: null }, operation_ids: 'required', disabled_features: [], budget: NO_BUDGET_USE,
+      organization_id: org, granted_fields: ['store'], limits: { rpm: 60, tpm: 100000, concurrency: 4, budget_usd: 12.5, knowledge_job_cap_usd: null, knowledge_keep_source_hours: null }, operation_ids: 'required', disabled_features: [], budget: NO_BUDGET_USE,
     });
-    expect(adminOk(dir, 'org', 'limits', '--org', org, '--rpm', 'none', '--budget-usd', 'NONE').limits).toEqual({ rpm: null, tpm: 100000, concurrency: 4, budget_usd: null, knowledge_job_cap_usd: null });
+    expect(adminOk(dir, 'org', 'limits', '--org', org, '--rpm', 'none', '--budget-usd', 'NONE').limits).toEqual({ rpm: null, tpm: 100000, concurrency: 4, budget_usd: null, knowledge_job_cap_usd: null, knowledge_keep_source_hours: null });
     // No option: shows the settings as they are.
-    expect(adminOk(dir, 'org', 'limits', '--org', org).limits).toEqual({ rpm: null, tpm: 100000, concurrency: 4, budget_usd: null, knowledge_job_cap_usd: null });
+    expect(adminOk(dir, 'org', 'limits', '--org', org).limits).toEqual({ rpm: null, tpm: 100000, concurrency: 4, budget_usd: null, knowledge_job_cap_usd: null, knowledge_keep_source_hours: null });
 
     const notNumber = admin(dir, 'org', 'limits', '--org', org, '--rpm', 'lots');
     expect(notNumber.status).toBe(2);
@@ -64,8 +64,8 @@ describe('admin CLI: AI settings', () => {
     it('is none by default, set, shown with the AI settings, kept by other changes and lifted with none', () => {
       expect(adminOk(dir, 'org', 'limits', '--org', capped).limits.knowledge_job_cap_usd).toBeNull();
       const set = adminOk(dir, 'org', 'limits', '--org', capped, '--knowledge-job-cap-usd', '25.5');
-      expect(set.limits).toEqual({ rpm: null, tpm: null, concurrency: null, budget_usd: null, knowledge_job_cap_usd: 25.5 });
-      expect(adminOk(dir, 'org', 'limits', '--org', capped, '--rpm', '5').limits).toEqual({ rpm: 5, tpm: null, concurrency: null, budget_usd: null, knowledge_job_cap_usd: 25.5 });
+      expect(set.limits).toEqual({ rpm: null, tpm: null, concurrency: null, budget_usd: null, knowledge_job_cap_usd: 25.5, knowledge_keep_source_hours: null });
+      expect(adminOk(dir, 'org', 'limits', '--org', capped, '--rpm', '5').limits).toEqual({ rpm: 5, tpm: null, concurrency: null, budget_usd: null, knowledge_job_cap_usd: 25.5, knowledge_keep_source_hours: null });
       expect(adminOk(dir, 'org', 'settings', '--org', capped).limits.knowledge_job_cap_usd).toBe(25.5);
       expect(adminOk(dir, 'org', 'features', '--org', capped).limits.knowledge_job_cap_usd).toBe(25.5);
       expect(adminOk(dir, 'org', 'limits', '--org', capped, '--knowledge-job-cap-usd', '0').limits.knowledge_job_cap_usd).toBe(0);

@@ -12,11 +12,12 @@
  *                  where passes is 2 at power `max`, and a window is min(T, 6,000) tokens
  *   reconcile    = calls(entries) x (batch in + prompt in + the batch's output ceiling), entries
  *                  = ENTRIES_PER_CALL x the extraction calls (unless light or switched off)
- *   captions     = power `max` with video: max_pointers x (IMAGE_TOKENS + prompt in + CAPTION_OUTPUT out)
+ *   captions     = power `max` with video: max_pointers x (IMAGE_TOKENS + prompt + entry in + CAPTION_OUTPUT out)
  *   summary      = one call: entries x ENTRY_TOKENS in + SUMMARY_OUTPUT out
  *   embeddings   = (T x CHUNK_OVERLAP_FACTOR + entries x ENTRY_TOKENS + max_pointers x ENTRY_TOKENS) tokens
  */
 import type { ModelRoute } from '../../ai/model-routes.js';
+import { IMAGE_TOKENS_BOUND } from '../../ai/estimate.js';
 import { estimateExtractionCalls, EXTRACTION_MAX_OUTPUT_TOKENS, EXTRACTION_NOTES_MAX_TOKENS, EXTRACTION_WINDOW_TOKENS, LINE_STAMP_TOKENS } from './entries.js';
 import { estimateReconcileCalls, RECONCILE_BATCH, RECONCILE_MAX_OUTPUT_TOKENS } from './reconcile.js';
 import type { Power } from './request.js';
@@ -31,8 +32,8 @@ export const PROMPT_TOKENS = 700;
 export const ENTRIES_PER_CALL = 40;
 /** An entry as sent to a check, the summary or the index: kind, statement, quote, times. */
 export const ENTRY_TOKENS = 120;
-/** An image as a vision model counts it (OpenAI's high detail of a 1280 x 720 frame: 765 tokens; more for others). */
-export const IMAGE_TOKENS = 1100;
+/** An image as the job's caption call holds it: the most any model we know counts one (ai/estimate.ts). */
+export const IMAGE_TOKENS = IMAGE_TOKENS_BOUND;
 export const CAPTION_OUTPUT_TOKENS = 200;
 export const SUMMARY_OUTPUT_TOKENS = 600;
 /** The transcript's chunks overlap (chunks.ts: 800 tokens, 400 of overlap at most): at most twice its tokens are embedded. */

@@ -122,6 +122,10 @@ export async function prepareJob(engine: Engine, principal: Principal, request: 
     max_pointers: request.max_pointers,
     routes: { chat, transcription, embeddings },
   });
+  const keepCap = settings.limits.knowledge_keep_source_hours ?? null;
+  if (keepCap !== null && request.keep_source_hours > keepCap) {
+    throw new PlatformError('invalid_body', `keep_source_hours is ${request.keep_source_hours}; this organization keeps a recording at most ${keepCap} hours.`, 'keep_source_hours');
+  }
   const upload = recording.upload;
   return {
     request,
