@@ -305,7 +305,7 @@ export const COMMANDS: Record<string, Command> = {
     options: {
       org: id,
       id: { type: 'string', value: 'ROUTE' },
-      endpoint: { type: 'string', value: 'PATH', help: 'one of `/v1/chat/completions`, `/v1/embeddings`, `/v1/run`, `/v1/audio/transcriptions` (what knowledge collections transcribe recordings with: no public route)' },
+      endpoint: { type: 'string', value: 'PATH', help: 'one of `/v1/chat/completions`, `/v1/embeddings`, `/v1/run`, `/v1/audio/transcriptions` (what knowledge collections and jobs transcribe recordings with: no public route)' },
       provider: {
         type: 'string',
         value: 'openai-compatible|bedrock|http|decision',
