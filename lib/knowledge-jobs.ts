@@ -1,13 +1,14 @@
 import { Stack } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import type { Rule } from 'aws-cdk-lib/aws-events';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { Bucket } from 'aws-cdk-lib/aws-s3';
 import { Construct } from 'constructs';
 import type { QueueName } from '../lambdas/engine/queues.js';
 import { ENV } from '../lambdas/shared/settings.js';
 import type { FfmpegLayer } from './ffmpeg-layer.js';
-import { consumerFunction, sqsSource } from './function-defaults.js';
+import { consumerFunction, schedule, sqsSource } from './function-defaults.js';
 import { grantBlobPrefixes, KNOWLEDGE_BLOB_PREFIXES } from './knowledge-items.js';
 import { acknowledgeGrantWildcards, acknowledgeTableIndexes, acknowledgeVectorIndexes } from './nag.js';
 import type { Queues } from './queues.js';
@@ -51,6 +52,13 @@ export const KNOWLEDGE_JOBS_OBJECTS = {
   's3:DeleteObject': [KNOWLEDGE_BLOB_PREFIXES.jobs, KNOWLEDGE_BLOB_PREFIXES.collections],
 } as const;
 
+/**
+ * The jobs sweep (lambdas/consumers/knowledge-jobs-sweep.ts): every minute, as a step's lease is 60 s
+ * (STEP_LEASE_SECONDS), so a job whose processor died goes on within about two; a run reads one page
+ * of due entries, a few seconds' work, and stops within its 60 s.
+ */
+export const KNOWLEDGE_JOBS_SWEEP_RUN = { timeoutSeconds: 60, everyMinutes: 1 } as const;
+
 /** S3 Vectors actions a publish sends: the collection's chunks' vectors put, a replaced package's deleted. No index is made or removed here. */
 export const KNOWLEDGE_JOBS_VECTOR_ACTIONS = ['s3vectors:PutVectors', 's3vectors:DeleteVectors'] as const;
 
@@ -63,22 +71,29 @@ export interface KnowledgeJobsProps {
 }
 
 /**
- * The `knowledge-jobs` queue's consumer (lambdas/consumers/knowledge-jobs.ts): an SQS event source with
+ * The `knowledge-jobs` queue's consumer (lambdas/consumers/knowledge-jobs.ts), and the jobs sweep on a
+ * schedule (`Sweep`). The consumer: an SQS event source with
  * partial batch responses; a message fails only when the store does, comes back after the queue's
  * retrySeconds and, past its receives, rests in `knowledge-jobs-dead` (its alarms are every queue's,
  * lib/alarms.ts; the function's errors alarm every function's, lib/operations.ts). It has the ffmpeg
  * layer (FFMPEG_PATH). IAM: the table read and written (jobs, their spend and leases, the gateway's
  * limits, usage and activity, the published collection, platform events), KNOWLEDGE_JOBS_OBJECTS, the
  * vector indexes written, the upstream keys and Bedrock models (transcription, chat, embeddings), and
- * sending to KNOWLEDGE_JOBS_SENDS only.
+ * sending to KNOWLEDGE_JOBS_SENDS only. The sweep (docs/decisions/knowledge-jobs-aws.md, "The jobs
+ * sweep"): the table read and written (due lease entries, the jobs they name, pending events, the
+ * publish) and sending to the same queues; no objects, vectors or upstreams. A failed run is not
+ * retried: the next one takes the same entries. Its errors alarm comes with every function's.
  */
 export class KnowledgeJobs extends Construct {
   readonly fn: NodejsFunction;
+  readonly sweepFunction: NodejsFunction;
+  readonly sweepSchedule: Rule;
 
   constructor(scope: Construct, id: string, props: KnowledgeJobsProps) {
     super(scope, id);
     const { queue } = props.queues.byName['knowledge-jobs'];
     const sends = KNOWLEDGE_JOBS_SENDS.map((name) => [name, props.queues.byName[name].queue] as const);
+    const queueUrls = Stack.of(this).toJsonString(Object.fromEntries(sends.map(([name, q]) => [name, q.queueUrl])));
     const { fn, role } = consumerFunction(this, {
       module: 'consumers/knowledge-jobs',
       name: 'knowledge-jobs',
@@ -91,7 +106,7 @@ export class KnowledgeJobs extends Construct {
         [ENV.tableName]: props.table.tableName,
         [ENV.bucketName]: props.bucket.bucketName,
         [ENV.vectorBucketName]: props.vectors.bucketName,
-        [ENV.queueUrls]: Stack.of(this).toJsonString(Object.fromEntries(sends.map(([name, q]) => [name, q.queueUrl]))),
+        [ENV.queueUrls]: queueUrls,
       },
     });
     this.fn = fn;
@@ -105,5 +120,21 @@ export class KnowledgeJobs extends Construct {
     grantUpstreams(role);
     acknowledgeGrantWildcards(this, new Set(['upstream-keys:read']), { table: props.table, bucket: props.bucket });
     for (const [, q] of sends) q.grantSendMessages(role);
+
+    const sweepScope = new Construct(this, 'Sweep');
+    const sweep = consumerFunction(sweepScope, {
+      module: 'consumers/knowledge-jobs-sweep',
+      name: 'knowledge-jobs-sweep',
+      tag: 'knowledge-jobs-sweep',
+      description: 'knowledge: sends again the steps of knowledge jobs whose processor died, publishes the unsent events of finished jobs (every minute)',
+      timeoutSeconds: KNOWLEDGE_JOBS_SWEEP_RUN.timeoutSeconds,
+      retryAttempts: 0,
+      environment: { [ENV.tableName]: props.table.tableName, [ENV.queueUrls]: queueUrls },
+    });
+    this.sweepFunction = sweep.fn;
+    props.table.grantReadWriteData(sweep.role);
+    acknowledgeTableIndexes(sweepScope, props.table.tableArn);
+    for (const [, q] of sends) q.grantSendMessages(sweep.role);
+    this.sweepSchedule = schedule(sweepScope, sweep.fn, KNOWLEDGE_JOBS_SWEEP_RUN.everyMinutes, `${Stack.of(this).stackName}: runs the knowledge jobs sweep`);
   }
 }

@@ -16,7 +16,7 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import { FFMPEG_LAYER_PATHS } from '../../lib/ffmpeg-layer.js';
 import { ENTRY_METADATA, type EntryMetadata } from '../../lib/function-defaults.js';
 import { KNOWLEDGE_BLOB_PREFIXES } from '../../lib/knowledge-items.js';
-import { KNOWLEDGE_JOBS, KNOWLEDGE_JOBS_SENDS } from '../../lib/knowledge-jobs.js';
+import { KNOWLEDGE_JOBS, KNOWLEDGE_JOBS_SENDS, KNOWLEDGE_JOBS_SWEEP_RUN } from '../../lib/knowledge-jobs.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { BEDROCK_ACTIONS } from '../../lib/upstream-grants.js';
 import { allowedStatements, consumerFunction, flatLogicalId, flatTemplate, nagFindings, routeFunctions, RUNTIME_ENV_NAMES, synthStack, taggedFunctions, type AllowStatement } from './helpers.js';
@@ -122,6 +122,51 @@ describe('the knowledge-jobs queue consumer', () => {
     expect(alarms.some((a) => a.includes(fn.logicalId) && a.includes('Errors'))).toBe(true);
     expect(alarms.some((a) => a.includes('knowledge-jobs-dead-letters'))).toBe(true);
     expect(alarms.some((a) => a.includes('knowledge-jobs-oldest-message'))).toBe(true);
+  });
+});
+
+describe('the knowledge jobs sweep', () => {
+  it('runs every minute for at most 60 s, a failed run not retried', () => {
+    const sweep = consumerFunction(template, 'knowledge-jobs-sweep');
+    expect(sweep.props.Timeout).toBe(KNOWLEDGE_JOBS_SWEEP_RUN.timeoutSeconds);
+    const rules = Object.values(template.findResources('AWS::Events::Rule') as Record<string, { Properties: Record<string, any> }>).filter((r) => JSON.stringify(r.Properties.Targets).includes(sweep.logicalId));
+    expect(rules).toHaveLength(1);
+    expect(rules[0].Properties.ScheduleExpression).toBe('rate(1 minute)');
+    expect(rules[0].Properties.Targets[0].RetryPolicy).toEqual({ MaximumRetryAttempts: 0 });
+    const invoke = template.findResources('AWS::Lambda::EventInvokeConfig', { Properties: { FunctionName: { Ref: sweep.logicalId } } });
+    expect(Object.values(invoke).map((c: any) => c.Properties.MaximumRetryAttempts)).toEqual([0]);
+  });
+
+  it('has the table and the three queues in its environment, and no ffmpeg, objects, vectors or upstream keys', () => {
+    const sweep = consumerFunction(template, 'knowledge-jobs-sweep');
+    expect(Object.keys(sweep.props.Environment.Variables).sort()).toEqual([ENV.engine, ENV.tableName, ENV.queueUrls, ...RUNTIME_ENV_NAMES].sort());
+    expect(sweep.props.Layers).toBeUndefined();
+    const entry = stack.knowledgeJobs.sweepFunction.node.metadata.find((m) => m.type === ENTRY_METADATA)!.data as EntryMetadata;
+    expect(entry.entry).toBe('lambdas/consumers/knowledge-jobs-sweep.ts');
+    const absent = Object.keys(entry.define).filter((k) => k.startsWith('globalThis.PLATFORM_PORT_')).sort();
+    expect(absent).toEqual(['BLOBS', 'CONNECTIONS', 'SECRET', 'UPSTREAM_KEYS', 'VECTORS'].map((p) => `globalThis.PLATFORM_PORT_${p}`));
+  });
+
+  it('may do exactly this: the table, and send to the three queues', () => {
+    const sweep = consumerFunction(template, 'knowledge-jobs-sweep');
+    const table = arn(flatLogicalId(stack.storage.table.node.defaultChild as never));
+    const tableAndIndexes = [table, { 'Fn::Join': ['', [table, '/index/*']] }];
+    const actual = allowedStatements(template, sweep).map((s) => ({ actions: [...s.actions].sort(), resources: JSON.parse(s.resources) as unknown, ...(s.condition ? { condition: s.condition } : {}) }));
+    const expected = [
+      { actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: arn(flatLogicalId(stack.knowledgeJobs.sweepFunction.logGroup.node.defaultChild as never)) },
+      { actions: ['dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:DescribeTable', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:Scan', 'dynamodb:UpdateItem'], resources: tableAndIndexes },
+      { actions: ['dynamodb:GetRecords', 'dynamodb:GetShardIterator'], resources: tableAndIndexes },
+      ...KNOWLEDGE_JOBS_SENDS.map((name) => ({ actions: ['sqs:GetQueueAttributes', 'sqs:GetQueueUrl', 'sqs:SendMessage'], resources: arn(queueId(name)) })),
+    ];
+    const key = (s: { actions: string[]; resources: unknown }) => `${s.actions.join(',')} ${JSON.stringify(s.resources)}`;
+    const byKey = (a: { actions: string[]; resources: unknown }, b: { actions: string[]; resources: unknown }) => key(a).localeCompare(key(b));
+    expect(actual.sort(byKey)).toEqual(expected.sort(byKey));
+  });
+
+  it('has its errors alarm', () => {
+    const sweep = consumerFunction(template, 'knowledge-jobs-sweep');
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm') as Record<string, { Properties: Record<string, any> }>).map((a) => JSON.stringify(a.Properties));
+    expect(alarms.some((a) => a.includes(sweep.logicalId) && a.includes('Errors'))).toBe(true);
   });
 });
 

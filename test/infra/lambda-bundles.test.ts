@@ -232,6 +232,10 @@ const AUTHENTICATED: Record<string, { params?: Record<string, string>; body?: un
   'ai.uploads.get': { answer: { status: 404, code: 'upload_not_found' } },
   'ai.uploads.part': { answer: { status: 404, code: 'upload_not_found' } },
   'ai.uploads.complete': { answer: { status: 404, code: 'upload_not_found' } },
+  'ai.knowledge.jobs.create': { answer: { status: 400, code: 'invalid_body' } },
+  'ai.knowledge.jobs.list': { answer: { status: 200 } },
+  'ai.knowledge.jobs.get': { answer: { status: 404, code: 'job_not_found' } },
+  'ai.knowledge.jobs.cancel': { answer: { status: 404, code: 'job_not_found' } },
   'ai.collections.create': { answer: { status: 400, code: 'invalid_body' } },
   'ai.collections.list': { answer: { status: 200 } },
   'ai.collections.get': { answer: { status: 404, code: 'collection_not_found' } },
@@ -430,7 +434,8 @@ function caseOf(f: StackFunction): Case {
         // A step of a job that is not there (or no longer running) is done with; a message that names no job is dropped (it never would succeed).
         expect(gone, JSON.stringify(gone)).toEqual({ batchItemFailures: [] });
         expect(dropped).toEqual({ batchItemFailures: [] });
-        onlyDynamo(calls);
+        // The job looked up, nothing else: no step ran, nothing was sent.
+        expect(operations(calls)).toEqual(['DynamoDB_20120810.GetItem']);
       },
     };
   }
@@ -483,12 +488,12 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat, the eleven consumers and the upload relay', () => {
+  it('the stack has a function for every route, the streaming chat, the twelve consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
     expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
-    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
+    expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'knowledge-jobs-sweep', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 14);
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 15);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });

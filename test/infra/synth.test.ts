@@ -52,7 +52,7 @@ describe('npm run synth, offline', () => {
       const root = read('PlatformStack.template.json');
       const template = Template.fromJSON(flattenTemplate(root, (id) => read(root.Resources[id].Metadata['aws:asset:path'])));
       expect([...routeFunctions(template).keys()].sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
-      expect([...taggedFunctions(template, CONSUMER_TAG).keys()].sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
+      expect([...taggedFunctions(template, CONSUMER_TAG).keys()].sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'knowledge-jobs-sweep', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
       expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()].sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
     });
   }, 150_000);
