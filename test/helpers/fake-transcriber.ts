@@ -4,7 +4,8 @@
  * every `segmentSeconds` of it, each saying where it is in that file (`<file> 2.0-4.0`), so tests know
  * the times a transcript must carry. It records every request (its form fields, the file's name,
  * type, size, codec, sample rate, channels and duration); tests switch it to fail, answer junk, or
- * answer what a script returns.
+ * answer what a script returns. `delayMs` holds each answer, as a real upstream's transcription takes
+ * its time (the jobs benchmark's 2 s a call).
  */
 import http from 'node:http';
 import { execFile } from 'node:child_process';
@@ -31,6 +32,8 @@ export interface FakeTranscriptionRequest {
   /** The form's text fields. */
   fields: Record<string, string>;
   file?: ReceivedAudio;
+  /** Date.now() when the request was read (before `delayMs`). */
+  receivedAt: number;
 }
 
 export type FakeTranscriberMode =
@@ -60,6 +63,8 @@ export interface FakeTranscriber {
   script: (request: FakeTranscriptionRequest) => unknown;
   /** Bytes of the `huge` answer. */
   hugeBytes: number;
+  /** Each answer is held this long after its request was read (0: none). */
+  delayMs: number;
   close(): Promise<void>;
 }
 
@@ -92,12 +97,12 @@ function segmentsOf(file: ReceivedAudio, every: number) {
 }
 
 export async function startFakeTranscriber(): Promise<FakeTranscriber> {
-  const fake: Omit<FakeTranscriber, 'baseUrl' | 'close'> = { requests: [], mode: 'answer', segmentSeconds: 2, script: () => ({}), hugeBytes: 64 * 1024 };
+  const fake: Omit<FakeTranscriber, 'baseUrl' | 'close'> = { requests: [], mode: 'answer', segmentSeconds: 2, script: () => ({}), hugeBytes: 64 * 1024, delayMs: 0 };
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (d: Buffer) => chunks.push(d));
     req.on('end', async () => {
-      const request: FakeTranscriptionRequest = { path: req.url ?? '', headers: req.headers, fields: {} };
+      const request: FakeTranscriptionRequest = { path: req.url ?? '', headers: req.headers, fields: {}, receivedAt: Date.now() };
       try {
         const form = await new Request('http://fake.test/', { method: 'POST', headers: { 'content-type': req.headers['content-type'] ?? '' }, body: Buffer.concat(chunks) }).formData();
         for (const [name, value] of form) {
@@ -111,6 +116,7 @@ export async function startFakeTranscriber(): Promise<FakeTranscriber> {
         // Not a form: recorded as it came, answered by the mode.
       }
       fake.requests.push(request);
+      if (fake.delayMs) await new Promise((r) => setTimeout(r, fake.delayMs));
       const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       const file = request.file ?? { name: '', type: '', size: 0 };
       const segments = segmentsOf(file, fake.segmentSeconds);
