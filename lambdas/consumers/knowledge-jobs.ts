@@ -5,7 +5,6 @@
  * `knowledge.job.failed` into its credential's workspace, as the Data API's writes publish theirs
  * (docs/events/platform-events.md): the events module is bound here, where both may be read.
  */
-import type { Principal } from '../auth/principal.js';
 import type { Engine } from '../engine/ports.js';
 import { publish } from '../events/publish.js';
 import { knowledgeJobsConsumer } from '../knowledge/jobs/consumer.js';
@@ -20,7 +19,7 @@ import { queueFunction } from './queue-function.js';
 export function jobEvents(engine: Engine): JobEvents {
   return {
     async finished(job: Job) {
-      const owner = JSON.parse(job.owner) as Principal;
+      const owner = JSON.parse(job.owner) as Parameters<typeof publish>[1];
       if (owner.workspaceId && (job.status === 'completed' || job.status === 'failed')) {
         const data = jobView(job, await jobSpent(engine, job));
         const answer = await publish(engine, owner, owner.workspaceId, { events: [{ type: `knowledge.job.${job.status}`, data, idempotency_key: `${job.job_id}.${job.status}` }] });
