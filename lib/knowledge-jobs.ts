@@ -54,7 +54,7 @@ export const KNOWLEDGE_JOBS_OBJECTS = {
 
 /**
  * The jobs sweep (lambdas/consumers/knowledge-jobs-sweep.ts): every minute, as a step's lease is 60 s
- * (STEP_LEASE_SECONDS), so a job whose processor died goes on within about two; a run reads one page
+ * (stepLeaseSeconds), so a job whose processor died goes on within about two; a run reads one page
  * of due entries, a few seconds' work, and stops within its 60 s.
  */
 export const KNOWLEDGE_JOBS_SWEEP_RUN = { timeoutSeconds: 60, everyMinutes: 1 } as const;

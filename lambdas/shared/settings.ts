@@ -211,7 +211,7 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     'KNOWLEDGE_LEASE_S',
     wholeNumber(2, 900),
     120,
-    'How long a collection item may be processed without a sign of life before the processing sweep sends it to another processor (docs/ai/collections.md, "Processing"); renewed every third of it while processing runs. Lower it only to try crash recovery.',
+    'How long a collection item may be processed without a sign of life before the processing sweep sends it to another processor (docs/ai/collections.md, "Processing"); renewed every third of it while processing runs. A knowledge job\'s step holds its job 60 s, or this when lower (docs/ai/knowledge-jobs.md, "Crashes"). Lower it only to try crash recovery.',
   ),
   collectionIndexSweepSeconds: define(
     'COLLECTION_INDEX_SWEEP_S',

@@ -40,8 +40,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const JOBS_QUEUE = 'knowledge-jobs';
-/** A step's processor holds the job this long, renewed every third of it while it works. */
-export const STEP_LEASE_SECONDS = 60;
+/**
+ * A step's processor holds the job this long, renewed every third of it while it works: 60 s, or
+ * KNOWLEDGE_LEASE_S when that is lower (a development setting, lowered to try crash recovery without
+ * waiting a minute for a dead processor's lease to lapse).
+ */
+export const stepLeaseSeconds = () => Math.min(60, settings().knowledgeLeaseSeconds);
 /** Pieces of at most 10 minutes of audio (OpenAI's 25 MB a file is far: 2.4 MB at 32 kbit/s). */
 export const PIECE_SECONDS = 600;
 /** A step (or a piece) stopped this many times without finishing fails the job. */
@@ -139,8 +143,8 @@ async function runStep(engine: Engine, message: JobMessage, events?: JobEvents):
   if (job.lease_until > now) return; // another processor runs it; its lease entry brings it back if it dies
 
   // The claim: one processor at a time, by the attempt it read.
-  const lease = jobLeaseKey(now + STEP_LEASE_SECONDS, job.org, job.app, job.job_id);
-  const claim = { status: 'running' as const, attempt: job.attempt + 1, lease_until: now + STEP_LEASE_SECONDS, lease_sk: lease.sk, updated_at: iso(engine) };
+  const lease = jobLeaseKey(now + stepLeaseSeconds(), job.org, job.app, job.job_id);
+  const claim = { status: 'running' as const, attempt: job.attempt + 1, lease_until: now + stepLeaseSeconds(), lease_sk: lease.sk, updated_at: iso(engine) };
   const writes: KvWrite[] = [{ update: key, set: claim, condition: { ifEquals: { step: job.step, attempt: job.attempt, status: job.status } } }, { put: { ...lease } }];
   if (job.lease_sk) writes.push({ delete: { pk: JOB_SWEEP_PARTITION, sk: job.lease_sk } });
   try {
@@ -188,14 +192,14 @@ function keepLease(engine: Engine, job: Job) {
   const state = { lost: false };
   const timer = setInterval(() => {
     engine.kv
-      .update({ key: keyOf({ org: job.org, app: job.app, job: job.job_id }), set: { lease_until: nowSeconds(engine) + STEP_LEASE_SECONDS }, condition: { ifEquals: { status: 'running', step: job.step, attempt: job.attempt } } })
+      .update({ key: keyOf({ org: job.org, app: job.app, job: job.job_id }), set: { lease_until: nowSeconds(engine) + stepLeaseSeconds() }, condition: { ifEquals: { status: 'running', step: job.step, attempt: job.attempt } } })
       .catch((error) => {
         if (error instanceof ConditionFailedError) {
           state.lost = true;
           controller.abort(new Error('the job was cancelled or taken over'));
         }
       });
-  }, (STEP_LEASE_SECONDS * 1000) / 3);
+  }, (stepLeaseSeconds() * 1000) / 3);
   timer.unref();
   return {
     signal: controller.signal,
@@ -217,7 +221,7 @@ function leaseWrites(engine: Engine, job: Job, dueAt: number): { writes: KvWrite
 /** The step is done: the next one is the job's step, sent now. */
 async function advance(engine: Engine, job: Job, next: Step, set: Partial<Job>): Promise<void> {
   const skipped = STEPS.indexOf(next) - STEPS.indexOf(job.step);
-  const { writes, sk } = leaseWrites(engine, job, nowSeconds(engine) + STEP_LEASE_SECONDS);
+  const { writes, sk } = leaseWrites(engine, job, nowSeconds(engine) + stepLeaseSeconds());
   try {
     await engine.kv.transact([
       { update: keyOf({ org: job.org, app: job.app, job: job.job_id }), set: { ...set, step: next, steps_done: job.steps_done + skipped, attempt: 0, lease_until: 0, lease_sk: sk, updated_at: iso(engine) } as never, condition: { ifEquals: { status: 'running', step: job.step, attempt: job.attempt } } },
@@ -232,7 +236,7 @@ async function advance(engine: Engine, job: Job, next: Step, set: Partial<Job>):
 
 /** The step runs again after `delaySeconds`, from where its memo is. */
 async function release(engine: Engine, job: Job, delaySeconds: number, set: Partial<Job> = {}): Promise<void> {
-  const { writes, sk } = leaseWrites(engine, job, nowSeconds(engine) + delaySeconds + STEP_LEASE_SECONDS);
+  const { writes, sk } = leaseWrites(engine, job, nowSeconds(engine) + delaySeconds + stepLeaseSeconds());
   try {
     await engine.kv.transact([
       { update: keyOf({ org: job.org, app: job.app, job: job.job_id }), set: { ...set, lease_until: 0, lease_sk: sk, updated_at: iso(engine) } as never, condition: { ifEquals: { status: 'running', step: job.step, attempt: job.attempt } } },
@@ -432,7 +436,7 @@ async function transcribeStep(c: StepContext): Promise<StepOutcome> {
   await engine.kv.update({ key: keyOf({ org: job.org, app: job.app, job: job.job_id }), set: { pieces_done: done, pieces_total: pieces.length, attempt: 0, lease_until: 0, pieces_until: now + pieceLeaseSeconds(route), updated_at: iso(engine) }, condition: { ifEquals: { status: 'running', step: 'transcribe', attempt: job.attempt } } }).catch((error) => {
     if (!(error instanceof ConditionFailedError)) throw error;
   });
-  await moveLeaseEntry(engine, job, now + pieceLeaseSeconds(route) + STEP_LEASE_SECONDS);
+  await moveLeaseEntry(engine, job, now + pieceLeaseSeconds(route) + stepLeaseSeconds());
   return { wait: true };
 }
 
@@ -675,13 +679,14 @@ async function sweepEntry(engine: Engine, sk: string, now: number): Promise<void
   const record = await engine.kv.get(jobKey(org, app, id));
   if (!record || FINISHED.has(asJob(record).status) || record.lease_sk !== sk) return void (await engine.kv.delete({ pk: JOB_SWEEP_PARTITION, sk }));
   const job = asJob(record);
-  // A step's own lease, or its pieces' (renewed as each finishes).
-  const until = Math.max(job.lease_until, job.pieces_until ?? 0);
+  // A step's own lease, or, while transcribing, its pieces' (renewed as each finishes; past that step
+  // the last piece's would hold a dead processor's step for a transcription timeout and more).
+  const until = Math.max(job.lease_until, job.step === 'transcribe' ? (job.pieces_until ?? 0) : 0);
   if (until > now) {
-    await moveLeaseEntry(engine, job, until + STEP_LEASE_SECONDS);
+    await moveLeaseEntry(engine, job, until + stepLeaseSeconds());
     return;
   }
-  await moveLeaseEntry(engine, job, now + STEP_LEASE_SECONDS * 2);
+  await moveLeaseEntry(engine, job, now + stepLeaseSeconds() * 2);
   await sendStep(engine, { org, app, job: id, step: job.step });
 }
 

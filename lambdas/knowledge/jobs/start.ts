@@ -28,7 +28,7 @@ import { FINISHED_JOB_SECONDS, newJobId, type Job } from './records.js';
 import { MAX_TEXT_BYTES, type JobRequest } from './request.js';
 import { holdEstimate, releaseEstimateHolds } from './spend.js';
 import { parseTranscript } from './transcript.js';
-import { sendStep, STEP_LEASE_SECONDS, expectedStepSeconds } from './pipeline.js';
+import { sendStep, stepLeaseSeconds, expectedStepSeconds } from './pipeline.js';
 
 export const CHAT_ENDPOINT = '/v1/chat/completions';
 export const TRANSCRIPTION_ENDPOINT = '/v1/audio/transcriptions';
@@ -163,7 +163,7 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
     if (request.notes !== null) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(request.notes, 'utf8'));
     else if (prepared.references.notes) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(await readText(engine, prepared.references.notes.key), 'utf8'));
     const sourceExpires = await keepSourceUntil(engine, principal, request.upload_id, now + request.keep_source_hours * 3600);
-    const lease = jobLeaseKey(now + STEP_LEASE_SECONDS, org, app, id);
+    const lease = jobLeaseKey(now + stepLeaseSeconds(), org, app, id);
     const { transcript: _t, notes: _n, ...kept } = request;
     const job: Job = {
       job_id: id,
