@@ -21,7 +21,7 @@ import { jobsConsumer } from '../consumers/jobs.js';
 import { knowledgeConsumer } from '../consumers/knowledge-items.js';
 import { jobEvents } from '../consumers/knowledge-jobs.js';
 import { knowledgeJobsConsumer } from '../knowledge/jobs/consumer.js';
-import { sweepJobs } from '../knowledge/jobs/pipeline.js';
+import { onJobQueued, sweepJobs } from '../knowledge/jobs/pipeline.js';
 import { sweepProcessing } from '../knowledge/processing.js';
 import { onItemQueued } from '../knowledge/items.js';
 import { sweepExpiredCollections } from '../knowledge/collections.js';
@@ -73,7 +73,8 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: wakeups.webhooks }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
     startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: wakeups.knowledge }, onError),
-    startReceiver(engine, { queue: 'knowledge-jobs', consumer: knowledgeJobsConsumer(engine, jobEvents(engine)), ...RECEIVERS['knowledge-jobs'] }, onError),
+    // A job's next step and next piece are sent by the process that ran the one before: it wakes its own receiver.
+    startReceiver(engine, { queue: 'knowledge-jobs', consumer: knowledgeJobsConsumer(engine, jobEvents(engine)), ...RECEIVERS['knowledge-jobs'], onQueued: onJobQueued }, onError),
     // AI uploads whose complete call answered 202, as lambdas/consumers/upload-checks.ts does on AWS.
     startReceiver(engine, { queue: 'upload-checks', consumer: uploadChecksConsumer(engine), ...RECEIVERS['upload-checks'] }, onError),
   ];

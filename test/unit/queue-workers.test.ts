@@ -2,7 +2,7 @@
  * The local runtime's queue receivers (lambdas/local/queue-workers.ts) on the embedded queue: a
  * message whose consumer succeeds is deleted, a failed one comes back after its queue's retrySeconds
  * (as in AWS, lambdas/engine/aws/queue.ts), at most `maxInFlight` run at once, and a freed slot takes the next at once; and the jobs queue has its receiver beside
- * the webhooks one, running the jobs consumer.
+ * the webhooks one, running the jobs consumer; a knowledge job's message sent by this process wakes its idle receiver.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -12,7 +12,8 @@ import { createEmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import type { Engine, QueueMessage } from '../../lambdas/engine/ports.js';
 import { QUEUES } from '../../lambdas/engine/queues.js';
-import { startQueueWorkers, startReceiver } from '../../lambdas/local/queue-workers.js';
+import { RECEIVERS, startQueueWorkers, startReceiver } from '../../lambdas/local/queue-workers.js';
+import { JOBS_QUEUE, sendStep } from '../../lambdas/knowledge/jobs/pipeline.js';
 import { waitFor } from '../helpers/wait.js';
 
 let dir: string;
@@ -133,5 +134,27 @@ describe('the local queue workers', () => {
     expect(await pending('jobs')).toEqual([]);
     const dead: QueueMessage[] = await engine.queue.receive('jobs-dead', { max: 10, visibilitySeconds: 0 });
     expect(dead).toEqual([]);
+  });
+
+  it("wake the knowledge-jobs receiver when this process sends a job's step, not after its idle time", async () => {
+    // An idle time far past the test's (restored after): only the send's wake-up lets the message run.
+    const receivers = RECEIVERS as unknown as Record<string, { idleMs: number }>;
+    const idleMs = receivers[JOBS_QUEUE].idleMs;
+    receivers[JOBS_QUEUE].idleMs = 60_000;
+    const workers = startQueueWorkers(engine);
+    try {
+      // The receiver found the queue empty and sleeps.
+      await new Promise((r) => setTimeout(r, 300));
+      // A step of a job that does not exist: the consumer drops it (deleted, not retried).
+      await sendStep(engine, { org: 'org_x', app: '-', job: 'job_none', step: 'probe' });
+      // Looked at once (each look is a receive, and five send it to the dead letters): taken and deleted, not dead-lettered.
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(await pending(JOBS_QUEUE)).toEqual([]);
+      expect(await pending(`${JOBS_QUEUE}-dead`)).toEqual([]);
+    } finally {
+      receivers[JOBS_QUEUE].idleMs = idleMs;
+      await workers.stop();
+    }
+    expect(errors).toEqual([]);
   });
 });
