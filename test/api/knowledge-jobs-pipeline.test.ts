@@ -10,7 +10,7 @@
  * engine's own queue, watched here, not replaced).
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,13 +20,13 @@ import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.j
 import { startFakeTranscriber, type FakeTranscriber } from '../helpers/fake-transcriber.js';
 import { startFakeKnowledgeChat, type FakeKnowledgeChat } from '../helpers/fake-knowledge-chat.js';
 import { call, post, uploadFile, type Client } from '../helpers/knowledge-calls.js';
-import { recordingFile } from '../helpers/knowledge-files.js';
+import { recordingAt, recordingFile } from '../helpers/knowledge-files.js';
 import { waitFor } from '../helpers/wait.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { createVectorDatabase } from '../../lambdas/vector/databases.js';
-import { useSettings } from '../../lambdas/shared/settings.js';
-import { JOBS_QUEUE, type JobMessage } from '../../lambdas/knowledge/jobs/pipeline.js';
+import { settings, useSettings } from '../../lambdas/shared/settings.js';
+import { FRAME_TRIES_PER_POINTER, JOBS_QUEUE, type JobMessage } from '../../lambdas/knowledge/jobs/pipeline.js';
 
 let p: TestPlatform;
 let embedder: FakeEmbedder;
@@ -203,6 +203,40 @@ describe('power and the switches', () => {
     expect(max.calls.extract).toBe(2 * medium.calls.extract);
     // What the second pass finds again is merged away.
     expect(max.job.entries).toBe(medium.job.entries);
+  }, 120_000);
+});
+
+describe('frames', () => {
+  it('a picture that never changes: one frame, after a bounded number of ffmpeg runs, not one per entry', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'still-recording-'));
+    const before = settings();
+    try {
+      const still = await recordingAt(join(dir, 'slides.mp4'), { seconds: 60, picture: 'still' });
+      const upload = await uploadFile(c, new Uint8Array(await readFile(still)), 'slides.mp4', 'video/mp4');
+      // ffmpeg and ffprobe as FFMPEG_PATH names them: the real programs, each run of ffmpeg written down.
+      const log = join(dir, 'runs.log');
+      const bin = join(dir, 'bin');
+      await promisify(execFile)('mkdir', [bin]);
+      for (const program of ['ffmpeg', 'ffprobe']) {
+        const real = (await promisify(execFile)('sh', ['-c', `command -v ${program}`])).stdout.trim();
+        await writeFile(join(bin, program), `#!/bin/sh\n${program === 'ffmpeg' ? `echo "$*" >> '${log}'\n` : ''}exec '${real}' "$@"\n`);
+        await chmod(join(bin, program), 0o755);
+      }
+      await writeFile(log, '');
+      useSettings({ ...before, ffmpegPath: join(bin, 'ffmpeg') });
+      // 40 entries, one every 1.5 s.
+      const transcript = Array.from({ length: 40 }, (_, i) => `[${clock(i * 1.5)}] Slide point ${i} is on the screen now.`).join('\n');
+      const { job } = await run({ upload_id: upload, max_price_usd: '5', transcript, max_pointers: 2 });
+      expect(job.status, JSON.stringify(job)).toBe('completed');
+      expect(job.entries).toBe(40);
+      expect(job.frames).toBe(1);
+      const frameRuns = (await readFile(log, 'utf8')).split('\n').filter((line) => line.includes('-frames:v'));
+      expect(frameRuns.length).toBeGreaterThan(1);
+      expect(frameRuns.length).toBeLessThanOrEqual(2 * FRAME_TRIES_PER_POINTER);
+    } finally {
+      useSettings(before);
+      await rm(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 });
 

@@ -616,6 +616,13 @@ async function reconcileStep(c: StepContext): Promise<StepOutcome> {
   return { next: c.job.probed.video && c.job.request.frames ? 'frames' : 'publish', set: { entries: kept.length, entries_dropped: dropped } };
 }
 
+/**
+ * Entry times tried per frame wanted, at most. Each try is an ffmpeg run (a seek and a decode): a
+ * recording whose picture hardly changes (slides, a talking head) would otherwise be tried at every
+ * entry's time, hundreds of runs for a long meeting, all but the first skipped as alike.
+ */
+export const FRAME_TRIES_PER_POINTER = 4;
+
 /** Most important first: decisions, then action items, questions, facts; within a kind, in time order. */
 const KIND_ORDER: Record<Entry['kind'], number> = { decision: 0, action_item: 1, question: 2, fact: 3 };
 
@@ -630,7 +637,8 @@ async function framesStep(c: StepContext): Promise<StepOutcome> {
   if (!media) throw new JobFailed('source_expired', "The recording's upload expired before its frames were taken.");
   let frames: Frame[];
   try {
-    frames = await captureFrames(media.input, candidates, { max: c.job.request.max_pointers, durationS: c.job.probed.duration_s, signal: c.signal });
+    const tries = candidates.slice(0, c.job.request.max_pointers * FRAME_TRIES_PER_POINTER);
+    frames = await captureFrames(media.input, tries, { max: c.job.request.max_pointers, durationS: c.job.probed.duration_s, signal: c.signal });
   } catch (error) {
     if (c.signal.aborted) throw error;
     // Frames are evidence beside the entries, not the job: a recording whose pictures do not decode publishes without them.
