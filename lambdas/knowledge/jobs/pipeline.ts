@@ -15,6 +15,7 @@ import type { Principal } from '../../auth/principal.js';
 import type { Engine, KvWrite } from '../../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../../engine/errors.js';
 import { chatCompletion, transcription } from '../../ai/gateway.js';
+import { IMAGE_TOKENS_BOUND } from '../../ai/estimate.js';
 import { ModelRoutes, type ModelRoute } from '../../ai/model-routes.js';
 import { PlatformError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
@@ -22,7 +23,7 @@ import { settings } from '../../shared/settings.js';
 import { countTokens } from '../chunks.js';
 import { extractEntries } from './entries.js';
 import { checkEvidence, indexTranscript } from './evidence.js';
-import { appPart, jobBlobKey, jobBlobPrefix, jobKey, jobLeaseKey, JOB_SWEEP_PARTITION, leasesDueBefore } from './job-keys.js';
+import { jobBlobKey, jobKey, jobLeaseKey, JOB_SWEEP_PARTITION, leasesDueBefore } from './job-keys.js';
 import { captureFrames, cutAudio } from './media.js';
 import { openMedia } from './media-input.js';
 import { publishJob } from './publish.js';
@@ -287,7 +288,7 @@ export async function afterFinish(engine: Engine, job: Job, events?: JobEvents):
 }
 
 async function removeScratch(engine: Engine, job: Job): Promise<void> {
-  const names = ['transcript.txt', 'notes.txt', 'segments.json', 'entries.json', 'checked.json', 'frames.json', 'pieces.json'];
+  const names = ['transcript.txt', 'notes.txt', 'segments.json', 'entries.json', 'checked.json', 'frames.json', 'captions-off'];
   for (let i = 0; i < job.pieces_total; i++) names.push(pieceName(i, 'mp3'), pieceName(i, 'json'));
   for (let i = 0; i < job.request.max_pointers; i++) names.push(`frame-${i}.jpg`);
   await Promise.all(names.map((n) => engine.blobs.delete(jobBlobKey(job.org, job.job_id, n))));
@@ -295,7 +296,6 @@ async function removeScratch(engine: Engine, job: Job): Promise<void> {
   const memoList = await readJson<string[]>(engine, jobBlobKey(job.org, job.job_id, 'memo-keys.json'));
   await Promise.all((memoList ?? []).map((k) => engine.blobs.delete(memoKey(job, k))));
   await engine.blobs.delete(jobBlobKey(job.org, job.job_id, 'memo-keys.json'));
-  void jobBlobPrefix;
 }
 
 // ---------- what a step works with ----------
@@ -329,6 +329,14 @@ async function defaultRoute(engine: Engine, job: Job, endpoint: string): Promise
   return route;
 }
 
+/** Tokens of a message's content: its text by the tokenizer, an image at the most any model we know counts one (ai/estimate.ts). */
+function contentTokens(content: string | unknown[]): number {
+  if (typeof content === 'string') return countTokens(content);
+  let n = 0;
+  for (const part of content as { type?: string; text?: unknown }[]) n += part.type === 'image_url' ? IMAGE_TOKENS_BOUND : typeof part.text === 'string' ? countTokens(part.text) : countTokens(JSON.stringify(part));
+  return n;
+}
+
 /** A job's chat calls: the default chat route, the job's price, and an estimate counted with the tokenizer (not byte bounds, which would hold four times the cost). */
 function jobChat(engine: Engine, job: Job, signal: AbortSignal): JobChat {
   let route: Promise<ModelRoute> | undefined;
@@ -336,7 +344,7 @@ function jobChat(engine: Engine, job: Job, signal: AbortSignal): JobChat {
   return async (body) => {
     const r = await (route ??= defaultRoute(engine, job, '/v1/chat/completions'));
     let input = 8;
-    for (const m of body.messages) input += 4 + (typeof m.content === 'string' ? countTokens(m.content) : countTokens(JSON.stringify(m.content)));
+    for (const m of body.messages) input += 4 + contentTokens(m.content);
     if (body.response_format) input += countTokens(JSON.stringify(body.response_format));
     const bound = Math.ceil(input * 1.1) + 16;
     const maxTokens = r.max_tokens === null ? body.max_tokens : Math.min(body.max_tokens, r.max_tokens);
@@ -711,4 +719,3 @@ async function publishPending(engine: Engine, events: JobEvents): Promise<void> 
 
 /** Finished jobs whose event is not yet published: `kjobevent / <org>#<app>#<job>`. */
 export const PENDING_EVENTS = 'kjobevent';
-void appPart;
