@@ -8,6 +8,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 const SLOW_FIRST = [
   'test/api/vector-crash.test.ts',
+  // Knowledge jobs: a crash and restart of npm start, and jobs over real recordings (issue 36).
+  'test/api/knowledge-jobs-crash.test.ts',
+  'test/api/knowledge-jobs-pipeline.test.ts',
   'test/api/events-crash.test.ts',
   'test/api/ai-hostile-upstreams-budget-and-ids.test.ts',
   'test/infra/lambda-bundles.test.ts',
