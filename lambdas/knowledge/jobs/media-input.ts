@@ -16,6 +16,14 @@ import type { Probed } from './records.js';
 /** A signed URL lives this long: a step's runs (cutting a 6-hour recording, frames) end well within it. */
 const URL_SECONDS = 3600;
 
+/**
+ * The start's probe runs inside its route's function, which Lambda stops at 29 s (API Gateway's limit,
+ * lib/route-function.ts): past this, a recording is refused `400 invalid_body` as one ffprobe cannot
+ * read, before Lambda would cut the call off with a 5xx. A real recording's probe reads a few hundred
+ * kB in well under a second.
+ */
+export const START_PROBE_TIMEOUT_MS = 20_000;
+
 /** The input for ffmpeg, and what to remove when done (a temporary copy). */
 export interface MediaInput {
   input: string;
@@ -46,7 +54,7 @@ export async function mediaInput(engine: Engine, key: string): Promise<MediaInpu
 /** Probes the recording for the start: `400 invalid_body` naming `upload_id` when ffprobe cannot read it. */
 export async function probeRecording(media: MediaInput): Promise<Probed> {
   try {
-    const probed = await probeMedia(media.input);
+    const probed = await probeMedia(media.input, { timeoutMs: START_PROBE_TIMEOUT_MS });
     if ('missing' in probed) {
       throw new PlatformError('service_unavailable', 'ffprobe is not installed where this call runs (the FFMPEG_PATH setting names ffmpeg; ffprobe is looked for beside it).', { retryAfterSeconds: 60 });
     }
