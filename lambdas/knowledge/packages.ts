@@ -9,6 +9,7 @@ import type { Section } from './extract/types.js';
 import type { Chunk } from './chunks.js';
 import { TtlCache } from '../shared/ttl-cache.js';
 import { packageBlobKey } from './collection-keys.js';
+import { readBytes } from './blob-reads.js';
 
 export interface PackageHeader {
   object: 'package';
@@ -43,13 +44,7 @@ export async function writePackage(engine: Engine, item: PackageOwner, header: O
 }
 
 /** The package's bytes as stored (JSON Lines), or undefined when it is gone. */
-export async function packageBytes(engine: Engine, item: PackageOwner, pkg: string): Promise<Buffer | undefined> {
-  const found = await engine.blobs.get(packageKey(item, pkg));
-  if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts);
-}
+export const packageBytes = (engine: Engine, item: PackageOwner, pkg: string): Promise<Buffer | undefined> => readBytes(engine, packageKey(item, pkg));
 
 /**
  * Packages read lately, by blob key. A package's bytes never change (a retry writes the same ones), so

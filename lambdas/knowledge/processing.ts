@@ -29,6 +29,7 @@ import { transcribeRecording } from './extract/media.js';
 import { asItem, collectionWrite, leaseSeconds, sendProcessing, servedCounters, type Item, type ItemFailure, type ProcessItemMessage } from './items.js';
 import { ADMITTED, releaseSlotWrite } from './collection-records.js';
 import { writePackage } from './packages.js';
+import { readBytes } from './blob-reads.js';
 
 /** Attempts an item gets at a transient failure before it fails `upstream_error`. */
 export const MAX_ATTEMPTS = 3;
@@ -157,7 +158,7 @@ async function makePackage(engine: Engine, item: Item, collection: KvItem, signa
   const format = detectFormat(new Uint8Array(0), item.content_type, item.filename);
   const recording = format === 'audio' || format === 'video';
   if (head.size > (recording ? MAX_RECORDING_BYTES : MAX_INPUT_BYTES)) throw new ItemFailed('too_large', `The file is ${head.size} bytes; an item reads at most ${recording ? MAX_RECORDING_BYTES : MAX_INPUT_BYTES}.`);
-  const bytes = await readBlob(engine, item.source_key);
+  const bytes = await readBytes(engine, item.source_key);
   if (!bytes) throw new ItemFailed('source_expired', FAILURE_MESSAGES.source_expired);
   const detected = detectFormat(bytes, item.content_type, item.filename);
   // A document is parsed in a bounded child (extraction-pool.ts): a hostile file costs that child only.
@@ -218,14 +219,6 @@ export async function indexChunks(
 }
 
 const withChunks = (extracted: Extracted): Extraction => ('failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections) });
-
-async function readBlob(engine: Engine, key: string): Promise<Uint8Array | undefined> {
-  const found = await engine.blobs.get(key);
-  if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts);
-}
 
 /**
  * The final write: `done` serving the new package, or `failed` (serving none), with the collection's

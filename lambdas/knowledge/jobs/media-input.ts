@@ -54,7 +54,10 @@ export async function mediaInput(engine: Engine, key: string): Promise<MediaInpu
 /** Probes the recording for the start: `400 invalid_body` naming `upload_id` when ffprobe cannot read it. */
 export async function probeRecording(media: MediaInput): Promise<Probed> {
   try {
-    const probed = await probeMedia(media.input, { timeoutMs: START_PROBE_TIMEOUT_MS });
+    const probed = await probeMedia(media.input, { timeoutMs: START_PROBE_TIMEOUT_MS }).catch((error: unknown) => {
+      // The store did not serve the bytes (a failed or refused read): the recording is fine, try again.
+      throw new PlatformError('service_unavailable', 'The recording could not be read from storage just now; try again with the same X-Operation-Id.', { retryAfterSeconds: 5, cause: error });
+    });
     if ('missing' in probed) {
       throw new PlatformError('service_unavailable', 'ffprobe is not installed where this call runs (the FFMPEG_PATH setting names ffmpeg; ffprobe is looked for beside it).', { retryAfterSeconds: 60 });
     }

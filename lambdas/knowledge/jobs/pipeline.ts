@@ -31,6 +31,7 @@ import { asJob, FINISHED, STEPS, type Job, type JobErrorCode, type Step } from '
 import { supportCheck } from './reconcile.js';
 import { closeJobSpend, jobBudget, PriceLimitReached, releaseEstimateHolds } from './spend.js';
 import { parseTranscript } from './transcript.js';
+import { readBytes, readJson, readText, writeJson } from '../blob-reads.js';
 import type { Entry, JobChat, StepMemo, TimedSegment } from './types.js';
 import { JobFailed, type StepContext } from './step.js';
 import type { Frame } from './media.js';
@@ -302,24 +303,6 @@ async function removeScratch(engine: Engine, job: Job): Promise<void> {
 
 const memoKey = (job: Job, key: string) => jobBlobKey(job.org, job.job_id, `memo.${key}.json`);
 
-async function readJson<T>(engine: Engine, key: string): Promise<T | undefined> {
-  const found = await engine.blobs.get(key);
-  if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return JSON.parse(Buffer.concat(parts).toString('utf8')) as T;
-}
-
-const writeJson = (engine: Engine, key: string, value: unknown) => engine.blobs.put(key, Buffer.from(JSON.stringify(value), 'utf8'));
-
-async function readText(engine: Engine, key: string): Promise<string | undefined> {
-  const found = await engine.blobs.get(key);
-  if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts).toString('utf8');
-}
-
 /** The stored principal the job's calls run as (its start's credential). */
 const ownerOf = (job: Job) => JSON.parse(job.owner) as Principal;
 
@@ -527,7 +510,7 @@ async function runPiece(engine: Engine, message: JobMessage, events?: JobEvents)
   const resultKey = jobBlobKey(job.org, job.job_id, pieceName(message.piece!, 'json'));
   try {
     if (!(await engine.blobs.head(resultKey))) {
-      const audio = await readJsonBytes(engine, jobBlobKey(job.org, job.job_id, pieceName(message.piece!, 'mp3')));
+      const audio = await readBytes(engine, jobBlobKey(job.org, job.job_id, pieceName(message.piece!, 'mp3')));
       if (!audio) throw new JobFailed('source_expired', 'A transcription piece of the recording is gone.');
       const transcript = await transcription(
         { engine, principal: ownerOf(job), heldBudget: jobBudget(engine, job) },
@@ -561,14 +544,6 @@ async function runPiece(engine: Engine, message: JobMessage, events?: JobEvents)
   if (records.every((p) => p.state === 'done')) return sendStep(engine, { org: job.org, app: job.app, job: job.job_id, step: 'transcribe' });
   const next = records.find((p) => p.state === 'pending');
   if (next) await queuePiece(engine, job, next.index, next, pieceLeaseSeconds(r));
-}
-
-async function readJsonBytes(engine: Engine, key: string): Promise<Uint8Array | undefined> {
-  const found = await engine.blobs.get(key);
-  if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts);
 }
 
 /** A piece's fault ends the job, whatever step attempt holds it. */

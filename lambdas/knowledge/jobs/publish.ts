@@ -21,6 +21,7 @@ import { collectionWrite, servedCounters } from '../items.js';
 import { ADMITTED } from '../collection-records.js';
 import { writePackage, packageKey } from '../packages.js';
 import { indexChunks } from '../processing.js';
+import { readBytes } from '../blob-reads.js';
 import { timeLocator, type Section } from '../extract/types.js';
 import { jobBudget } from './spend.js';
 import { jobKey } from './job-keys.js';
@@ -135,10 +136,8 @@ async function publishItem(
   await writePackage(engine, owner, { package_id: pkg, item_id: id, collection_id: col, filename: file.filename, content_type: file.contentType, sha256: sha256(file.bytes), created_at: now }, file.sections, file.chunks);
   if (file.image) {
     // The frame's JPEG travels in its package, after the header, sections and chunk.
-    const found = await engine.blobs.get(packageKey(owner, pkg));
-    const parts: Buffer[] = [];
-    for await (const part of found!.body) parts.push(Buffer.from(part as Uint8Array));
-    await engine.blobs.put(packageKey(owner, pkg), Buffer.concat([...parts, Buffer.from(JSON.stringify({ object: 'image', ...file.image }) + '\n', 'utf8')]));
+    const written = (await readBytes(engine, packageKey(owner, pkg)))!;
+    await engine.blobs.put(packageKey(owner, pkg), Buffer.concat([written, Buffer.from(JSON.stringify({ object: 'image', ...file.image }) + '\n', 'utf8')]));
   }
   const skipped = await indexChunks(engine, c.principal, { workspace: job.workspace, collection: col, id, pkg }, collection, file.chunks, c.signal, jobBudget(engine, job));
   if (skipped === 'no database') throw new JobFailed('internal_error', "The workspace's vector database was deleted while the job published.");
@@ -177,14 +176,6 @@ async function publishItem(
 }
 
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-
-async function readBytes(engine: Engine, key: string): Promise<Buffer | undefined> {
-  const found = await engine.blobs.get(key);
-  if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts);
-}
 
 /** An entry as it is indexed and read: kind, statement, the verbatim quote, who and when. */
 export function entryText(e: Entry): string {

@@ -20,6 +20,7 @@ import { openVectorDatabase, stampedRoute } from '../../vector/databases.js';
 import { countTokens } from '../chunks.js';
 import { workspaceOf } from '../collection-records.js';
 import { completedUploadSource, keepSourceUntil } from '../uploads.js';
+import { readText } from '../blob-reads.js';
 import { transcriptTokens } from './entries.js';
 import { appPart, jobBlobKey, jobKey, jobLeaseKey, jobSpendKey } from './job-keys.js';
 import { mediaInput, probeRecording } from './media-input.js';
@@ -66,12 +67,11 @@ async function referencedText(engine: Engine, principal: Principal, field: 'tran
   return { key: source.key };
 }
 
-async function readText(engine: Engine, key: string): Promise<string> {
-  const found = await engine.blobs.get(key);
-  if (!found) throw new PlatformError('upload_not_found', 'A referenced upload expired meanwhile.', 'references');
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts).toString('utf8');
+/** A referenced text, read whole (at most 16 MiB). */
+async function referencedTextOf(engine: Engine, key: string): Promise<string> {
+  const text = await readText(engine, key);
+  if (text === undefined) throw new PlatformError('upload_not_found', 'A referenced upload expired meanwhile.', 'references');
+  return text;
 }
 
 /** The organization's default route of `endpoint`, or 503 route_unavailable naming what to configure. */
@@ -101,9 +101,9 @@ export async function prepareJob(engine: Engine, principal: Principal, request: 
     notes: request.references.notes === null ? null : await referencedText(engine, principal, 'notes', request.references.notes),
   };
   const probed = await probeRecording(await mediaInput(engine, recording.key));
-  const given = request.transcript ?? (references.transcript ? await readText(engine, references.transcript.key) : null);
+  const given = request.transcript ?? (references.transcript ? await referencedTextOf(engine, references.transcript.key) : null);
   if (given === null && !probed.audio) throw new PlatformError('invalid_body', 'The recording has no audio track to transcribe; send its transcript in `transcript` or `references.transcript`.', 'upload_id');
-  const notes = request.notes ?? (references.notes ? await readText(engine, references.notes.key) : null);
+  const notes = request.notes ?? (references.notes ? await referencedTextOf(engine, references.notes.key) : null);
   const [chat, transcription, settings] = await Promise.all([
     defaultRoute(engine, org, CHAT_ENDPOINT, 'extracts its entries'),
     given === null ? defaultRoute(engine, org, TRANSCRIPTION_ENDPOINT, 'transcribes a recording') : Promise.resolve(null),
@@ -159,9 +159,9 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
   const id = newJobId(nowMs);
   try {
     if (request.transcript !== null) await engine.blobs.put(jobBlobKey(org, id, 'transcript.txt'), Buffer.from(request.transcript, 'utf8'));
-    else if (prepared.references.transcript) await engine.blobs.put(jobBlobKey(org, id, 'transcript.txt'), Buffer.from(await readText(engine, prepared.references.transcript.key), 'utf8'));
+    else if (prepared.references.transcript) await engine.blobs.put(jobBlobKey(org, id, 'transcript.txt'), Buffer.from(await referencedTextOf(engine, prepared.references.transcript.key), 'utf8'));
     if (request.notes !== null) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(request.notes, 'utf8'));
-    else if (prepared.references.notes) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(await readText(engine, prepared.references.notes.key), 'utf8'));
+    else if (prepared.references.notes) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(await referencedTextOf(engine, prepared.references.notes.key), 'utf8'));
     const sourceExpires = await keepSourceUntil(engine, principal, request.upload_id, now + request.keep_source_hours * 3600);
     const lease = jobLeaseKey(now + stepLeaseSeconds(), org, app, id);
     const { transcript: _t, notes: _n, ...kept } = request;
