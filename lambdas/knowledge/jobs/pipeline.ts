@@ -129,8 +129,23 @@ type StepOutcome = { next: Step | 'done'; set?: Partial<Job> } | { again: true }
 
 /** Runs one message of the queue. Throws only when the store fails (the message then comes back). */
 export async function runJobMessage(engine: Engine, message: JobMessage, events?: JobEvents): Promise<void> {
-  if (message.step === 'piece') return runPiece(engine, message, events);
-  return runStep(engine, message, events);
+  try {
+    if (message.step === 'piece') return await runPiece(engine, message, events);
+    return await runStep(engine, message, events);
+  } finally {
+    await removeScratchIfEnded(engine, message);
+  }
+}
+
+/**
+ * A job ended under its step or piece (a cancel, a piece's failure) while a call was in flight: what
+ * that call's result stored after the end's own cleanup (a memo, a step's result, audio pieces) is
+ * removed here, by the last writer, so a cancelled job leaves none of its texts behind.
+ */
+async function removeScratchIfEnded(engine: Engine, message: JobMessage): Promise<void> {
+  const record = await engine.kv.get(keyOf(message)).catch(() => undefined);
+  if (!record || !FINISHED.has(asJob(record).status)) return;
+  await removeScratch(engine, asJob(record)).catch((error) => log.warn('job files not removed', { job: message.job, error: String(error) }));
 }
 
 // ---------- steps ----------
@@ -290,7 +305,9 @@ export async function afterFinish(engine: Engine, job: Job, events?: JobEvents):
 
 async function removeScratch(engine: Engine, job: Job): Promise<void> {
   const names = ['transcript.txt', 'notes.txt', 'segments.json', 'entries.json', 'checked.json', 'frames.json', 'captions-off'];
-  for (let i = 0; i < job.pieces_total; i++) names.push(pieceName(i, 'mp3'), pieceName(i, 'json'));
+  // Pieces cut by a step the job ended under have records but were never counted in the job.
+  const pieces = Math.max(job.pieces_total, (await engine.kv.query({ pk: piecesPk(job), limit: 1000 })).items.length);
+  for (let i = 0; i < pieces; i++) names.push(pieceName(i, 'mp3'), pieceName(i, 'json'));
   for (let i = 0; i < job.request.max_pointers; i++) names.push(`frame-${i}.jpg`);
   await Promise.all(names.map((n) => engine.blobs.delete(jobBlobKey(job.org, job.job_id, n))));
   // Memo files: named by their keys (memo.<key>.json); their list is kept beside them.
