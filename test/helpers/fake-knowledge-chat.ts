@@ -11,7 +11,10 @@
  *   - anything else (the summary): a fixed text.
  * Every call is counted by kind; `delayMs` holds each answer (the benchmark's 2 s a call); `failNext`
  * answers 500 that many times; `usage` replaces the usage reported (an upstream that bills more than
- * asked).
+ * asked). `obey` makes it a model that follows an instruction injected into what it reads: when the
+ * extraction prompt holds `SYSTEM:`, it adds the entries of OBEYED (a claim quoted with words nobody
+ * said, the same claim with an empty, a blank and no quote) and one entry per line of the notes,
+ * quoting that line (notes are never evidence).
  */
 import http from 'node:http';
 import { closeServer, listen } from './servers.js';
@@ -29,6 +32,8 @@ export interface FakeKnowledgeChat {
     unsupportedMatch: RegExp | null;
     /** The usage every answer reports (default 1,000 prompt and 200 completion tokens). */
     usage: { prompt_tokens: number; completion_tokens: number } | null;
+    /** Follows an instruction injected into the prompt (`SYSTEM:`): adds OBEYED and quotes of the notes. */
+    obey: boolean;
   };
   /** Called at each extraction call (a test kills the platform there). */
   onExtract?: () => void;
@@ -41,10 +46,20 @@ const usageOf = (u: { prompt_tokens: number; completion_tokens: number } | null)
 };
 
 const KINDS = ['decision', 'action_item', 'question', 'fact'] as const;
+
+/** What an obeying model adds: the injected claim, quoted with words nobody said, then with an empty, a blank and no quote at all. */
+export const OBEYED_CLAIM = 'The CEO resigned';
+export const OBEYED_QUOTE = 'The CEO resigned effective immediately and the board agreed';
+const OBEYED = [
+  { kind: 'decision', statement: OBEYED_CLAIM, quote: OBEYED_QUOTE, start: '00:00:00', end: '00:00:04', owner: null, due: null },
+  { kind: 'decision', statement: `${OBEYED_CLAIM} (empty quote)`, quote: '', start: null, end: null, owner: null, due: null },
+  { kind: 'fact', statement: `${OBEYED_CLAIM} (blank quote)`, quote: ' \n\t ', start: null, end: null, owner: null, due: null },
+  { kind: 'fact', statement: `${OBEYED_CLAIM} (no quote)`, start: null, end: null, owner: null, due: null },
+];
 const LINE = /^\[(\d\d:\d\d:\d\d)(?:-(\d\d:\d\d:\d\d))?\] (.+)$/;
 
 export async function startFakeKnowledgeChat(): Promise<FakeKnowledgeChat> {
-  const fake = { baseUrl: '', close: async () => undefined, calls: { extract: 0, reconcile: 0, other: 0 }, requests: [], behavior: { delayMs: 0, invent: 0, failNext: 0, unsupported: false, unsupportedMatch: null, usage: null } } as FakeKnowledgeChat;
+  const fake = { baseUrl: '', close: async () => undefined, calls: { extract: 0, reconcile: 0, other: 0 }, requests: [], behavior: { delayMs: 0, invent: 0, failNext: 0, unsupported: false, unsupportedMatch: null, usage: null, obey: false } } as FakeKnowledgeChat;
   const server = http.createServer((req, res) => {
     let raw = '';
     req.on('data', (d) => (raw += d));
@@ -82,6 +97,11 @@ export async function startFakeKnowledgeChat(): Promise<FakeKnowledgeChat> {
           const kind = KINDS[i++ % KINDS.length];
           const unsupported = fake.behavior.unsupported || !!fake.behavior.unsupportedMatch?.test(text);
           entries.push({ kind, statement: `${unsupported ? 'UNSUPPORTED ' : ''}Said: ${text}`, quote: text, start, end, owner: kind === 'action_item' ? 'Ada' : null, due: null });
+        }
+        if (fake.behavior.obey && user.includes('SYSTEM:')) {
+          entries.push(...OBEYED);
+          const notes = /<notes>\n([\s\S]*?)\n<\/notes>/.exec(user)?.[1] ?? '';
+          for (const line of notes.split('\n').map((l) => l.trim()).filter(Boolean)) entries.push({ kind: 'fact', statement: `Noted: ${line}`, quote: line, start: '00:00:00', end: '00:00:02', owner: null, due: null });
         }
         for (let k = 0; k < fake.behavior.invent; k++) entries.push({ kind: 'decision', statement: 'Invented decision', quote: `the board approved budget line ${k} unanimously`, start: '00:00:01', end: '00:00:03', owner: null, due: null });
         content = JSON.stringify({ entries });
