@@ -104,7 +104,8 @@ export async function releaseSlots(kv: KeyValueStore, slots: readonly KvKey[], o
 /** Holds are grouped by the minute their deadline falls in: one attribute per minute, `d<minute>`. */
 const BUCKET_MS = 60_000;
 const BUCKET_ATTR = /^d(\d+)$/;
-const bucketAttr = (deadlineMs: number) => `d${Math.ceil(deadlineMs / BUCKET_MS)}`;
+/** The attribute of the bucket a hold until `deadlineMs` is counted in (a hold moved to a later deadline is moved to its bucket). */
+export const bucketAttr = (deadlineMs: number) => `d${Math.ceil(deadlineMs / BUCKET_MS)}`;
 
 /** A hold taken: what to give back, and the buckets seen lapsed (dropped when it is given back). */
 export interface Hold {

@@ -9,16 +9,23 @@
  * and a call still in flight then books only its cost, the budgets' hold having been given back.
  */
 import type { Principal } from '../../auth/principal.js';
-import type { Engine, KvItem } from '../../engine/ports.js';
+import type { Engine, KvItem, KvWrite } from '../../engine/ports.js';
 import { limitsStateKey, scopesOf } from '../../ai/limits.js';
 import { PlatformError } from '../../shared/errors.js';
-import { addHold, releaseHold, type Hold } from '../../shared/leases.js';
+import { addHold, bucketAttr, releaseHold, type Hold } from '../../shared/leases.js';
 import { log } from '../../shared/log.js';
 import { jobSpendKey } from './job-keys.js';
 import type { Job } from './records.js';
 
 /** A job may run this long; its hold of the estimate lapses after it (a job past it has failed or was lost). */
 export const JOB_HOLD_MS = 48 * 3600_000;
+/**
+ * The start holds the estimate this long, until the transaction that writes its job moves the hold to
+ * JOB_HOLD_MS (keepEstimateHolds): a start that dies between the two (a crash, a function's timeout)
+ * leaves a hold no job will ever give back, which must lapse in minutes, not hold the budget 48 hours
+ * (found by the attack test's SIGKILL mid-start). The start writes its job within seconds.
+ */
+export const START_HOLD_MS = 2 * 60_000;
 
 const usd = (micro: number) => `$${(micro / 1e6).toFixed(6).replace(/0{1,4}$/, '')}`;
 const spentOf = (item: KvItem | undefined) => (typeof item?.spent === 'number' ? item.spent : 0);
@@ -43,7 +50,7 @@ export async function holdEstimate(engine: Engine, principal: Principal, estimat
     for (const scope of await scopesOf(engine, principal)) {
       if (scope.limits.budget_usd === null || estimateMicro === 0) continue;
       const budget = Math.round(scope.limits.budget_usd * 1e6);
-      const r = await addHold(engine.kv, limitsStateKey(scope.id, 'budget'), estimateMicro, now + JOB_HOLD_MS, now, (item, live) => spentOf(item) + live <= budget);
+      const r = await addHold(engine.kv, limitsStateKey(scope.id, 'budget'), estimateMicro, now + START_HOLD_MS, now, (item, live) => spentOf(item) + live <= budget);
       if ('refused' in r) {
         const left = Math.max(0, budget - spentOf(r.refused) - r.live);
         throw exceeded(`The job is estimated at ${usd(estimateMicro)}; ${scope.whose.toLowerCase()} AI budget has ${usd(left)} left.`);
@@ -58,6 +65,19 @@ export async function holdEstimate(engine: Engine, principal: Principal, estimat
 }
 
 const asStored = (h: Hold): Job['budget_holds'][number] => ({ scope: String(h.key.pk), attr: h.attr, amount: h.amount });
+
+/**
+ * For the transaction that writes the job: the writes that move the start's holds (START_HOLD_MS) to
+ * the job's lifetime (JOB_HOLD_MS), and the holds as the job then keeps them. Until it commits, the
+ * holds lapse as the start's.
+ */
+export function keepEstimateHolds(holds: Job['budget_holds'], nowMs: number): { writes: KvWrite[]; holds: Job['budget_holds'] } {
+  const attr = bucketAttr(nowMs + JOB_HOLD_MS);
+  return {
+    writes: holds.map((h) => ({ update: { pk: h.scope, sk: 'budget' }, add: { [h.attr]: -h.amount, [attr]: h.amount } })),
+    holds: holds.map((h) => ({ ...h, attr })),
+  };
+}
 
 /** Gives back what is left of the estimate's holds once the job ended, having spent `spentMicro`. */
 export async function releaseEstimateHolds(engine: Engine, holds: Job['budget_holds'], spentMicro: number): Promise<void> {

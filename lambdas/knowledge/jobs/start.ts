@@ -27,7 +27,7 @@ import { mediaInput, probeRecording } from './media-input.js';
 import { estimatePrice, type PriceEstimate } from './pricing.js';
 import { FINISHED_JOB_SECONDS, newJobId, type Job } from './records.js';
 import { MAX_TEXT_BYTES, type JobRequest } from './request.js';
-import { holdEstimate, releaseEstimateHolds } from './spend.js';
+import { holdEstimate, keepEstimateHolds, releaseEstimateHolds } from './spend.js';
 import { parseTranscript } from './transcript.js';
 import { sendStep, stepLeaseSeconds, expectedStepSeconds } from './pipeline.js';
 
@@ -145,9 +145,10 @@ export interface StartAnswer {
 }
 
 /**
- * Claims the money (holdEstimate), writes the texts the job reads and the job itself with `keep` (the
- * operation's kept answer) in one transaction, then sends its first step. A failure after the holds
- * gives them back; one after the transaction leaves a queued job the jobs sweep starts.
+ * Claims the money (holdEstimate, for minutes), writes the texts the job reads and the job itself with
+ * `keep` (the operation's kept answer) and its holds moved to the job's lifetime in one transaction,
+ * then sends its first step. A failure after the holds gives them back, a crash lets them lapse; one
+ * after the transaction leaves a queued job the jobs sweep starts.
  */
 export async function startJob(engine: Engine, principal: Principal, prepared: PreparedJob, keep: (answer: object) => KvUpdate): Promise<StartAnswer> {
   const { request, estimate } = prepared;
@@ -164,6 +165,8 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
     else if (prepared.references.notes) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(await referencedTextOf(engine, prepared.references.notes.key), 'utf8'));
     const sourceExpires = await keepSourceUntil(engine, principal, request.upload_id, now + request.keep_source_hours * 3600);
     const lease = jobLeaseKey(now + stepLeaseSeconds(), org, app, id);
+    // The holds live as the job's once the job is written, in the same transaction.
+    const jobHolds = keepEstimateHolds(holds, nowMs);
     const { transcript: _t, notes: _n, ...kept } = request;
     const job: Job = {
       job_id: id,
@@ -180,7 +183,7 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
       source: prepared.source,
       probed: prepared.probed,
       estimate_micro: estimate.total,
-      budget_holds: holds,
+      budget_holds: jobHolds.holds,
       collection_id: null,
       entries: 0,
       entries_dropped: 0,
@@ -201,6 +204,7 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
       { put: { ...jobSpendKey(org, id), spent: 0, expires_at: now + FINISHED_JOB_SECONDS + 7 * 24 * 3600 } },
       { put: { ...lease } },
       keep(answer),
+      ...jobHolds.writes,
     ];
     await engine.kv.transact(writes);
     await sendStep(engine, { org, app, job: id, step: 'probe' }).catch(() => undefined);
