@@ -36,8 +36,31 @@ function tokenizer(): Tiktoken {
 /** A run of this many characters without a space, or of this many spaces, is counted in slices (see countTokens). */
 const LONG_RUN = 256;
 const LONG_SPACE = 64;
-const LONG_RUNS = new RegExp(`\\S{${LONG_RUN},}|\\s{${LONG_SPACE},}`, 'g');
 const RUN_SLICE = 32;
+
+/** JavaScript's `\s`, by UTF-16 code unit. */
+function isSpace(c: number): boolean {
+  return c === 32 || (c >= 9 && c <= 13) || c === 0xa0 || c === 0x1680 || (c >= 0x2000 && c <= 0x200a) || c === 0x2028 || c === 0x2029 || c === 0x202f || c === 0x205f || c === 0x3000 || c === 0xfeff;
+}
+
+/**
+ * The long runs of `text` (`\S{256,}|\s{64,}`: maximal runs of at least LONG_RUN characters without
+ * a space, or of LONG_SPACE spaces), by one scan of its characters: that regular expression overflowed
+ * V8's stack on a run of some 5 million characters (a 6 MB transcript of one word answered 500).
+ */
+function longRuns(text: string): { index: number; length: number }[] {
+  const runs: { index: number; length: number }[] = [];
+  let start = 0;
+  let space = text.length > 0 && isSpace(text.charCodeAt(0));
+  for (let i = 1; i <= text.length; i++) {
+    const here = i < text.length && isSpace(text.charCodeAt(i));
+    if (i < text.length && here === space) continue;
+    if (i - start >= (space ? LONG_SPACE : LONG_RUN)) runs.push({ index: start, length: i - start });
+    start = i;
+    space = here;
+  }
+  return runs;
+}
 
 /**
  * The number of cl100k_base tokens of `text`. js-tiktoken's merging takes time quadratic in a run
@@ -48,14 +71,15 @@ const RUN_SLICE = 32;
  */
 export function countTokens(text: string): number {
   const encoder = tokenizer();
-  if (text.length < LONG_SPACE || !LONG_RUNS.test(text)) return encoder.encode(text).length;
-  LONG_RUNS.lastIndex = 0;
+  const runs = text.length < LONG_SPACE ? [] : longRuns(text);
+  if (!runs.length) return encoder.encode(text).length;
   let count = 0;
   let from = 0;
-  for (const run of text.matchAll(LONG_RUNS)) {
+  for (const run of runs) {
     count += encoder.encode(text.slice(from, run.index)).length;
-    for (let i = 0; i < run[0].length; i += RUN_SLICE) count += sliceTokens(encoder, run[0].slice(i, i + RUN_SLICE));
-    from = run.index + run[0].length;
+    const end = run.index + run.length;
+    for (let i = run.index; i < end; i += RUN_SLICE) count += sliceTokens(encoder, text.slice(i, Math.min(end, i + RUN_SLICE)));
+    from = end;
   }
   return count + encoder.encode(text.slice(from)).length;
 }
