@@ -765,3 +765,11 @@ describe('SIGKILL of npm start in the middle of a start', () => {
     }
   }, 120_000);
 });
+
+describe('a transcript of one word of six million characters', () => {
+  it('is taken (202), not a 500: its tokens are counted without a regular expression that overflowed the stack', async () => {
+    const r = await post(a, JOBS, { upload_id: wav, max_price_usd: '999999', transcript: 'x'.repeat(6_000_000), power: 'light' });
+    expect(r.status, r.text).toBe(202);
+    expect((await call(a, 'DELETE', `${JOBS}/${r.body.job_id}`)).status).toBe(200);
+  }, 60_000);
+});
