@@ -773,3 +773,13 @@ describe('a transcript of one word of six million characters', () => {
     expect((await call(a, 'DELETE', `${JOBS}/${r.body.job_id}`)).status).toBe(200);
   }, 60_000);
 });
+
+describe('the evidence check over a line of six million dashes', () => {
+  it('folds it and checks quotes against it without overflowing the stack', async () => {
+    const { checkEvidence, indexTranscript } = await import('../../lambdas/knowledge/jobs/evidence.js');
+    const index = indexTranscript([{ start_s: 0, end_s: 5, text: `We agreed ${'—'.repeat(6_000_000)} on Friday.` }, { start_s: 5, end_s: 9, text: 'Ada writes the notes.' }]);
+    expect(checkEvidence(index, { quote: 'Ada writes the notes', start_s: 5, end_s: 9 })).toEqual({ ok: true, start_s: 5, end_s: 9 });
+    expect(checkEvidence(index, { quote: 'We agreed on Friday', start_s: 0, end_s: 5 })).toEqual({ ok: true, start_s: 0, end_s: 5 });
+    expect(checkEvidence(index, { quote: OBEYED_QUOTE, start_s: 0, end_s: 5 })).toEqual({ ok: false, reason: 'quote_not_found' });
+  }, 30_000);
+});
