@@ -35,8 +35,9 @@
  * the job's CPU (every process of the npm start group, with their ffmpeg and ffprobe children, from the
  * POST to the end) / ffmpeg's own CPU alone on the same file (probe + cut + frames) <= 1.3, both per
  * minute of audio. Reported beside them: the other concurrency's rows, the ratio with the cut alone
- * added to the denominator (the formula leaves the cut out), the CPU ratio above the idle rate, each
- * piece's call times (at most how many at once).
+ * added to the denominator (the formula leaves the cut out), the CPU ratio above the idle rate (the
+ * background process's receivers poll the store while idle: some 2 % of a core), the job's CPU by
+ * step, each piece's call times (at most how many at once).
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -51,7 +52,7 @@ import { jobKey } from '../lambdas/knowledge/jobs/job-keys.js';
 import { captureFrames, cutAudio, probeMedia } from '../lambdas/knowledge/jobs/media.js';
 import { PIECE_SECONDS } from '../lambdas/knowledge/jobs/pipeline.js';
 import { supportCheck } from '../lambdas/knowledge/jobs/reconcile.js';
-import { asJob, FINISHED, type Job, type Step } from '../lambdas/knowledge/jobs/records.js';
+import { asJob, FINISHED, STEPS, type Job, type Step } from '../lambdas/knowledge/jobs/records.js';
 import { DEFAULT_MAX_POINTERS, DEFAULT_OUTPUT_LANGUAGE } from '../lambdas/knowledge/jobs/request.js';
 import type { Entry, JobChat, StepMemo, TimedSegment } from '../lambdas/knowledge/jobs/types.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../test/helpers/fake-embedder.js';
@@ -110,6 +111,8 @@ interface JobRun {
   concurrency: number;
   wallMs: number;
   parts: Record<Part, number>;
+  /** The group's CPU seconds by step (the start's answer counted in probe; transcribe: the cut and the pieces). */
+  stepsCpu: Record<Step, number>;
   /** Each piece's call: from the request read to the answer, ms since the POST. */
   pieces: { from: number; to: number }[];
   maxInFlight: number;
@@ -261,19 +264,25 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
   // The job's record as the store has it, every POLL_MS: when its step changed.
   const key = jobKey(server.org, '-', id);
   const stepSeen: Partial<Record<Step, number>> = {};
+  // The group's CPU seconds when each step was first seen: what each step cost.
+  const stepCpu: Partial<Record<Step, number>> = { probe: sumCpu(cpuBefore) };
   let job: Job | undefined;
   for (;;) {
     const record = await server.engine.kv.get(key);
     const at = Date.now();
     if (record) {
       job = asJob(record);
-      stepSeen[job.step] ??= at;
+      if (stepSeen[job.step] === undefined) {
+        stepSeen[job.step] = at;
+        stepCpu[job.step] ??= sumCpu(cpuByRole(pgid));
+      }
       if (FINISHED.has(job.status)) break;
     } else if (at - t0 > 10_000) throw new Error(`job ${id}: no record under ${JSON.stringify(key)} (an application's key?)`);
     if (at - t0 > options.timeoutMs) throw new Error(`job ${id} still ${job?.status} at ${job?.step} after ${options.timeoutMs / 1000} s`);
     await sleep(POLL_MS);
   }
-  const cpu = diffCpu(cpuBefore, cpuByRole(pgid));
+  const cpuAfter = cpuByRole(pgid);
+  const cpu = diffCpu(cpuBefore, cpuAfter);
   if (job.status !== 'completed') throw new Error(`job ${id} ${job.status}: ${job.error_code} ${job.error_message}`);
   const done = Date.parse(job.updated_at);
 
@@ -286,11 +295,20 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
   // Steps a job skips (none here) take no time: each part ends where the next one starts.
   const marks = [t0, answered, seen('transcribe', answered), firstPiece, seen('extract', firstPiece), seen('reconcile', done), seen('frames', done), seen('publish', done), done];
   const parts = Object.fromEntries(PARTS.map((p, i) => [p, Math.max(0, marks[i + 1] - marks[i])])) as Record<Part, number>;
+  const cpuMarks = STEPS.map((step) => stepCpu[step]);
+  const stepsCpu = Object.fromEntries(
+    STEPS.map((step, i) => {
+      const from = cpuMarks[i];
+      const to = cpuMarks.slice(i + 1).find((c) => c !== undefined) ?? sumCpu(cpuAfter);
+      return [step, from === undefined ? 0 : to - from];
+    }),
+  ) as Record<Step, number>;
   return {
     round: options.round,
     concurrency: server.concurrency,
     wallMs: done - t0,
     parts,
+    stepsCpu,
     pieces,
     maxInFlight,
     cpu,
@@ -399,6 +417,7 @@ export const benchmark: Benchmark = {
       const checks: string[] = [];
       const aloneOf = (round: number) => alone.find((a) => a.round === round)!;
       const stepRows = runs.map((r) => [String(r.round), String(r.concurrency), ...PARTS.map((p) => fmt(r.parts[p] / 1000, 2)), fmt(r.wallMs / 1000, 1), r.pieces.map((p) => `${fmt(p.from / 1000, 1)}-${fmt(p.to / 1000, 1)}`).join(' ')]);
+      const stepCpuRows = runs.map((r) => [String(r.round), String(r.concurrency), ...STEPS.map((step) => fmt(r.stepsCpu[step], 2)), fmt(r.cpuTotal, 2), fmt(r.idleRate * (r.wallMs / 1000), 2)]);
       const aloneRows = alone.map((a) => [
         String(a.round),
         fmt(a.probeMs / 1000, 2),
@@ -446,6 +465,12 @@ export const benchmark: Benchmark = {
         align: ['r', 'r', ...PARTS.map(() => 'r' as const), 'r', 'l'],
         rows: stepRows,
       };
+      const stepCpuTable: Table = {
+        title: "The job's CPU by step (s; every process of the npm start group with their ffmpeg children, read when the store first showed the step; probe includes the start's request and its ffprobe, transcribe the cut and the pieces)",
+        headers: ['round', 'concurrency', ...STEPS, 'total', 'idle rate x wall'],
+        align: ['r', 'r', ...STEPS.map(() => 'r' as const), 'r', 'r'],
+        rows: stepCpuRows,
+      };
       const aloneTable: Table = {
         title: 'The same work alone, in the bench process (s; calls in brackets; each piece one call, the longest counted)',
         headers: ['round', 'probe', 'longest piece (each)', 'extraction', 'reconciliation', 'frames', 'sum (denominator)', 'cut (not in it)', 'ffmpeg CPU s: probe + cut + frames'],
@@ -488,7 +513,7 @@ export const benchmark: Benchmark = {
         'The cut (ffmpeg encoding the whole audio track before any piece is sent) is in the job\'s wall time but not in the formula\'s denominator: "wall / (denominator + cut)" shows the job with it counted.',
       ];
       return {
-        tables: [stepsTable, aloneTable, ratioTable, otherTable],
+        tables: [stepsTable, stepCpuTable, aloneTable, ratioTable, otherTable],
         notes,
         figures,
         verdict: {
