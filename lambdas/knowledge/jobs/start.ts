@@ -74,6 +74,31 @@ async function referencedTextOf(engine: Engine, key: string): Promise<string> {
   return text;
 }
 
+/** A given transcript counted whole up to this many characters; past it, from a sample (counting 16 MiB took seconds inside the call). */
+export const COUNTED_WHOLE_CHARS = 512 * 1024;
+/** What a sample's count is raised by: a transcript's later text may tokenize less well than its start. */
+const SAMPLE_MARGIN = 1.2;
+
+/**
+ * Tokens of a given transcript as extraction sends it (its lines with stamps). A long one is counted
+ * on its first COUNTED_WHOLE_CHARS of segments and scaled by characters, with SAMPLE_MARGIN: the
+ * estimate stays an upper bound in practice, and the calls themselves are held at their real count.
+ */
+export function givenTokens(text: string): number {
+  const segments = parseTranscript(text);
+  let chars = 0;
+  for (const s of segments) chars += s.text.length + 1;
+  if (chars <= COUNTED_WHOLE_CHARS) return transcriptTokens(segments);
+  const sample: typeof segments = [];
+  let sampled = 0;
+  for (const s of segments) {
+    if (sampled >= COUNTED_WHOLE_CHARS) break;
+    sample.push(s);
+    sampled += s.text.length + 1;
+  }
+  return Math.ceil((transcriptTokens(sample) / sampled) * chars * SAMPLE_MARGIN);
+}
+
 /** The organization's default route of `endpoint`, or 503 route_unavailable naming what to configure. */
 async function defaultRoute(engine: Engine, org: string, endpoint: string, why: string): Promise<ModelRoute> {
   const route = (await new ModelRoutes(engine.kv, () => engine.clock.now()).list(org)).find((r) => r.endpoint === endpoint && r.default);
@@ -114,7 +139,7 @@ export async function prepareJob(engine: Engine, principal: Principal, request: 
   const estimate = estimatePrice({
     duration_s: probed.duration_s,
     video: probed.video,
-    transcriptTokens: given === null ? null : transcriptTokens(parseTranscript(given)),
+    transcriptTokens: given === null ? null : givenTokens(given),
     notesTokens: notes === null ? 0 : countTokens(notes.slice(0, 64 * 1024)),
     power: request.power,
     reconcile: request.reconcile,
