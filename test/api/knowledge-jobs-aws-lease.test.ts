@@ -21,6 +21,7 @@
  *   The layer's asset is test/infra/ffmpeg-layer.test.ts's, its functions test/infra/knowledge-jobs.test.ts's.
  */
 import { execFileSync, execSync } from 'node:child_process';
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request, type Server } from 'node:http';
@@ -83,7 +84,12 @@ let offsetMs = 0;
 const clock: Clock = { now: () => Date.now() + offsetMs, sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)) };
 
 /** Whose AWS calls these are: a route's function (the front's last invocation), the consumer, the sweep, or the test looking. */
-let caller: 'route' | 'consumer' | 'sweep' | 'test' = 'route';
+/**
+ * Who is calling S3 or SQS: the invocation's own (AsyncLocalStorage), so a stalled invocation that
+ * wakes later is still its function's, not whoever runs then; `route` outside any.
+ */
+const callers = new AsyncLocalStorage<'consumer' | 'sweep' | 'test'>();
+const callerNow = (): 'route' | 'consumer' | 'sweep' | 'test' => callers.getStore() ?? 'route';
 const sent: { caller: string; route?: string; service: 's3' | 'vectors' | 'sqs'; command: string; key: string; copySource?: string }[] = [];
 /** Each presigned GET ffmpeg or ffprobe made (through the recorder in front of s3rver), with the bytes S3 served before the reader hung up. */
 const served: { caller: string; range: string; status: number; bytes: number }[] = [];
@@ -160,7 +166,7 @@ function bytesRead(report: string): number | undefined {
 async function presignedRecorder(s3Endpoint: string): Promise<{ server: Server; origin: string }> {
   const upstream = new URL(s3Endpoint);
   const server = createServer((req, res) => {
-    const entry = { caller, range: String(req.headers.range ?? ''), status: 0, bytes: 0 };
+    const entry = { caller: callerNow(), range: String(req.headers.range ?? ''), status: 0, bytes: 0 };
     served.push(entry);
     const out = request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, host: upstream.host } }, (answer) => {
       entry.status = answer.statusCode ?? 0;
@@ -226,14 +232,14 @@ beforeAll(async () => {
   s3.client.middlewareStack.add(
     (next, context) => async (args) => {
       const input = args.input as { Key?: string; CopySource?: string };
-      sent.push({ caller, ...(caller === 'route' ? { route: gateway?.invocations.at(-1)?.route ?? 'test' } : {}), service: 's3', command: String(context.commandName), key: String(input.Key), copySource: input.CopySource });
+      sent.push({ caller: callerNow(), ...(callerNow() === 'route' ? { route: gateway?.invocations.at(-1)?.route ?? 'test' } : {}), service: 's3', command: String(context.commandName), key: String(input.Key), copySource: input.CopySource });
       return next(args);
     },
     { step: 'initialize', name: 'recordS3' },
   );
   const send = engine.queue.send.bind(engine.queue);
   engine.queue.send = (queue, body, options) => {
-    sent.push({ caller, ...(caller === 'route' ? { route: gateway?.invocations.at(-1)?.route ?? 'test' } : {}), service: 'sqs', command: 'SendMessage', key: queue });
+    sent.push({ caller: callerNow(), ...(callerNow() === 'route' ? { route: gateway?.invocations.at(-1)?.route ?? 'test' } : {}), service: 'sqs', command: 'SendMessage', key: queue });
     return send(queue, body, options);
   };
   recorder = await presignedRecorder(s3.endpoint);
@@ -309,17 +315,15 @@ const receive = async (): Promise<QueueMessage | undefined> => (await engine.que
 
 /** One invocation of the consumer's handler with one message, which is then deleted (the answer names no failure). */
 async function consume(message: QueueMessage): Promise<void> {
-  caller = 'consumer';
   const from = s3vectors.stub.calls().length;
-  const answer = await knowledgeJobs(sqsEvent([message])).finally(() => (caller = 'route'));
+  const answer = await callers.run('consumer', () => knowledgeJobs(sqsEvent([message])));
   for (const v of s3vectors.stub.calls().slice(from)) sent.push({ caller: 'consumer', service: 'vectors', command: `s3vectors:${(v.args[0] as object).constructor.name.replace(/Command$/, '')}`, key: '' });
   expect(answer).toEqual({ batchItemFailures: [] });
   await engine.queue.delete(JOBS_QUEUE, message.receipt);
 }
 
 async function sweep(): Promise<{ swept: number }> {
-  caller = 'sweep';
-  return knowledgeJobsSweep(undefined).finally(() => (caller = 'route'));
+  return callers.run('sweep', () => knowledgeJobsSweep(undefined));
 }
 
 async function getJob(id: string) {
@@ -402,12 +406,10 @@ describe('a knowledge job on AWS whose processor dies mid-step', () => {
     // dies (Lambda's timeout): the message is gone here (SQS brings it back only after 5,400 s).
     stalled = await stalledUpstream();
     await setChat(stalled.url);
-    caller = 'consumer';
-    dying = knowledgeJobs(sqsEvent([next!]));
+    dying = callers.run('consumer', () => knowledgeJobs(sqsEvent([next!])));
     await engine.queue.delete(JOBS_QUEUE, next!.receipt);
     const deadline = Date.now() + 10_000;
     while (stalled.requests === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    caller = 'route';
     expect(stalled.requests).toBe(1);
     expect(await engine.kv.get(jobKey(org, '-', jobId))).toMatchObject({ status: 'running', step: 'extract', attempt: 1 });
   }, 60_000);
@@ -467,8 +469,7 @@ describe('a knowledge job on AWS whose processor dies mid-step', () => {
     for (const r of ffmpegRuns) expect(r.input.startsWith(`${recorder.origin}/`), r.input).toBe(true);
     for (const r of ffmpegRuns.slice(1)) expect(r.bytesRead).toBeLessThan(recording.size / 4);
     // The job's scratch files are gone.
-    caller = 'test';
-    const left = await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `knowledge-jobs/${org}/${jobId}/` })).finally(() => (caller = 'route'));
+    const left = await callers.run('test', () => s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: `knowledge-jobs/${org}/${jobId}/` })));
     expect(left.KeyCount ?? 0).toBe(0);
   }, 90_000);
 
