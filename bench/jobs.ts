@@ -62,7 +62,7 @@ import { post, uploadFile, type Client } from '../test/helpers/knowledge-calls.j
 import { recordingFile } from '../test/helpers/knowledge-files.js';
 import { envNumber } from './support/env.js';
 import { cpuByRole, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
-import { benchRecording, childCpuSeconds, pieceTranscript } from './support/job-recording.js';
+import { benchRecording, childCpuSeconds, groupCpuSplit, pieceTranscript } from './support/job-recording.js';
 import { ROOT, TSX } from './support/processes.js';
 import { fmt, fmtInt, type Table } from './support/table.js';
 import type { Benchmark, BenchReport, Figure } from './support/types.js';
@@ -113,6 +113,9 @@ interface JobRun {
   parts: Record<Part, number>;
   /** The group's CPU seconds by step (the start's answer counted in probe; transcribe: the cut and the pieces). */
   stepsCpu: Record<Step, number>;
+  /** The same, the processes' own only (Node and SQLite; not ffmpeg and ffprobe). */
+  stepsOwnCpu: Record<Step, number>;
+  ownCpu: number;
   /** Each piece's call: from the request read to the answer, ms since the POST. */
   pieces: { from: number; to: number }[];
   maxInFlight: number;
@@ -255,6 +258,7 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
   const requestsBefore = transcriber.requests.length;
   const load = loadText();
   const cpuBefore = cpuByRole(pgid);
+  const splitBefore = groupCpuSplit(pgid);
   const t0 = Date.now();
   const started = await post(server.client, '/v1/knowledge/jobs', { upload_id: uploadId, max_price_usd: '50' });
   const answered = Date.now();
@@ -266,6 +270,7 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
   const stepSeen: Partial<Record<Step, number>> = {};
   // The group's CPU seconds when each step was first seen: what each step cost.
   const stepCpu: Partial<Record<Step, number>> = { probe: sumCpu(cpuBefore) };
+  const stepOwn: Partial<Record<Step, number>> = { probe: splitBefore.own };
   let job: Job | undefined;
   for (;;) {
     const record = await server.engine.kv.get(key);
@@ -275,6 +280,7 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
       if (stepSeen[job.step] === undefined) {
         stepSeen[job.step] = at;
         stepCpu[job.step] ??= sumCpu(cpuByRole(pgid));
+        stepOwn[job.step] ??= groupCpuSplit(pgid).own;
       }
       if (FINISHED.has(job.status)) break;
     } else if (at - t0 > 10_000) throw new Error(`job ${id}: no record under ${JSON.stringify(key)} (an application's key?)`);
@@ -282,6 +288,7 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
     await sleep(POLL_MS);
   }
   const cpuAfter = cpuByRole(pgid);
+  const splitAfter = groupCpuSplit(pgid);
   const cpu = diffCpu(cpuBefore, cpuAfter);
   if (job.status !== 'completed') throw new Error(`job ${id} ${job.status}: ${job.error_code} ${job.error_message}`);
   const done = Date.parse(job.updated_at);
@@ -295,20 +302,24 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
   // Steps a job skips (none here) take no time: each part ends where the next one starts.
   const marks = [t0, answered, seen('transcribe', answered), firstPiece, seen('extract', firstPiece), seen('reconcile', done), seen('frames', done), seen('publish', done), done];
   const parts = Object.fromEntries(PARTS.map((p, i) => [p, Math.max(0, marks[i + 1] - marks[i])])) as Record<Part, number>;
-  const cpuMarks = STEPS.map((step) => stepCpu[step]);
-  const stepsCpu = Object.fromEntries(
-    STEPS.map((step, i) => {
-      const from = cpuMarks[i];
-      const to = cpuMarks.slice(i + 1).find((c) => c !== undefined) ?? sumCpu(cpuAfter);
-      return [step, from === undefined ? 0 : to - from];
-    }),
-  ) as Record<Step, number>;
+  const byStep = (marks: Partial<Record<Step, number>>, end: number) =>
+    Object.fromEntries(
+      STEPS.map((step, i) => {
+        const from = marks[step];
+        const to = STEPS.slice(i + 1).map((s) => marks[s]).find((c) => c !== undefined) ?? end;
+        return [step, from === undefined ? 0 : to - from];
+      }),
+    ) as Record<Step, number>;
+  const stepsCpu = byStep(stepCpu, sumCpu(cpuAfter));
+  const stepsOwnCpu = byStep(stepOwn, splitAfter.own);
   return {
     round: options.round,
     concurrency: server.concurrency,
     wallMs: done - t0,
     parts,
     stepsCpu,
+    stepsOwnCpu,
+    ownCpu: splitAfter.own - splitBefore.own,
     pieces,
     maxInFlight,
     cpu,
@@ -417,7 +428,13 @@ export const benchmark: Benchmark = {
       const checks: string[] = [];
       const aloneOf = (round: number) => alone.find((a) => a.round === round)!;
       const stepRows = runs.map((r) => [String(r.round), String(r.concurrency), ...PARTS.map((p) => fmt(r.parts[p] / 1000, 2)), fmt(r.wallMs / 1000, 1), r.pieces.map((p) => `${fmt(p.from / 1000, 1)}-${fmt(p.to / 1000, 1)}`).join(' ')]);
-      const stepCpuRows = runs.map((r) => [String(r.round), String(r.concurrency), ...STEPS.map((step) => fmt(r.stepsCpu[step], 2)), fmt(r.cpuTotal, 2), fmt(r.idleRate * (r.wallMs / 1000), 2)]);
+      const stepCpuRows = runs.map((r) => [
+        String(r.round),
+        String(r.concurrency),
+        ...STEPS.map((step) => `${fmt(r.stepsCpu[step], 2)} (${fmt(r.stepsOwnCpu[step], 2)})`),
+        `${fmt(r.cpuTotal, 2)} (${fmt(r.ownCpu, 2)})`,
+        fmt(r.idleRate * (r.wallMs / 1000), 2),
+      ]);
       const aloneRows = alone.map((a) => [
         String(a.round),
         fmt(a.probeMs / 1000, 2),
@@ -466,7 +483,7 @@ export const benchmark: Benchmark = {
         rows: stepRows,
       };
       const stepCpuTable: Table = {
-        title: "The job's CPU by step (s; every process of the npm start group with their ffmpeg children, read when the store first showed the step; probe includes the start's request and its ffprobe, transcribe the cut and the pieces)",
+        title: "The job's CPU by step (s; every process of the npm start group with their ffmpeg children, in brackets without them: Node and SQLite; read when the store first showed the step; probe includes the start's request and its ffprobe, transcribe the cut and the pieces)",
         headers: ['round', 'concurrency', ...STEPS, 'total', 'idle rate x wall'],
         align: ['r', 'r', ...STEPS.map(() => 'r' as const), 'r', 'r'],
         rows: stepCpuRows,

@@ -6,7 +6,7 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -90,4 +90,32 @@ export function childCpuSeconds(): number {
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   // After "(comm)": cutime and cstime are fields 13 and 14 (0-based).
   return (Number(fields[13]) + Number(fields[14])) / (ticks ??= clockTicks());
+}
+
+/**
+ * CPU seconds of every live process of a process group, split into the processes' own (Node, SQLite)
+ * and their reaped children's (ffmpeg, ffprobe): where a job's CPU went beside ffmpeg's.
+ */
+export function groupCpuSplit(pgid: number): { own: number; children: number } {
+  const t = (ticks ??= clockTicks());
+  let own = 0;
+  let children = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[2]) !== pgid) continue;
+    // A live ffmpeg (its parent has not reaped it yet) counts as a child's time.
+    const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const self = (Number(fields[11]) + Number(fields[12])) / t;
+    if (/^(ffmpeg|ffprobe|prlimit)$/.test(comm)) children += self;
+    else own += self;
+    children += (Number(fields[13]) + Number(fields[14])) / t;
+  }
+  return { own, children };
 }
