@@ -79,7 +79,7 @@ describe('the operations port', () => {
     engines.push(e);
     const url = await listen(createOpsServer(e));
     const ready = async () => (await status(`${url}/readyz`)).slice(0, 3);
-    const queues = (knowledge: object, webhooks = { waiting: 0, oldest_wait_seconds: 0 }) => ({ knowledge, webhooks, jobs: { waiting: 0, oldest_wait_seconds: 0 }, streams: { waiting: 0, oldest_wait_seconds: 0 }, 'upload-checks': { waiting: 0, oldest_wait_seconds: 0 } });
+    const queues = (knowledge: object, webhooks = { waiting: 0, oldest_wait_seconds: 0 }) => ({ knowledge, webhooks, jobs: { waiting: 0, oldest_wait_seconds: 0 }, streams: { waiting: 0, oldest_wait_seconds: 0 }, 'knowledge-jobs': { waiting: 0, oldest_wait_seconds: 0 }, 'upload-checks': { waiting: 0, oldest_wait_seconds: 0 } });
     const body = (status: string, knowledge: object) => ({
       status,
       checks: { store: 'ok', background: { status, degraded_after_seconds: 30, queues: queues(knowledge) } },
