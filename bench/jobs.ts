@@ -38,8 +38,14 @@
  * added to the denominator (the formula leaves the cut out), the CPU ratio above the idle rate (the
  * background process's receivers poll the store while idle: some 2 % of a core), the job's CPU by
  * step, each piece's call times (at most how many at once).
+ *
+ * Profiling: BENCH_PROFILE_DIR=<dir> runs each server's processes under --cpu-prof (profiles in
+ * <dir>/concurrency-<n>/ once the servers stop) and writes the jobs' and steps' windows to
+ * <dir>/jobs-phases.json: `tsx bench/support/profile-summary.ts <background process's profile>
+ * <dir>/jobs-phases.json job` (or `transcribe`, `reconcile`...).
  */
 import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +66,7 @@ import { startFakeKnowledgeChat, type FakeKnowledgeChat } from '../test/helpers/
 import { startFakeTranscriber, type FakeTranscriber, type FakeTranscriptionRequest } from '../test/helpers/fake-transcriber.js';
 import { post, uploadFile, type Client } from '../test/helpers/knowledge-calls.js';
 import { recordingFile } from '../test/helpers/knowledge-files.js';
-import { envNumber } from './support/env.js';
+import { envNumber, profileDirFromEnv } from './support/env.js';
 import { cpuByRole, startLocal, type LocalStart, type Role } from './support/isolation-local.js';
 import { benchRecording, childCpuSeconds, groupCpuSplit, pieceTranscript } from './support/job-recording.js';
 import { ROOT, TSX } from './support/processes.js';
@@ -75,6 +81,10 @@ const DEFAULT_CONCURRENCY = 4;
 const POLL_MS = 50;
 
 const now = () => performance.now();
+/** The clock of V8's CPU profiles (the system's monotonic clock, the same in every process), for profile-summary.ts's phases. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+/** The jobs' windows and their steps' (`job`, `transcribe`...), written to BENCH_PROFILE_DIR/jobs-phases.json. */
+const phases: { name: string; startUs: number; endUs: number }[] = [];
 const loadText = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 const pieceName = (i: number) => `piece-${String(i).padStart(4, '0')}.mp3`;
 
@@ -260,6 +270,7 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
   const cpuBefore = cpuByRole(pgid);
   const splitBefore = groupCpuSplit(pgid);
   const t0 = Date.now();
+  const stepUs: Partial<Record<Step, number>> = { probe: monotonicUs() };
   const started = await post(server.client, '/v1/knowledge/jobs', { upload_id: uploadId, max_price_usd: '50' });
   const answered = Date.now();
   if (started.status !== 202) throw new Error(`job start: ${started.status} ${started.text}`);
@@ -281,11 +292,21 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
         stepSeen[job.step] = at;
         stepCpu[job.step] ??= sumCpu(cpuByRole(pgid));
         stepOwn[job.step] ??= groupCpuSplit(pgid).own;
+        stepUs[job.step] ??= monotonicUs();
       }
       if (FINISHED.has(job.status)) break;
     } else if (at - t0 > 10_000) throw new Error(`job ${id}: no record under ${JSON.stringify(key)} (an application's key?)`);
     if (at - t0 > options.timeoutMs) throw new Error(`job ${id} still ${job?.status} at ${job?.step} after ${options.timeoutMs / 1000} s`);
     await sleep(POLL_MS);
+  }
+  const endUs = monotonicUs();
+  if (options.round > 0) {
+    phases.push({ name: 'job', startUs: stepUs.probe!, endUs });
+    for (const [i, step] of STEPS.entries()) {
+      const from = stepUs[step];
+      const to = STEPS.slice(i + 1).map((s) => stepUs[s]).find((u) => u !== undefined) ?? endUs;
+      if (from !== undefined) phases.push({ name: step, startUs: from, endUs: to });
+    }
   }
   const cpuAfter = cpuByRole(pgid);
   const splitAfter = groupCpuSplit(pgid);
@@ -332,7 +353,11 @@ async function runJob(server: JobServer, uploadId: string, transcriber: FakeTran
 }
 
 async function startJobServer(concurrency: number, fakes: { embedder: FakeEmbedder; transcriber: FakeTranscriber; chat: FakeKnowledgeChat }, recording: Uint8Array, warmUp: Uint8Array): Promise<JobServer> {
-  const local = await startLocal(`npm start (transcription concurrency ${concurrency})`, ROOT, { KNOWLEDGE_JOB_TRANSCRIPTION_CONCURRENCY: String(concurrency) });
+  // BENCH_PROFILE_DIR: every process of the server under --cpu-prof, its profiles written there when it stops.
+  const profileDir = profileDirFromEnv();
+  if (profileDir) mkdirSync(profileDir, { recursive: true });
+  const nodeArgs = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, `concurrency-${concurrency}`)}`] : [];
+  const local = await startLocal(`npm start (transcription concurrency ${concurrency})`, ROOT, { KNOWLEDGE_JOB_TRANSCRIPTION_CONCURRENCY: String(concurrency) }, { nodeArgs });
   let engine: EmbeddedEngine | undefined;
   try {
     const org = local.credentials.organization_id;
@@ -424,6 +449,12 @@ export const benchmark: Benchmark = {
         for (const step of round % 2 ? steps : steps.reverse()) await step();
       }
 
+      const profileDir = profileDirFromEnv();
+      if (profileDir) {
+        writeFileSync(join(profileDir, 'jobs-phases.json'), JSON.stringify(phases));
+        progress(`phases (job, and each step) in ${join(profileDir, 'jobs-phases.json')}; profiles written when the servers stop`);
+      }
+
       // ---------- tables and verdict ----------
       const checks: string[] = [];
       const aloneOf = (round: number) => alone.find((a) => a.round === round)!;
@@ -495,7 +526,7 @@ export const benchmark: Benchmark = {
         rows: aloneRows,
       };
       const ratioTable: Table = {
-        title: `Job / alone, by round and transcription concurrency (the verdict's rows: ${DEFAULT_CONCURRENCY}); CPU: every process of npm start's group with their ffmpeg children (background / serving / primary and the rest)`,
+        title: `Job / alone, by round and transcription concurrency (the verdict's rows: ${DEFAULT_CONCURRENCY}); CPU: every process of npm start's group with their ffmpeg children (background / serving workers / the primary, which serves the APIs itself at LOCAL_WORKERS=1, and the rest)`,
         headers: ['round', 'concurrency', 'job wall s', 'denominator s', `wall ratio (<= ${WALL_TARGET})`, 'wall / (denominator + cut)', 'pieces at once', 'job CPU s', 'CPU s an audio minute: job / ffmpeg', `CPU ratio (<= ${CPU_TARGET})`, 'idle CPU s over the wall; ratio above it'],
         align: ['r', 'r', 'r', 'r', 'r', 'r', 'r', 'l', 'r', 'r', 'r'],
         rows: ratioRows,

@@ -32,13 +32,14 @@ export interface LocalStart {
  * Starts `<root>/bin/local.ts` (root: this checkout or a worktree) as `npm start` runs it, with `env`
  * over free ports, a fresh DATA_DIR and LOG_LEVEL=warn; resolves once it printed its URLs.
  */
-export async function startLocal(name: string, root: string, env: Record<string, string>, options: { accessLog?: string } = {}): Promise<LocalStart> {
+export async function startLocal(name: string, root: string, env: Record<string, string>, options: { accessLog?: string; nodeArgs?: string[] } = {}): Promise<LocalStart> {
   const temp = makeTempDir('bench-isolation-');
   const dataDir = temp.path;
   const fullEnv: Record<string, string> = { AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', DATA_DIR: dataDir, ...env };
   // With an access log: every process's log lines, at info level (an access line per request, with its duration), also go to that file.
   if (options.accessLog) Object.assign(fullEnv, { LOG_LEVEL: 'info', BENCH_SERVER_LOG: options.accessLog });
-  const nodeArgs = options.accessLog ? ['--import', pathToFileURL(join(import.meta.dirname, 'isolation-log-tee.mjs')).href] : [];
+  // options.nodeArgs: flags for every process (the cluster's workers inherit them), e.g. --cpu-prof.
+  const nodeArgs = [...(options.nodeArgs ?? []), ...(options.accessLog ? ['--import', pathToFileURL(join(import.meta.dirname, 'isolation-log-tee.mjs')).href] : [])];
   let server: ServerProcess;
   try {
     // nodeArgs [] runs `node --import tsx <script>`: the primary is the child itself (as `npm start`'s exec makes it).
