@@ -16,6 +16,7 @@ import type { Engine, KvItem, KvWrite, VectorEntry } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
 import { log } from '../shared/log.js';
+import { keepRenewing } from '../shared/leases.js';
 import { embedTexts } from '../vector/embed.js';
 import { readDatabase, stampedRoute } from '../vector/databases.js';
 import { chunkSections, type Chunk } from './chunks.js';
@@ -119,28 +120,14 @@ export async function processItem(engine: Engine, message: ProcessItemMessage): 
 }
 
 /** Renews the item's lease while it is processed; `lost` once another processor holds it. */
-function keepLease(engine: Engine, item: Item) {
-  const controller = new AbortController();
-  const state = { lost: false };
-  const timer = setInterval(() => {
-    engine.kv
-      .update({ key: { pk: item.record.pk, sk: item.record.sk }, set: { lease_until: nowSeconds(engine) + leaseSeconds() }, condition: { ifEquals: { state: 'processing', attempt: item.attempt } } })
-      .catch((error) => {
-        if (error instanceof ConditionFailedError) {
-          state.lost = true;
-          controller.abort(new Error('the item was deleted or taken over'));
-        }
-      });
-  }, (leaseSeconds() * 1000) / 3);
-  timer.unref();
-  return {
-    signal: controller.signal,
-    get lost() {
-      return state.lost;
-    },
-    stop: () => clearInterval(timer),
-  };
-}
+const keepLease = (engine: Engine, item: Item) =>
+  keepRenewing(engine.kv, {
+    key: { pk: item.record.pk, sk: item.record.sk },
+    set: () => ({ lease_until: nowSeconds(engine) + leaseSeconds() }),
+    condition: { ifEquals: { state: 'processing', attempt: item.attempt } },
+    everyMs: (leaseSeconds() * 1000) / 3,
+    why: 'the item was deleted or taken over',
+  });
 
 interface Made {
   chunk_count: number;

@@ -16,7 +16,7 @@
  *
  * Both leave a crashed holder's claim to lapse: a slot at its `expires_at`, a hold at its deadline.
  */
-import type { KeyValueStore, KvItem, KvKey } from '../engine/ports.js';
+import type { KeyValueStore, KvCondition, KvItem, KvKey } from '../engine/ports.js';
 import { ConditionFailedError, TransactionCanceledError } from '../engine/errors.js';
 
 // ---------- named slots with an owner ----------
@@ -154,4 +154,40 @@ export async function addHold(
 export function releaseHold(kv: KeyValueStore, hold: Hold, add: Record<string, number> = {}): Promise<KvItem> {
   const lapsed = hold.lapsed.filter((a) => a !== hold.attr && !(a in add));
   return kv.update({ key: hold.key, add: { ...add, [hold.attr]: -hold.amount }, remove: lapsed.length ? lapsed : undefined });
+}
+
+// ---------- a claim's lease renewed while its work runs ----------
+
+/** A lease kept alive (keepRenewing): `signal` aborts and `lost` turns true once the claim is no longer the holder's. */
+export interface Renewal {
+  readonly signal: AbortSignal;
+  readonly lost: boolean;
+  stop(): void;
+}
+
+/**
+ * Renews a claim written on an item (its `lease_until` or the like) every `everyMs` while its holder
+ * works, each renewal conditioned on the claim still being the holder's (`condition`): once it fails,
+ * the work's `signal` aborts with `why` (the item was deleted, cancelled or taken over). Used by a
+ * collection item's processor and a knowledge job's step.
+ */
+export function keepRenewing(kv: KeyValueStore, options: { key: KvKey; set: () => Record<string, number>; condition: KvCondition; everyMs: number; why: string }): Renewal {
+  const controller = new AbortController();
+  let lost = false;
+  const timer = setInterval(() => {
+    kv.update({ key: options.key, set: options.set(), condition: options.condition }).catch((error) => {
+      if (error instanceof ConditionFailedError) {
+        lost = true;
+        controller.abort(new Error(options.why));
+      }
+    });
+  }, options.everyMs);
+  timer.unref();
+  return {
+    signal: controller.signal,
+    get lost() {
+      return lost;
+    },
+    stop: () => clearInterval(timer),
+  };
 }

@@ -93,11 +93,11 @@ async function transcribePieces(engine: Engine, principal: Principal, route: Mod
  * tokens: a chunk never spans two sections, and a chunk a segment would be a few words, too little
  * to search by; a minute still cites a precise place.
  */
-class SectionJoiner {
+export class SectionJoiner {
   private done: Section[] = [];
   private open: { start: number; end: number; texts: string[]; chars: number } | undefined;
 
-  constructor(private readonly maxSeconds: number) {}
+  constructor(private readonly maxSeconds: number = DEFAULT_SECTION_SECONDS) {}
 
   add(start: number, end: number, text: string): void {
     if (!text) return;

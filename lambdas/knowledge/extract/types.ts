@@ -50,7 +50,8 @@ export function timeLocator(startS: number, endS: number): Locator {
   return `t=${clock(startS)}-${clock(endS)}`;
 }
 
-function clock(seconds: number): string {
+/** `HH:MM:SS` of seconds from a recording's start (whole seconds, from 0). */
+export function clock(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds));
   const two = (n: number) => String(n).padStart(2, '0');
   return `${two(Math.floor(s / 3600))}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;

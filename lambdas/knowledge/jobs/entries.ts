@@ -9,6 +9,7 @@
 import * as z from 'zod/mini';
 import { onFirstUse } from '../../shared/validate.js';
 import { chunkSections, countTokens } from '../chunks.js';
+import { clock } from '../extract/types.js';
 import { ENTRY_KINDS, type Entry, type JobChat, type JobChatBody, type StepMemo, type TimedSegment } from './types.js';
 
 export const EXTRACTION_WINDOW_TOKENS = 6000;
@@ -60,11 +61,6 @@ export function estimateExtractionCalls(transcriptTokens: number, windowTokens =
 // Times and text
 
 /** `HH:MM:SS` (hours as many digits as needed, at least two) of whole seconds. */
-export function clock(seconds: number): string {
-  const s = Math.max(0, Math.floor(seconds));
-  const two = (n: number) => String(n).padStart(2, '0');
-  return `${two(Math.floor(s / 3600))}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
-}
 
 /**
  * Seconds of a model's time: `HH:MM:SS` as asked, and what models write instead (`MM:SS`, a

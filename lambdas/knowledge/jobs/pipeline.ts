@@ -19,6 +19,7 @@ import { IMAGE_TOKENS_BOUND } from '../../ai/estimate.js';
 import { ModelRoutes, type ModelRoute } from '../../ai/model-routes.js';
 import { PlatformError } from '../../shared/errors.js';
 import { log } from '../../shared/log.js';
+import { keepRenewing } from '../../shared/leases.js';
 import { settings } from '../../shared/settings.js';
 import { countTokens } from '../chunks.js';
 import { extractEntries } from './entries.js';
@@ -204,28 +205,14 @@ async function runStep(engine: Engine, message: JobMessage, events?: JobEvents):
 const isTransient = (error: unknown) => error instanceof PlatformError && (error.status === 429 || error.status >= 500);
 
 /** Renews the job's lease while a step runs; `lost` once the job moved on without it (cancelled, taken over). */
-function keepLease(engine: Engine, job: Job) {
-  const controller = new AbortController();
-  const state = { lost: false };
-  const timer = setInterval(() => {
-    engine.kv
-      .update({ key: keyOf({ org: job.org, app: job.app, job: job.job_id }), set: { lease_until: nowSeconds(engine) + stepLeaseSeconds() }, condition: { ifEquals: { status: 'running', step: job.step, attempt: job.attempt } } })
-      .catch((error) => {
-        if (error instanceof ConditionFailedError) {
-          state.lost = true;
-          controller.abort(new Error('the job was cancelled or taken over'));
-        }
-      });
-  }, (stepLeaseSeconds() * 1000) / 3);
-  timer.unref();
-  return {
-    signal: controller.signal,
-    get lost() {
-      return state.lost;
-    },
-    stop: () => clearInterval(timer),
-  };
-}
+const keepLease = (engine: Engine, job: Job) =>
+  keepRenewing(engine.kv, {
+    key: keyOf({ org: job.org, app: job.app, job: job.job_id }),
+    set: () => ({ lease_until: nowSeconds(engine) + stepLeaseSeconds() }),
+    condition: { ifEquals: { status: 'running', step: job.step, attempt: job.attempt } },
+    everyMs: (stepLeaseSeconds() * 1000) / 3,
+    why: 'the job was cancelled or taken over',
+  });
 
 /** The lease entry the sweep finds when the job's processor is gone: due a lease after `now`. */
 function leaseWrites(engine: Engine, job: Job, dueAt: number): { writes: KvWrite[]; sk: string } {
@@ -698,7 +685,11 @@ async function sweepEntry(engine: Engine, sk: string, now: number): Promise<void
   await sendStep(engine, { org, app, job: id, step: job.step });
 }
 
-/** Finished jobs whose event a crash left unsent: a partition-wide index would cost every job a write; they are found through the recent events list instead. */
+/**
+ * Finished jobs whose event a crash left unsent: their `kjobevent` entry, written with the job's end
+ * (finish), is still there. One that is being published right now is published twice: a duplicate by
+ * its idempotency key, nothing delivered twice.
+ */
 async function publishPending(engine: Engine, events: JobEvents): Promise<void> {
   const page = await engine.kv.query({ pk: PENDING_EVENTS, limit: 50 });
   for (const entry of page.items) {

@@ -22,7 +22,9 @@ import { ADMITTED } from '../collection-records.js';
 import { writePackage, packageKey } from '../packages.js';
 import { indexChunks } from '../processing.js';
 import { readBytes } from '../blob-reads.js';
-import { timeLocator, type Section } from '../extract/types.js';
+import { clock, timeLocator, type Section } from '../extract/types.js';
+import { SectionJoiner } from '../extract/media.js';
+import { hasTimes } from './transcript.js';
 import { jobBudget } from './spend.js';
 import { jobKey } from './job-keys.js';
 import { JobFailed, type StepContext } from './step.js';
@@ -40,14 +42,7 @@ export interface StoredFrame {
 }
 
 const hex32 = (...parts: string[]) => createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 32);
-const clock = (s: number) => {
-  const t = Math.max(0, Math.floor(s));
-  return [Math.floor(t / 3600), Math.floor((t % 3600) / 60), t % 60].map((n) => String(n).padStart(2, '0')).join(':');
-};
 const KIND_LABEL: Record<Entry['kind'], string> = { decision: 'Decision', action_item: 'Action item', question: 'Question', fact: 'Fact' };
-/** A transcript section joins segments up to a minute (as a recording item's: extract/media.ts). */
-const SECTION_SECONDS = 60;
-const SECTION_CHARS = 2400;
 
 export async function publishJob(c: StepContext, input: { segments: TimedSegment[]; entries: Entry[]; frames: StoredFrame[] }): Promise<{ collection_id: string; summary: string }> {
   const { engine, job, principal } = c;
@@ -186,33 +181,16 @@ export function entryText(e: Entry): string {
   return lines.join('\n');
 }
 
+/**
+ * The transcript's sections: timed segments joined into sections of up to a minute as a recording
+ * item's are (extract/media.ts's SectionJoiner), each cited by its time range; an untimed transcript's
+ * segments (plain text's paragraphs) are sections of their own, cited by their place.
+ */
 function transcriptSections(segments: TimedSegment[]): Section[] {
-  const sections: Section[] = [];
-  let open: { start: number; end: number; texts: string[]; chars: number } | undefined;
-  const close = () => {
-    if (open) sections.push({ text: open.texts.join(' '), locator: timeLocator(open.start, open.end) });
-    open = undefined;
-  };
-  segments.forEach((s, i) => {
-    const text = s.text.trim();
-    if (!text) return;
-    if (s.start_s === null) {
-      close();
-      sections.push({ text, locator: `line=${i + 1}` });
-      return;
-    }
-    const end = s.end_s ?? s.start_s;
-    if (open && end - open.start <= SECTION_SECONDS && open.chars + 1 + text.length <= SECTION_CHARS) {
-      open.texts.push(text);
-      open.chars += 1 + text.length;
-      open.end = Math.max(open.end, end);
-      return;
-    }
-    close();
-    open = { start: s.start_s, end, texts: [text], chars: text.length };
-  });
-  close();
-  return sections;
+  if (!hasTimes(segments)) return segments.flatMap((s, i) => (s.text.trim() ? [{ text: s.text.trim(), locator: `line=${i + 1}` }] : []));
+  const joiner = new SectionJoiner();
+  for (const s of segments) if (s.start_s !== null) joiner.add(s.start_s, s.end_s ?? s.start_s, s.text.trim());
+  return joiner.sections();
 }
 
 /**

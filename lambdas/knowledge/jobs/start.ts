@@ -113,7 +113,8 @@ export interface PreparedJob {
   probed: Job['probed'];
   estimate: PriceEstimate;
   capUsd: number | null;
-  references: { transcript: { key: string } | null; notes: { key: string } | null };
+  /** The transcript and notes as given, inline or read once from their references; null when none. */
+  texts: { transcript: string | null; notes: string | null };
 }
 
 export async function prepareJob(engine: Engine, principal: Principal, request: JobRequest): Promise<PreparedJob> {
@@ -158,7 +159,7 @@ export async function prepareJob(engine: Engine, principal: Principal, request: 
     probed: { duration_s: probed.duration_s, audio: probed.audio, video: probed.video },
     estimate,
     capUsd: settings.limits.knowledge_job_cap_usd ?? null,
-    references,
+    texts: { transcript: given, notes },
   };
 }
 
@@ -184,10 +185,9 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
   const now = Math.floor(nowMs / 1000);
   const id = newJobId(nowMs);
   try {
-    if (request.transcript !== null) await engine.blobs.put(jobBlobKey(org, id, 'transcript.txt'), Buffer.from(request.transcript, 'utf8'));
-    else if (prepared.references.transcript) await engine.blobs.put(jobBlobKey(org, id, 'transcript.txt'), Buffer.from(await referencedTextOf(engine, prepared.references.transcript.key), 'utf8'));
-    if (request.notes !== null) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(request.notes, 'utf8'));
-    else if (prepared.references.notes) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(await referencedTextOf(engine, prepared.references.notes.key), 'utf8'));
+    const { texts } = prepared;
+    if (texts.transcript !== null) await engine.blobs.put(jobBlobKey(org, id, 'transcript.txt'), Buffer.from(texts.transcript, 'utf8'));
+    if (texts.notes !== null) await engine.blobs.put(jobBlobKey(org, id, 'notes.txt'), Buffer.from(texts.notes, 'utf8'));
     const sourceExpires = await keepSourceUntil(engine, principal, request.upload_id, now + request.keep_source_hours * 3600);
     const lease = jobLeaseKey(now + stepLeaseSeconds(), org, app, id);
     // The holds live as the job's once the job is written, in the same transaction.
@@ -204,7 +204,7 @@ export async function startJob(engine: Engine, principal: Principal, prepared: P
       steps_done: 0,
       pieces_done: 0,
       pieces_total: 0,
-      request: { ...kept, transcript_given: request.transcript !== null || prepared.references.transcript !== null, notes_given: request.notes !== null || prepared.references.notes !== null },
+      request: { ...kept, transcript_given: texts.transcript !== null, notes_given: texts.notes !== null },
       source: prepared.source,
       probed: prepared.probed,
       estimate_micro: estimate.total,
