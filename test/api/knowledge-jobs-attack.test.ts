@@ -16,6 +16,7 @@ import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { setJobRoutes, settledJob } from '../helpers/knowledge-jobs.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startFakeTranscriber, type FakeTranscriber } from '../helpers/fake-transcriber.js';
 import { OBEYED_CLAIM, OBEYED_QUOTE, startFakeKnowledgeChat, type FakeKnowledgeChat } from '../helpers/fake-knowledge-chat.js';
@@ -67,19 +68,7 @@ const startRaw = (c: Client, body: string, id = op()) => postBytes(`${p.urls.ai}
 /** A cheap job: a given transcript, no support check, no frames. */
 const cheap = () => ({ upload_id: wav, max_price_usd: '5', transcript: TRANSCRIPT, power: 'light' });
 
-async function settled(c: Client, id: string, timeoutMs = 30_000): Promise<any> {
-  let job: any;
-  await waitFor(
-    `job ${id} to end`,
-    async () => {
-      job = (await call(c, 'GET', `${JOBS}/${id}`)).body;
-      return ['completed', 'failed', 'cancelled'].includes(job?.status);
-    },
-    timeoutMs,
-    100,
-  );
-  return job;
-}
+const settled = settledJob;
 
 /** A new org-wide key of A, its own budget scope. */
 async function orgKey(budgetUsd?: number): Promise<Client & { id: string }> {
@@ -100,11 +89,7 @@ beforeAll(async () => {
   [embedder, transcriber, chat] = await Promise.all([startFakeEmbedder(), startFakeTranscriber(), startFakeKnowledgeChat()]);
   org = p.credentials.organization_id;
   a = { url: p.urls.ai, key: p.credentials.secret_key };
-  const routes = new ModelRoutes(p.engine.kv, now);
-  await routes.set(org, { id: 'emb', endpoint: '/v1/embeddings', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 5_000, default: true, price_in_per_mtok: 0.02 });
-  await routes.set(org, { id: 'whisper', endpoint: '/v1/audio/transcriptions', provider: 'openai-compatible', base_url: transcriber.baseUrl, upstream_model: 'whisper-1', timeout_ms: 20_000, default: true, price_per_minute: PER_MINUTE });
-  await routes.set(org, { id: 'gpt', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: chat.baseUrl, upstream_model: 'gpt-fake', timeout_ms: 20_000, default: true, price_in_per_mtok: 2.5, price_out_per_mtok: 10 });
-  await createVectorDatabase(p.engine, p.credentials.workspace_id, 'emb');
+  await setJobRoutes(p.engine, org, p.credentials.workspace_id, { embedder, transcriber, chat }, { embeddingsPerMtok: 0.02, perMinute: PER_MINUTE });
   scratch = await mkdtemp(join(tmpdir(), 'knowledge-attack-'));
 
   const wavBytes = await recordingFile({ seconds: 4, container: 'wav' });

@@ -16,15 +16,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { setJobRoutes, settledJob } from '../helpers/knowledge-jobs.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startFakeTranscriber, type FakeTranscriber } from '../helpers/fake-transcriber.js';
 import { startFakeKnowledgeChat, type FakeKnowledgeChat } from '../helpers/fake-knowledge-chat.js';
 import { call, post, uploadFile, type Client } from '../helpers/knowledge-calls.js';
 import { recordingAt, recordingFile } from '../helpers/knowledge-files.js';
 import { waitFor } from '../helpers/wait.js';
-import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { createVectorDatabase } from '../../lambdas/vector/databases.js';
 import { settings, useSettings } from '../../lambdas/shared/settings.js';
 import { FRAME_TRIES_PER_POINTER, JOBS_QUEUE, type JobMessage } from '../../lambdas/knowledge/jobs/pipeline.js';
 
@@ -47,11 +46,7 @@ beforeAll(async () => {
   [embedder, transcriber, chat] = await Promise.all([startFakeEmbedder(), startFakeTranscriber(), startFakeKnowledgeChat()]);
   const org = p.credentials.organization_id;
   c = { url: p.urls.ai, key: p.credentials.secret_key };
-  const routes = new ModelRoutes(p.engine.kv, () => p.engine.clock.now());
-  await routes.set(org, { id: 'emb', endpoint: '/v1/embeddings', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 5_000, default: true });
-  await routes.set(org, { id: 'whisper', endpoint: '/v1/audio/transcriptions', provider: 'openai-compatible', base_url: transcriber.baseUrl, upstream_model: 'whisper-1', timeout_ms: 20_000, default: true, price_per_minute: 0.006 });
-  await routes.set(org, { id: 'gpt', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: chat.baseUrl, upstream_model: 'gpt-fake', timeout_ms: 20_000, default: true, price_in_per_mtok: 2.5, price_out_per_mtok: 10 });
-  await createVectorDatabase(p.engine, p.credentials.workspace_id, 'emb');
+  await setJobRoutes(p.engine, org, p.credentials.workspace_id, { embedder, transcriber, chat });
   // The engine's queue, watched: each message the pipeline sends is recorded, then sent as it was.
   const queue = p.engine.queue;
   const send = queue.send.bind(queue);
@@ -74,19 +69,7 @@ afterAll(async () => {
   useSettings();
 });
 
-async function settled(id: string, client = c, timeoutMs = 90_000): Promise<any> {
-  let job: any;
-  await waitFor(
-    `job ${id} to finish`,
-    async () => {
-      job = (await call(client, 'GET', `/v1/knowledge/jobs/${id}`)).body;
-      return ['completed', 'failed', 'cancelled'].includes(job.status);
-    },
-    timeoutMs,
-    100,
-  );
-  return job;
-}
+const settled = (id: string, client = c) => settledJob(client, id, 90_000);
 
 /** Starts a job and waits for its end; answers the job and the calls each upstream got meanwhile. */
 async function run(body: object, client = c) {

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { setJobRoutes, settledJob } from '../helpers/knowledge-jobs.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startFakeTranscriber, type FakeTranscriber } from '../helpers/fake-transcriber.js';
 import { startFakeKnowledgeChat, type FakeKnowledgeChat } from '../helpers/fake-knowledge-chat.js';
@@ -19,7 +20,6 @@ import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { AiOrgSettings } from '../../lambdas/ai/org-settings.js';
 import { AiKeyLimits, budgetState, keyScope } from '../../lambdas/ai/limits.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
-import { createVectorDatabase } from '../../lambdas/vector/databases.js';
 import { estimatePrice } from '../../lambdas/knowledge/jobs/pricing.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 
@@ -69,19 +69,7 @@ async function orgKey(): Promise<Client & { id: string }> {
   return { url: p.urls.ai, key: k.key, id: k.id };
 }
 
-async function settled(c: Client, id: string, timeoutMs = 30_000): Promise<any> {
-  let job: any;
-  await waitFor(
-    `job ${id} to end`,
-    async () => {
-      job = (await call(c, 'GET', `${JOBS}/${id}`)).body;
-      return ['completed', 'failed', 'cancelled'].includes(job?.status);
-    },
-    timeoutMs,
-    100,
-  );
-  return job;
-}
+const settled = settledJob;
 
 /** The estimate A's routes give a job over the 4 s tone transcribed, at the defaults (medium). */
 async function wavEstimateMicro(): Promise<number> {
@@ -106,11 +94,7 @@ beforeAll(async () => {
   [embedder, transcriber, chat] = await Promise.all([startFakeEmbedder(), startFakeTranscriber(), startFakeKnowledgeChat()]);
   org = p.credentials.organization_id;
   a = { url: p.urls.ai, key: p.credentials.secret_key };
-  const routes = new ModelRoutes(p.engine.kv, now);
-  await routes.set(org, { id: 'emb', endpoint: '/v1/embeddings', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 5_000, default: true, price_in_per_mtok: 0.02 });
-  await routes.set(org, { id: 'whisper', endpoint: '/v1/audio/transcriptions', provider: 'openai-compatible', base_url: transcriber.baseUrl, upstream_model: 'whisper-1', timeout_ms: 20_000, default: true, price_per_minute: 0.006 });
-  await routes.set(org, { id: 'gpt', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: chat.baseUrl, upstream_model: 'gpt-fake', timeout_ms: 20_000, default: true, price_in_per_mtok: 2.5, price_out_per_mtok: 10 });
-  await createVectorDatabase(p.engine, p.credentials.workspace_id, 'emb');
+  await setJobRoutes(p.engine, org, p.credentials.workspace_id, { embedder, transcriber, chat }, { embeddingsPerMtok: 0.02 });
 
   const [wavBytes, muteBytes] = await Promise.all([recordingFile({ seconds: 4, container: 'wav' }), recordingFile({ seconds: 3, audio: false })]);
   wav = await uploadFile(a, wavBytes, 'tone.wav', 'audio/wav');

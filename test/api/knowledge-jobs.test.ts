@@ -4,14 +4,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
+import { setJobRoutes, settledJob } from '../helpers/knowledge-jobs.js';
 import { startFakeEmbedder, type FakeEmbedder } from '../helpers/fake-embedder.js';
 import { startFakeTranscriber, type FakeTranscriber } from '../helpers/fake-transcriber.js';
 import { startFakeKnowledgeChat, type FakeKnowledgeChat } from '../helpers/fake-knowledge-chat.js';
 import { call, post, query, uploadFile, type Client } from '../helpers/knowledge-calls.js';
 import { recordingFile } from '../helpers/knowledge-files.js';
-import { waitFor } from '../helpers/wait.js';
-import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
-import { createVectorDatabase } from '../../lambdas/vector/databases.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 
 let p: TestPlatform;
@@ -27,11 +25,7 @@ beforeAll(async () => {
   [embedder, transcriber, chat] = await Promise.all([startFakeEmbedder(), startFakeTranscriber(), startFakeKnowledgeChat()]);
   const org = p.credentials.organization_id;
   c = { url: p.urls.ai, key: p.credentials.secret_key };
-  const routes = new ModelRoutes(p.engine.kv, () => p.engine.clock.now());
-  await routes.set(org, { id: 'emb', endpoint: '/v1/embeddings', provider: 'openai-compatible', base_url: embedder.baseUrl, upstream_model: 'fake-embed', timeout_ms: 5_000, default: true });
-  await routes.set(org, { id: 'whisper', endpoint: '/v1/audio/transcriptions', provider: 'openai-compatible', base_url: transcriber.baseUrl, upstream_model: 'whisper-1', timeout_ms: 20_000, default: true, price_per_minute: 0.006 });
-  await routes.set(org, { id: 'gpt', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: chat.baseUrl, upstream_model: 'gpt-fake', timeout_ms: 20_000, default: true, price_in_per_mtok: 2.5, price_out_per_mtok: 10 });
-  await createVectorDatabase(p.engine, p.credentials.workspace_id, 'emb');
+  await setJobRoutes(p.engine, org, p.credentials.workspace_id, { embedder, transcriber, chat });
   video = await uploadFile(c, await recordingFile({ seconds: 60 }), 'standup.mp4', 'video/mp4');
 }, 120_000);
 
@@ -41,26 +35,13 @@ afterAll(async () => {
   useSettings();
 });
 
-async function settled(id: string, timeoutMs = 90_000): Promise<any> {
-  let job: any;
-  await waitFor(
-    `job ${id} to finish`,
-    async () => {
-      job = (await call(c, 'GET', `/v1/knowledge/jobs/${id}`)).body;
-      return ['completed', 'failed', 'cancelled'].includes(job.status);
-    },
-    timeoutMs,
-    200,
-  );
-  return job;
-}
 
 describe('a medium job over a 60 s video', () => {
   it('publishes a cloud collection whose query returns an entry with its verbatim quote and time, and frames', async () => {
     const started = await post(c, '/v1/knowledge/jobs', { upload_id: video, max_price_usd: '5' });
     expect(started.status, started.text).toBe(202);
     expect(started.body.status_url).toBe(`/v1/knowledge/jobs/${started.body.job_id}`);
-    const job = await settled(started.body.job_id);
+    const job = await settledJob(c, started.body.job_id, 90_000);
     expect(job.status, JSON.stringify(job)).toBe('completed');
     expect(job.entries).toBeGreaterThan(0);
     expect(job.frames).toBeGreaterThan(0);
