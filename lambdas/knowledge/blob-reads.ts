@@ -5,9 +5,14 @@ import type { Engine } from '../engine/ports.js';
 export async function readBytes(engine: Engine, key: string): Promise<Buffer | undefined> {
   const found = await engine.blobs.get(key);
   if (!found) return undefined;
-  const parts: Buffer[] = [];
-  for await (const part of found.body) parts.push(Buffer.from(part as Uint8Array));
-  return Buffer.concat(parts);
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for await (const part of found.body) {
+    parts.push(part as Uint8Array);
+    size += (part as Uint8Array).byteLength;
+  }
+  // One copy, into the result (Buffer.from of each chunk copied them all once more).
+  return parts.length === 1 && Buffer.isBuffer(parts[0]) ? parts[0] : Buffer.concat(parts, size);
 }
 
 export const readText = async (engine: Engine, key: string): Promise<string | undefined> => (await readBytes(engine, key))?.toString('utf8');

@@ -9,7 +9,10 @@
  * own message only, never the deliveries to other receivers (at most its `maxInFlight` at once). A
  * failed message is not deleted: its lease is shortened to the queue's retrySeconds, as in AWS. A
  * receive is a write transaction on the shared SQLite file, so an idle receiver waits between tries
- * rather than spinning against the publishers.
+ * rather than spinning against the publishers, and waits longer the longer it finds nothing (idleMs
+ * doubling up to maxIdleMs): five receivers polling at their shortest cost some 2 % of a core while
+ * nothing runs (docs/decisions/queue-idle-backoff.md). Work sent now wakes them (`onQueued`), so only
+ * delayed messages (retries) and sends no wake-up reaches are found by polling.
  */
 import type { Engine, QueueConsumer, QueueMessage } from '../engine/ports.js';
 import { QUEUES, retryFailedSoon, type QueueName } from '../engine/queues.js';
@@ -38,34 +41,38 @@ interface ReceiverOptions {
   queue: QueueName;
   consumer: QueueConsumer;
   maxInFlight: number;
+  /** The wait after a receive that found less than it had room for; doubled after each such receive in a row, up to maxIdleMs. */
   idleMs: number;
+  maxIdleMs?: number;
   /** Wakes an idle receiver early when this process queues a message (a hint; other processes' messages are found by polling). */
   onQueued?: (listener: () => void) => () => void;
 }
 
 export const RECEIVERS = {
   /** Deliveries wait on receivers for up to 10 s each: many at once, polled often. */
-  webhooks: { maxInFlight: 64, idleMs: 25 },
+  webhooks: { maxInFlight: 64, idleMs: 25, maxIdleMs: 400 },
   /** Jobs are long and write the vector index (throttled per index on S3 Vectors): a few at once, polled less often. */
-  jobs: { maxInFlight: 4, idleMs: 250 },
+  jobs: { maxInFlight: 4, idleMs: 250, maxIdleMs: 1000 },
   /** Items parse and chunk in bounded children (knowledge/extraction-pool.ts): two at once per background process, one child each. */
-  knowledge: { maxInFlight: 2, idleMs: 100 },
+  knowledge: { maxInFlight: 2, idleMs: 100, maxIdleMs: 1000 },
   /**
    * Knowledge job steps and transcription pieces: a piece waits on its upstream (KNOWLEDGE_JOB_TRANSCRIPTION_CONCURRENCY
    * at once per job), a step runs ffmpeg or waits on chat calls: eight at once per background process.
    */
-  'knowledge-jobs': { maxInFlight: 8, idleMs: 100 },
+  'knowledge-jobs': { maxInFlight: 8, idleMs: 100, maxIdleMs: 1000 },
   /** Each check reads a whole file (up to 5 GiB) from disk: two at once. */
-  'upload-checks': { maxInFlight: 2, idleMs: 250 },
+  'upload-checks': { maxInFlight: 2, idleMs: 250, maxIdleMs: 1000 },
 } as const;
 
 /** Where a receiver learns that a message was just queued (a hint): this process's own sends by default, the primary's relay in a background process. */
 export interface QueueWakeups {
   knowledge: (listener: () => void) => () => void;
   webhooks: (listener: () => void) => () => void;
+  'knowledge-jobs': (listener: () => void) => () => void;
 }
 
-const OWN_SENDS: QueueWakeups = { knowledge: onItemQueued, webhooks: onDeliveryQueued };
+/** The sends each wake-up follows, in the process that sends. */
+export const OWN_SENDS: QueueWakeups = { knowledge: onItemQueued, webhooks: onDeliveryQueued, 'knowledge-jobs': onJobQueued };
 
 export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SENDS): { stop(): Promise<void> } {
   const onError = (error: unknown) => log.error('queue consumer failed', { error: String(error) });
@@ -73,8 +80,9 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
     startReceiver(engine, { queue: 'webhooks', consumer: webhookConsumer(engine, { eventBus: eventBusSender() }), ...RECEIVERS.webhooks, onQueued: wakeups.webhooks }, onError),
     startReceiver(engine, { queue: 'jobs', consumer: jobsConsumer(engine), ...RECEIVERS.jobs }, onError),
     startReceiver(engine, { queue: 'knowledge', consumer: knowledgeConsumer(engine), ...RECEIVERS.knowledge, onQueued: wakeups.knowledge }, onError),
-    // A job's next step and next piece are sent by the process that ran the one before: it wakes its own receiver.
-    startReceiver(engine, { queue: 'knowledge-jobs', consumer: knowledgeJobsConsumer(engine, jobEvents(engine)), ...RECEIVERS['knowledge-jobs'], onQueued: onJobQueued }, onError),
+    // A job's first step is sent by the process that served its start (woken through the primary), its
+    // next steps and pieces by the process that ran the one before: both wake this receiver.
+    startReceiver(engine, { queue: 'knowledge-jobs', consumer: knowledgeJobsConsumer(engine, jobEvents(engine)), ...RECEIVERS['knowledge-jobs'], onQueued: wakeups['knowledge-jobs'] }, onError),
     // AI uploads whose complete call answered 202, as lambdas/consumers/upload-checks.ts does on AWS.
     startReceiver(engine, { queue: 'upload-checks', consumer: uploadChecksConsumer(engine), ...RECEIVERS['upload-checks'] }, onError),
   ];
@@ -106,6 +114,7 @@ export function startQueueWorkers(engine: Engine, wakeups: QueueWakeups = OWN_SE
 /** Receives `queue` until stopped, each message handed to the consumer alone and deleted once it succeeded. */
 export function startReceiver(engine: Engine, options: ReceiverOptions, onError: (error: unknown) => void): { stop(): Promise<void> } {
   const { queue, consumer, maxInFlight, idleMs } = options;
+  const maxIdleMs = Math.max(idleMs, options.maxIdleMs ?? idleMs);
   const inFlight = new Set<Promise<void>>();
   let stopped = false;
 
@@ -122,15 +131,22 @@ export function startReceiver(engine: Engine, options: ReceiverOptions, onError:
       }
     });
 
-  // An idle receiver sleeps idleMs, or less when this process queues a message meanwhile.
+  // An idle receiver sleeps `waitMs` (longer each time it finds nothing), or less when a message is
+  // queued or a slot frees meanwhile; either brings the wait back to idleMs.
   let wake: (() => void) | undefined;
+  let waitMs = idleMs;
   const unsubscribe = options.onQueued?.(() => wake?.());
   const idle = () =>
     new Promise<void>((resolve) => {
-      const timer = setTimeout(() => (wake = undefined, resolve()), idleMs);
+      const timer = setTimeout(() => {
+        wake = undefined;
+        waitMs = Math.min(maxIdleMs, waitMs * 2);
+        resolve();
+      }, waitMs);
       wake = () => {
         clearTimeout(timer);
         wake = undefined;
+        waitMs = idleMs;
         resolve();
       };
     });
@@ -146,6 +162,7 @@ export function startReceiver(engine: Engine, options: ReceiverOptions, onError:
           onError(error);
         }
       }
+      if (messages.length) waitMs = idleMs;
       for (const m of messages) {
         // A freed slot wakes a receiver that was full: the next message starts now, not idleMs later.
         const task = handle(m).finally(() => {

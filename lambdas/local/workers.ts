@@ -17,10 +17,8 @@ import type { Engine } from '../engine/ports.js';
 import { useEngine } from '../engine/index.js';
 import { openLocalEngine } from './engine.js';
 import { startPlatform, type RunningPlatform } from './platform.js';
-import { startQueueWorkers, type QueueWakeups } from './queue-workers.js';
+import { OWN_SENDS, startQueueWorkers, type QueueWakeups } from './queue-workers.js';
 import { flushActivity, onFlushPeers } from '../activity/activity.js';
-import { onDeliveryQueued } from '../events/outbox.js';
-import { onItemQueued } from '../knowledge/items.js';
 import { closeExtractionPool } from '../knowledge/extraction-pool.js';
 import { log } from '../shared/log.js';
 import { settings, type Settings } from '../shared/settings.js';
@@ -222,8 +220,7 @@ function relayQueued(wake: (queue: keyof QueueWakeups) => void): void {
       });
     };
   };
-  onItemQueued(coalesced('knowledge'));
-  onDeliveryQueued(coalesced('webhooks'));
+  for (const queue of Object.keys(OWN_SENDS) as (keyof QueueWakeups)[]) OWN_SENDS[queue](coalesced(queue));
 }
 
 /** The process side of the primary's messages: activity flushes, and what to do on `queued`. */
@@ -291,12 +288,17 @@ export async function runBackground(): Promise<void> {
   }
   const engine = await openLocalEngine('thread');
   useEngine(engine);
-  const listeners: { [Q in keyof QueueWakeups]: Set<() => void> } = { knowledge: new Set(), webhooks: new Set() };
+  const listeners: { [Q in keyof QueueWakeups]: Set<() => void> } = { knowledge: new Set(), webhooks: new Set(), 'knowledge-jobs': new Set() };
+  // Woken by what the serving processes queue (through the primary) and by this process's own sends.
   const subscribe = (queue: keyof QueueWakeups) => (listener: () => void) => {
     listeners[queue].add(listener);
-    return () => void listeners[queue].delete(listener);
+    const own = OWN_SENDS[queue](listener);
+    return () => {
+      listeners[queue].delete(listener);
+      own();
+    };
   };
-  const queueWorkers = startQueueWorkers(engine, { knowledge: subscribe('knowledge'), webhooks: subscribe('webhooks') });
+  const queueWorkers = startQueueWorkers(engine, { knowledge: subscribe('knowledge'), webhooks: subscribe('webhooks'), 'knowledge-jobs': subscribe('knowledge-jobs') });
   stopOnSignals(async () => {
     await queueWorkers.stop();
     closeExtractionPool();

@@ -109,6 +109,34 @@ describe('a local receiver', () => {
     expect(await pending('jobs')).toEqual([]);
   });
 
+  it('waits longer the longer it finds nothing (up to maxIdleMs), and a wake-up brings it back at once', async () => {
+    let receives = 0;
+    const receive = engine.queue.receive.bind(engine.queue);
+    engine.queue.receive = (...args) => (receives++, receive(...args));
+    const listeners = new Set<() => void>();
+    const seen: string[] = [];
+    const receiver = startReceiver(
+      engine,
+      { queue: 'jobs', consumer: async ([m]) => (seen.push(m.body), { failed: [] }), maxInFlight: 4, idleMs: 5, maxIdleMs: 200, onQueued: (l) => (listeners.add(l), () => listeners.delete(l)) },
+      (e) => errors.push(e),
+    );
+    await new Promise((r) => setTimeout(r, 1_500));
+    // At 5 ms a try it would be some 300; doubling to 200 ms: 5+10+...+160 (6 tries, 315 ms), then one each 200 ms.
+    expect(receives).toBeGreaterThanOrEqual(6);
+    expect(receives).toBeLessThanOrEqual(16);
+    // Sent with a wake-up: taken well before the 200 ms wait would end, and the wait is short again after it.
+    await engine.queue.send('jobs', 'now');
+    const sent = Date.now();
+    for (const l of listeners) l();
+    await waitFor('the woken message', () => seen.length === 1, 5000);
+    expect(Date.now() - sent).toBeLessThan(150);
+    await engine.queue.send('jobs', 'next'); // no wake-up: found by the short poll that follows a message
+    await waitFor('the next message', () => seen.length === 2, 5000);
+    expect(Date.now() - sent).toBeLessThan(150);
+    await receiver.stop();
+    expect(errors).toEqual([]);
+  });
+
   it('takes the next message as soon as a slot frees, not after idling', async () => {
     const seen: string[] = [];
     for (let i = 0; i < 3; i++) await engine.queue.send('jobs', `m${i}`);

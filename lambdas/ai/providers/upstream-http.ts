@@ -52,7 +52,7 @@ function targetOf(url: string): Target | Error {
 const REUSED_TRIES = 3;
 
 /**
- * POSTs `body` (text, or a multipart form's bytes) with `headers` (given its content-length: pass an
+ * POSTs `body` (text, bytes, or parts of bytes written in turn) with `headers` (given its content-length: pass an
  * object of this call's own); resolves once the status line and headers arrived. Network failures and
  * aborts reject as node:http reports them, except one: a pooled keep-alive connection the upstream
  * closed while it sat idle fails the request before any answer (ECONNRESET, EPIPE) and the request
@@ -60,10 +60,12 @@ const REUSED_TRIES = 3;
  * connection without reading the request, so it was not processed; a fresh connection's failure is
  * never retried.
  */
-export function post(url: string, headers: Record<string, string>, body: string | Uint8Array, signal: AbortSignal): Promise<UpstreamResponse> {
+export function post(url: string, headers: Record<string, string>, body: string | Uint8Array | Uint8Array[], signal: AbortSignal): Promise<UpstreamResponse> {
   const target = targetOf(url);
   if (target instanceof Error) return Promise.reject(target);
-  headers['content-length'] = String(Buffer.byteLength(body));
+  // A body in parts (a multipart form around a file's bytes) is written part by part, never joined.
+  const parts = Array.isArray(body) ? body : [body];
+  headers['content-length'] = String(parts.reduce((n, part) => n + Buffer.byteLength(part), 0));
   const send = (triesLeft: number): Promise<UpstreamResponse> =>
     new Promise((resolve, reject) => {
       let answered = false;
@@ -76,7 +78,8 @@ export function post(url: string, headers: Record<string, string>, body: string 
         if (stale && triesLeft > 0) resolve(send(triesLeft - 1));
         else reject(error);
       });
-      req.end(body);
+      for (const part of parts.slice(0, -1)) req.write(part);
+      req.end(parts.at(-1));
     });
   return send(REUSED_TRIES);
 }
