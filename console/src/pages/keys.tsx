@@ -1,0 +1,229 @@
+/**
+ * Keys: the organization's secret keys. "Create key" shows the secret once, in a read-only field with
+ * a copy button (only its hash is kept: a lost key is replaced, not recovered); rows show its last 4
+ * characters; "Disable" (never delete: the key then answers `403 key_disabled`). Developers and
+ * above create and disable; per-key limits are an admin's.
+ */
+import type { JSX } from 'preact';
+import { useState } from 'preact/hooks';
+import { api, asApiError, listOf, nextCursorOf, query, seg, useApi, type ApiError } from '../api';
+import { can, type Me } from '../roles';
+import { ConfirmButton, CopyField, Empty, ErrorText, Json, Loading, Pager, Section, Select, TextArea, TextField, Time, useCursorPages } from '../ui';
+
+export interface SecretKey {
+  id: string;
+  application_id: string | null;
+  last4: string | null;
+  disabled: boolean;
+  permissions?: string[] | null;
+  created_at: string;
+  limits?: unknown;
+  routes?: string[] | null;
+}
+
+interface Application {
+  id: string;
+  name: string;
+}
+
+interface Created {
+  key: SecretKey | string;
+  secret?: string;
+  id?: string;
+}
+
+export function KeysPage({ me }: { me: Me }): JSX.Element {
+  const pages = useCursorPages();
+  const keys = useApi<unknown>(`/keys${query({ cursor: pages.cursor })}`);
+  const apps = useApi<unknown>('/applications');
+  const mayWrite = can(me.person.role, 'developer');
+  const [created, setCreated] = useState<{ id: string; secret: string } | undefined>();
+
+  const list = listOf<SecretKey>(keys.data, 'keys');
+  const appNames = new Map(listOf<Application>(apps.data, 'applications').map((a) => [a.id, a.name]));
+
+  return (
+    <>
+      <p class="lead">Secret keys (<code>aik_…</code>) call the AI, Data and Events APIs from servers. A key is shown once, when it is made.</p>
+      {mayWrite ? (
+        <CreateKey
+          applications={listOf<Application>(apps.data, 'applications')}
+          onCreated={(c) => {
+            setCreated(c);
+            pages.reset();
+            keys.reload();
+          }}
+        />
+      ) : null}
+      {created ? (
+        <Section title="New secret key">
+          <div class="notice" role="status">
+            <p>
+              <strong>Copy this key now.</strong> It is shown this once; only its hash is kept.
+            </p>
+            <CopyField label={`Secret key ${created.id}`} value={created.secret} />
+            <button type="button" onClick={() => setCreated(undefined)}>
+              I have copied it
+            </button>
+          </div>
+        </Section>
+      ) : null}
+      <Section title="Secret keys">
+        {keys.loading && !keys.data ? <Loading what="keys" /> : null}
+        <ErrorText error={keys.error} />
+        {keys.data && list.length === 0 ? <Empty>No secret keys yet.</Empty> : null}
+        {list.length > 0 ? (
+          <div class="table-wrap">
+            <table>
+              <caption class="sr-only">Secret keys of {me.organization.name}</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Key</th>
+                  <th scope="col">Ends with</th>
+                  <th scope="col">Application</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Status</th>
+                  {mayWrite ? <th scope="col">Actions</th> : null}
+                </tr>
+              </thead>
+              <tbody>
+                {list.map((k) => (
+                  <KeyRow key={k.id} k={k} appName={k.application_id ? appNames.get(k.application_id) : undefined} me={me} onChanged={keys.reload} />
+                ))}
+              </tbody>
+            </table>
+          </div>
+        ) : null}
+        <Pager label="Keys" page={pages.page} nextCursor={nextCursorOf(keys.data)} onNext={pages.next} onPrevious={pages.previous} />
+      </Section>
+    </>
+  );
+}
+
+function CreateKey({ applications, onCreated }: { applications: Application[]; onCreated: (c: { id: string; secret: string }) => void }): JSX.Element {
+  const [app, setApp] = useState('');
+  const [error, setError] = useState<ApiError | undefined>();
+  const [busy, setBusy] = useState(false);
+  const create = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const answer = await api<Created>('POST', '/keys', app ? { application_id: app } : {});
+      const secret = answer.secret ?? (typeof answer.key === 'string' ? answer.key : undefined);
+      const id = typeof answer.key === 'object' && answer.key ? answer.key.id : (answer.id ?? '');
+      if (!secret) throw new Error('The answer held no secret.');
+      onCreated({ id, secret });
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Section title="Create a secret key">
+      <form class="inline-form" onSubmit={create}>
+        <Select
+          label="Bound to application"
+          value={app}
+          onValue={setApp}
+          options={[['', 'None: organization-wide'], ...applications.map((a) => [a.id, `${a.name} (${a.id})`] as const)]}
+          hint="A bound key reaches only what its application enabled."
+        />
+        <button type="submit" class="primary" disabled={busy}>
+          Create key
+        </button>
+      </form>
+      <ErrorText error={error} />
+    </Section>
+  );
+}
+
+function KeyRow({ k, appName, me, onChanged }: { k: SecretKey; appName?: string; me: Me; onChanged: () => void }): JSX.Element {
+  const [error, setError] = useState<ApiError | undefined>();
+  const mayWrite = can(me.person.role, 'developer');
+  const disable = async () => {
+    setError(undefined);
+    try {
+      await api('POST', `/keys/${seg(k.id)}/disable`);
+      onChanged();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  return (
+    <tr>
+      <td>
+        <code class="mono">{k.id}</code>
+        {mayWrite ? <KeySettings k={k} me={me} onChanged={onChanged} /> : null}
+      </td>
+      <td>
+        <code class="mono">{k.last4 ? `…${k.last4}` : '—'}</code>
+      </td>
+      <td>{k.application_id ? `${appName ?? ''} ${appName ? `(${k.application_id})` : k.application_id}` : 'Organization-wide'}</td>
+      <td>
+        <Time value={k.created_at} />
+      </td>
+      <td>{k.disabled ? <span class="badge off">Disabled</span> : <span class="badge on">Active</span>}</td>
+      {mayWrite ? (
+        <td>
+          {k.disabled ? null : <ConfirmButton label="Disable" confirmLabel="Confirm disable" onConfirm={disable} />}
+          <ErrorText error={error} />
+        </td>
+      ) : null}
+    </tr>
+  );
+}
+
+/** A key's route list (developer+) and its own AI limits (admin+), folded away under the key's id. */
+function KeySettings({ k, me, onChanged }: { k: SecretKey; me: Me; onChanged: () => void }): JSX.Element {
+  const [routes, setRoutes] = useState((k.routes ?? []).join(', '));
+  const [limits, setLimits] = useState(k.limits ? JSON.stringify(k.limits, null, 2) : '{}');
+  const [error, setError] = useState<ApiError | undefined>();
+  const [saved, setSaved] = useState('');
+  const save = async (what: 'routes' | 'limits') => {
+    setError(undefined);
+    setSaved('');
+    try {
+      if (what === 'routes') {
+        const list = routes.split(',').map((r) => r.trim()).filter(Boolean);
+        await api('PUT', `/keys/${seg(k.id)}/routes`, { routes: list.length ? list : null });
+      } else {
+        let body: unknown;
+        try {
+          body = JSON.parse(limits);
+        } catch {
+          throw new Error('The limits are not valid JSON.');
+        }
+        await api('PUT', `/keys/${seg(k.id)}/limits`, body);
+      }
+      setSaved(what === 'routes' ? 'Routes saved.' : 'Limits saved.');
+      onChanged();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  return (
+    <details class="settings">
+      <summary>Settings</summary>
+      <TextField label="Model routes it may call" value={routes} onValue={setRoutes} hint="Comma-separated route ids; empty: every route." />
+      <button type="button" onClick={() => void save('routes')}>
+        Save routes
+      </button>
+      {can(me.person.role, 'admin') ? (
+        <>
+          <TextArea label="Its own AI limits (JSON)" value={limits} onValue={setLimits} rows={4} />
+          <button type="button" onClick={() => void save('limits')}>
+            Save limits
+          </button>
+        </>
+      ) : k.limits ? (
+        <Json value={k.limits} />
+      ) : null}
+      <p role="status" class="hint">
+        {saved}
+      </p>
+      <ErrorText error={error} />
+    </details>
+  );
+}

@@ -1,0 +1,52 @@
+/** `/sign-in`: email and password; on success the session cookie is set and the page asked for opens. */
+import type { JSX } from 'preact';
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { api, asApiError, type ApiError } from '../api';
+import { navigate } from '../router';
+import { ErrorText, TextField } from '../ui';
+
+/** Only a path of this console (never `//host` or a URL): an open redirect would help a phisher. */
+export const safeNext = (next: string | null): string => (next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/');
+
+export function SignInPage({ onSignedIn, next }: { onSignedIn: () => Promise<void>; next: string | null }): JSX.Element {
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [error, setError] = useState<ApiError | undefined>();
+  const [busy, setBusy] = useState(false);
+  const heading = useRef<HTMLHeadingElement>(null);
+
+  useEffect(() => {
+    document.title = 'Sign in · Console';
+  }, []);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      await api('POST', '/session', { email: email.trim(), password });
+      await onSignedIn();
+      navigate(safeNext(next), { replace: true });
+    } catch (err) {
+      setError(asApiError(err));
+      setPassword('');
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main id="main" class="narrow">
+      <h1 ref={heading}>Sign in</h1>
+      <form onSubmit={submit} class="stack" aria-label="Sign in" noValidate>
+        <TextField label="Email" type="email" value={email} onValue={setEmail} autoComplete="username" name="email" required />
+        <TextField label="Password" type="password" value={password} onValue={setPassword} autoComplete="current-password" name="password" required />
+        <ErrorText error={error} />
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? 'Signing in…' : 'Sign in'}
+        </button>
+      </form>
+      <p class="muted">Access is by invitation: ask an owner or admin of your organization for one.</p>
+    </main>
+  );
+}
