@@ -3,13 +3,23 @@ import type { LogContext } from '../shared/log.js';
 
 /** What an application may enable (spec 4.1); a route needing one names it in the route table. */
 export type Capability = 'ai.chat' | 'ai.embeddings' | 'knowledge' | 'decision';
-/** The four credentials of spec section 5. */
-export type CredentialKind = 'secret_key' | 'oauth_client' | 'publishable_key' | 'end_user';
+/**
+ * The four credentials of spec section 5, and the console's: a person of the organization signed in
+ * with a session cookie (issue 37; only the console API takes it).
+ */
+export type CredentialKind = 'secret_key' | 'oauth_client' | 'publishable_key' | 'end_user' | 'person';
+
+/** A console principal's person (roles: lambdas/console/roles.ts). */
+export interface PrincipalPerson {
+  id: string;
+  email: string;
+  role: 'viewer' | 'developer' | 'admin' | 'owner';
+}
 
 /** Who is calling, resolved from the credential alone (spec section 1: the tenant comes only from it). */
 export interface Principal {
   kind: CredentialKind;
-  /** Id of the credential: key id, OAuth client id, publishable key id, or the end-user token's `sub`. */
+  /** Id of the credential: key id, OAuth client id, publishable key id, the end-user token's `sub`, or the person's id. */
   credentialId: string;
   organizationId: string;
   /** Set for an application-bound credential (always for OAuth, publishable and end-user credentials). */
@@ -30,6 +40,8 @@ export interface Principal {
    * `events:stream.open`. An end-user token: none (Events refuses it anyway).
    */
   permissions: readonly Permission[] | null;
+  /** The console's person (kind `person`): organization-wide, no application. */
+  person?: PrincipalPerson;
   /**
    * Set on the copy the chain hands a request's code (never on a cached or stored credential): the
    * request's log ids, so that every activity record made with this principal names its request

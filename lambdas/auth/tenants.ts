@@ -237,6 +237,12 @@ export class Tenants {
     return listPage(this.kv, query, options, (item) => item.workspace_id === ws.id, toApplication);
   }
 
+  /** Every application of the organization, oldest first (the console's list; `app list` goes by workspace). */
+  async listOrganizationApplications(organizationId: string, options: ListOptions = {}): Promise<ListPage<Application>> {
+    await this.requireOrganization(organizationId);
+    return listPage(this.kv, { index: 'gsi1', pk: `org#${organizationId}`, sk: { beginsWith: 'app#' } }, options, () => true, toApplication);
+  }
+
   /**
    * Disables or enables an application: every credential bound to it (secret keys, OAuth clients'
    * tokens, publishable keys, end-user tokens) answers `403 key_disabled` within CREDENTIAL_CACHE_MS,
@@ -288,11 +294,12 @@ export class Tenants {
     return item && toSecretKeyRecord(item);
   }
 
-  async setSecretKeyDisabled(keyId: string, disabled: boolean): Promise<SecretKeyRecord> {
+  /** `organizationId`: only a key of that organization (the console's caller); another's is `no key` alike. */
+  async setSecretKeyDisabled(keyId: string, disabled: boolean, organizationId?: string): Promise<SecretKeyRecord> {
     const pointer = await this.kv.get(secretKeyPointer(keyId));
     if (!pointer) throw new TenantError(`no key ${keyId}`);
     const current = await this.kv.get({ pk: `key#${pointer.hash}`, sk: 'key' });
-    if (!current) throw new TenantError(`no key ${keyId}`);
+    if (!current || (organizationId !== undefined && current.organization_id !== organizationId)) throw new TenantError(`no key ${keyId}`);
     const index = secretKeyIndex(String(current.organization_id), keyId);
     const item = await this.kv.update({ key: { pk: `key#${pointer.hash}`, sk: 'key' }, set: { disabled, ...index }, condition: { ifExists: true } });
     return toSecretKeyRecord(item);

@@ -45,9 +45,13 @@ export const ERROR_STATUS = {
   url_has_credentials: 400,
   url_port_not_allowed: 400,
   url_destination_blocked: 400,
+  // Console (issue 37): a password under 12 characters or in the breached-password list (param `password`).
+  weak_password: 400,
   // 401: credentials
   missing_credentials: 401,
   invalid_credentials: 401,
+  // Console: no session cookie, or its session ended (signed out, idle, expired, person removed).
+  not_signed_in: 401,
   // 403: permission or feature
   forbidden: 403,
   key_disabled: 403,
@@ -66,6 +70,10 @@ export const ERROR_STATUS = {
   collections_disabled: 403,
   // Knowledge jobs switched off for the organization (`org features --disable knowledge`).
   knowledge_disabled: 403,
+  // Console: a state-changing call without the double-submit token or from another origin.
+  csrf_failed: 403,
+  // Console: the person's role is below the one the route needs (viewer < developer < admin < owner).
+  role_forbidden: 403,
   // 404: unknown resource
   not_found: 404,
   database_not_found: 404,
@@ -79,6 +87,10 @@ export const ERROR_STATUS = {
   item_not_found: 404,
   // No knowledge job of that id for the caller (another organization's or application's job included).
   job_not_found: 404,
+  // Console: unknown (or withdrawn) invitation token; a person or a secret key not of the caller's organization.
+  invitation_not_found: 404,
+  person_not_found: 404,
+  key_not_found: 404,
   // 409: conflict
   already_exists: 409,
   unique_violation: 409,
@@ -100,8 +112,12 @@ export const ERROR_STATUS = {
   item_not_ready: 409,
   // Cancelling a knowledge job already finished (completed, failed or cancelled).
   job_finished: 409,
+  // Console: an invitation accepted already (single use); the organization's last owner removed or demoted.
+  invitation_used: 409,
+  last_owner: 409,
   // other client statuses
   collection_expired: 410,
+  invitation_expired: 410,
   length_required: 411,
   payload_too_large: 413,
   request_too_large: 413,
@@ -113,6 +129,8 @@ export const ERROR_STATUS = {
   concurrency_limited: 429,
   budget_exhausted: 429,
   too_many_streams: 429,
+  // Console: 10 failed sign-ins of an account (or 50 of an address) in 15 minutes lock it 15 minutes.
+  sign_in_limited: 429,
   // the service and its upstreams
   internal_error: 500,
   upstream_error: 502,

@@ -75,13 +75,16 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   knowledge: { layers: ['auth', 'activity', 'ai', 'vector', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'unpdf', 'mammoth', 'htmlparser2', 'marked', 'js-tiktoken'] },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
+  // The console's people, invitations, passwords and sessions (issue 37): over the tenants and the ports; the
+  // breached-password list of @zxcvbn-ts/language-common (data only).
+  console: { layers: ['auth', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@zxcvbn-ts/language-common'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
-  http: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
+  http: { layers: ['http', 'auth', 'console', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
   // runs the queue consumers the functions in AWS run (consumers/jobs.ts: jobsConsumer).
   // The API documents: built from the route table and the domain modules' schemas; read only by scripts/openapi.ts and tests.
   openapi: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'shared'], packages: PURE },
-  local: { layers: ['http', 'auth', 'activity', 'events', 'knowledge', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
+  local: { layers: ['http', 'auth', 'console', 'activity', 'events', 'knowledge', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
   // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
   // the after-commit hook bindings the HTTP functions bind too (a consumer running a data service fires
@@ -90,7 +93,7 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // Lambda@Edge functions (no environment, us-east-1): a header rewrite and an HTTP call to the API; the
   // body limit and the error shape they share with the routes, nothing that reaches a store.
   edge: { layers: ['shared'], files: ['lambdas/http/event.ts', 'lambdas/http/error-response.ts'], packages: ['aws-lambda'] },
-  admin: { layers: ['auth', 'ai', 'vector', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
+  admin: { layers: ['auth', 'console', 'ai', 'vector', 'data', 'events', 'engine', 'engine/index', 'shared'], packages: PURE },
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
     layers: ['lib'],
