@@ -3,13 +3,14 @@
  * step applies to and with which options (CHAIN_STEPS). httpHandler() assembles a route's chain from
  * these once, at cold start; a step that does not apply costs the route nothing.
  */
-import type { Api } from '../shared/api.js';
+import type { RouteApi } from '../shared/api.js';
 import { tooLargeCode } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
 import { acceptedCredentials, countsCalls, type RouteDef } from './routes.js';
 import type { Middleware } from './types.js';
 import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
+import { csrf, personSession, role } from './middleware/console-session.js';
 import { permission, workspace } from './middleware/events-access.js';
 import { DEFAULT_MAX_BODY_BYTES, jsonBody } from './middleware/json-body.js';
 import { featureSwitch } from './middleware/feature-switch.js';
@@ -29,13 +30,20 @@ export interface ApiPolicy {
   publishableKeyOnlyStreams: boolean;
   /** Data: the path's database, collection and record go into the activity record. */
   activityRelatedFromPath: boolean;
+  /**
+   * The console: answers carry the console's security headers (CSP, frame-ancestors), its routes are
+   * read with a session cookie, and state-changing ones pass the CSRF step.
+   */
+  console: boolean;
 }
 
-export const API_POLICIES: Record<Api, ApiPolicy> = {
+export const API_POLICIES: Record<RouteApi, ApiPolicy> = {
   // The AI API's limits belong to its routes and quotas, not to a per-credential call rate.
-  ai: { browsers: false, operationIds: true, rateLimitPerMinute: () => 0, publishableKeyOnlyStreams: false, activityRelatedFromPath: false },
-  data: { browsers: true, operationIds: false, rateLimitPerMinute: () => settings().dataRateLimitPerMinute, publishableKeyOnlyStreams: false, activityRelatedFromPath: true },
-  events: { browsers: true, operationIds: false, rateLimitPerMinute: () => settings().eventsRateLimitPerMinute, publishableKeyOnlyStreams: true, activityRelatedFromPath: false },
+  ai: { browsers: false, operationIds: true, rateLimitPerMinute: () => 0, publishableKeyOnlyStreams: false, activityRelatedFromPath: false, console: false },
+  data: { browsers: true, operationIds: false, rateLimitPerMinute: () => settings().dataRateLimitPerMinute, publishableKeyOnlyStreams: false, activityRelatedFromPath: true, console: false },
+  events: { browsers: true, operationIds: false, rateLimitPerMinute: () => settings().eventsRateLimitPerMinute, publishableKeyOnlyStreams: true, activityRelatedFromPath: false, console: false },
+  // Same-origin pages only: no CORS; sign-in has limits of its own (console/sign-in-limits.ts).
+  console: { browsers: false, operationIds: false, rateLimitPerMinute: () => 0, publishableKeyOnlyStreams: false, activityRelatedFromPath: false, console: true },
 };
 
 export interface ChainStep {
@@ -45,6 +53,8 @@ export interface ChainStep {
 }
 
 const credentialed = (route: RouteDef) => acceptedCredentials(route) !== 'none';
+/** Methods that change nothing; a console route of any other method passes the CSRF step (but the fallback, which answers 404 to all). */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The path parameter naming a workspace (every Events route but the token exchange and the fallbacks). */
 export const WORKSPACE_PARAM = 'workspace_id';
@@ -57,13 +67,23 @@ const bodyLimit = (route: RouteDef) => ({ maxBytes: route.maxBodyBytes ?? DEFAUL
  * respond() next, so its onError sees every later step's error (middy runs every onError).
  */
 export const CHAIN_STEPS: readonly ChainStep[] = [
-  { name: 'activity', build: (route, policy) => activity({ credentialed: credentialed(route), relatedFromPath: policy.activityRelatedFromPath }) },
-  { name: 'respond', build: (_route, policy) => respond({ cors: policy.browsers }) },
+  // A console call without a session (sign-in, an invitation's accept) is recorded too once its handler
+  // names the person it signed in; a refused one names nobody and is not.
+  {
+    name: 'activity',
+    build: (route, policy) =>
+      activity({ credentialed: credentialed(route) || policy.console, relatedFromPath: policy.activityRelatedFromPath, resolveAgain: !policy.console }),
+  },
+  { name: 'respond', build: (_route, policy) => respond({ cors: policy.browsers, console: policy.console }) },
   {
     name: 'credentials',
     build: (route, policy) => {
       const accepted = acceptedCredentials(route);
       if (accepted === 'none') return undefined;
+      if (accepted.includes('person')) {
+        if (accepted.length !== 1 || !policy.console) throw new Error(`route ${route.id}: a person's session is the console API's only credential`);
+        return personSession();
+      }
       return credentials({
         accepted,
         capability: route.capability,
@@ -71,6 +91,17 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
         publishableKeyOnlyStreams: policy.publishableKeyOnlyStreams,
         tenantHeaders: !policy.browsers,
       });
+    },
+  },
+  // After the session (401 first), before the role (a forged call learns nothing about roles): every
+  // state-changing console call comes from the console's origin, and with a session carries its token.
+  { name: 'csrf', build: (route, policy) => (policy.console && route.method !== 'ANY' && !SAFE_METHODS.has(route.method) ? csrf({ session: credentialed(route) }) : undefined) },
+  {
+    name: 'role',
+    build: (route) => {
+      if (route.api !== 'console' || !credentialed(route)) return undefined;
+      if (!route.role) throw new Error(`route ${route.id}: a console route read with a session needs a role`);
+      return role({ role: route.role });
     },
   },
   {

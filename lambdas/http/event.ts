@@ -30,15 +30,20 @@ function defined(map: Record<string, string | undefined> | undefined, lower: boo
  */
 export function toHttpRequest(event: APIGatewayProxyEventV2, bodyStream?: Readable, read?: Buffer): HttpRequest {
   const headers = defined(event.headers, true);
+  // API Gateway (payload v2) moves the Cookie header into `cookies`: put it back as browsers sent it.
+  if (event.cookies?.length && headers.cookie === undefined) headers.cookie = event.cookies.join('; ');
   const query = defined(event.queryStringParameters, false, true);
   const params = defined(event.pathParameters, false);
   const body = read ?? (event.body ? Buffer.from(event.body, event.isBase64Encoded ? 'base64' : 'utf8') : NO_BODY);
-  return new EventRequest(event.requestContext.http.method, event.rawPath, params, query, headers, body, bodyStream);
+  const request = new EventRequest(event.requestContext.http.method, event.rawPath, params, query, headers, body, bodyStream);
+  if (event.requestContext.http.sourceIp) request.sourceIp = event.requestContext.http.sourceIp;
+  return request;
 }
 
 /** A class, not a literal with a closure: one is built per request. */
 class EventRequest implements HttpRequest {
   json?: unknown;
+  sourceIp?: string;
   private taken = false;
 
   constructor(
@@ -65,6 +70,7 @@ class EventRequest implements HttpRequest {
  */
 export function toResult(res: HttpResponse, mode: ResponseMode): RouteResult {
   const headers: Record<string, string> = res.headers ?? {};
+  if (res.cookies?.length) return { ...toResult({ ...res, cookies: undefined }, mode), cookies: res.cookies };
   if (res.body === undefined || res.status === 204 || res.status === 304) {
     if (isReadable(res.body)) res.body.destroy();
     return { statusCode: res.status, headers, body: '' };

@@ -1,5 +1,5 @@
 /** Matches a request to a route of one API the way API Gateway does, falling back to the `$default` route. */
-import type { Api } from '../shared/api.js';
+import type { RouteApi } from '../shared/api.js';
 import type { RouteDef } from './routes.js';
 
 export interface Match {
@@ -16,7 +16,7 @@ export class Router {
   private readonly routes: Compiled[];
   private readonly fallback: RouteDef;
 
-  constructor(api: Api, table: readonly RouteDef[]) {
+  constructor(api: RouteApi, table: readonly RouteDef[]) {
     const own = table.filter((r) => r.api === api);
     const fallback = own.find((r) => r.path === '$default');
     if (!fallback) throw new Error(`the ${api} API has no $default route`);

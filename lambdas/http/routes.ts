@@ -5,7 +5,8 @@
 
 import type { Permission } from '../auth/permissions.js';
 import type { Capability, CredentialKind } from '../auth/principal.js';
-import type { Api } from '../shared/api.js';
+import type { RouteApi } from '../shared/api.js';
+import type { Role } from '../console/roles.js';
 import type { Feature } from '../ai/org-settings.js';
 
 export type HttpMethod = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'PATCH' | 'DELETE' | 'OPTIONS';
@@ -39,7 +40,7 @@ export type Grant =
 export interface RouteDef {
   /** Stable id: `<api>.<resource>.<action>`. Names the function in the stack. */
   id: string;
-  api: Api;
+  api: RouteApi;
   /** `ANY` with path `$default` is the API's fallback: it authenticates, then answers 404. */
   method: HttpMethod | 'ANY';
   /** API Gateway path syntax: `/v1/databases/{database}`. */
@@ -77,15 +78,21 @@ export interface RouteDef {
    * (docs/decisions/serving-fairness.md). A route that waits on an upstream would hold the turn for it.
    */
   storesBody?: true;
+  /**
+   * Console routes read with a session: the least role that may call it (viewer < developer < admin <
+   * owner); below it `403 role_forbidden` (the chain's `role` step). Every such route names one.
+   */
+  role?: Role;
   /** A feature the organization can switch off (`org features --disable`): its routes then answer that feature's 403 (middleware/feature-switch.ts). */
   feature?: Feature;
 }
 
-/** Spec section 5's table: which credentials each API accepts on its routes. */
-export const ACCEPTED_BY_DEFAULT: Record<Api, readonly CredentialKind[]> = {
+/** Spec section 5's table: which credentials each API accepts on its routes; the console takes only a person's session. */
+export const ACCEPTED_BY_DEFAULT: Record<RouteApi, readonly CredentialKind[]> = {
   ai: ['secret_key', 'oauth_client'],
   data: ['secret_key', 'oauth_client', 'publishable_key', 'end_user'],
   events: ['secret_key', 'oauth_client'],
+  console: ['person'],
 };
 
 export const acceptedCredentials = (route: RouteDef): readonly CredentialKind[] | 'none' =>
@@ -96,7 +103,7 @@ export const acceptedCredentials = (route: RouteDef): readonly CredentialKind[] 
  * routes that read a credential. The chain counts them in the key-value store; the stack lets their
  * functions write the rate windows.
  */
-export const countsCalls = (route: RouteDef): boolean => route.api !== 'ai' && acceptedCredentials(route) !== 'none';
+export const countsCalls = (route: RouteDef): boolean => (route.api === 'data' || route.api === 'events') && acceptedCredentials(route) !== 'none';
 
 export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.models.list', api: 'ai', method: 'GET', path: '/v1/models', handler: 'http/handlers/ai/list-models', grants: ['table:read'] },
@@ -175,6 +182,27 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.fallback', api: 'ai', method: 'ANY', path: '$default', handler: 'http/handlers/ai/not-found', grants: ['table:read'] },
   { id: 'data.fallback', api: 'data', method: 'ANY', path: '$default', handler: 'http/handlers/data/not-found', grants: ['table:read'] },
   { id: 'events.fallback', api: 'events', method: 'ANY', path: '$default', handler: 'http/handlers/events/not-found', grants: ['table:read'] },
+  // The console API (issue 37; docs/console.md): called by the console's pages on the console's origin, with a
+  // person's session cookie. Without a session: reading and accepting an invitation, signing in.
+  { id: 'console.invitations.read', api: 'console', method: 'GET', path: '/console/api/invitations/{token}', handler: 'http/handlers/console/invitation-read', grants: ['table:read'], credentials: 'none' },
+  { id: 'console.invitations.accept', api: 'console', method: 'POST', path: '/console/api/invitations/{token}/accept', handler: 'http/handlers/console/invitation-accept', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 4 * 1024 },
+  { id: 'console.session.create', api: 'console', method: 'POST', path: '/console/api/session', handler: 'http/handlers/console/session-create', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 4 * 1024 },
+  { id: 'console.session.delete', api: 'console', method: 'DELETE', path: '/console/api/session', handler: 'http/handlers/console/session-delete', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.me.get', api: 'console', method: 'GET', path: '/console/api/me', handler: 'http/handlers/console/me', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.people.list', api: 'console', method: 'GET', path: '/console/api/people', handler: 'http/handlers/console/people-list', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.people.update', api: 'console', method: 'PATCH', path: '/console/api/people/{person_id}', handler: 'http/handlers/console/people-update', role: 'admin', grants: ['table:read', 'table:write'] },
+  { id: 'console.people.delete', api: 'console', method: 'DELETE', path: '/console/api/people/{person_id}', handler: 'http/handlers/console/people-delete', role: 'admin', grants: ['table:read', 'table:write'] },
+  { id: 'console.invitations.list', api: 'console', method: 'GET', path: '/console/api/invitations', handler: 'http/handlers/console/invitations-list', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.invitations.create', api: 'console', method: 'POST', path: '/console/api/invitations', handler: 'http/handlers/console/invitations-create', role: 'admin', grants: ['table:read', 'table:write'] },
+  { id: 'console.invitations.delete', api: 'console', method: 'DELETE', path: '/console/api/invitations/{invitation_id}', handler: 'http/handlers/console/invitations-delete', role: 'admin', grants: ['table:read', 'table:write'] },
+  { id: 'console.keys.list', api: 'console', method: 'GET', path: '/console/api/keys', handler: 'http/handlers/console/keys-list', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.keys.create', api: 'console', method: 'POST', path: '/console/api/keys', handler: 'http/handlers/console/keys-create', role: 'developer', grants: ['table:read', 'table:write'] },
+  { id: 'console.keys.disable', api: 'console', method: 'POST', path: '/console/api/keys/{key_id}/disable', handler: 'http/handlers/console/keys-disable', role: 'developer', grants: ['table:read', 'table:write'] },
+  { id: 'console.workspaces.list', api: 'console', method: 'GET', path: '/console/api/workspaces', handler: 'http/handlers/console/workspaces-list', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.workspaces.create', api: 'console', method: 'POST', path: '/console/api/workspaces', handler: 'http/handlers/console/workspaces-create', role: 'developer', grants: ['table:read', 'table:write'] },
+  { id: 'console.applications.list', api: 'console', method: 'GET', path: '/console/api/applications', handler: 'http/handlers/console/applications-list', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.applications.create', api: 'console', method: 'POST', path: '/console/api/applications', handler: 'http/handlers/console/applications-create', role: 'developer', grants: ['table:read', 'table:write'] },
+  { id: 'console.fallback', api: 'console', method: 'ANY', path: '$default', handler: 'http/handlers/console/not-found', role: 'viewer', grants: ['table:read', 'table:write'] },
 ];
 
 const byId = new Map(ROUTES.map((r) => [r.id, r]));

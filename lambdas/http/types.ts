@@ -20,6 +20,8 @@ export interface HttpRequest {
   headers: Record<string, string>;
   /** The whole body; always empty on `body: 'stream'` routes served by a piping runtime (read `stream()`). */
   body: Buffer;
+  /** The caller's address as the gateway saw it (API Gateway's `sourceIp`): the console's per-address sign-in limit. */
+  sourceIp?: string;
   /** The parsed JSON body, when the route takes JSON and one was sent. */
   json?: unknown;
   /**
@@ -39,6 +41,8 @@ export interface HttpResponse {
    */
   body?: unknown;
   headers?: Record<string, string>;
+  /** Set-Cookie values, one a cookie (API Gateway's `cookies`: a header map holds one value a name). */
+  cookies?: string[];
 }
 
 /** What the middleware chain hands the handler beside the request; services take its plain fields. */
@@ -52,6 +56,11 @@ export interface RequestScope {
    * `workspaceHandler()` (handler.ts) as WorkspaceScope.
    */
   workspace?: Workspace;
+  /**
+   * Console routes with a session: the session the chain resolved from the `session` cookie (its hash,
+   * to end it, and its CSRF token, which the `csrf` step compares).
+   */
+  session?: { hash: string; csrfToken: string };
   /** The call as plain fields, for the activity log and the after-commit hooks. */
   call: CallInfo;
   /**

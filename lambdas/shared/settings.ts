@@ -140,6 +140,8 @@ export interface Settings {
   dataPort: number;
   eventsPort: number;
   opsPort: number;
+  consolePort: number;
+  consoleUrl?: string;
   cdkDefaultAccount?: string;
   cdkDefaultRegion?: string;
 }
@@ -277,6 +279,13 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
   dataPort: define('DATA_PORT', wholeNumber(0, 65_535), 8081, '`npm start`: the Data API\'s port.'),
   eventsPort: define('EVENTS_PORT', wholeNumber(0, 65_535), 8082, '`npm start`: the Events API\'s port.'),
   opsPort: define('OPS_PORT', wholeNumber(0, 65_535), 8083, '`npm start`: the operations port, for process managers and readers: `GET /healthz` (the process runs), `GET /readyz` (the store answers), the OpenAPI documents at `GET /openapi/{ai,data,events}.json` and their reference page at `GET /docs`.'),
+  consolePort: define('CONSOLE_PORT', wholeNumber(0, 65_535), 8084, "`npm start`: the console's port: its pages and the console API (`/console/api/…`; docs/console.md)."),
+  consoleUrl: define(
+    'CONSOLE_URL',
+    url,
+    undefined,
+    "The console's address as people's browsers reach it: invitation links are made from it (`<CONSOLE_URL>/invite#<token>`, `org invite` included), its origin is the one the console API takes state-changing calls from, and its cookies are Secure unless it is plain http on a loopback address. Unset: `http://127.0.0.1:<CONSOLE_PORT>` (the local server's own).",
+  ),
   cdkDefaultAccount: define('CDK_DEFAULT_ACCOUNT', nonEmpty, undefined, '`cdk synth`/`cdk deploy` (set by the CDK CLI from the credentials): the account the stack is synthesized for.'),
   cdkDefaultRegion: define(
     'CDK_DEFAULT_REGION',

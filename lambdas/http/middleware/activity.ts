@@ -14,6 +14,12 @@ export interface ActivityOptions {
   credentialed: boolean;
   /** Data: the database, collection and record the path names become the record's `related`. */
   relatedFromPath: boolean;
+  /**
+   * A 403 from the credential checks is recorded under the credential resolved again from the
+   * Authorization header (the public APIs). The console's steps set the principal before they refuse,
+   * and its routes read no Authorization header at all (default true).
+   */
+  resolveAgain?: boolean;
 }
 
 /**
@@ -36,7 +42,7 @@ export function activity(options: ActivityOptions): Middleware {
       if (!platform || !result || !options.credentialed) return;
       const status = result.statusCode ?? 200;
       if (status === 401) return;
-      const principal = platform.principal ?? (await resolveAgain(platform));
+      const principal = platform.principal ?? (options.resolveAgain === false ? undefined : await resolveAgain(platform));
       if (!principal || !platform.engine) return;
       const start = platform.startedAt;
       const { req, call } = platform;

@@ -5,13 +5,33 @@ import { toResult } from '../event.js';
 import type { HttpResponse, Middleware, PlatformContext, RouteResult } from '../types.js';
 import { corsHeaders } from '../cors.js';
 import type { LogContext } from '../../shared/log.js';
+import { PlatformError } from '../../shared/errors.js';
+import { clearedCookies } from '../cookies.js';
+import { secureCookies } from '../console-origin.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, RouteResult, Error, PlatformContext>;
 
 export interface RespondOptions {
   /** Data and Events: answers to a browser carry CORS headers, errors too. The AI API answers none. */
   cors: boolean;
+  /**
+   * The console API: every answer carries the console's security headers (CONSOLE_SECURITY_HEADERS),
+   * and a `401 not_signed_in` clears the session cookies the browser still holds.
+   */
+  console?: boolean;
 }
+
+/**
+ * The console's security headers, on its pages and its API alike: nothing but its own scripts and
+ * styles, never framed (clickjacking), no Referer sent anywhere, no type sniffing, no caching of answers
+ * that may hold secrets (a new key's secret).
+ */
+export const CONSOLE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+};
 
 /**
  * Outermost middleware but for activity(): turns the handler's HttpResponse, or any error, into the
@@ -31,7 +51,12 @@ export function respond(options: RespondOptions): Middleware {
     if (options.cors && origin !== undefined && platform.engine) {
       Object.assign(headers, await corsHeaders(platform.engine, origin, platform.principal).catch(() => ({ vary: 'Origin' })));
     }
-    request.response = toResult({ status: res.status, body: res.body, headers }, request.context.transport?.mode ?? 'buffered');
+    let cookies = res.cookies;
+    if (options.console) {
+      Object.assign(headers, CONSOLE_SECURITY_HEADERS, { 'cache-control': 'no-store' });
+      if (request.error instanceof PlatformError && request.error.code === 'not_signed_in') cookies = clearedCookies(secureCookies());
+    }
+    request.response = toResult({ status: res.status, body: res.body, headers, cookies }, request.context.transport?.mode ?? 'buffered');
   };
   return {
     after: (request) => finish(request, request.response as unknown as HttpResponse),

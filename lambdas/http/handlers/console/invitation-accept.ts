@@ -1,0 +1,17 @@
+import * as z from 'zod/mini';
+import { httpHandler } from '../../handler.js';
+import { Invitations } from '../../../console/invitations.js';
+import { sessionFor } from '../../../console/sign-in.js';
+import { settings } from '../../../shared/settings.js';
+import { body, sessionToken, signedIn } from './shared.js';
+
+const Accept = z.strictObject({ password: z.string() });
+
+/** POST /console/api/invitations/{token}/accept `{password}`: the person is created and signed in at once. */
+export const handler = httpHandler('console.invitations.accept', async (req, scope) => {
+  const { engine } = scope;
+  const { password } = body(Accept, req);
+  const person = await new Invitations(engine.kv, () => engine.clock.now()).accept(req.params.token, password);
+  const session = await sessionFor(engine, person, sessionToken(req), settings().credentialCacheMs);
+  return signedIn(scope, engine, person, session);
+});

@@ -1,0 +1,65 @@
+/**
+ * What the console API's handlers share (no handler here): the caller as the console domain's actor,
+ * the session cookies, the body and page parsing, and the tenants' errors as the console's answers.
+ */
+import * as z from 'zod/mini';
+import type { Engine } from '../../../engine/ports.js';
+import { LIST_MAX, TenantError, type ListOptions } from '../../../auth/tenants.js';
+import { personPrincipal, type Actor, type Person } from '../../../console/people.js';
+import type { NewSession } from '../../../console/sessions.js';
+import { PlatformError, type ErrorCode } from '../../../shared/errors.js';
+import { parseBody } from '../../../shared/validate.js';
+import { secureCookies } from '../../console-origin.js';
+import { CSRF_COOKIE, readCookies, SESSION_COOKIE, sessionCookies } from '../../cookies.js';
+import type { HttpRequest, HttpResponse, RequestScope } from '../../types.js';
+
+/** The signed-in person as the domain's actor (the chain's role step ran: a person is there). */
+export function actorOf(scope: RequestScope): Actor {
+  const person = scope.principal.person!;
+  return { id: person.id, organizationId: scope.principal.organizationId, role: person.role };
+}
+
+export const sessionToken = (req: HttpRequest): string | undefined => readCookies(req.headers.cookie)[SESSION_COOKIE];
+export const csrfCookie = (req: HttpRequest): string | undefined => readCookies(req.headers.cookie)[CSRF_COOKIE];
+
+/**
+ * The answer of a sign-in or an accept: the person, the new session's cookies, and the CSRF token the
+ * page sends back. The call is recorded in the activity log under the person it signed in.
+ */
+export function signedIn(scope: RequestScope, engine: Engine, person: Person, session: NewSession): HttpResponse {
+  scope.principal = { ...personPrincipal(person), logIds: scope.logIds };
+  const seconds = (session.absoluteMs - engine.clock.now()) / 1000;
+  return {
+    status: 200,
+    body: { person: personView(person), csrf_token: session.csrfToken },
+    cookies: sessionCookies(session.token, session.csrfToken, seconds, secureCookies()),
+  };
+}
+
+export const personView = (p: Person) => ({ id: p.id, email: p.email, role: p.role, created_at: p.created_at });
+
+/** A JSON body by a zod schema (400 unknown_field / invalid_body); a missing body is `{}`. */
+export const body = <T extends z.core.$ZodType>(schema: T, req: HttpRequest): z.output<T> => parseBody(schema, req.json ?? {}, { unknownField: 'unknown_field' });
+
+/** `?limit=&cursor=` of a list (1 to 100). */
+export function pageOf(req: HttpRequest): ListOptions {
+  const { limit, cursor } = req.query;
+  if (limit !== undefined && !(/^\d{1,3}$/.test(limit) && Number(limit) >= 1 && Number(limit) <= LIST_MAX)) {
+    throw new PlatformError('invalid_query', `limit must be a whole number from 1 to ${LIST_MAX}.`, 'limit');
+  }
+  return { limit: limit === undefined ? undefined : Number(limit), cursor };
+}
+
+/** A tenant rule's refusal as the console's answer: `code` for a missing thing, a bad cursor or limit as 400 invalid_query. */
+export async function tenantCall<T>(call: Promise<T>, code: ErrorCode = 'not_found'): Promise<T> {
+  try {
+    return await call;
+  } catch (error) {
+    if (!(error instanceof TenantError)) throw error;
+    if (/^(cursor|limit)\b/.test(error.message)) throw new PlatformError('invalid_query', error.message, error.message.split(':')[0]);
+    if (/^unknown (capabilities|permissions)|permission list/.test(error.message)) throw new PlatformError('invalid_body', error.message, error.message.includes('capabilit') ? 'capabilities' : 'permissions');
+    throw new PlatformError(code, error.message.replace(/^no /, 'No ') + '.');
+  }
+}
+
+export const page = <T>(p: { data: T[]; next_cursor: string | null }) => ({ data: p.data, next_cursor: p.next_cursor });
