@@ -372,6 +372,41 @@ describe('support check', () => {
     expect(again.bodies).toHaveLength(0);
   });
 
+  it('checks four batches at once, keeping the order; after a failed call starts none, and fails once the calls in flight ended', async () => {
+    const many = Array.from({ length: 9 * 5 }, (_, i) => entry({ quote: `quote ${i}`, statement: `Statement ${i}.` }));
+    let running = 0;
+    let most = 0;
+    const ended: number[] = [];
+    const { chat, bodies } = fakeChat(async (body, call) => {
+      most = Math.max(most, ++running);
+      await new Promise((r) => setTimeout(r, 20 + ((call * 7) % 3) * 15)); // answers out of order
+      running--;
+      ended.push(call);
+      const n = userText(body).split('\n').length - 1;
+      return JSON.stringify({ verdicts: Array.from({ length: n }, (_, index) => ({ index, supported: index !== 0 })) });
+    });
+    const result = await supportCheck(many, chat, fakeMemo().memo, { batchSize: 5, outputLanguage: 'en' });
+    expect(most).toBe(4);
+    expect(bodies).toHaveLength(9);
+    // The first entry of each batch unsupported: dropped; the rest kept in their order.
+    expect(result).toEqual({ kept: many.filter((_, i) => i % 5 !== 0), dropped: 9 });
+
+    running = 0;
+    const failing = fakeChat(async (_, call) => {
+      running++;
+      await new Promise((r) => setTimeout(r, call === 2 ? 5 : 60));
+      running--;
+      if (call === 2) throw new Error('upstream down');
+      return '{"verdicts":[]}';
+    });
+    const { memo, store } = fakeMemo();
+    await expect(supportCheck(many, failing.chat, memo, { batchSize: 5, outputLanguage: 'en' })).rejects.toThrow('upstream down');
+    // Four started; the failure stopped any fifth; the three others had ended (memoized) before the rejection.
+    expect(failing.bodies).toHaveLength(4);
+    expect(running).toBe(0);
+    expect([...store.keys()].sort()).toEqual(['reconcile.0', 'reconcile.1', 'reconcile.3']);
+  });
+
   it('a malformed answer keeps its whole batch; contradicting verdicts keep the entry; no entries, no call', async () => {
     const answers = ['not json at all', '{"verdicts":[{"index":0,"supported":false},{"index":0,"supported":true},{"index":1,"supported":"no"},{"index":2,"supported":false}]}'];
     const { chat } = fakeChat((_, call) => answers[call]);

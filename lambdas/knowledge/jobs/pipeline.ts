@@ -328,11 +328,18 @@ function contentTokens(content: string | unknown[]): number {
 function jobChat(engine: Engine, job: Job, signal: AbortSignal): JobChat {
   let route: Promise<ModelRoute> | undefined;
   const budget = jobBudget(engine, job);
+  // A step's calls share their system prompt and schema: counted once each (a few of them per step).
+  const counts = new Map<string, number>();
+  const countOnce = (text: string) => {
+    let n = counts.get(text);
+    if (n === undefined && counts.size < 16) counts.set(text, (n = countTokens(text)));
+    return n ?? countTokens(text);
+  };
   return async (body) => {
     const r = await (route ??= defaultRoute(engine, job, '/v1/chat/completions'));
     let input = 8;
-    for (const m of body.messages) input += 4 + contentTokens(m.content);
-    if (body.response_format) input += countTokens(JSON.stringify(body.response_format));
+    for (const m of body.messages) input += 4 + (m.role === 'system' && typeof m.content === 'string' ? countOnce(m.content) : contentTokens(m.content));
+    if (body.response_format) input += countOnce(JSON.stringify(body.response_format));
     const bound = Math.ceil(input * 1.1) + 16;
     const maxTokens = r.max_tokens === null ? body.max_tokens : Math.min(body.max_tokens, r.max_tokens);
     const completion = await chatCompletion(
@@ -351,14 +358,20 @@ function stepContext(engine: Engine, job: Job, signal: AbortSignal, startedMs: n
   const checkTime = () => {
     if (Date.now() - startedMs > budgetMs) throw new TimeUp();
   };
+  let memoList: Promise<void> = Promise.resolve();
   const memo: StepMemo = async <T>(key: string, work: () => Promise<T>): Promise<T> => {
     const stored = await readJson<{ value: T }>(engine, memoKey(job, key));
     if (stored) return stored.value;
     checkTime();
     signal.throwIfAborted();
     const value = await work();
-    const list = (await readJson<string[]>(engine, jobBlobKey(job.org, job.job_id, 'memo-keys.json'))) ?? [];
-    if (!list.includes(key)) await writeJson(engine, jobBlobKey(job.org, job.job_id, 'memo-keys.json'), [...list, key]);
+    // The list of memo files is read, added to and written one memo at a time: calls answered at once
+    // (the support check's batches) would otherwise each write a list without the others' keys.
+    const listed = (memoList = memoList.catch(() => undefined).then(async () => {
+      const list = (await readJson<string[]>(engine, jobBlobKey(job.org, job.job_id, 'memo-keys.json'))) ?? [];
+      if (!list.includes(key)) await writeJson(engine, jobBlobKey(job.org, job.job_id, 'memo-keys.json'), [...list, key]);
+    }));
+    await listed;
     await writeJson(engine, memoKey(job, key), { value });
     return value;
   };

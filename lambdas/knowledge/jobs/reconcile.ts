@@ -7,6 +7,12 @@ import { languageName, readJsonAnswer } from './entries.js';
 import type { Entry, JobChat, JobChatBody, StepMemo } from './types.js';
 
 export const RECONCILE_BATCH = 20;
+/**
+ * Batches checked at once: the calls are independent (each its own memo), and one after another they
+ * were a long job's longest step (25 calls of a 60-minute recording, 50 s at 2 s a call). Four, as the
+ * transcription pieces: each call still reserves its worst cost against max_price_usd first.
+ */
+export const RECONCILE_CONCURRENCY = 4;
 /** Output ceiling of a call judging `n` entries: a verdict is some 12 tokens of JSON, room left for spacing. */
 export const reconcileOutputTokens = (n: number) => 32 + 24 * n;
 export const RECONCILE_MAX_OUTPUT_TOKENS = reconcileOutputTokens(RECONCILE_BATCH);
@@ -72,36 +78,61 @@ export function readVerdicts(answer: string, n: number): (boolean | null)[] {
 /**
  * The entries the support check keeps, in their order, and how many it dropped. One call per batch of
  * `batchSize` (memo key `reconcile.<batch index>`: the entries come from the memoized extraction, so
- * a resumed job has the same batches), one after another under the job's spend control.
+ * a resumed job has the same batches), `concurrency` at once under the job's spend control. When a
+ * call fails (the price limit, the step's time, an upstream), no further batch starts and the step
+ * fails only once the calls in flight have ended (their answers memoized): nothing outlives the step.
  *
  * Only an explicit "not supported" drops an entry. One without a verdict (the answer left it out,
  * contradicted itself, or was not JSON) is kept: its quote already passed the check in code (it is in
  * the transcript where its times say), so silence is no evidence against it, and dropping on silence
  * would let one garbled answer wipe out twenty sound entries (decided).
  */
-export async function supportCheck(entries: Entry[], chat: JobChat, memo: StepMemo, options: { batchSize?: number; outputLanguage: string }): Promise<{ kept: Entry[]; dropped: number }> {
+export async function supportCheck(
+  entries: Entry[],
+  chat: JobChat,
+  memo: StepMemo,
+  options: { batchSize?: number; concurrency?: number; outputLanguage: string },
+): Promise<{ kept: Entry[]; dropped: number }> {
   const batchSize = options.batchSize ?? RECONCILE_BATCH;
+  const concurrency = options.concurrency ?? RECONCILE_CONCURRENCY;
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new RangeError('batchSize must be a positive integer');
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError('concurrency must be a positive integer');
   const system = systemPrompt(options.outputLanguage);
+  const batches: Entry[][] = [];
+  for (let from = 0; from < entries.length; from += batchSize) batches.push(entries.slice(from, from + batchSize));
+  const verdicts: (boolean | null)[][] = [];
+  let next = 0;
+  let failure: { error: unknown } | undefined;
+  const check = async () => {
+    while (!failure && next < batches.length) {
+      const b = next++;
+      const batch = batches[b];
+      try {
+        verdicts[b] = await memo(`reconcile.${b}`, async () => {
+          const body: JobChatBody = {
+            messages: [
+              { role: 'system', content: system },
+              { role: 'user', content: userPrompt(batch) },
+            ],
+            response_format: { type: 'json_schema', json_schema: { name: 'evidence_verdicts', strict: true, schema: VERDICTS_SCHEMA } },
+            max_tokens: reconcileOutputTokens(batch.length),
+          };
+          return readVerdicts(await chat(body), batch.length);
+        });
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, batches.length) }, check));
+  if (failure) throw failure.error;
   const kept: Entry[] = [];
   let dropped = 0;
-  for (let b = 0; b * batchSize < entries.length; b++) {
-    const batch = entries.slice(b * batchSize, (b + 1) * batchSize);
-    const verdicts = await memo(`reconcile.${b}`, async () => {
-      const body: JobChatBody = {
-        messages: [
-          { role: 'system', content: system },
-          { role: 'user', content: userPrompt(batch) },
-        ],
-        response_format: { type: 'json_schema', json_schema: { name: 'evidence_verdicts', strict: true, schema: VERDICTS_SCHEMA } },
-        max_tokens: reconcileOutputTokens(batch.length),
-      };
-      return readVerdicts(await chat(body), batch.length);
-    });
+  batches.forEach((batch, b) =>
     batch.forEach((entry, i) => {
-      if (verdicts[i] === false) dropped++;
+      if (verdicts[b][i] === false) dropped++;
       else kept.push(entry);
-    });
-  }
+    }),
+  );
   return { kept, dropped };
 }
