@@ -115,7 +115,7 @@ export const benchmark: Benchmark = {
       server = await startServer(
         'platform',
         'bin/local.ts',
-        { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), OPS_PORT: '0', LOG_LEVEL: 'silent', EVENTS_ALLOW_LOOPBACK_WEBHOOKS: '1', EVENTS_RATE_LIMIT_PER_MINUTE: '0' },
+        { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), OPS_PORT: '0', CONSOLE_PORT: '0', LOG_LEVEL: 'silent', EVENTS_ALLOW_LOOPBACK_WEBHOOKS: '1', EVENTS_RATE_LIMIT_PER_MINUTE: '0' },
         /Events API\s+http:/,
       );
       const eventsUrl = /Events API\s+(http:\S+)/.exec(server.output())![1];

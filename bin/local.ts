@@ -47,7 +47,7 @@ if (role === 'http') {
   const running = await startLocalPlatform(settings, engine);
 
   const { urls } = running;
-  const lines = [`AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
+  const lines = [`console: ${running.consoleUrl}/`, `AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
   lines.push(`Operations  ${running.opsUrl}  (GET /healthz, GET /readyz, the API reference at /docs and /openapi/{ai,data,events}.json; OPS_PORT)`);
   lines.push(
     `(${workers === 1 ? 'one process serving' : `${workers} worker processes serving`}, LOCAL_WORKERS; ${backgroundWorkers} background process${backgroundWorkers === 1 ? '' : 'es'} for queued work, BACKGROUND_WORKERS)`,
@@ -64,6 +64,10 @@ if (role === 'http') {
       `  organization_id  ${credentials.organization_id}`,
       `  workspace_id     ${credentials.workspace_id}`,
       `  secret_key       ${credentials.secret_key}`,
+      '',
+      `The console's owner (${credentials.console_owner_email}) sets a password at this link (once, until ${credentials.console_invitation_expires_at}):`,
+      `  ${credentials.console_invitation_url}`,
+      `(a new one: npm run admin -- org invite --org ${credentials.organization_id} --email you@example.com --role owner)`,
     );
   } else {
     lines.push('', `Reusing the state in ${dataDir} (credentials in ${credentialsPath(dataDir)}).`);

@@ -35,7 +35,7 @@ export interface LocalStart {
 export async function startLocal(name: string, root: string, env: Record<string, string>, options: { accessLog?: string; nodeArgs?: string[] } = {}): Promise<LocalStart> {
   const temp = makeTempDir('bench-isolation-');
   const dataDir = temp.path;
-  const fullEnv: Record<string, string> = { AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', DATA_DIR: dataDir, ...env };
+  const fullEnv: Record<string, string> = { AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', CONSOLE_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', DATA_DIR: dataDir, ...env };
   // With an access log: every process's log lines, at info level (an access line per request, with its duration), also go to that file.
   if (options.accessLog) Object.assign(fullEnv, { LOG_LEVEL: 'info', BENCH_SERVER_LOG: options.accessLog });
   // options.nodeArgs: flags for every process (the cluster's workers inherit them), e.g. --cpu-prof.

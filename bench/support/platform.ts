@@ -23,7 +23,7 @@ export async function startLocalPlatform(dir: string, profileDir?: string): Prom
   const server = await startServer(
     'platform',
     'bin/local.ts',
-    { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), OPS_PORT: '0', LOG_LEVEL: process.env.BENCH_PLATFORM_LOG_LEVEL ?? 'silent' },
+    { DATA_DIR: dataDir, AI_PORT: String(ai), DATA_PORT: String(data), EVENTS_PORT: String(events), OPS_PORT: '0', CONSOLE_PORT: '0', LOG_LEVEL: process.env.BENCH_PLATFORM_LOG_LEVEL ?? 'silent' },
     /Events API\s+http:/,
     { nodeArgs: platformNodeArgs(profileDir) },
   );

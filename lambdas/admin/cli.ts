@@ -22,6 +22,9 @@ import { RERANK_COMMANDS } from './rerank-commands.js';
 import { VECTOR_COMMANDS } from './vector-commands.js';
 import { VectorDatabaseError } from '../vector/databases.js';
 import { RerankProfileError } from '../vector/rerank-profiles.js';
+import { configuredConsoleUrl, expiryOf, invitationUrl, Invitations } from '../console/invitations.js';
+import { ROLES } from '../console/roles.js';
+import { PlatformError } from '../shared/errors.js';
 
 export class UsageError extends Error {
   override name = 'UsageError';
@@ -146,6 +149,31 @@ export const COMMANDS: Record<string, Command> = {
     run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), true),
   },
   'org enable': { summary: 'the organization, enabled again', options: { org: id }, required: ['org'], run: (e, o) => tenants(e).setOrganizationDisabled(str(o, 'org'), false) },
+  'org invite': {
+    summary:
+      "`{invitation_url, expires_at}`: a person's invitation into the organization with that role, for the console (docs/console.md). The link (`<CONSOLE_URL>/invite#<token>`, default `http://127.0.0.1:8084`) is printed this once, only the token's hash is stored; it works once, until it expires. One email belongs to one organization",
+    options: {
+      org: id,
+      email: { type: 'string', value: 'E' },
+      role: { type: 'string', value: ROLES.join('|') },
+      'expires-in': { type: 'string', value: 'T', help: 'how long the link works: `7d` (the default), `12h`, `30m`; at most `30d`' },
+    },
+    required: ['org', 'email', 'role'],
+    run: async (e, o) => {
+      const org = await existingOrg(e, o);
+      if (!(ROLES as readonly string[]).includes(str(o, 'role'))) throw new UsageError(`--role takes one of ${ROLES.join(', ')}, got "${str(o, 'role')}"`);
+      let expiresInMs: number | undefined;
+      if (o['expires-in'] !== undefined) {
+        try {
+          expiresInMs = expiryOf(str(o, 'expires-in'), 'expires-in');
+        } catch {
+          throw new UsageError(`--expires-in takes a duration from 1m to 30d such as 7d, 12h or 30m, got "${str(o, 'expires-in')}"`);
+        }
+      }
+      const { invitation, token } = await new Invitations(e.kv, () => e.clock.now()).create({ organizationId: org, email: str(o, 'email'), role: str(o, 'role'), expiresInMs });
+      return { invitation_url: invitationUrl(configuredConsoleUrl(), token), expires_at: invitation.expires_at };
+    },
+  },
   'org list': {
     summary: `the organizations ${PAGED}; one made before this list existed shows once a command changes it (\`org enable\`)`,
     options: { ...PAGE_OPTIONS },
@@ -477,4 +505,4 @@ export async function runCommand(engine: Engine, argv: string[]): Promise<unknow
 
 /** Errors a user can act on (their message says what to do); anything else is reported by its kind and message. */
 export const isUserError = (e: unknown): boolean =>
-  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError || e instanceof VectorDatabaseError || e instanceof RerankProfileError;
+  e instanceof UsageError || e instanceof TenantError || e instanceof ModelRouteError || e instanceof OrgSettingsError || e instanceof AiLimitsError || e instanceof AiKeyRoutesError || e instanceof EventBusAllowListError || e instanceof VectorDatabaseError || e instanceof RerankProfileError || e instanceof PlatformError;

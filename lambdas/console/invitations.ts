@@ -13,6 +13,7 @@ import { hash, randomBytes } from 'node:crypto';
 import type { KeyValueStore, KvItem } from '../engine/ports.js';
 import { TransactionCanceledError } from '../engine/errors.js';
 import { PlatformError } from '../shared/errors.js';
+import { settings } from '../shared/settings.js';
 import { newId } from '../shared/ids.js';
 import { listPage, Tenants, type ListOptions, type ListPage, type Organization } from '../auth/tenants.js';
 import { isRole, requireManageable, type Role } from './roles.js';
@@ -55,6 +56,9 @@ const view = (item: KvItem): Invitation => ({
 });
 
 export const invitationNotFound = () => new PlatformError('invitation_not_found', 'No such invitation; ask for a new one.');
+
+/** The console's address as configured: CONSOLE_URL, else the local server's on CONSOLE_PORT. */
+export const configuredConsoleUrl = (): string => (settings().consoleUrl ?? `http://127.0.0.1:${settings().consolePort}`).replace(/\/+$/, '');
 
 /** `<console>/invite#<token>`: the token in the fragment, never sent to a server by the browser. */
 export const invitationUrl = (consoleUrl: string, token: string) => `${consoleUrl.replace(/\/+$/, '')}/invite#${token}`;

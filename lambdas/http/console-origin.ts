@@ -5,6 +5,7 @@
  * included), else `http://127.0.0.1:<CONSOLE_PORT>`.
  */
 import { settings } from '../shared/settings.js';
+import { configuredConsoleUrl } from '../console/invitations.js';
 
 let served: string | undefined;
 
@@ -14,8 +15,7 @@ export function serveConsoleAt(url: string | undefined): void {
 }
 
 export function consoleUrl(): string {
-  const config = settings();
-  return (config.consoleUrl ?? served ?? `http://127.0.0.1:${config.consolePort}`).replace(/\/+$/, '');
+  return settings().consoleUrl === undefined && served ? served : configuredConsoleUrl();
 }
 
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);

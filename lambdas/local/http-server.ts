@@ -13,7 +13,7 @@ import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 import type { RouteFunction } from '../http/handler.js';
 import { PlatformError, tooLargeCode } from '../shared/errors.js';
 import { errorBody } from '../http/error-response.js';
-import type { Api } from '../shared/api.js';
+import type { RouteApi } from '../shared/api.js';
 import type { RouteDef } from '../http/routes.js';
 import type { PlatformContext, Transport } from '../http/types.js';
 import type { StreamGrant } from '../events/stream.js';
@@ -47,7 +47,16 @@ export interface Upgrades {
   abandon(grant: StreamGrant): void;
 }
 
-export async function createApiServer(api: Api, table: readonly RouteDef[], load: HandlerLoader, upgrades?: Upgrades): Promise<Server> {
+/**
+ * A server whose API lives under a path (the console's, `/console/api/`) and serves pages beside it:
+ * a request outside `prefix` goes to `serve` (console-files.ts), never to a route.
+ */
+export interface Pages {
+  prefix: string;
+  serve(req: IncomingMessage, res: ServerResponse): void;
+}
+
+export async function createApiServer(api: RouteApi, table: readonly RouteDef[], load: HandlerLoader, upgrades?: Upgrades, pages?: Pages): Promise<Server> {
   const router = new Router(api, table);
   const handlers = new Map<string, RouteFunction>();
   for (const route of table.filter((r) => r.api === api)) handlers.set(route.id, await load(route));
@@ -56,6 +65,10 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
     const access: Access = { req, startedAt: performance.now(), status: 500 };
     try {
       const url = parseTarget(req.url ?? '/');
+      if (pages && !url.pathname.startsWith(pages.prefix)) {
+        access.status = 0;
+        return pages.serve(req, res);
+      }
       // Matched before the body is read: a streaming route's body is handed over unread.
       const { route, params } = router.match(req.method ?? 'GET', url.pathname);
       access.route = route.id;
@@ -86,7 +99,9 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
       access.release?.();
       access.status = result.statusCode ?? 200;
       access.organizationId = context.platform?.principal?.organizationId;
-      const headers: Record<string, string | number | boolean> = result.headers ?? {};
+      const headers: Record<string, string | number | boolean | string[]> = result.headers ?? {};
+      // Several cookies: API Gateway's `cookies`, one Set-Cookie header each.
+      if (result.cookies?.length) headers['set-cookie'] = result.cookies;
       if (streaming && !req.complete) {
         // Answered before the body was read to its end (an early error): drop the rest and the connection.
         headers.connection = 'close';
@@ -107,7 +122,8 @@ export async function createApiServer(api: Api, table: readonly RouteDef[], load
     } finally {
       if (access.organizationId) largeBodyTurns.seen(access.organizationId);
       access.release?.(); // a handler that threw
-      accessLog(access);
+      // A page of the console (pages.serve) is no API request: no access line.
+      if (access.status !== 0) accessLog(access);
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => answerClientError(api, error, socket));
@@ -196,7 +212,7 @@ function accessLog(a: Access) {
  * then closes the connection (the parser cannot go on). As Node does, nothing is written when the
  * socket is gone or an answer on it has already started; a request timeout keeps Node's bare 408.
  */
-function answerClientError(api: Api, error: NodeJS.ErrnoException, socket: Duplex) {
+function answerClientError(api: RouteApi, error: NodeJS.ErrnoException, socket: Duplex) {
   const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (socket.writable && !inFlight?.headersSent && error.code !== 'ECONNRESET') {
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
@@ -229,9 +245,9 @@ function writeRaw(socket: Duplex, status: number, headers: Record<string, string
 }
 
 /** Pipes a streamed answer (a download) to the socket without buffering it; HEAD gets the headers only. */
-async function pipeOut(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body: Readable) {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(headers)) out[k] = String(v);
+async function pipeOut(req: IncomingMessage, res: ServerResponse, status: number, headers: Record<string, string | number | boolean | string[]>, body: Readable) {
+  const out: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = Array.isArray(v) ? v : String(v);
   res.writeHead(status, out);
   if (req.method === 'HEAD') {
     body.destroy();
@@ -274,7 +290,7 @@ function writeAnswers() {
 }
 
 /** Queues an answer; `headers` (the handler's result's own object) gains the content-length. */
-function send(res: ServerResponse, status: number, headers: Record<string, string | number | boolean>, body?: Buffer | string) {
+function send(res: ServerResponse, status: number, headers: Record<string, string | number | boolean | string[]>, body?: Buffer | string) {
   // node:http takes strings and numbers; a Lambda result may also hold booleans.
   for (const k in headers) if (typeof headers[k] === 'boolean') headers[k] = String(headers[k]);
   if (body !== undefined) headers['content-length'] = Buffer.byteLength(body);
@@ -327,14 +343,17 @@ export function queryParameters(search: string): Record<string, string> {
 /** The last millisecond's ISO text: many events share it under load. */
 const isoOf = { ms: -1, text: '' };
 
-export function toEvent(api: Api, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer, extra?: Record<string, string>): APIGatewayProxyEventV2 {
+export function toEvent(api: RouteApi, req: IncomingMessage, url: Target, route: RouteDef, params: Record<string, string>, body: Buffer, extra?: Record<string, string>): APIGatewayProxyEventV2 {
   const headers: Record<string, string> = {};
   const sent = req.headers;
   for (const k in sent) {
+    // As API Gateway (payload v2) hands cookies: in `cookies`, not as a header (http/event.ts puts them back).
+    if (k === 'cookie') continue;
     const v = sent[k];
     if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(',') : v;
   }
   if (extra) Object.assign(headers, extra);
+  const cookies = sent.cookie?.split(/;\s*/).filter(Boolean);
   const query = url.search ? queryParameters(url.search) : undefined;
   const routeKey = route.path === '$default' ? '$default' : `${route.method} ${route.path}`;
   const now = Date.now();
@@ -344,6 +363,7 @@ export function toEvent(api: Api, req: IncomingMessage, url: Target, route: Rout
     routeKey,
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
+    cookies: cookies?.length ? cookies : undefined,
     headers,
     queryStringParameters: query && Object.keys(query).length ? query : undefined,
     pathParameters: hasAny(params) ? params : undefined,

@@ -1,6 +1,7 @@
 /**
  * Starts the local platform: the three APIs on 127.0.0.1 over one engine, and when asked the
- * operations port (ops-server.ts), with a clean shutdown.
+ * operations port (ops-server.ts) and the console (its pages and API, console-files.ts), with a clean
+ * shutdown.
  */
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,6 +14,8 @@ import type { Api } from '../shared/api.js';
 import { ROUTES } from '../http/routes.js';
 import { flushActivity } from '../activity/activity.js';
 import { createApiServer } from './http-server.js';
+import { consoleFiles } from './console-files.js';
+import { serveConsoleAt } from '../http/console-origin.js';
 import { createOpsServer } from './ops-server.js';
 import { LocalStreams } from './streams.js';
 import { startQueueWorkers } from './queue-workers.js';
@@ -25,6 +28,10 @@ export interface PlatformOptions {
   ports: Record<Api, number>;
   /** The operations port (`/healthz`, `/readyz`); none when absent (tests of the APIs). 0 picks a free one. */
   opsPort?: number;
+  /** The console's port (its pages and `/console/api/…`); none when absent. 0 picks a free one. */
+  consolePort?: number;
+  /** Where the console's built pages are (tests give their own); console/dist/ of this checkout by default. */
+  consoleDist?: string;
   /**
    * Whether this process also runs the queue consumers and sweeps (default true: a test's platform in
    * one process). `npm start` serves with false: its background processes run them (workers.ts).
@@ -36,6 +43,8 @@ export interface RunningPlatform {
   urls: Record<Api, string>;
   /** The operations port's URL, when one was asked for. */
   opsUrl?: string;
+  /** The console's URL, when one was asked for. */
+  consoleUrl?: string;
   close(): Promise<void>;
 }
 
@@ -65,6 +74,15 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
     urls[api] = await listen(server, options.ports[api]);
     servers[api] = server;
   }
+  let consoleServer: Server | undefined;
+  let consoleUrl: string | undefined;
+  if (options.consolePort !== undefined) {
+    const pages = consoleFiles(options.consoleDist);
+    consoleServer = await createApiServer('console', ROUTES, (route) => loadHandler(route.handler), undefined, { prefix: '/console/api/', serve: pages.serve });
+    consoleUrl = await listen(consoleServer, options.consolePort);
+    // The CSRF step's origin and the invitation links' base, where CONSOLE_URL names none (a port the OS picked).
+    serveConsoleAt(consoleUrl);
+  }
   // Last: a process answers ready only once it serves every API.
   const ops = options.opsPort === undefined ? undefined : createOpsServer(options.engine);
   const opsUrl = ops ? await listen(ops, options.opsPort!) : undefined;
@@ -73,12 +91,13 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
   return {
     urls,
     opsUrl,
+    consoleUrl,
     close: () =>
       (closing ??= (async () => {
         // Stop accepting, close the open streams (1001), let in-flight requests finish, drop idle
         // keep-alive sockets, write the buffered activity events, then close the engine.
         const closed = Promise.all(
-          [...Object.values(servers), ...(ops ? [ops] : [])].map(
+          [...Object.values(servers), ...(ops ? [ops] : []), ...(consoleServer ? [consoleServer] : [])].map(
             (server) =>
               new Promise<void>((resolve) => {
                 server.close(() => resolve());

@@ -29,6 +29,8 @@ export interface LocalSettings {
   ports: Record<Api, number>;
   /** The operations port (ops-server.ts), shared by the workers as the API ports are. */
   opsPort: number;
+  /** The console's port (its pages and API), shared the same way. */
+  consolePort: number;
   /** Processes serving the APIs; 1 serves them in the primary itself. */
   workers: number;
   /** Processes running the queue consumers and sweeps. */
@@ -40,6 +42,7 @@ export function localSettings(config: Settings = settings()): LocalSettings {
     dataDir: config.dataDir,
     ports: { ai: config.aiPort, data: config.dataPort, events: config.eventsPort },
     opsPort: config.opsPort,
+    consolePort: config.consolePort,
     workers: config.localWorkers,
     backgroundWorkers: config.backgroundWorkers,
   };
@@ -66,7 +69,7 @@ const SERVED_REPORT_MS = 500;
  *   background processes, whose receiver wakes instead of waiting for its next poll (a hint only).
  */
 type Message =
-  | { type: 'ready'; urls?: Record<Api, string>; opsUrl?: string }
+  | { type: 'ready'; urls?: Record<Api, string>; opsUrl?: string; consoleUrl?: string }
   | { type: 'flush-activity'; id: string }
   | { type: 'activity-flushed'; id: string }
   | { type: 'queued'; queue: keyof QueueWakeups }
@@ -82,6 +85,7 @@ const RESTART_PAUSE_MS = 500;
 export interface Supervisor {
   urls: Record<Api, string>;
   opsUrl?: string;
+  consoleUrl?: string;
   /** Has every process finish its work and close its engine; resolves once all exited. */
   close(): Promise<void>;
 }
@@ -93,7 +97,7 @@ export interface Supervisor {
 export async function startLocalPlatform(settings: LocalSettings, engine: Engine): Promise<Supervisor> {
   let closing = false;
   const httpWorkers = settings.workers > 1 ? settings.workers : 0;
-  const ready = new Map<Worker, { urls?: Record<Api, string>; opsUrl?: string }>();
+  const ready = new Map<Worker, { urls?: Record<Api, string>; opsUrl?: string; consoleUrl?: string }>();
   const background = new Set<Worker>();
   const replacements = new Set<Worker>();
   const fork = (role: 'http' | 'background') => {
@@ -139,7 +143,7 @@ export async function startLocalPlatform(settings: LocalSettings, engine: Engine
         for (const w of live()) if (w !== worker && !background.has(w)) w.send(message, () => undefined);
       }
       else if (message?.type === 'ready') {
-        ready.set(worker, { urls: message.urls, opsUrl: message.opsUrl });
+        ready.set(worker, { urls: message.urls, opsUrl: message.opsUrl, consoleUrl: message.consoleUrl });
         if (replacements.delete(worker)) log.warn(`local ${background.has(worker) ? 'background process' : 'worker'} replaced`, { pid: worker.process.pid });
         if (ready.size === httpWorkers + settings.backgroundWorkers) resolve();
       }
@@ -165,7 +169,7 @@ export async function startLocalPlatform(settings: LocalSettings, engine: Engine
   if (httpWorkers === 0) {
     // The primary serves: what it queues wakes the background processes directly, and a read of the
     // activity log in it waits for theirs.
-    served = await startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, background: false });
+    served = await startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, consolePort: settings.consolePort, background: false });
     relayQueued(wakeBackground);
     let asked = 0;
     onFlushPeers(() => new Promise<void>((resolve) => askFlush(`primary:${++asked}`, String(asked), undefined, resolve)));
@@ -177,10 +181,12 @@ export async function startLocalPlatform(settings: LocalSettings, engine: Engine
   const first = [...ready.values()].find((r) => r.urls);
   const urls = served?.urls ?? first!.urls!;
   const opsUrl = served ? served.opsUrl : first!.opsUrl;
+  const consoleUrl = served ? served.consoleUrl : first!.consoleUrl;
 
   return {
     urls,
     opsUrl,
+    consoleUrl,
     close: async () => {
       closing = true;
       const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => w !== undefined && !w.isDead());
@@ -264,7 +270,7 @@ function stopOnSignals(stop: () => Promise<void>): void {
 export async function runWorker(settings: LocalSettings): Promise<void> {
   // The primary opened the same engine first and stopped on any setting it lacked.
   const engine = await openLocalEngine('thread');
-  const starting = startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, background: false });
+  const starting = startPlatform({ engine, ports: settings.ports, opsPort: settings.opsPort, consolePort: settings.consolePort, background: false });
   // Listening before the start finishes: a shutdown asked for meanwhile waits for it, then closes.
   stopOnSignals(async () => (await starting).close());
   answerPrimary();
@@ -275,8 +281,8 @@ export async function runWorker(settings: LocalSettings): Promise<void> {
     const organizations = largeBodyTurns.takeSeen();
     if (organizations.length) process.send!({ type: 'served', organizations } satisfies Message, () => undefined);
   }, SERVED_REPORT_MS).unref();
-  const { urls, opsUrl } = await starting;
-  process.send!({ type: 'ready', urls, opsUrl } satisfies Message);
+  const { urls, opsUrl, consoleUrl } = await starting;
+  process.send!({ type: 'ready', urls, opsUrl, consoleUrl } satisfies Message);
 }
 
 /** Background process: every queue consumer and sweep over its own engine, at a lower priority. */

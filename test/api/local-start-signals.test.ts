@@ -44,7 +44,7 @@ describe('npm start under a process manager', () => {
     // A group of its own, so that every process it starts can be found (and cleaned up) by its group id.
     const npm = spawn('npm', ['start'], {
       cwd: ROOT,
-      env: { ...process.env, DATA_DIR: dataDir, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'silent', LOCAL_WORKERS: '2' },
+      env: { ...process.env, DATA_DIR: dataDir, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', CONSOLE_PORT: '0', LOG_LEVEL: 'silent', LOCAL_WORKERS: '2' },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

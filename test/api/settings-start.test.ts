@@ -44,7 +44,7 @@ function run(args: string[], env: Record<string, string>, options: { command?: s
   const started = Date.now();
   const child = spawn(options.command ?? process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', ...env },
+    env: { ...process.env, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', CONSOLE_PORT: '0', LOG_LEVEL: 'warn', ENGINE: 'embedded', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

@@ -31,7 +31,7 @@ export async function startLocalProcess(env: Record<string, string>, options: { 
     options.via === 'tsx' ? [join(ROOT, 'node_modules', '.bin', 'tsx'), ['bin/local.ts']] : [process.execPath, ['--import', 'tsx', 'bin/local.ts']];
   const child = spawn(command, args, {
     cwd: ROOT,
-    env: { ...process.env, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', LOG_LEVEL: 'silent', ...env },
+    env: { ...process.env, AI_PORT: '0', DATA_PORT: '0', EVENTS_PORT: '0', OPS_PORT: '0', CONSOLE_PORT: '0', LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   });

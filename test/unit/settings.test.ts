@@ -56,6 +56,7 @@ describe('loadSettings', () => {
       dataPort: 8081,
       eventsPort: 8082,
       opsPort: 8083,
+      consolePort: 8084,
     });
   });
 
@@ -90,6 +91,8 @@ describe('loadSettings', () => {
       DATA_PORT: '65535',
       EVENTS_PORT: '9000',
       OPS_PORT: '0',
+      CONSOLE_PORT: '65535',
+      CONSOLE_URL: 'https://console.example',
     });
     expect(s).toStrictEqual({
       engine: 'aws',
@@ -121,6 +124,8 @@ describe('loadSettings', () => {
       dataPort: 65_535,
       eventsPort: 9000,
       opsPort: 0,
+      consolePort: 65_535,
+      consoleUrl: 'https://console.example',
     });
   });
 
