@@ -53,6 +53,10 @@ function sourceHash() {
 const hash = sourceHash();
 if (ifStale && existsSync(HASH_FILE) && readFileSync(HASH_FILE, 'utf8').trim() === hash) process.exit(0);
 
+// Always the production build: under vitest (NODE_ENV=test) Vite would otherwise keep Preact's
+// development code and skip minifying, 60% more bytes than what `npm start` serves.
+process.env.NODE_ENV = 'production';
+
 let vite;
 try {
   const require = createRequire(join(ROOT, 'package.json'));
@@ -73,6 +77,7 @@ try {
   await vite.build({
     configFile: join(CONSOLE, 'vite.config.ts'),
     root: CONSOLE,
+    mode: 'production',
     logLevel: 'warn',
     build: { outDir: out, emptyOutDir: true },
   });

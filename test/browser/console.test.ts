@@ -4,14 +4,16 @@
  * a password (a breached one refused inline) and is signed in; signs out and in again; creates a
  * secret key, sees it once, calls the Data API with it over real HTTP, disables it and sees
  * `403 key_disabled`; a viewer is offered no "Create key" and the API refuses them
- * `403 role_forbidden`. A screenshot of every page goes to test/artifacts/console/ (gitignored).
+ * `403 role_forbidden`. Every page passes axe-core (no serious or critical violation) and breaks no
+ * rule of the console's CSP; a screenshot of each goes to test/artifacts/console/ (gitignored).
  *
  * Chromium comes from Debian (/usr/bin/chromium, installed by `npm test`'s pretest); without it this
  * suite fails rather than skips.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -100,6 +102,19 @@ async function accept(context: BrowserContext, token: string, email: string, pas
   return page;
 }
 
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core's serious and critical violations on the page as it is, one line each. The engine is
+ * evaluated through the DevTools protocol, which the console's CSP (script-src 'self') does not govern.
+ */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(`axe.run(document).then((r) => r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' [' + v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ') + ']'))`);
+}
+
 /** A console API call from the page itself (its cookies, its CSRF token): status and error code. */
 async function callFromPage(page: Page, method: string, path: string, body?: unknown): Promise<{ status: number; code: string | null }> {
   return page.evaluate(`(async () => {
@@ -144,7 +159,6 @@ describe('the console in a browser', () => {
     await page.goto(`${consoleUrl}/invite#${token}`);
     await heading(page, 'Join Development').waitFor();
     expect(await page.getByText('You are invited as').textContent()).toContain('owner');
-    await shot(page, 'invite');
 
     // A password from the breach list: the API's words under the field, nothing signed in.
     await page.getByLabel('Password', { exact: true }).fill('Password1234');
@@ -171,7 +185,6 @@ describe('the console in a browser', () => {
 
     await page.getByRole('button', { name: 'Sign out' }).click();
     await heading(page, 'Sign in').waitFor();
-    await shot(page, 'sign-in');
     await page.goto(`${consoleUrl}/keys`);
     await heading(page, 'Sign in').waitFor();
     await page.getByLabel('Email').fill(OWNER.email);
@@ -240,13 +253,41 @@ describe('the console in a browser', () => {
     }
   }, TIMEOUT);
 
-  it('shows every page (a screenshot of each in test/artifacts/console/)', async () => {
+  it('every page passes axe-core with no serious or critical violation and breaks no CSP rule (a screenshot of each in test/artifacts/console/)', async () => {
+    const failures: string[] = [];
+    const check = async (page: Page, name: string) => {
+      await page.waitForLoadState('networkidle');
+      for (const v of await axeViolations(page)) failures.push(`${name}: ${v}`);
+      await shot(page, name);
+    };
+    const watch = (page: Page) =>
+      page.on('console', (m) => {
+        if (m.type() === 'error' && /Content Security Policy/i.test(m.text())) failures.push(`${page.url()}: ${m.text()}`);
+      });
+
     const page = await owner!.newPage();
+    watch(page);
     for (const [path, title] of PAGES) {
       await page.goto(`${consoleUrl}${path}`);
       await heading(page, title).waitFor();
-      await shot(page, path === '/' ? 'overview' : path.slice(1));
+      await check(page, path === '/' ? 'overview' : path.slice(1));
     }
     await page.close();
+
+    // The pages without a session: an invitation (not accepted) and the sign-in page.
+    const context = await browser!.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const anonymous = await context.newPage();
+      watch(anonymous);
+      await anonymous.goto(`${consoleUrl}/invite#${await invite('someone@example.com', 'developer')}`);
+      await heading(anonymous, 'Join Development').waitFor();
+      await check(anonymous, 'invite');
+      await anonymous.goto(`${consoleUrl}/sign-in`);
+      await heading(anonymous, 'Sign in').waitFor();
+      await check(anonymous, 'sign-in');
+    } finally {
+      await context.close();
+    }
+    expect(failures).toEqual([]);
   }, TIMEOUT);
 });
