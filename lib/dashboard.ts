@@ -2,14 +2,14 @@ import { Stack } from 'aws-cdk-lib';
 import { Dashboard, GraphWidget, Stats, TextWidget, type IMetric } from 'aws-cdk-lib/aws-cloudwatch';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { Construct } from 'constructs';
-import type { Api } from '../lambdas/shared/api.js';
 import type { QueueName } from '../lambdas/engine/queues.js';
 import { ALARM_PERIOD, socketMetric } from './alarms.js';
 import type { Queues } from './queues.js';
 import { platformStackName } from './stack-name.js';
 
 export interface PlatformDashboardProps {
-  readonly httpApis: Readonly<Record<Api, HttpApi>>;
+  /** Each HTTP API by its name: the three of HTTP_APIS and the console's. */
+  readonly httpApis: Readonly<Record<string, HttpApi>>;
   readonly socket: { readonly apiId: string; readonly stage: string };
   readonly queues: Queues;
 }

@@ -2,6 +2,7 @@ import { NestedStack } from 'aws-cdk-lib';
 import { HttpApi, HttpMethod, HttpRoute, HttpRouteKey, HttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import { HttpLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
 import type { IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
 import type { Api } from '../lambdas/shared/api.js';
 import { ROUTES, countsCalls, type RouteDef } from '../lambdas/http/routes.js';
@@ -13,7 +14,8 @@ import { httpApiAlarm } from './alarms.js';
 
 export const HTTP_APIS = ['ai', 'data', 'events'] as const satisfies readonly Api[];
 
-const isFallback = (r: RouteDef) => r.path === '$default';
+/** The API's `ANY $default` route: unknown paths still get the platform's answer (401 before routing), not API Gateway's 404. */
+export const isFallback = (r: RouteDef) => r.path === '$default';
 
 /**
  * The three HTTP APIs, generated from ROUTES: one function, integration and route per entry, each API
@@ -46,17 +48,30 @@ export class HttpApis extends Construct {
       this.apis[api] = httpApi;
       httpApiAlarm(scope, api, httpApi, props.alarmAction);
 
-      for (const route of routes) {
-        if (isFallback(route) && route.method !== 'ANY') throw new Error(`route ${route.id}: $default takes method ANY`);
-        const name = constructId(route.id);
-        const { fn } = new RouteFunction(scope, name, { route, description: `${api} API: ${route.method} ${route.path}`, targets: props.targets, countsCalls: countsCalls(route) });
-        new HttpRoute(scope, `${name}Route`, {
-          httpApi,
-          routeKey: isFallback(route) ? HttpRouteKey.DEFAULT : HttpRouteKey.with(route.path, HttpMethod[route.method]),
-          integration: new HttpLambdaIntegration(`${name}Integration`, fn),
-        });
-      }
+      addRoutes(scope, httpApi, api, routes, props.targets);
       acknowledgeNoGatewayAuth(scope);
     }
   }
+}
+
+/**
+ * Each of `routes` (all of one API) as its own function, with the IAM and environment of its grants
+ * (RouteFunction), its integration and its API Gateway route on `httpApi`, all in `scope`: the three
+ * HTTP APIs here and the console API (lib/console.ts) are generated the one way. `environment`: settings
+ * every function of that API gets beside its grants'.
+ */
+export function addRoutes(scope: Construct, httpApi: HttpApi, api: string, routes: readonly RouteDef[], targets: GrantTargets, environment?: Readonly<Record<string, string>>): Record<string, NodejsFunction> {
+  const fns: Record<string, NodejsFunction> = {};
+  for (const route of routes) {
+    if (isFallback(route) && route.method !== 'ANY') throw new Error(`route ${route.id}: $default takes method ANY`);
+    const name = constructId(route.id);
+    const { fn } = new RouteFunction(scope, name, { route, description: `${api} API: ${route.method} ${route.path}`, targets, countsCalls: countsCalls(route), environment });
+    new HttpRoute(scope, `${name}Route`, {
+      httpApi,
+      routeKey: isFallback(route) ? HttpRouteKey.DEFAULT : HttpRouteKey.with(route.path, HttpMethod[route.method]),
+      integration: new HttpLambdaIntegration(`${name}Integration`, fn),
+    });
+    fns[route.id] = fn;
+  }
+  return fns;
 }

@@ -3,7 +3,6 @@ import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { HttpApi } from 'aws-cdk-lib/aws-apigatewayv2';
 import { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Construct } from 'constructs';
-import type { Api } from '../lambdas/shared/api.js';
 import type { QueueName } from '../lambdas/engine/queues.js';
 import { functionAlarm, queueAlarms, socketApiAlarm, tableAlarm } from './alarms.js';
 import { PlatformDashboard } from './dashboard.js';
@@ -16,7 +15,8 @@ export interface OperationsProps {
   readonly functionsOf: Construct;
   readonly queues: Queues;
   readonly tables: Readonly<Record<string, ITable>>;
-  readonly httpApis: Readonly<Record<Api, HttpApi>>;
+  /** Each HTTP API by its name: the three of HTTP_APIS and the console's. */
+  readonly httpApis: Readonly<Record<string, HttpApi>>;
   readonly socket: { readonly apiId: string; readonly stage: string };
 }
 

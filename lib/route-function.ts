@@ -8,7 +8,7 @@ import { ENV } from '../lambdas/shared/settings.js';
 import { ACTIVITY_KEY_PREFIX } from '../lambdas/activity/segments.js';
 import { RATE_WINDOW_KEY_PREFIX } from '../lambdas/shared/counters.js';
 import type { Grant } from '../lambdas/http/routes.js';
-import type { Api } from '../lambdas/shared/api.js';
+import type { RouteApi } from '../lambdas/shared/api.js';
 import type { Queues } from './queues.js';
 import type { SigningKey } from './signing.js';
 import type { ServerSecret } from './server-secret.js';
@@ -52,11 +52,13 @@ export interface GrantTargets {
 }
 
 export interface RouteFunctionProps {
-  readonly route: { readonly id: string; readonly api?: Api; readonly handler: string; readonly streamedHandler?: string; readonly grants: readonly Grant[] };
+  readonly route: { readonly id: string; readonly api?: RouteApi; readonly handler: string; readonly streamedHandler?: string; readonly grants: readonly Grant[] };
   /** The chain counts this route's calls per credential (countsCalls in lambdas/http/routes.ts). */
   readonly countsCalls?: boolean;
   readonly description: string;
   readonly targets: GrantTargets;
+  /** Settings beside the grants' (the console API's CONSOLE_URL, lib/console.ts): what its API, not a grant, needs. */
+  readonly environment?: Readonly<Record<string, string>>;
   /**
    * The route's second, response-streaming function, with its grants, from the route's
    * `streamedHandler` (behind a function URL, lib/ai-edge.ts). Its name gets `-<suffix>`, its tag key
@@ -74,7 +76,7 @@ export interface RouteFunctionProps {
  * `blobs:read` / `blobs:write` are granted on these prefixes only, so an AI function cannot read or
  * change the Data API's files (docs/decisions/knowledge-items-aws.md).
  */
-export const API_BLOB_PREFIXES: Partial<Record<Api, readonly string[]>> = {
+export const API_BLOB_PREFIXES: Partial<Record<RouteApi, readonly string[]>> = {
   ai: [KNOWLEDGE_BLOB_PREFIXES.uploads, '.staging/', KNOWLEDGE_BLOB_PREFIXES.collections, KNOWLEDGE_BLOB_PREFIXES.jobs],
 };
 
@@ -89,7 +91,7 @@ export const constructId = (routeId: string) =>
 export class RouteFunction extends Construct {
   readonly fn: NodejsFunction;
 
-  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false, streamed }: RouteFunctionProps) {
+  constructor(scope: Construct, id: string, { route, description, targets, countsCalls = false, streamed, environment: apiEnvironment }: RouteFunctionProps) {
     super(scope, id);
     if (streamed && !route.streamedHandler) throw new Error(`route ${route.id} has no streamedHandler in the route table`);
     const entry = lambdaEntry((streamed ? route.streamedHandler : route.handler)!, `route ${route.id}`);
@@ -97,7 +99,7 @@ export class RouteFunction extends Construct {
     if (functionName.length > 64) throw new Error(`route ${route.id}: function name ${functionName} exceeds 64 characters`);
 
     const grants = new Set(route.grants);
-    const environment = grantEnvironment(route.id, grants, targets);
+    const environment = { ...grantEnvironment(route.id, grants, targets), ...apiEnvironment };
 
     const { role, logGroup } = functionRoleAndLogs(this);
     this.fn = platformFunction(

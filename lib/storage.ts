@@ -14,6 +14,8 @@ export const STAGING_EXPIRY_DAYS = 7;
 export class Storage extends Construct {
   readonly table: Table;
   readonly bucket: Bucket;
+  /** The server access logs of the blob bucket (prefix `blobs/`) and the console's files bucket (`console/`, lib/console.ts). */
+  readonly accessLogs: Bucket;
 
   constructor(scope: Construct, id: string) {
     super(scope, id);
@@ -37,13 +39,14 @@ export class Storage extends Construct {
     }
 
     // S3 server access logs need a destination with SSE-S3 and no ACLs.
-    const accessLogs = new Bucket(this, 'AccessLogs', {
+    this.accessLogs = new Bucket(this, 'AccessLogs', {
       blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
       enforceSSL: true,
       encryption: BucketEncryption.S3_MANAGED,
       objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
       lifecycleRules: [{ expiration: Duration.days(365) }],
     });
+    const accessLogs = this.accessLogs;
     acknowledgeAccessLogBucket(accessLogs);
 
     this.bucket = new Bucket(this, 'Blobs', {
