@@ -1,5 +1,6 @@
 import { DefaultTokenResolver, Names, Reference, Stack, Tokenization, Validations, type IPostProcessor, type IResolvable, type IResolveContext } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
+import { Asset } from 'aws-cdk-lib/aws-s3-assets';
 // cdk-nag's own rendering of CloudFormation references in finding ids, so ours always match its findings.
 import { flattenCfnReference } from 'cdk-nag/lib/utils/flatten-cfn-reference.js';
 import type { Grant } from '../lambdas/http/routes.js';
@@ -282,3 +283,43 @@ export function acknowledgeBucketNotificationsHandler(handler: IConstruct): void
   );
 }
 
+
+/** The console's distribution (lib/console.ts): its files and the console API on one origin. */
+export function acknowledgeConsoleDistribution(distribution: IConstruct): void {
+  ack(distribution, 'AwsSolutions-CFR1', "No geo restriction: an organization's people sign in from wherever they are; access is decided by the session checks of every console API function.");
+  ack(
+    distribution,
+    'AwsSolutions-CFR2',
+    'No WAF web ACL: every console API call is checked inside its function (session, CSRF token and Origin, role), sign-in failures are limited per account and per address (lambdas/console), and the files are public by nature (the built front-end); a WAF is an operator choice per deployment, not a default of the product.',
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR3',
+    "No CloudFront access logs: the console API's stage writes access logs of every call (lib/access-log.ts) and every console action is in the activity log with its person; the files bucket writes S3 server access logs; standard CloudFront logging would need an ACL-enabled bucket, which every bucket here disables.",
+  );
+  ack(
+    distribution,
+    'AwsSolutions-CFR4',
+    'The default CloudFront certificate allows TLS 1.0 viewers; pinning TLS 1.2 needs a custom domain and its ACM certificate, which a deployment adds with its own domain. Origins are reached over TLS 1.2 only.',
+  );
+}
+
+/**
+ * CDK's BucketDeployment of the console's files (lib/console.ts): its handler runs at deploy time only,
+ * with our own role and log group (no managed policy), and copies the built files from the CDK asset
+ * into the files bucket; the grants are CDK's, on those two buckets only.
+ */
+export function acknowledgeConsoleFilesDeployment(deployment: IConstruct, role: IConstruct, files: { arnForObjects(keys: string): string }): void {
+  const asset = deployment.node.findAll().find((c): c is Asset => c instanceof Asset);
+  if (!asset) throw new Error(`${deployment.node.path}: no CDK asset to acknowledge its read of`);
+  const iam5 = (finding: string, reason: string) => ack(role, `AwsSolutions-IAM5[${finding}]`, reason);
+  iam5(`Resource::${flat(role, asset.bucket.arnForObjects('*'))}`, "The built console's files are one CDK asset in the CDK bootstrap bucket, whose key is known at synthesis only to CDK; read only (CDK's grantRead), at deploy time.");
+  iam5(`Resource::${flat(role, files.arnForObjects('*'))}`, "A deployment writes every built file and removes the previous deployment's (prune): every object of the console's files bucket, and only that bucket.");
+  for (const action of ['s3:GetObject*', 's3:GetBucket*', 's3:List*']) iam5(`Action::${action}`, "CDK's grantRead action groups: reading the asset and listing the files bucket to prune it, on those two buckets only.");
+  iam5('Action::s3:DeleteObject*', "Pruning the previous deployment's files: CDK's grantReadWrite action group, on the console's files bucket only.");
+  iam5('Action::s3:Abort*', "CDK's grantReadWrite action group (a large file's multipart upload aborted), on the console's files bucket only.");
+  // CDK makes the handler once per stack, beside the deployment: find it by CDK's id.
+  const handler = Stack.of(deployment).node.children.find((c) => c.node.id.startsWith('Custom::CDKBucketDeployment'));
+  if (!handler) throw new Error(`${deployment.node.path}: CDK's bucket deployment handler not found`);
+  ack(handler, 'AwsSolutions-L1', "CDK's bucket deployment handler: its Python runtime is the one CDK ships it with (it runs the AWS CLI layer CDK bundles), not ours to choose; it runs at deploy time only.");
+}

@@ -23,11 +23,12 @@ import { DataEdge } from './data-edge.js';
 import { AlarmTopic } from './alarm-topic.js';
 import { Operations } from './operations.js';
 import { capConsumerConcurrency } from './consumer-concurrency.js';
+import { PlatformConsole } from './console.js';
 
 /** The WebSocket stage's access logs and the account's API Gateway CloudWatch role: the context value API_GATEWAY_CLOUDWATCH_ROLE_CONTEXT (lib/socket-api.ts). */
 export type PlatformStackProps = StackProps;
 
-/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep and checks, the knowledge queue's consumer, the knowledge jobs' consumer with the ffmpeg layer, the collections sweep, stream delivery, the Events distribution, and the AI distribution (chat streamed), and operations: alarms and the dashboard. */
+/** The whole platform: storage, the vector bucket, queues, the token signing key, the server secret, the alarm topic, the three HTTP APIs (each a nested stack), the Events WebSocket API, webhook delivery (queue consumer, outbox sweep, alarms), the jobs queue's consumer, the AI uploads sweep and checks, the knowledge queue's consumer, the knowledge jobs' consumer with the ffmpeg layer, the collections sweep, stream delivery, the Events distribution, the AI distribution (chat streamed), the console (its files and API behind one distribution), and operations: alarms and the dashboard. */
 export class PlatformStack extends Stack {
   readonly storage: Storage;
   readonly vectors: VectorBucket;
@@ -49,6 +50,7 @@ export class PlatformStack extends Stack {
   readonly knowledgeJobs: KnowledgeJobs;
   readonly ffmpeg: FfmpegLayer;
   readonly dataEdge: DataEdge;
+  readonly console: PlatformConsole;
   readonly alarms: AlarmTopic;
   readonly operations: Operations;
 
@@ -95,6 +97,8 @@ export class PlatformStack extends Stack {
     this.aiEdge = new AiEdge(this, 'AiEdge', { httpApiId: this.http.apiIds.ai, targets: httpTargets });
     // The Data API's URL: files of every size, through the upload relay (docs/decisions/large-files-aws.md).
     this.dataEdge = new DataEdge(this, 'DataEdge', { httpApiId: this.http.apiIds.data });
+    // The console: its files and its API (the route table's console rows) behind one distribution (docs/decisions/console-aws.md).
+    this.console = new PlatformConsole(this, 'Console', { targets: httpTargets, alarmAction, accessLogs: this.storage.accessLogs });
 
     // Last: every function exists now, and each gets its alarm.
     this.operations = new Operations(this, 'Operations', {
@@ -102,7 +106,7 @@ export class PlatformStack extends Stack {
       functionsOf: this,
       queues: this.queues,
       tables: { platform: this.storage.table, connections: this.socket.connections.table },
-      httpApis: this.http.apis,
+      httpApis: { ...this.http.apis, console: this.console.api },
       socket: { apiId: this.socket.apiId, stage: SOCKET_STAGE },
     });
 
@@ -117,6 +121,7 @@ export class PlatformStack extends Stack {
     new CfnOutput(this, 'EventsUrl', { value: this.eventsEdge.url, description: 'events_url: the Events API, its stream included' });
     new CfnOutput(this, 'DataUrl', { value: this.dataEdge.url, description: 'data_url: the Data API, files of every size (large PUTs relayed to S3)' });
     new CfnOutput(this, 'AiUrl', { value: this.aiEdge.url, description: 'ai_url: the AI API, chat completions streamed' });
+    new CfnOutput(this, 'ConsoleUrl', { value: this.console.url, description: "The console: people of an organization sign in here by invitation; CONSOLE_URL of the admin CLI's `org invite` (the invitation links' base)" });
     new CfnOutput(this, 'TableName', { value: this.storage.table.tableName, description: 'TABLE_NAME of the admin CLI (ENGINE=aws npm run admin): the platform table' });
     new CfnOutput(this, 'VectorBucketName', { value: this.vectors.bucketName, description: 'VECTOR_BUCKET_NAME of the admin CLI for vector-db create and delete: the S3 Vectors bucket of the vector databases' });
   }

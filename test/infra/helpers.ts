@@ -9,6 +9,7 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import type { Grant } from '../../lambdas/http/routes.js';
 import { PlatformStack } from '../../lib/platform-stack.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
+import { CONSOLE_API, CONSOLE_URL_SETTING } from '../../lib/console.js';
 import { CONSUMER_TAG, PROJECT_ROOT, SOURCE_MAP_ENVIRONMENT } from '../../lib/function-defaults.js';
 
 /** Skip esbuild in template tests: asset hashes are placeholders, synthesis takes a second. */
@@ -189,11 +190,13 @@ export const actionsOf = (statements: { actions: string[] }[]) => statements.fla
 /** What every function's environment holds beside its settings: Node's own options (source maps on). */
 export const RUNTIME_ENV_NAMES = Object.keys(SOURCE_MAP_ENVIRONMENT);
 
-/** The environment variable names a function with these grants must get, and no others. */
-export function expectedEnvNames(grants: readonly Grant[]): string[] {
+/** The environment variable names a function with these grants (of a route of `api`) must get, and no others. */
+export function expectedEnvNames(grants: readonly Grant[], api?: string): string[] {
   const g = new Set(grants);
   // Every function verifies tokens, so every one gets the signing key ids.
   const names: string[] = [ENV.engine, ENV.signingKeyIds, ...RUNTIME_ENV_NAMES];
+  // The console API's functions know the console's own origin (lib/console.ts).
+  if (api === CONSOLE_API) names.push(CONSOLE_URL_SETTING);
   if (g.has('table:read') || g.has('table:write')) names.push(ENV.tableName);
   if (g.has('blobs:read') || g.has('blobs:write')) names.push(ENV.bucketName);
   if (g.has('queue:send')) names.push(ENV.queueUrls);

@@ -117,11 +117,12 @@ describe('alarms, one per watched thing', () => {
     }
   });
 
-  it(`on each HTTP API's 5xx rate: over ${ERROR_RATE_PERCENT} % of at least ${ERROR_RATE_MIN_CALLS} calls`, () => {
+  it(`on each HTTP API's 5xx rate, the console's included: over ${ERROR_RATE_PERCENT} % of at least ${ERROR_RATE_MIN_CALLS} calls`, () => {
     const found = reading('AWS/ApiGateway/5xx', 'AWS/ApiGateway/Count');
-    expect(found).toHaveLength(HTTP_APIS.length);
-    for (const api of HTTP_APIS) {
-      const apiId = JSON.stringify([{ Name: 'ApiId', Value: { Ref: logicalIdIn(stack, stack.http.apis[api]) } }]);
+    const apis = { ...stack.http.apis, console: stack.console.api };
+    expect(found).toHaveLength(Object.keys(apis).length);
+    for (const [api, httpApi] of Object.entries(apis)) {
+      const apiId = JSON.stringify([{ Name: 'ApiId', Value: { Ref: logicalIdIn(stack, httpApi) } }]);
       const alarm = found.find((a) => metricsOf(a).every((m) => m.dimensions === apiId));
       expect(alarm, api).toBeDefined();
       expect(expression(alarm!)).toBe(`IF(calls >= ${ERROR_RATE_MIN_CALLS}, 100 * errors / calls, 0)`);
@@ -160,6 +161,7 @@ describe('the dashboard', () => {
     // The body is JSON inside a join: read it without its escapes.
     const body = JSON.stringify(dashboards[0].Properties.DashboardBody).replace(/\\/g, '');
     for (const api of HTTP_APIS) expect(body, api).toContain(JSON.stringify({ Ref: logicalIdIn(stack, stack.http.apis[api]) }));
+    expect(body, 'console').toContain(JSON.stringify({ Ref: logicalIdIn(stack, stack.console.api) }));
     for (const part of ['"Count"', '"Latency"', '"p50"', '"p99"', '"4xx"', '"5xx"', '"ConnectCount"', '"MessageCount"', '"ExecutionError"']) expect(body).toContain(part);
     for (const name of Object.keys(QUEUES) as QueueName[]) {
       for (const q of [stack.queues.byName[name].queue, stack.queues.byName[name].deadLetterQueue]) expect(body, name).toContain(logicalIdIn(stack, q));
@@ -179,9 +181,9 @@ describe('logs', () => {
       const logGroup = resources[flatLogicalId(fn.node.defaultChild as any)].Properties.LoggingConfig?.LogGroup;
       expect(groups[logGroup?.Ref], fn.node.path).toBeDefined();
     }
-    // The HTTP stages' access logs too (the WebSocket stage's only with -c apiGatewayCloudWatchRole: test/infra/regions.test.ts).
+    // The HTTP stages' access logs too, the console API's included (the WebSocket stage's only with -c apiGatewayCloudWatchRole: test/infra/regions.test.ts).
     const stages = (Object.values(template.findResources('AWS::ApiGatewayV2::Stage')) as Resource[]).filter((s) => s.Properties.StageName !== SOCKET_STAGE);
-    expect(stages).toHaveLength(3);
+    expect(stages).toHaveLength(HTTP_APIS.length + 1);
     for (const stage of stages) expect(groups[stage.Properties.AccessLogSettings.DestinationArn['Fn::GetAtt'][0]]).toBeDefined();
   });
 });

@@ -88,7 +88,7 @@ describe('functions', () => {
     for (const route of ALL_ROUTES) {
       const env = fns.get(route.id)!.props.Environment.Variables as Record<string, unknown>;
       expect(env.ENGINE).toBe('aws');
-      expect(Object.keys(env).sort(), route.id).toEqual(expectedEnvNames(route.grants));
+      expect(Object.keys(env).sort(), route.id).toEqual(expectedEnvNames(route.grants, 'api' in route ? route.api : undefined));
     }
   });
 
@@ -261,9 +261,9 @@ describe('queues', () => {
   });
 });
 
-it('outputs the three API URLs, the WebSocket URL, the Data, Events and AI URLs (the distributions), the table name and the vector bucket name, each described', () => {
+it('outputs the three API URLs, the WebSocket URL, the Data, Events and AI URLs (the distributions), the console URL, the table name and the vector bucket name, each described', () => {
   const outputs = template.findOutputs('*');
-  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'DataApiUrl', 'DataUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName', 'VectorBucketName']);
+  expect(Object.keys(outputs).sort()).toEqual(['AiApiUrl', 'AiUrl', 'ConsoleUrl', 'DataApiUrl', 'DataUrl', 'EventsApiUrl', 'EventsSocketUrl', 'EventsUrl', 'TableName', 'VectorBucketName']);
   for (const [name, output] of Object.entries(outputs)) expect(output.Description, name).toMatch(/\w{3,}.{20,}/);
   expect(outputs.TableName.Value).toEqual({ Ref: logicalIdIn(stack, stack.storage.table) });
   // What the admin CLI's `vector-db create` needs on AWS (VECTOR_BUCKET_NAME): the name, not the ARN.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { HTTP_APIS } from '../../lib/http-apis.js';
+import { CONSOLE_ROUTE_STACKS, consoleRouteStack, consoleRoutes } from '../../lib/console.js';
 import { stackTemplates, synthStack } from './helpers.js';
 
 /**
@@ -16,6 +17,8 @@ export const RESOURCE_LINE = RESOURCE_LIMIT * 0.6;
  * collections' four, and the items', query's and grounded chat's ten, now in the table.
  */
 const ROUTES_TO_COME = 3;
+/** Console routes still to come (console-plan.md's list; docs/decisions/console-aws.md): spread over CONSOLE_ROUTE_STACKS templates. */
+const CONSOLE_ROUTES_TO_COME = 80;
 
 describe('template size', () => {
   const { stack } = synthStack();
@@ -35,7 +38,24 @@ describe('template size', () => {
     expect(projected).toBeLessThan(RESOURCE_LINE);
   });
 
-  it('has the root and one nested stack per HTTP API', () => {
-    expect(templates.map((t) => t.path).sort()).toEqual(['PlatformStack', ...HTTP_APIS.map((api) => `PlatformStack/Http/${api[0].toUpperCase()}${api.slice(1)}`)].sort());
+  it("has the root, one nested stack per HTTP API, the console's, and in it one per group of console routes", () => {
+    const routeStacks = [...new Set(consoleRoutes().map((r) => consoleRouteStack(r.id)))].map((i) => `PlatformStack/Console/Stack/Routes${i}`);
+    expect(routeStacks.length).toBeGreaterThan(0);
+    expect(templates.map((t) => t.path).sort()).toEqual(
+      ['PlatformStack', ...HTTP_APIS.map((api) => `PlatformStack/Http/${api[0].toUpperCase()}${api.slice(1)}`), 'PlatformStack/Console/Stack', ...routeStacks].sort(),
+    );
+  });
+
+  it(`leaves each console routes' template room for ${CONSOLE_ROUTES_TO_COME} more console routes at what a route costs today`, () => {
+    const stacks = Object.entries(stack.console.routeStacks).map(([i, s]) => ({ i: Number(i), count: templates.find((t) => t.path === s.node.path)!.count }));
+    const routesIn = (i: number) => consoleRoutes().filter((r) => consoleRouteStack(r.id) === i).length;
+    const perRoute = Math.max(...stacks.map((s) => Math.ceil(s.count / routesIn(s.i))));
+    // Spread by the ids' hash, the next routes land anywhere: each stack gets its share, and a quarter more for the unevenness.
+    const share = Math.ceil((CONSOLE_ROUTES_TO_COME / CONSOLE_ROUTE_STACKS) * 1.25);
+    for (const s of stacks) {
+      const projected = s.count + share * perRoute;
+      console.log(`console routes ${s.i}: ${routesIn(s.i)} routes, ${s.count} resources; with ${share} more: ${projected}`);
+      expect(projected, `console routes ${s.i}`).toBeLessThan(RESOURCE_LINE);
+    }
   });
 });
