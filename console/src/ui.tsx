@@ -127,17 +127,22 @@ export function Select({
   onValue,
   options,
   hint,
+  hideLabel,
 }: {
   label: string;
   value: string;
   onValue: (v: string) => void;
   options: ReadonlyArray<readonly [value: string, text: string]>;
   hint?: string;
+  /** Inside a table row the column says what it is: the label is read, not shown. */
+  hideLabel?: boolean;
 }): JSX.Element {
   const id = useId();
   return (
     <div class="field">
-      <label for={id}>{label}</label>
+      <label for={id} class={hideLabel ? 'sr-only' : undefined}>
+        {label}
+      </label>
       <select id={id} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} aria-describedby={hint ? `${id}-hint` : undefined}>
         {options.map(([v, text]) => (
           <option key={v} value={v}>

@@ -126,7 +126,7 @@ function PersonRow({ person, me, grantable, onChanged }: { person: Person; me: M
       <td>
         {mayChange ? (
           <span class="inline">
-            <Select label={`Role of ${person.email}`} value={role} onValue={setRole} options={grantable.map((r) => [r, r] as const)} />
+            <Select hideLabel label={`Role of ${person.email}`} value={role} onValue={setRole} options={grantable.map((r) => [r, r] as const)} />
             <button type="button" onClick={save} disabled={role === person.role}>
               Save role
             </button>

@@ -147,7 +147,7 @@ function RouteForm({ route, onDone, onCancel }: { route?: ModelRoute; onDone: ()
         <label class="check">
           <input type="checkbox" checked={isDefault} onChange={(e) => setDefault((e.currentTarget as HTMLInputElement).checked)} /> The endpoint's default route
         </label>
-        {error && !error.param ? <ErrorText error={error} /> : error && !['id', 'base_url', 'model'].includes(error.param ?? '') ? <ErrorText error={error} /> : null}
+        {error && !['id', 'base_url', 'model'].includes(error.param ?? '') ? <ErrorText error={error} /> : null}
         <div class="actions">
           <button type="submit" class="primary">
             Save route
