@@ -6,7 +6,7 @@ import type { KeyValueStore, ServerSecret } from '../engine/ports.js';
 import { InvalidCursorError, openCursor, sealCursor } from '../shared/cursors.js';
 import * as z from 'zod/mini';
 import { onFirstUse } from '../shared/validate.js';
-import { APIS } from '../shared/api.js';
+import { ROUTE_APIS } from '../shared/api.js';
 import type { CredentialKind } from '../auth/principal.js';
 import { FILE_KIND, NAMED_ACTIVITY_KINDS, activityRecordOf, isActivityKind, type ActivityKind, type ActivityRecord } from './activity.js';
 import {
@@ -46,9 +46,9 @@ export const activityRecordSchema = onFirstUse(() => {
       id: z.string().check(z.regex(/^act_/), z.describe('`act_` and a ULID (sortable).')),
       at_ms: z.int().check(z.describe('Unix ms the event was recorded (for `api.call`: when the answer was final).')),
       organization_id: z.string(),
-      actor_kind: z.enum(['secret_key', 'oauth_client', 'publishable_key', 'end_user'] satisfies CredentialKind[]),
-      actor_id: z.string().check(z.describe("The key id, OAuth client id or publishable key id; for an end-user token, the end user's id.")),
-      source: z.enum(APIS),
+      actor_kind: z.enum(['secret_key', 'oauth_client', 'publishable_key', 'end_user', 'person'] satisfies CredentialKind[]),
+      actor_id: z.string().check(z.describe("The key id, OAuth client id or publishable key id; for an end-user token, the end user's id; for a person signed in to the console (`person`), the person's id.")),
+      source: z.enum(ROUTE_APIS).check(z.describe('The API called: `ai`, `data`, `events`, or `console` (the console API, called by the console\'s pages).')),
       kind: z.union([z.enum(NAMED_ACTIVITY_KINDS), z.string().check(z.regex(FILE_KIND))]).check(z.describe('`api.call`, `ai.usage`, `ai.rerank`, `record.write`, `record.delete`, `blob.*`, `file.upload.completed`, `file.download`, `file.delete`, other `file.*`.')),
       method: text('The HTTP method of the call.'),
       route: text("The route's path template (`/v1/databases/{database}`), or the raw path of a call no route matched."),

@@ -11,21 +11,25 @@ import { registerApiOrigins } from './platform-origins.js';
 
 export interface TestPlatform {
   urls: Record<Api, string>;
+  /** The console's URL (its pages and `/console/api/…`), when asked for with `console`. */
+  consoleUrl?: string;
   credentials: DevCredentials;
   engine: EmbeddedEngine;
   dataDir: string;
   close(): Promise<void>;
 }
 
-export async function startTestPlatform(options: { clock?: Clock } = {}): Promise<TestPlatform> {
+/** `console`: serve the console too (on a free port), its pages from `consoleDist` when given. */
+export async function startTestPlatform(options: { clock?: Clock; console?: boolean; consoleDist?: string } = {}): Promise<TestPlatform> {
   process.env.LOG_LEVEL ??= 'silent';
   const dataDir = mkdtempSync(join(tmpdir(), 'platform-'));
   const engine = createEmbeddedEngine({ dataDir, clock: options.clock });
   const { credentials } = await bootstrap(engine, dataDir);
-  const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 } });
+  const platform = await startPlatform({ engine, ports: { ai: 0, data: 0, events: 0 }, ...(options.console ? { consolePort: 0, consoleDist: options.consoleDist } : {}) });
   registerApiOrigins(platform.urls);
   return {
     urls: platform.urls,
+    consoleUrl: platform.consoleUrl,
     credentials,
     engine,
     dataDir,

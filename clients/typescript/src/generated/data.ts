@@ -329,11 +329,14 @@ export type components = {
             at_ms: number;
             organization_id: string;
             /** @enum {string} */
-            actor_kind: "secret_key" | "oauth_client" | "publishable_key" | "end_user";
-            /** @description The key id, OAuth client id or publishable key id; for an end-user token, the end user's id. */
+            actor_kind: "secret_key" | "oauth_client" | "publishable_key" | "end_user" | "person";
+            /** @description The key id, OAuth client id or publishable key id; for an end-user token, the end user's id; for a person signed in to the console (`person`), the person's id. */
             actor_id: string;
-            /** @enum {string} */
-            source: "ai" | "data" | "events";
+            /**
+             * @description The API called: `ai`, `data`, `events`, or `console` (the console API, called by the console's pages).
+             * @enum {string}
+             */
+            source: "ai" | "data" | "events" | "console";
             /** @description `api.call`, `ai.usage`, `ai.rerank`, `record.write`, `record.delete`, `blob.*`, `file.upload.completed`, `file.download`, `file.delete`, other `file.*`. */
             kind: ("api.call" | "ai.usage" | "ai.rerank" | "record.write" | "record.delete" | "blob.write" | "blob.read" | "blob.delete" | "file.upload.completed" | "file.download" | "file.delete") | string;
             method: string | null;
