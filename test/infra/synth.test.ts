@@ -47,10 +47,10 @@ describe('npm run synth, offline', () => {
     await withTempDir('cdk-ls-', async (out) => {
       const { stdout } = await promisify(execFile)('npx', ['cdk', 'ls', '--no-notices', '-o', out], { cwd: PROJECT_ROOT, timeout: 120_000 });
       expect(stdout.trim()).toBe('PlatformStack');
-      // The root template with its nested stacks' templates (files named by each nested stack resource).
+      // The root template with its nested stacks' templates (files named by each nested stack resource), theirs in turn (the console's route stacks).
       const read = (file: string) => JSON.parse(readFileSync(join(out, file), 'utf8'));
-      const root = read('PlatformStack.template.json');
-      const template = Template.fromJSON(flattenTemplate(root, (id) => read(root.Resources[id].Metadata['aws:asset:path'])));
+      const flat = (json: ReturnType<typeof read>): ReturnType<typeof read> => flattenTemplate(json, (id) => flat(read(json.Resources[id].Metadata['aws:asset:path'])));
+      const template = Template.fromJSON(flat(read('PlatformStack.template.json')));
       expect([...routeFunctions(template).keys()].sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
       expect([...taggedFunctions(template, CONSUMER_TAG).keys()].sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'knowledge-jobs-sweep', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
       expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()].sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
