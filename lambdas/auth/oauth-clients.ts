@@ -67,6 +67,11 @@ export class OAuthClients {
     return listPage(this.kv, query, options, (item) => item.application_id === app.id, toClient);
   }
 
+  /** Every client of the organization, oldest first (the console's list; `oauth-client list` goes by application). */
+  listOrganization(organizationId: string, options: ListOptions = {}): Promise<ListPage<OAuthClient>> {
+    return listPage(this.kv, { index: 'gsi1', pk: `org#${organizationId}`, sk: { beginsWith: 'cli#' } }, options, () => true, toClient);
+  }
+
   async get(clientId: string): Promise<OAuthClient | undefined> {
     const item = await this.kv.get(key(clientId));
     return item && toClient(item);

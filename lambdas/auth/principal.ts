@@ -56,5 +56,9 @@ export function storedPrincipal(principal: Principal): Principal {
   return stored;
 }
 
-/** Secret keys and OAuth client tokens are server credentials: they may change schemas and never come from a browser. */
-export const isServerCredential = (p: Principal) => p.kind === 'secret_key' || p.kind === 'oauth_client';
+/**
+ * Secret keys and OAuth client tokens are server credentials: they may change schemas and never come
+ * from a browser. A console person acts organization-wide like a secret key on the domain services,
+ * limited only by their role in the console's chain (the `role` step; docs/console.md).
+ */
+export const isServerCredential = (p: Principal) => p.kind === 'secret_key' || p.kind === 'oauth_client' || p.kind === 'person';

@@ -86,6 +86,13 @@ export class PublishableKeys {
     return item && toKey(item);
   }
 
+  /** A key's record by its id (never the key nor its hash), or undefined. */
+  async get(keyId: string): Promise<PublishableKey | undefined> {
+    const pointer = await this.kv.get({ pk: `pbkeyid#${keyId}`, sk: 'pbkeyid' });
+    const item = pointer && (await this.kv.get({ pk: `pbkey#${pointer.hash}`, sk: 'pbkey' }));
+    return item ? toKey(item) : undefined;
+  }
+
   /** Disables the key and takes its origins out of the preflight index. */
   async disable(keyId: string): Promise<PublishableKey> {
     const pointer = await this.kv.get({ pk: `pbkeyid#${keyId}`, sk: 'pbkeyid' });
@@ -141,6 +148,11 @@ export class PublishableKeys {
     if (!app) throw new TenantError(`no application ${applicationId}`);
     const query = { index: 'gsi1' as const, pk: `org#${app.organization_id}`, sk: { beginsWith: 'pbk#' } };
     return listPage(this.kv, query, options, (item) => item.application_id === app.id, toKey);
+  }
+
+  /** Every publishable key of the organization, oldest first (the console's list; `publishable-key list` goes by application). */
+  listOrganization(organizationId: string, options: ListOptions = {}): Promise<ListPage<PublishableKey>> {
+    return listPage(this.kv, { index: 'gsi1', pk: `org#${organizationId}`, sk: { beginsWith: 'pbk#' } }, options, () => true, toKey);
   }
 
   /** Applications whose live publishable keys list the origin. */

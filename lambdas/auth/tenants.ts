@@ -294,6 +294,13 @@ export class Tenants {
     return item && toSecretKeyRecord(item);
   }
 
+  /** A secret key's record by its id (never the secret nor its hash), or undefined. */
+  async getSecretKey(keyId: string): Promise<SecretKeyRecord | undefined> {
+    const pointer = await this.kv.get(secretKeyPointer(keyId));
+    const item = pointer && (await this.kv.get({ pk: `key#${pointer.hash}`, sk: 'key' }));
+    return item ? toSecretKeyRecord(item) : undefined;
+  }
+
   /** `organizationId`: only a key of that organization (the console's caller); another's is `no key` alike. */
   async setSecretKeyDisabled(keyId: string, disabled: boolean, organizationId?: string): Promise<SecretKeyRecord> {
     const pointer = await this.kv.get(secretKeyPointer(keyId));

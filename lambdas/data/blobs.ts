@@ -42,7 +42,8 @@ import { PlatformError } from '../shared/errors.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { newId } from '../shared/ids.js';
 import { dataHooks, type DataScope, type FileHookEvent } from './hooks.js';
-import { Databases } from './databases.js';
+import { Databases, requireServer } from './databases.js';
+import { nextPageCursor, openPage } from '../shared/cursors.js';
 import { arrivalBytesKey, arrivalKey, arrivalsOf, blobKey, blobMetaKey, uploadKey } from './keys.js';
 import { BlobRules } from './blob-rules.js';
 import { changeKey, planChangeOutbox, settleChangeOutbox, type Change, type PlannedOutbox } from './change-outbox.js';
@@ -251,6 +252,22 @@ export class BlobService {
     const item = await this.meta(database, sha256);
     if (!item) throw blobNotFound(sha256);
     return { sha256, size: Number(item.size) };
+  }
+
+  /**
+   * The database's files, by SHA-256, a page at a time (server credentials only: a browser credential
+   * sees a file only through the records it may view). The console's files page; no public route yet.
+   */
+  async list(database: string, query: { limit?: string; cursor?: string }): Promise<{ files: { sha256: string; size: number; created_at: string | null }[]; next_cursor: string | null }> {
+    requireServer(this.scope.principal, 'list files');
+    await new Databases(this.kv, () => this.scope.engine.clock.now()).get(this.scope.principal, database);
+    const binding = `data-files\n${this.org}\n${database}`;
+    const { limit, position } = await openPage(this.scope.engine.secret, query, binding, { max: 100, fallback: 50 });
+    const page = await this.kv.query({ pk: blobMetaKey(this.org, database, '').pk, limit, cursor: position });
+    return {
+      files: page.items.map((item) => ({ sha256: String(item.sk), size: Number(item.size), created_at: typeof item.created_at === 'string' ? item.created_at : null })),
+      next_cursor: await nextPageCursor(this.scope.engine.secret, page.cursor, binding),
+    };
   }
 
   /**
