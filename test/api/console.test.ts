@@ -350,3 +350,19 @@ describe('activity and serving', () => {
     expect(api.headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
   });
 });
+
+// Last: it locks the address every request of this file comes from.
+describe('per-address sign-in limit', () => {
+  it('50 failures from one address in 15 minutes lock it: 429 sign_in_limited, for any account', async () => {
+    const { email } = await personWith(p.credentials.organization_id, 'viewer');
+    clock.advance(16 * 60_000); // past the windows of the failures counted above
+    const fail = (i: number) => new Browser().call('POST', '/console/api/session', { email: `spray-${i}@example.com`, password: 'a wrong password' });
+    for (let batch = 0; batch < 5; batch++) {
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => fail(batch * 10 + i)));
+      for (const a of answers) expectError(a, 401, 'invalid_credentials');
+    }
+    expectError(await new Browser().call('POST', '/console/api/session', { email, password: STRONG }), 429, 'sign_in_limited');
+    clock.advance(15 * 60_000 + 1000);
+    expect((await new Browser().call('POST', '/console/api/session', { email, password: STRONG })).status).toBe(200);
+  }, 180_000);
+});
