@@ -17,8 +17,11 @@ export const RESOURCE_LINE = RESOURCE_LIMIT * 0.6;
  * collections' four, and the items', query's and grounded chat's ten, now in the table.
  */
 const ROUTES_TO_COME = 3;
-/** Console routes still to come (console-plan.md's list; docs/decisions/console-aws.md): spread over CONSOLE_ROUTE_STACKS templates. */
-const CONSOLE_ROUTES_TO_COME = 80;
+/**
+ * Console routes still to come (console-plan.md's list beyond the 68 in the table: Data's and Events'
+ * pages, the activity log), spread over CONSOLE_ROUTE_STACKS templates (docs/decisions/console-aws.md).
+ */
+const CONSOLE_ROUTES_TO_COME = 40;
 
 describe('template size', () => {
   const { stack } = synthStack();
