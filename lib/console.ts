@@ -23,6 +23,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { CONSOLE_SECURITY_HEADERS } from '../lambdas/http/middleware/respond.js';
 import { ROUTES, type RouteDef } from '../lambdas/http/routes.js';
 import { accessLogSettings } from './access-log.js';
 import { httpApiAlarm } from './alarms.js';
@@ -63,12 +64,12 @@ export function consoleRouteStack(routeId: string): number {
 }
 
 /**
- * The headers of every answer on the console's origin, files and console API alike (spec 5, issue 37):
- * no framing (clickjacking), scripts, styles and requests from the origin itself only, no Referer (an
- * invitation's token is in the URL's fragment, never sent; the rest of a URL is nobody's business).
- * The local server sends the same (console-plan.md).
+ * The console's security headers on every answer of its origin, files and console API alike: the ones
+ * the console API's chain sends (CONSOLE_SECURITY_HEADERS, which the local server sends on the files
+ * too): no framing (clickjacking), scripts, styles and requests from the origin itself only, no Referer,
+ * no type sniffing. On AWS CloudFront sets them (a response headers policy), plus HSTS.
  */
-export const CONSOLE_CONTENT_SECURITY_POLICY = ["default-src 'self'", "base-uri 'none'", "object-src 'none'", "form-action 'self'", "frame-ancestors 'none'"].join('; ');
+export const CONSOLE_CONTENT_SECURITY_POLICY = CONSOLE_SECURITY_HEADERS['content-security-policy'];
 /** HSTS: two years, as browsers' preload lists ask; the distribution's own name and any below it. */
 export const CONSOLE_HSTS_MAX_AGE = Duration.days(730);
 

@@ -14,6 +14,7 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { CachePolicy, OriginRequestPolicy } from 'aws-cdk-lib/aws-cloudfront';
 import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { CONSOLE_SECURITY_HEADERS } from '../../lambdas/http/middleware/respond.js';
 import { countsCalls } from '../../lambdas/http/routes.js';
 import { CONSOLE_CONTENT_SECURITY_POLICY, CONSOLE_DIST, CONSOLE_ORIGIN_IDS, CONSOLE_URL_SETTING, consoleFiles, consoleRouteStack, consoleRoutes } from '../../lib/console.js';
 import { CONSOLE_API_PATH_PATTERN, spaFallbackFunctionCode, spaFallbackHandlerSource } from '../../lib/console-edge-function.js';
@@ -161,6 +162,13 @@ describe('the distribution', () => {
     expect(h.FrameOptions).toEqual({ FrameOption: 'DENY', Override: true });
     expect(h.ContentTypeOptions).toEqual({ Override: true });
     expect(h.ReferrerPolicy).toEqual({ ReferrerPolicy: 'no-referrer', Override: true });
+    // The very headers the console API's chain and the local server send (lambdas/http/middleware/respond.ts).
+    expect(CONSOLE_SECURITY_HEADERS).toEqual({
+      'content-security-policy': h.ContentSecurityPolicy.ContentSecurityPolicy,
+      'x-frame-options': h.FrameOptions.FrameOption,
+      'referrer-policy': h.ReferrerPolicy.ReferrerPolicy,
+      'x-content-type-options': 'nosniff',
+    });
   });
 });
 
