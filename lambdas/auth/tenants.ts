@@ -256,6 +256,19 @@ export class Tenants {
   }
 
   /**
+   * Replaces an application's capabilities (spec 4.1): its credentials hold the new list within
+   * CREDENTIAL_CACHE_MS (they read it from the application when resolved).
+   */
+  async setApplicationCapabilities(id: string, capabilities: Capability[]): Promise<Application> {
+    const unknown = capabilities.filter((c) => !CAPABILITIES.includes(c));
+    if (unknown.length) throw new TenantError(`unknown capabilities: ${unknown.join(', ')} (known: ${CAPABILITIES.join(', ')})`);
+    const item = await this.kv.update({ key: { pk: `app#${id}`, sk: 'app' }, set: { capabilities: [...new Set(capabilities)] }, condition: { ifExists: true } }).catch(() => {
+      throw new TenantError(`no application ${id}`);
+    });
+    return toApplication(item);
+  }
+
+  /**
    * Creates a secret key; the secret is returned this once and only its hash is kept. `permissions`
    * narrows what it may do on Events; without it the key holds every Events permission.
    */

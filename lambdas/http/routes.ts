@@ -253,6 +253,7 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'console.dead.replay', api: 'console', method: 'POST', path: '/console/api/workspaces/{workspace_id}/dead/{event_id}/replay', handler: 'http/handlers/console/events-dead-replay', role: 'developer', grants: ['table:read', 'table:write', 'queue:send'] },
   { id: 'console.stats.get', api: 'console', method: 'GET', path: '/console/api/workspaces/{workspace_id}/stats', handler: 'http/handlers/console/events-stats', role: 'viewer', grants: ['table:read', 'table:write'] },
   { id: 'console.activity.list', api: 'console', method: 'GET', path: '/console/api/activity', handler: 'http/handlers/console/activity-list', role: 'viewer', grants: ['table:read', 'table:write', 'secret:read'] },
+  { id: 'console.applications.update', api: 'console', method: 'PATCH', path: '/console/api/applications/{application_id}', handler: 'http/handlers/console/applications-update', role: 'developer', grants: ['table:read', 'table:write'], maxBodyBytes: 4 * 1024 },
   // Console: end of helper D's rows.
   { id: 'console.fallback', api: 'console', method: 'ANY', path: '$default', handler: 'http/handlers/console/not-found', role: 'viewer', grants: ['table:read', 'table:write'] },
 ];

@@ -112,6 +112,21 @@ describe("a secret key's AI limits and routes", () => {
   });
 });
 
+describe('applications', () => {
+  it("changes an application's capabilities (the whole list); unknown ones are 400; another organization's is 404", async () => {
+    const app = await tenants().createApplication(p.credentials.workspace_id, 'caps', ['ai.chat']);
+    expectError(await viewer.call('PATCH', `/console/api/applications/${app.id}`, { capabilities: [] }), 403, 'role_forbidden');
+    const changed = await developer.call('PATCH', `/console/api/applications/${app.id}`, { capabilities: ['knowledge', 'ai.embeddings', 'knowledge'] });
+    expect(changed.status, changed.text).toBe(200);
+    expect(changed.body).toMatchObject({ id: app.id, capabilities: ['knowledge', 'ai.embeddings'] });
+    expect((await tenants().getApplication(app.id))!.capabilities).toEqual(['knowledge', 'ai.embeddings']);
+    expectError(await developer.call('PATCH', `/console/api/applications/${app.id}`, { capabilities: ['root'] }), 400, 'invalid_body', 'capabilities');
+    expectError(await developer.call('PATCH', `/console/api/applications/${app.id}`, { name: 'x' }), 400, 'unknown_field', 'name');
+    expectError(await developer.call('PATCH', `/console/api/applications/${other.app}`, { capabilities: [] }), 404, 'not_found');
+    expect((await tenants().getApplication(other.app))!.capabilities).toEqual(['ai.chat']);
+  });
+});
+
 describe('OAuth clients and publishable keys', () => {
   it('creates an OAuth client (its secret once), lists it, revokes it; a viewer may not create', async () => {
     const app = await tenants().createApplication(p.credentials.workspace_id, 'web', []);
