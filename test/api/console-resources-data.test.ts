@@ -166,7 +166,7 @@ describe('Events: subscriptions, deliveries, dead letters, stats', () => {
       body: JSON.stringify({ event: { type: 'order.paid', data: { note: XSS[0], nested: { html: XSS[1] } } } }),
     });
     expect(published.status).toBe(202);
-    const eventId = (await published.json()).accepted[0].event_id;
+    const eventId = ((await published.json()) as { accepted: { event_id: string }[] }).accepted[0].event_id;
     await waitFor('the first delivery', () => received.find((r) => r.body.includes(eventId)));
     // The delivery's five failed attempts, as the delivery consumer records them (delivery.ts).
     await recordDeadLetter(p.engine, ws, eventId, sub, { attempts: 5, last_error: 'webhook_status_503' });

@@ -88,7 +88,12 @@ describe('every grant kind', () => {
     const readers = [...ROUTES, ...SOCKET_ROUTES].filter((r) => r.grants.includes('secret:read')).map((r) => r.id);
     // The AI routes that call upstreams hold it too (lambdas/http/routes.ts); the others are listed. The
     // WebSocket function seals each connection's credential (lambdas/events/stream-credential.ts).
-    expect(readers.filter((id) => !id.startsWith('ai.')).sort()).toEqual(['data.activity.list', 'data.records.list', 'events.stream.socket', 'events.subscriptions.create', 'events.subscriptions.rotate-secret']);
+    expect(readers.filter((id) => !id.startsWith('ai.') && !id.startsWith('console.')).sort()).toEqual(['data.activity.list', 'data.records.list', 'events.stream.socket', 'events.subscriptions.create', 'events.subscriptions.rotate-secret']);
+    // The console's routes that seal list cursors, call upstreams or make signing secrets, as the public routes they stand beside.
+    expect(readers.filter((id) => id.startsWith('console.')).sort()).toEqual([
+      'console.activity.list', 'console.collections.items.list', 'console.collections.list', 'console.files.list', 'console.knowledge-jobs.list',
+      'console.records.list', 'console.routes.try', 'console.subscriptions.create', 'console.subscriptions.rotate-secret', 'console.vector-database.create',
+    ]);
     expect(readers).toEqual(expect.arrayContaining(['ai.chat.completions', 'ai.embeddings']));
     for (const [id, fn] of fns) {
       const statements = allowedStatements(template, fn).filter((s) => s.resources.includes(secretId));
