@@ -183,9 +183,10 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'data.fallback', api: 'data', method: 'ANY', path: '$default', handler: 'http/handlers/data/not-found', grants: ['table:read'] },
   { id: 'events.fallback', api: 'events', method: 'ANY', path: '$default', handler: 'http/handlers/events/not-found', grants: ['table:read'] },
   // The console API (issue 37; docs/console.md): called by the console's pages on the console's origin, with a
-  // person's session cookie. Without a session: reading and accepting an invitation, signing in.
-  { id: 'console.invitations.read', api: 'console', method: 'GET', path: '/console/api/invitations/{token}', handler: 'http/handlers/console/invitation-read', grants: ['table:read'], credentials: 'none' },
-  { id: 'console.invitations.accept', api: 'console', method: 'POST', path: '/console/api/invitations/{token}/accept', handler: 'http/handlers/console/invitation-accept', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 4 * 1024 },
+  // person's session cookie. Without a session: reading and accepting an invitation, signing in. The invitation's token
+  // travels in the body, never the path: API Gateway's and CloudFront's access logs record paths.
+  { id: 'console.invitation.lookup', api: 'console', method: 'POST', path: '/console/api/invitation/lookup', handler: 'http/handlers/console/invitation-read', grants: ['table:read'], credentials: 'none', maxBodyBytes: 1024 },
+  { id: 'console.invitation.accept', api: 'console', method: 'POST', path: '/console/api/invitation/accept', handler: 'http/handlers/console/invitation-accept', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 4 * 1024 },
   { id: 'console.session.create', api: 'console', method: 'POST', path: '/console/api/session', handler: 'http/handlers/console/session-create', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 4 * 1024 },
   { id: 'console.session.delete', api: 'console', method: 'DELETE', path: '/console/api/session', handler: 'http/handlers/console/session-delete', role: 'viewer', grants: ['table:read', 'table:write'] },
   { id: 'console.me.get', api: 'console', method: 'GET', path: '/console/api/me', handler: 'http/handlers/console/me', role: 'viewer', grants: ['table:read', 'table:write'] },

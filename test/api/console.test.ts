@@ -63,7 +63,7 @@ const tokenOf = (url: string) => /\/invite#([A-Za-z0-9_-]{43})$/.exec(url)![1];
 async function personWith(org: string, role: string, email = `${role}-${Math.random().toString(36).slice(2)}@example.com`) {
   const { invitation_url } = adminOk(p.dataDir, 'org', 'invite', '--org', org, '--email', email, '--role', role);
   const browser = new Browser();
-  const res = await browser.call('POST', `/console/api/invitations/${tokenOf(invitation_url)}/accept`, { password: STRONG });
+  const res = await browser.call('POST', '/console/api/invitation/accept', { token: tokenOf(invitation_url), password: STRONG });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return { browser, person: res.body.person, email };
 }
@@ -87,21 +87,22 @@ describe('invitations', () => {
 
   it('the first start invited the bootstrap organization\'s owner: reading it names the organization; an unknown token is 404', async () => {
     const b = new Browser();
-    const read = await b.call('GET', `/console/api/invitations/${tokenOf(p.credentials.console_invitation_url!)}`);
+    const read = await b.call('POST', '/console/api/invitation/lookup', { token: tokenOf(p.credentials.console_invitation_url!) });
     expect(read.status).toBe(200);
     expect(read.body).toEqual({ email: 'owner@platform.localhost', role: 'owner', organization: { id: p.credentials.organization_id, name: 'Development' }, expires_at: expect.any(String) });
-    expectError(await b.call('GET', `/console/api/invitations/${'A'.repeat(43)}`), 404, 'invitation_not_found');
-    expectError(await b.call('GET', '/console/api/invitations/short'), 404, 'invitation_not_found');
+    expectError(await b.call('POST', '/console/api/invitation/lookup', { token: 'A'.repeat(43) }), 404, 'invitation_not_found');
+    expectError(await b.call('POST', '/console/api/invitation/lookup', { token: 'short' }), 404, 'invitation_not_found');
   });
 
   it('refuses a short and a breached password (400 weak_password), then signs the person in once; a second accept is 409', async () => {
     const b = new Browser();
-    const path = `/console/api/invitations/${tokenOf(p.credentials.console_invitation_url!)}/accept`;
-    expectError(await b.call('POST', path, { password: 'short' }), 400, 'weak_password', 'password');
-    expectError(await b.call('POST', path, { password: 'elevenchars' }), 400, 'weak_password', 'password');
-    expectError(await b.call('POST', path, { password: 'qwerty123456' }), 400, 'weak_password', 'password');
-    expectError(await b.call('POST', path, { password: 'QWERTY123456' }), 400, 'weak_password', 'password');
-    const ok = await b.call('POST', path, { password: STRONG });
+    const path = '/console/api/invitation/accept';
+    const token = tokenOf(p.credentials.console_invitation_url!);
+    expectError(await b.call('POST', path, { token, password: 'short' }), 400, 'weak_password', 'password');
+    expectError(await b.call('POST', path, { token, password: 'elevenchars' }), 400, 'weak_password', 'password');
+    expectError(await b.call('POST', path, { token, password: 'qwerty123456' }), 400, 'weak_password', 'password');
+    expectError(await b.call('POST', path, { token, password: 'QWERTY123456' }), 400, 'weak_password', 'password');
+    const ok = await b.call('POST', path, { token, password: STRONG });
     expect(ok.status).toBe(200);
     expect(ok.body.person).toMatchObject({ email: 'owner@platform.localhost', role: 'owner', id: expect.stringMatching(/^per_/) });
     const session = ok.setCookies.find((c) => c.startsWith('session='))!;
@@ -114,21 +115,21 @@ describe('invitations', () => {
     expect(csrf).not.toContain('HttpOnly');
     expect(ok.body.csrf_token).toBe(b.csrf);
     expect((await b.call('GET', '/console/api/me')).body).toMatchObject({ person: { email: 'owner@platform.localhost', role: 'owner' }, organization: { id: p.credentials.organization_id, name: 'Development' } });
-    expectError(await new Browser().call('POST', path, { password: STRONG }), 409, 'invitation_used');
-    expectError(await new Browser().call('GET', path.replace('/accept', '')), 409, 'invitation_used');
+    expectError(await new Browser().call('POST', path, { token, password: STRONG }), 409, 'invitation_used');
+    expectError(await new Browser().call('POST', '/console/api/invitation/lookup', { token }), 409, 'invitation_used');
   });
 
   it('an expired invitation is 410', async () => {
     const { token } = await new Invitations(p.engine.kv, () => clock.now()).create({ organizationId: p.credentials.organization_id, email: 'late@example.com', role: 'viewer', expiresInMs: 60_000 });
     clock.advance(60_001);
-    expectError(await new Browser().call('GET', `/console/api/invitations/${token}`), 410, 'invitation_expired');
-    expectError(await new Browser().call('POST', `/console/api/invitations/${token}/accept`, { password: STRONG }), 410, 'invitation_expired');
+    expectError(await new Browser().call('POST', '/console/api/invitation/lookup', { token }), 410, 'invitation_expired');
+    expectError(await new Browser().call('POST', '/console/api/invitation/accept', { token, password: STRONG }), 410, 'invitation_expired');
   });
 
   it('of two accepts of one invitation at once, exactly one wins', async () => {
     const { invitation_url } = adminOk(p.dataDir, 'org', 'invite', '--org', p.credentials.organization_id, '--email', 'race@example.com', '--role', 'viewer');
-    const path = `/console/api/invitations/${tokenOf(invitation_url)}/accept`;
-    const answers = await Promise.all([new Browser().call('POST', path, { password: STRONG }), new Browser().call('POST', path, { password: STRONG })]);
+    const accept = { token: tokenOf(invitation_url), password: STRONG };
+    const answers = await Promise.all([new Browser().call('POST', '/console/api/invitation/accept', accept), new Browser().call('POST', '/console/api/invitation/accept', accept)]);
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
     expect(answers.find((a) => a.status === 409)!.body.error.code).toBe('invitation_used');
     const people = await (await signIn('owner@platform.localhost')).call('GET', '/console/api/people');
@@ -310,7 +311,7 @@ describe('people', () => {
     const listed = await adm.call('GET', '/console/api/invitations');
     expect(listed.body.data.some((i: any) => i.email === 'invited@example.com' && i.role === 'developer' && i.used_at === null)).toBe(true);
     expect(JSON.stringify(listed.body)).not.toContain(tokenOf(inv.body.invitation_url));
-    expect((await new Browser().call('POST', `/console/api/invitations/${tokenOf(inv.body.invitation_url)}/accept`, { password: STRONG })).status).toBe(200);
+    expect((await new Browser().call('POST', '/console/api/invitation/accept', { token: tokenOf(inv.body.invitation_url), password: STRONG })).status).toBe(200);
   });
 });
 
@@ -326,7 +327,7 @@ describe('activity and serving', () => {
     const record = items.find((i) => i.route === '/console/api/keys' && i.method === 'POST' && i.status === 201 && i.actor_id === me.id);
     expect(record).toMatchObject({ actor_kind: 'person', actor_id: me.id, source: 'console', organization_id: p.credentials.organization_id });
     // The invitation's accept (no session yet) is recorded under the person it signed in.
-    expect(items.some((i) => i.route === '/console/api/invitations/{token}/accept' && i.method === 'POST' && i.actor_id === me.id && i.status === 200)).toBe(true);
+    expect(items.some((i) => i.route === '/console/api/invitation/accept' && i.method === 'POST' && i.actor_id === me.id && i.status === 200)).toBe(true);
   });
 
   it('serves the pages with the security headers, index.html for unknown page paths', async () => {

@@ -58,7 +58,7 @@ export async function signedInPerson(engine: Engine, consoleUrl: string, organiz
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
   const { token } = await new Invitations(engine.kv, () => engine.clock.now()).create({ organizationId, email, role });
   const browser = new ConsoleBrowser(consoleUrl);
-  const res = await browser.call('POST', `/console/api/invitations/${token}/accept`, { password: STRONG_PASSWORD });
+  const res = await browser.call('POST', '/console/api/invitation/accept', { token, password: STRONG_PASSWORD });
   expect(res.status, res.text).toBe(200);
   return { browser, person: res.body.person as { id: string; email: string; role: string }, email };
 }

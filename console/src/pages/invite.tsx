@@ -1,11 +1,11 @@
 /**
  * `/invite#<token>`: the invitation link. The token sits in the fragment, so the browser never sends
  * it in a request line, a Referer or a server log; the page reads it and asks the API what it is
- * for, the person sets a password and is signed in at once.
+ * for (in a POST body: access logs record paths), the person sets a password and is signed in at once.
  */
 import type { JSX } from 'preact';
-import { useMemo, useState } from 'preact/hooks';
-import { api, asApiError, seg, useApi, type ApiError } from '../api';
+import { useEffect, useMemo, useState } from 'preact/hooks';
+import { api, asApiError, type ApiError } from '../api';
 import { navigate } from '../router';
 import { ErrorText, Loading, TextField, Time } from '../ui';
 import { PASSKEYS_READY, PasskeyStep } from './passkey';
@@ -28,7 +28,14 @@ export const MIN_PASSWORD_LENGTH = 12;
 
 export function InvitePage({ onSignedIn }: { onSignedIn: () => Promise<void> }): JSX.Element {
   const token = useMemo(() => decodeURIComponent(window.location.hash.slice(1)), []);
-  const invitation = useApi<Invitation>(token ? `/invitations/${seg(token)}` : null);
+  const [invitation, setInvitation] = useState<{ data?: Invitation; error?: ApiError; loading: boolean }>({ loading: !!token });
+  useEffect(() => {
+    if (!token) return;
+    api<Invitation>('POST', '/invitation/lookup', { token }).then(
+      (data) => setInvitation({ data, loading: false }),
+      (err: unknown) => setInvitation({ error: asApiError(err), loading: false }),
+    );
+  }, [token]);
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
   const [error, setError] = useState<ApiError | string | undefined>();
@@ -47,7 +54,7 @@ export function InvitePage({ onSignedIn }: { onSignedIn: () => Promise<void> }):
     if (password !== confirm) return setError('The two passwords differ.');
     setBusy(true);
     try {
-      await api('POST', `/invitations/${seg(token)}/accept`, { password });
+      await api('POST', '/invitation/accept', { token, password });
       // The token is spent: take it out of the address bar and the history entry.
       history.replaceState(null, '', '/invite');
       setAccepted(true);
