@@ -203,6 +203,15 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'console.workspaces.create', api: 'console', method: 'POST', path: '/console/api/workspaces', handler: 'http/handlers/console/workspaces-create', role: 'developer', grants: ['table:read', 'table:write'] },
   { id: 'console.applications.list', api: 'console', method: 'GET', path: '/console/api/applications', handler: 'http/handlers/console/applications-list', role: 'viewer', grants: ['table:read', 'table:write'] },
   { id: 'console.applications.create', api: 'console', method: 'POST', path: '/console/api/applications', handler: 'http/handlers/console/applications-create', role: 'developer', grants: ['table:read', 'table:write'] },
+  // Console: passkeys (helper E). WebAuthn (docs/decisions/console-passkeys.md): a signed-in person adds, lists and removes their
+  // passkeys; signing in with one needs no session and makes one as the password's sign-in does.
+  { id: 'console.passkeys.options', api: 'console', method: 'POST', path: '/console/api/passkeys/options', handler: 'http/handlers/console/passkeys-options', role: 'viewer', grants: ['table:read', 'table:write'], maxBodyBytes: 1024 },
+  { id: 'console.passkeys.create', api: 'console', method: 'POST', path: '/console/api/passkeys', handler: 'http/handlers/console/passkeys-create', role: 'viewer', grants: ['table:read', 'table:write'], maxBodyBytes: 16 * 1024 },
+  { id: 'console.passkeys.list', api: 'console', method: 'GET', path: '/console/api/passkeys', handler: 'http/handlers/console/passkeys-list', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.passkeys.delete', api: 'console', method: 'DELETE', path: '/console/api/passkeys/{passkey_id}', handler: 'http/handlers/console/passkeys-delete', role: 'viewer', grants: ['table:read', 'table:write'] },
+  { id: 'console.session.passkey.options', api: 'console', method: 'POST', path: '/console/api/session/passkey/options', handler: 'http/handlers/console/session-passkey-options', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 1024 },
+  { id: 'console.session.passkey.create', api: 'console', method: 'POST', path: '/console/api/session/passkey', handler: 'http/handlers/console/session-passkey-create', grants: ['table:read', 'table:write'], credentials: 'none', maxBodyBytes: 16 * 1024 },
+  // Console: end of helper E's rows.
   // Console: resources (helper D). The pages' AI, Data, Events, activity and organization routes over the same domain services as
   // the public APIs and the admin CLI (docs/decisions/console-resources.md); every console route also writes (its session's touch).
   { id: 'console.overview.get', api: 'console', method: 'GET', path: '/console/api/overview', handler: 'http/handlers/console/overview', role: 'viewer', grants: ['table:read', 'table:write'] },

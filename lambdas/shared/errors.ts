@@ -47,6 +47,9 @@ export const ERROR_STATUS = {
   url_destination_blocked: 400,
   // Console (issue 37): a password under 12 characters or in the breached-password list (param `password`).
   weak_password: 400,
+  // Console passkeys: a WebAuthn response that did not verify (challenge unknown, used or expired; another
+  // origin or RP ID; a bad signature; no user verification; a signature counter gone back), param `response`.
+  passkey_failed: 400,
   // 401: credentials
   missing_credentials: 401,
   invalid_credentials: 401,
@@ -91,6 +94,8 @@ export const ERROR_STATUS = {
   invitation_not_found: 404,
   person_not_found: 404,
   key_not_found: 404,
+  // Console: no passkey of that id among the signed-in person's.
+  passkey_not_found: 404,
   // 409: conflict
   already_exists: 409,
   unique_violation: 409,
@@ -115,6 +120,8 @@ export const ERROR_STATUS = {
   // Console: an invitation accepted already (single use); the organization's last owner removed or demoted.
   invitation_used: 409,
   last_owner: 409,
+  // Console: a person holds at most 20 passkeys.
+  too_many_passkeys: 409,
   // other client statuses
   collection_expired: 410,
   invitation_expired: 410,
