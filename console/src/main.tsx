@@ -20,6 +20,7 @@ import { EventsPage } from './pages/events';
 import { ActivityPage } from './pages/activity';
 import { PeoplePage } from './pages/people';
 import { ApiReferencePage } from './pages/api-reference';
+import { PasskeysPage } from './pages/passkey';
 import './styles.css';
 
 export interface PageProps {
@@ -44,6 +45,8 @@ export const PAGES: readonly PageDef[] = [
   { path: '/activity', title: 'Activity', least: 'viewer', component: ActivityPage },
   { path: '/people', title: 'People', least: 'admin', component: PeoplePage },
   { path: '/api-reference', title: 'API reference', least: 'viewer', component: ApiReferencePage },
+  // Every person's own passkeys (docs/decisions/console-passkeys.md).
+  { path: '/passkeys', title: 'Passkeys', least: 'viewer', component: PasskeysPage },
 ];
 
 const PUBLIC_PATHS = new Set(['/invite', '/sign-in']);

@@ -4,6 +4,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, asApiError, type ApiError } from '../api';
 import { navigate } from '../router';
 import { ErrorText, TextField } from '../ui';
+import { localhostAddress, passkeysUsable, signInWithPasskey } from './passkey';
 
 /** Only a path of this console (never `//host` or a URL): an open redirect would help a phisher. */
 export const safeNext = (next: string | null): string => (next && next.startsWith('/') && !next.startsWith('//') && !next.startsWith('/\\') ? next : '/');
@@ -35,6 +36,23 @@ export function SignInPage({ onSignedIn, next }: { onSignedIn: () => Promise<voi
     }
   };
 
+  /** With a passkey: the email, when typed, binds the sign-in to that person; none is needed (passkeys are discoverable). */
+  const withPasskey = async () => {
+    setBusy(true);
+    setError(undefined);
+    try {
+      await signInWithPasskey(email.trim() || undefined);
+      await onSignedIn();
+      navigate(safeNext(next), { replace: true });
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  const passkeys = passkeysUsable();
+  const elsewhere = passkeys ? null : localhostAddress();
+
   return (
     <main id="main" class="narrow">
       <h1 ref={heading}>Sign in</h1>
@@ -46,6 +64,17 @@ export function SignInPage({ onSignedIn, next }: { onSignedIn: () => Promise<voi
           {busy ? 'Signing in…' : 'Sign in'}
         </button>
       </form>
+      {passkeys ? (
+        <p>
+          <button type="button" disabled={busy} onClick={() => void withPasskey()}>
+            Sign in with a passkey
+          </button>
+        </p>
+      ) : elsewhere ? (
+        <p class="muted">
+          To sign in with a passkey, open the console at <a href={elsewhere}>{elsewhere}</a>.
+        </p>
+      ) : null}
       <p class="muted">Access is by invitation: ask an owner or admin of your organization for one.</p>
     </main>
   );
