@@ -21,6 +21,7 @@ import { log, logSoon } from '../shared/log.js';
 import { Router } from '../http/router.js';
 import { API_POLICIES } from '../http/chain.js';
 import { operationIdFor } from '../http/middleware/operation-id.js';
+import { CONSOLE_SECURITY_HEADERS } from '../http/middleware/respond.js';
 import { LARGE_BODY_BYTES, largeBodyTurns } from './large-body-turns.js';
 
 const NO_BODY = Buffer.alloc(0);
@@ -81,7 +82,7 @@ export async function createApiServer(api: RouteApi, table: readonly RouteDef[],
         if (read === undefined) {
           const err = new PlatformError(tooLargeCode(api), `The body is over ${GATEWAY_MAX_BODY_BYTES} bytes.`);
           access.requestId = randomUUID();
-          const headers: Record<string, string> = { 'content-type': 'application/json', connection: 'close', 'x-request-id': access.requestId };
+          const headers: Record<string, string> = { ...ownHeaders(api), 'content-type': 'application/json', connection: 'close', 'x-request-id': access.requestId };
           // Every AI answer echoes the operation id, this refusal too (API Gateway's own, on AWS, cannot).
           if (API_POLICIES[api].operationIds) headers['x-operation-id'] = operationIdFor(headerOf(req, 'x-operation-id'));
           access.status = 413;
@@ -117,7 +118,7 @@ export async function createApiServer(api: RouteApi, table: readonly RouteDef[],
       const err = new PlatformError('internal_error', 'The service failed to answer; retry later.');
       access.status = 500;
       access.requestId ??= randomUUID();
-      if (!res.headersSent) send(res, 500, { 'content-type': 'application/json', 'x-request-id': access.requestId }, JSON.stringify(errorBody(err)));
+      if (!res.headersSent) send(res, 500, { ...ownHeaders(api), 'content-type': 'application/json', 'x-request-id': access.requestId }, JSON.stringify(errorBody(err)));
       else res.destroy();
     } finally {
       if (access.organizationId) largeBodyTurns.seen(access.organizationId);
@@ -206,6 +207,13 @@ function accessLog(a: Access) {
 }
 
 /**
+ * Headers every answer of an API carries even when the runtime answers before the chain (a body over the
+ * gateway's limit, a request that is not HTTP, a runtime failure): the console's security headers, so no
+ * answer of the console's origin may be framed or sniffed.
+ */
+const ownHeaders = (api: RouteApi): Readonly<Record<string, string>> => (API_POLICIES[api].console ? CONSOLE_SECURITY_HEADERS : {});
+
+/**
  * A request node:http's parser refuses (duplicate Content-Length, headers over 16 KB, a malformed
  * chunk) never reaches a handler. Node would answer a bare `400 Bad Request` or `431` without a body;
  * this answers the one JSON error shape instead, as API Gateway answers its own refusals with a body,
@@ -225,8 +233,9 @@ function answerClientError(api: RouteApi, error: NodeJS.ErrnoException, socket: 
             ? new PlatformError(tooLargeCode(api), 'The chunk extensions of the body are too large.')
             : new PlatformError('invalid_body', 'The request is not valid HTTP/1.1 (for example, two Content-Length headers).');
       const body = JSON.stringify(errorBody(err));
+      const own = Object.entries(ownHeaders(api)).map(([k, v]) => `${k}: ${v}\r\n`).join('');
       socket.write(
-        `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+        `HTTP/1.1 ${err.status} ${STATUS_CODES[err.status]}\r\n${own}content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
       );
     }
   }
