@@ -2,6 +2,7 @@
  * What the console API's handlers share (no handler here): the caller as the console domain's actor,
  * the session cookies, the body and page parsing, and the tenants' errors as the console's answers.
  */
+import { isIP } from 'node:net';
 import * as z from 'zod/mini';
 import type { Engine } from '../../../engine/ports.js';
 import { LIST_MAX, TenantError, type ListOptions } from '../../../auth/tenants.js';
@@ -17,6 +18,20 @@ import type { HttpRequest, HttpResponse, RequestScope } from '../../types.js';
 export function actorOf(scope: RequestScope): Actor {
   const person = scope.principal.person!;
   return { id: person.id, organizationId: scope.principal.organizationId, role: person.role };
+}
+
+/**
+ * The caller's address for the per-address sign-in limit. On AWS the console API sits behind CloudFront:
+ * API Gateway's sourceIp is then an edge's address, shared by every viewer of that edge, and 50 failures
+ * there would lock everyone's sign-in; CloudFront passes the viewer's in `cloudfront-viewer-address`
+ * (`ip:port`). A caller going straight to the execute-api URL can write that header: the per-account
+ * limit stays the first line. Locally no CDN stands in front, and a header is the caller's say-so: the
+ * connection's address.
+ */
+export function signInAddress(req: HttpRequest, engineName: string): string | undefined {
+  const viewer = engineName === 'aws' ? req.headers['cloudfront-viewer-address'] : undefined;
+  const ip = viewer?.slice(0, Math.max(0, viewer.lastIndexOf(':')));
+  return ip && isIP(ip) ? ip : req.sourceIp;
 }
 
 export const sessionToken = (req: HttpRequest): string | undefined => readCookies(req.headers.cookie)[SESSION_COOKIE];
