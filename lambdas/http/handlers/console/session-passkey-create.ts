@@ -3,7 +3,7 @@ import { httpHandler } from '../../handler.js';
 import { signInWithPasskey } from '../../../console/passkeys.js';
 import { settings } from '../../../shared/settings.js';
 import { relyingParty } from './passkeys-relying-party.js';
-import { body, sessionToken, signedIn } from './shared.js';
+import { body, sessionToken, signedIn, signInAddress } from './shared.js';
 
 const SignIn = z.strictObject({ response: z.unknown() });
 
@@ -11,6 +11,6 @@ const SignIn = z.strictObject({ response: z.unknown() });
 export const handler = httpHandler('console.session.passkey.create', async (req, scope) => {
   const { engine } = scope;
   const { response } = body(SignIn, req);
-  const { person, session } = await signInWithPasskey(engine, { rp: relyingParty(), response, address: req.sourceIp, previousToken: sessionToken(req) }, settings().credentialCacheMs);
+  const { person, session } = await signInWithPasskey(engine, { rp: relyingParty(), response, address: signInAddress(req, engine.name), previousToken: sessionToken(req) }, settings().credentialCacheMs);
   return signedIn(scope, engine, person, session);
 });
