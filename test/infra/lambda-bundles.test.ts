@@ -337,8 +337,49 @@ function credentialedCase(route: RouteDef, viaGateway = true): Case {
   };
 }
 
+/**
+ * A console route (issue 37; lib/console.ts): a person's session cookie, not a key, and the CSRF step's
+ * Origin check against CONSOLE_URL, which the stack gives each console function (the distribution's URL,
+ * a placeholder here). With a session: none, or one the table does not hold, is `401 not_signed_in`
+ * after looking it up. Without (sign-in, invitations; all POST): a call from another origin is `403
+ * csrf_failed`; from the console's own, the route itself answers an empty body.
+ */
+function consoleCase(route: RouteDef, f: StackFunction): Case {
+  const method = route.method === 'ANY' ? 'GET' : route.method;
+  const event = (headers: Record<string, string>, cookies?: string[], body?: string) => ({ ...routed(route, httpEvent(method, samplePath(route), headers, body)), ...(cookies ? { cookies } : {}) });
+  if (route.credentials !== 'none') {
+    return {
+      events: [event({}), event({}, [`session=${'0'.repeat(43)}`])],
+      check([none, unknown], calls) {
+        for (const answer of [none, unknown]) {
+          expect(answer, JSON.stringify(answer).slice(0, 300)).toMatchObject({ statusCode: 401 });
+          expect(errorCode(answer)).toBe('not_signed_in');
+        }
+        expect(operations(calls)).toContain('DynamoDB_20120810.GetItem');
+        onlyDynamo(calls);
+      },
+    };
+  }
+  expect(route.method, route.id).toBe('POST');
+  const own = new URL(f.environment.CONSOLE_URL).origin;
+  const json = { 'content-type': 'application/json' };
+  return {
+    events: [event({ ...json, origin: 'https://elsewhere.example' }, undefined, '{}'), event({ ...json, origin: own }, undefined, '{}')],
+    check([elsewhere, fromConsole], calls) {
+      expect(elsewhere, JSON.stringify(elsewhere).slice(0, 300)).toMatchObject({ statusCode: 403 });
+      expect(errorCode(elsewhere)).toBe('csrf_failed');
+      // Its own answer: a validation error, or passkey options (which need no email).
+      const answer = answerOf(fromConsole);
+      expect(answer.status, JSON.stringify(fromConsole).slice(0, 300)).toBeLessThan(500);
+      expect(answer.code).not.toBe('csrf_failed');
+      onlyStoodIn(calls);
+    },
+  };
+}
+
 function caseOf(f: StackFunction): Case {
   const route = [...ROUTES].find((r) => r.id === f.name);
+  if (f.kind === 'route' && route?.api === 'console') return consoleCase(route, f);
   // A streamed route's second function: its own route's request (grounded chat's path carries an id).
   if (f.kind === 'stream' && route) return credentialedCase(route, false);
   if (f.kind === 'route' && route && route.credentials !== 'none') return credentialedCase(route);
