@@ -45,8 +45,8 @@ export const PAGES: readonly PageDef[] = [
   { path: '/activity', title: 'Activity', least: 'viewer', component: ActivityPage },
   { path: '/people', title: 'People', least: 'admin', component: PeoplePage },
   { path: '/api-reference', title: 'API reference', least: 'viewer', component: ApiReferencePage },
-  // Every person's own passkeys (docs/decisions/console-passkeys.md).
-  { path: '/passkeys', title: 'Passkeys', least: 'viewer', component: PasskeysPage },
+  // Every person's own sign-in: their passkeys (docs/decisions/console-passkeys.md).
+  { path: '/security', title: 'Security', least: 'viewer', component: PasskeysPage },
 ];
 
 const PUBLIC_PATHS = new Set(['/invite', '/sign-in']);

@@ -2,7 +2,7 @@
  * Console passkeys in headless Chromium (issue 37; docs/decisions/console-passkeys.md), driving the
  * built bundle with Chromium's virtual authenticator (the DevTools protocol's WebAuthn domain: a
  * platform authenticator with resident keys and user verification, its presence simulated): after an
- * invitation's password the person adds a passkey, signs out and signs in with it alone; the Passkeys
+ * invitation's password the person adds a passkey, signs out and signs in with it alone; the Security
  * page lists it, refuses a second one on the same device, removes it, and the removed passkey no longer
  * signs in; "Skip" signs in without one. The pages are opened at `http://localhost:<port>`: an IP
  * address cannot be a WebAuthn RP ID, and the page served at 127.0.0.1 offers no passkey step. Each
@@ -113,9 +113,9 @@ describe('console passkeys in a browser', () => {
     expect(held).toHaveLength(1);
     expect(held[0]).toMatchObject({ isResidentCredential: true, rpId: 'localhost' });
 
-    // The passkeys page lists it.
-    await page.getByRole('link', { name: 'Passkeys' }).click();
-    await heading(page, 'Passkeys').waitFor();
+    // The Security page lists it.
+    await page.getByRole('link', { name: 'Security' }).click();
+    await heading(page, 'Security').waitFor();
     const row = page.getByRole('row', { name: /Passkey 1/ });
     await row.waitFor();
     expect(await row.textContent()).toContain('never');
@@ -126,7 +126,7 @@ describe('console passkeys in a browser', () => {
     await page.getByRole('button', { name: 'Sign in with a passkey', exact: true }).click();
     await heading(page, 'Overview').waitFor();
     expect(await page.locator('header').textContent()).toContain(email);
-    await page.goto(`${consoleUrl}/passkeys`);
+    await page.goto(`${consoleUrl}/security`);
     await page.getByRole('row', { name: /Passkey 1/ }).waitFor();
     expect(await page.getByRole('row', { name: /Passkey 1/ }).textContent()).not.toContain('never');
     await page.screenshot({ path: join(ARTIFACTS, 'passkeys.png'), fullPage: true });
@@ -153,7 +153,7 @@ describe('console passkeys in a browser', () => {
     await context.close();
   }, TIMEOUT);
 
-  it('"Skip" signs in without a passkey; one can be added later from the Passkeys page and used', async () => {
+  it('"Skip" signs in without a passkey; one can be added later from the Security page and used', async () => {
     const email = 'passkey-later@example.com';
     const context = await browser!.newContext();
     const { page, cdp, authenticatorId } = await pageWithAuthenticator(context);
@@ -161,7 +161,7 @@ describe('console passkeys in a browser', () => {
     await page.getByRole('button', { name: 'Skip' }).click();
     await heading(page, 'Overview').waitFor();
     expect((await cdp.send('WebAuthn.getCredentials', { authenticatorId })).credentials).toEqual([]);
-    await page.goto(`${consoleUrl}/passkeys`);
+    await page.goto(`${consoleUrl}/security`);
     await page.getByText('No passkeys yet').waitFor();
     await page.getByLabel('Name (optional)').fill('Work laptop');
     await page.getByRole('button', { name: 'Add passkey' }).click();

@@ -79,7 +79,7 @@ export function PasskeyStep({ onDone }: { onDone: () => Promise<void> }): JSX.El
   return (
     <section class="stack" aria-label="Passkey">
       <p>Your password is set and you are signed in.</p>
-      <p>A passkey lets you sign in with this device's screen lock instead of the password. You can add one later under Passkeys.</p>
+      <p>A passkey lets you sign in with this device's screen lock instead of the password. You can add one later under Security.</p>
       <ErrorText error={error} />
       <div class="actions">
         <button type="button" class="primary" disabled={busy} onClick={() => void add()}>
@@ -101,7 +101,7 @@ interface Passkey {
   backed_up: boolean;
 }
 
-/** `/passkeys`: the signed-in person's passkeys; add one, remove one. */
+/** `/security`: the signed-in person's passkeys; add one, remove one. */
 export function PasskeysPage(): JSX.Element {
   const list = useApi<{ data: Passkey[] }>('/passkeys');
   const [name, setName] = useState('');
