@@ -55,8 +55,9 @@ export function ActivityPage(): JSX.Element {
       {activity.loading && !activity.data ? <Loading what="activity" /> : null}
       <ErrorText error={activity.error} />
       {activity.data && items.length === 0 ? <Empty>Nothing in this window.</Empty> : null}
+      {/* The table scrolls sideways when wide: focusable, so a keyboard can scroll it. */}
       {items.length ? (
-        <div class="table-wrap">
+        <div class="table-wrap" tabIndex={0} role="region" aria-label="Activity table">
           <table>
             <caption class="sr-only">Activity, newest first</caption>
             <thead>

@@ -295,8 +295,9 @@ function OAuthClients({ apps, mayWrite }: { apps: Application[]; mayWrite: boole
 }
 
 interface PublishableKey {
-  id?: string;
+  id: string;
   key?: string;
+  last4?: string;
   application_id: string;
   origins: string[];
   disabled?: boolean;
@@ -307,13 +308,14 @@ function PublishableKeys({ apps, mayWrite }: { apps: Application[]; mayWrite: bo
   const [app, setApp] = useState('');
   const [origins, setOrigins] = useState('');
   const [error, setError] = useState<ApiError | undefined>();
+  const [made, setMade] = useState<{ id: string; key: string } | undefined>();
   const list = listOf<PublishableKey>(keys.data, 'publishable_keys', 'keys');
-  const splitOrigins = (s: string) => s.split(/[\s,]+/).filter(Boolean);
   const create = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
     try {
-      await api('POST', '/publishable-keys', { application_id: app || apps[0]?.id, origins: splitOrigins(origins) });
+      const answer = await api<PublishableKey>('POST', '/publishable-keys', { application_id: app || apps[0]?.id, origins: splitOrigins(origins) });
+      if (answer.key) setMade({ id: answer.id, key: answer.key });
       setOrigins('');
       keys.reload();
     } catch (err) {
@@ -334,20 +336,12 @@ function PublishableKeys({ apps, mayWrite }: { apps: Application[]; mayWrite: bo
                 <th scope="col">Application</th>
                 <th scope="col">Origins</th>
                 <th scope="col">Status</th>
+                {mayWrite ? <th scope="col">Actions</th> : null}
               </tr>
             </thead>
             <tbody>
               {list.map((k) => (
-                <tr key={k.id ?? k.key}>
-                  <td>
-                    <code class="mono">{k.key ?? k.id}</code>
-                  </td>
-                  <td>
-                    <code class="mono">{k.application_id}</code>
-                  </td>
-                  <td>{(k.origins ?? []).join(' ') || '—'}</td>
-                  <td>{k.disabled ? <span class="badge off">Disabled</span> : <span class="badge on">Active</span>}</td>
-                </tr>
+                <PublishableKeyRow key={k.id} k={k} mayWrite={mayWrite} onChanged={keys.reload} />
               ))}
             </tbody>
           </table>
@@ -355,6 +349,7 @@ function PublishableKeys({ apps, mayWrite }: { apps: Application[]; mayWrite: bo
       ) : keys.data ? (
         <Empty>No publishable keys.</Empty>
       ) : null}
+      {made ? <CopyField label={`Publishable key ${made.id}`} value={made.key} hint="Not a secret: put it in the web page that calls from the origins listed." /> : null}
       {mayWrite && apps.length ? (
         <form class="inline-form" onSubmit={create}>
           <Select label="Application" value={app || apps[0]!.id} onValue={setApp} options={apps.map((a) => [a.id, a.name] as const)} />
@@ -367,3 +362,53 @@ function PublishableKeys({ apps, mayWrite }: { apps: Application[]; mayWrite: bo
   );
 }
 
+
+const splitOrigins = (s: string) => s.split(/[\s,]+/).filter(Boolean);
+
+/** A publishable key's row: its origins changed in place (`PUT …/{id}/origins`) and "Disable" (`POST …/{id}/disable`). */
+function PublishableKeyRow({ k, mayWrite, onChanged }: { k: PublishableKey; mayWrite: boolean; onChanged: () => void }): JSX.Element {
+  const [origins, setOrigins] = useState((k.origins ?? []).join(' '));
+  const [error, setError] = useState<ApiError | undefined>();
+  const call = async (method: 'PUT' | 'POST', path: string, body?: unknown) => {
+    setError(undefined);
+    try {
+      await api(method, path, body);
+      onChanged();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  return (
+    <tr>
+      <td>
+        <code class="mono">{k.id}</code> <code class="mono">{k.last4 ? `…${k.last4}` : ''}</code>
+      </td>
+      <td>
+        <code class="mono">{k.application_id}</code>
+      </td>
+      <td>
+        {mayWrite && !k.disabled ? (
+          <form
+            class="inline-form"
+            onSubmit={(e) => {
+              e.preventDefault();
+              void call('PUT', `/publishable-keys/${seg(k.id)}/origins`, { origins: splitOrigins(origins) });
+            }}
+          >
+            <TextField label={`Origins of ${k.id}`} value={origins} onValue={setOrigins} error={error?.param?.startsWith('origins') ? error : undefined} />
+            <button type="submit">Save origins</button>
+          </form>
+        ) : (
+          (k.origins ?? []).join(' ') || '—'
+        )}
+      </td>
+      <td>{k.disabled ? <span class="badge off">Disabled</span> : <span class="badge on">Active</span>}</td>
+      {mayWrite ? (
+        <td>
+          {k.disabled ? null : <ConfirmButton label="Disable" confirmLabel="Confirm disable" onConfirm={() => call('POST', `/publishable-keys/${seg(k.id)}/disable`)} />}
+          {error && !error.param?.startsWith('origins') ? <ErrorText error={error} /> : null}
+        </td>
+      ) : null}
+    </tr>
+  );
+}

@@ -64,7 +64,14 @@ export function DataPage({ me }: { me: Me }): JSX.Element {
           ) : null}
         </ol>
       </nav>
-      {!db ? <Databases mayWrite={mayWrite} /> : !collection ? <Collections db={db} mayWrite={mayWrite} /> : <Records key={`${db}/${collection}`} db={db} collection={collection} mayWrite={mayWrite} />}
+      {!db ? (
+        <Databases mayWrite={mayWrite} />
+      ) : !collection ? (
+        <>
+          <Collections db={db} mayWrite={mayWrite} />
+          <Files key={db} db={db} />
+        </>
+      ) : <Records key={`${db}/${collection}`} db={db} collection={collection} mayWrite={mayWrite} />}
     </>
   );
 }
@@ -397,6 +404,58 @@ function NewRecord({ db, collection, fields, onDone }: { db: string; collection:
           {created}
         </p>
       </form>
+    </Section>
+  );
+}
+
+interface StoredFile {
+  sha256: string;
+  size?: number;
+  created_at?: string;
+}
+
+/** The database's files (`GET /databases/{db}/blobs`), each downloaded as an attachment through the console API. */
+function Files({ db }: { db: string }): JSX.Element {
+  const pages = useCursorPages();
+  const files = useApi<unknown>(`${dbPath(db)}/blobs${pages.cursor ? `?cursor=${encodeURIComponent(pages.cursor)}` : ''}`);
+  const list = listOf<StoredFile>(files.data, 'files');
+  return (
+    <Section title={`Files of ${db}`}>
+      {files.loading && !files.data ? <Loading what="files" /> : null}
+      <ErrorText error={files.error} />
+      {files.data && list.length === 0 ? <Empty>No files in this database.</Empty> : null}
+      {list.length ? (
+        <div class="table-wrap">
+          <table>
+            <caption class="sr-only">Files of {db}</caption>
+            <thead>
+              <tr>
+                <th scope="col">SHA-256</th>
+                <th scope="col">Size</th>
+                <th scope="col">Stored</th>
+                <th scope="col">Download</th>
+              </tr>
+            </thead>
+            <tbody>
+              {list.map((f) => (
+                <tr key={f.sha256}>
+                  <td>
+                    <code class="mono">{f.sha256}</code>
+                  </td>
+                  <td>{f.size === undefined ? '—' : `${f.size} bytes`}</td>
+                  <td>
+                    <Time value={f.created_at} />
+                  </td>
+                  <td>
+                    <BlobLink db={db} value={f.sha256} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ) : null}
+      <Pager label="Files" page={pages.page} nextCursor={nextCursorOf(files.data)} onNext={pages.next} onPrevious={pages.previous} />
     </Section>
   );
 }

@@ -17,8 +17,6 @@ export interface SecretKey {
   disabled: boolean;
   permissions?: string[] | null;
   created_at: string;
-  limits?: unknown;
-  routes?: string[] | null;
 }
 
 interface Application {
@@ -175,10 +173,35 @@ function KeyRow({ k, appName, me, onChanged }: { k: SecretKey; appName?: string;
   );
 }
 
-/** A key's route list (developer+) and its own AI limits (admin+), folded away under the key's id. */
+/** `GET /keys/{id}/ai`: a key's own AI limits, its budget spent and the model routes it may call (null: all). */
+interface KeyAi {
+  key_id: string;
+  limits: Record<string, unknown> | null;
+  budget?: unknown;
+  routes: string[] | null;
+}
+
+/**
+ * A key's route list (developer+) and its own AI limits (admin+), folded away under the key's id. The
+ * keys list carries neither: they are read from `GET /keys/{id}/ai` when the fold is opened, so a list
+ * of many keys costs one call, not one per key.
+ */
 function KeySettings({ k, me, onChanged }: { k: SecretKey; me: Me; onChanged: () => void }): JSX.Element {
-  const [routes, setRoutes] = useState((k.routes ?? []).join(', '));
-  const [limits, setLimits] = useState(k.limits ? JSON.stringify(k.limits, null, 2) : '{}');
+  const [open, setOpen] = useState(false);
+  const ai = useApi<KeyAi>(open ? `/keys/${seg(k.id)}/ai` : null);
+  return (
+    <details class="settings" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+      <summary>Settings</summary>
+      {ai.loading && !ai.data ? <Loading what="the key's settings" /> : null}
+      <ErrorText error={ai.error} />
+      {ai.data ? <KeySettingsForm key={k.id} k={k} ai={ai.data} me={me} onChanged={() => (ai.reload(), onChanged())} /> : null}
+    </details>
+  );
+}
+
+function KeySettingsForm({ k, ai, me, onChanged }: { k: SecretKey; ai: KeyAi; me: Me; onChanged: () => void }): JSX.Element {
+  const [routes, setRoutes] = useState((ai.routes ?? []).join(', '));
+  const [limits, setLimits] = useState(ai.limits ? JSON.stringify(ai.limits, null, 2) : '{}');
   const [error, setError] = useState<ApiError | undefined>();
   const [saved, setSaved] = useState('');
   const save = async (what: 'routes' | 'limits') => {
@@ -204,8 +227,7 @@ function KeySettings({ k, me, onChanged }: { k: SecretKey; me: Me; onChanged: ()
     }
   };
   return (
-    <details class="settings">
-      <summary>Settings</summary>
+    <>
       <TextField label="Model routes it may call" value={routes} onValue={setRoutes} hint="Comma-separated route ids; empty: every route." />
       <button type="button" onClick={() => void save('routes')}>
         Save routes
@@ -217,13 +239,18 @@ function KeySettings({ k, me, onChanged }: { k: SecretKey; me: Me; onChanged: ()
             Save limits
           </button>
         </>
-      ) : k.limits ? (
-        <Json value={k.limits} />
+      ) : ai.limits ? (
+        <Json value={ai.limits} />
+      ) : null}
+      {ai.budget ? (
+        <p class="hint">
+          Budget: <code class="code">{JSON.stringify(ai.budget)}</code>
+        </p>
       ) : null}
       <p role="status" class="hint">
         {saved}
       </p>
       <ErrorText error={error} />
-    </details>
+    </>
   );
 }

@@ -6,7 +6,7 @@ import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, asApiError, listOf, useApi, type ApiError } from '../api';
 import { can, type Me } from '../roles';
-import { ErrorText, Json, Loading, Section, Select } from '../ui';
+import { ErrorText, Json, Loading, Section, Select, TextField } from '../ui';
 
 interface UsagePoint {
   /** The hour's start (ISO 8601) or Unix ms. */
@@ -50,7 +50,10 @@ export function OverviewPage({ me }: { me: Me }): JSX.Element {
         <Select label="Chart" value={metric} onValue={(v) => setMetric(v as Metric)} options={METRICS} />
         <BarChart points={points} metric={metric} />
       </Section>
-      <Section title="Limits">{data.limits ? <Json value={data.limits} /> : <p class="muted">No limits set: the platform's defaults apply.</p>}</Section>
+      <Section title="Limits">
+        {data.limits ? <Json value={data.limits} /> : <p class="muted">No limits set: the platform's defaults apply.</p>}
+        {can(me.person.role, 'admin') ? <LimitsForm limits={data.limits} onChanged={overview.reload} /> : null}
+      </Section>
       <Features features={data.features} mayChange={can(me.person.role, 'admin')} onChanged={overview.reload} />
     </>
   );
@@ -154,5 +157,42 @@ function Features({ features, mayChange, onChanged }: { features: unknown; mayCh
       </ul>
       <ErrorText error={error} />
     </Section>
+  );
+}
+
+const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrency', 'budget_usd', 'knowledge_job_cap_usd', 'knowledge_keep_source_hours'] as const;
+
+/** The organization's AI limits (admin): a number sets one, an empty field lifts it (`PUT /limits`, null lifts). */
+function LimitsForm({ limits, onChanged }: { limits: unknown; onChanged: () => void }): JSX.Element {
+  const current = (limits ?? {}) as Record<string, unknown>;
+  const [values, setValues] = useState<Record<string, string>>(Object.fromEntries(LIMIT_FIELDS.map((f) => [f, typeof current[f] === 'number' ? String(current[f]) : ''])));
+  const [error, setError] = useState<ApiError | undefined>();
+  const [saved, setSaved] = useState('');
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setError(undefined);
+    setSaved('');
+    try {
+      await api('PUT', '/limits', Object.fromEntries(LIMIT_FIELDS.map((f) => [f, values[f]!.trim() === '' ? null : Number(values[f])])));
+      setSaved('Limits saved.');
+      onChanged();
+    } catch (err) {
+      setError(asApiError(err));
+    }
+  };
+  return (
+    <details class="settings">
+      <summary>Change limits</summary>
+      <form class="stack" onSubmit={submit} aria-label="Organization limits">
+        {LIMIT_FIELDS.map((f) => (
+          <TextField key={f} label={f} type="number" value={values[f]!} onValue={(v) => setValues({ ...values, [f]: v })} error={error?.param === f ? error : undefined} />
+        ))}
+        {error && !LIMIT_FIELDS.includes(error.param as (typeof LIMIT_FIELDS)[number]) ? <ErrorText error={error} /> : null}
+        <button type="submit">Save limits</button>
+        <p role="status" class="hint">
+          {saved}
+        </p>
+      </form>
+    </details>
   );
 }

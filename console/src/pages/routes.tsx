@@ -5,15 +5,16 @@
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { api, asApiError, listOf, seg, useApi, type ApiError } from '../api';
-import { useLocation } from '../router';
+import { setParams, useLocation } from '../router';
 import { can, type Me } from '../roles';
-import { Empty, ErrorText, Json, ListFromApi, Loading, Section, Select, Tabs, TextArea, TextField } from '../ui';
+import { ConfirmButton, Empty, ErrorText, Json, ListFromApi, Loading, Section, Select, Tabs, TextArea, TextField } from '../ui';
 
 interface ModelRoute {
   id: string;
   endpoint: string;
   provider: string;
-  model?: string | null;
+  /** The upstream's model name (`model` in the PUT body names the same field). */
+  upstream_model?: string | null;
   base_url?: string | null;
   default?: boolean;
   [field: string]: unknown;
@@ -39,6 +40,10 @@ export function RoutesPage({ me }: { me: Me }): JSX.Element {
       <Tabs label="AI resources" tabs={TABS} current={tab} href={(id) => `/routes?tab=${id}`} />
       {tab === 'routes' ? (
         <ModelRoutes mayWrite={mayWrite} />
+      ) : tab === 'vector-databases' ? (
+        <VectorDatabases mayWrite={mayWrite} />
+      ) : tab === 'collections' ? (
+        <KnowledgeCollections />
       ) : (
         <Section title={TABS.find(([id]) => id === tab)?.[1] ?? 'Resources'}>
           <ListFromApi key={tab} path={`/${tab}`} keys={[tab.replace(/-/g, '_'), 'profiles', 'databases', 'collections', 'jobs']} caption={tab} empty="Nothing here yet." />
@@ -52,6 +57,7 @@ function ModelRoutes({ mayWrite }: { mayWrite: boolean }): JSX.Element {
   const routes = useApi<unknown>('/routes');
   const [editing, setEditing] = useState<ModelRoute | 'new' | undefined>();
   const [trying, setTrying] = useState<ModelRoute | undefined>();
+  const [actionError, setActionError] = useState<ApiError | undefined>();
   const list = listOf<ModelRoute>(routes.data, 'routes');
   return (
     <>
@@ -82,7 +88,7 @@ function ModelRoutes({ mayWrite }: { mayWrite: boolean }): JSX.Element {
                       <code class="mono">{r.endpoint}</code>
                     </td>
                     <td>{r.provider}</td>
-                    <td>{r.model ?? '—'}</td>
+                    <td>{r.upstream_model ?? '—'}</td>
                     <td>{r.default ? 'Yes' : 'No'}</td>
                     <td class="actions">
                       <button type="button" onClick={() => setTrying(r)}>
@@ -93,6 +99,23 @@ function ModelRoutes({ mayWrite }: { mayWrite: boolean }): JSX.Element {
                           Edit
                         </button>
                       ) : null}
+                      {mayWrite && !r.default ? (
+                        <button
+                          type="button"
+                          aria-label={`Set default: ${r.id} for ${r.endpoint}`}
+                          onClick={async () => {
+                            setActionError(undefined);
+                            try {
+                              await api('POST', `/routes/${seg(r.id)}/default`);
+                              routes.reload();
+                            } catch (err) {
+                              setActionError(asApiError(err));
+                            }
+                          }}
+                        >
+                          Set default
+                        </button>
+                      ) : null}
                     </td>
                   </tr>
                 ))}
@@ -100,6 +123,7 @@ function ModelRoutes({ mayWrite }: { mayWrite: boolean }): JSX.Element {
             </table>
           </div>
         ) : null}
+        <ErrorText error={actionError} />
       </Section>
       {editing ? (
         <RouteForm
@@ -122,7 +146,7 @@ function RouteForm({ route, onDone, onCancel }: { route?: ModelRoute; onDone: ()
   const [endpoint, setEndpoint] = useState<string>(route?.endpoint ?? ENDPOINTS[0]);
   const [provider, setProvider] = useState<string>(route?.provider ?? PROVIDERS[0]);
   const [baseUrl, setBaseUrl] = useState(route?.base_url ?? '');
-  const [model, setModel] = useState(route?.model ?? '');
+  const [model, setModel] = useState(route?.upstream_model ?? '');
   const [isDefault, setDefault] = useState(route?.default ?? false);
   const [error, setError] = useState<ApiError | undefined>();
   const fieldError = (param: string) => (error?.param === param ? error : undefined);
@@ -191,5 +215,113 @@ function TryRoute({ route }: { route: ModelRoute }): JSX.Element {
       <ErrorText error={error} />
       {answer !== undefined ? <Json value={answer} /> : null}
     </Section>
+  );
+}
+
+interface Workspace {
+  id: string;
+  name: string;
+}
+
+/**
+ * A workspace's vector database (one per workspace: `GET|POST|DELETE /workspaces/{id}/vector-database`):
+ * shown, created over an embeddings route (one charged call learns its dimensions), deleted.
+ */
+function VectorDatabases({ mayWrite }: { mayWrite: boolean }): JSX.Element {
+  const loc = useLocation();
+  const workspaces = useApi<unknown>('/workspaces');
+  const list = listOf<Workspace>(workspaces.data, 'workspaces');
+  const ws = loc.params.get('workspace') ?? list[0]?.id;
+  if (workspaces.loading && !workspaces.data) return <Loading what="workspaces" />;
+  if (workspaces.error) return <ErrorText error={workspaces.error} />;
+  if (!ws) return <Empty>No workspace yet.</Empty>;
+  return (
+    <Section title="Vector database">
+      <div class="inline-form">
+        <Select label="Workspace" value={ws} onValue={(v) => setParams({ workspace: v })} options={list.map((w) => [w.id, `${w.name} (${w.id})`] as const)} />
+      </div>
+      <VectorDatabase key={ws} ws={ws} mayWrite={mayWrite} />
+    </Section>
+  );
+}
+
+function VectorDatabase({ ws, mayWrite }: { ws: string; mayWrite: boolean }): JSX.Element {
+  const path = `/workspaces/${seg(ws)}/vector-database`;
+  const db = useApi<Record<string, unknown>>(path);
+  const routes = useApi<unknown>(mayWrite ? '/routes' : null);
+  const embeddings = listOf<ModelRoute>(routes.data, 'routes').filter((r) => r.endpoint === '/v1/embeddings');
+  const [route, setRoute] = useState('');
+  const [error, setError] = useState<ApiError | undefined>();
+  const [busy, setBusy] = useState(false);
+  const none = db.data?.state === 'none';
+  const act = async (method: 'POST' | 'DELETE') => {
+    setError(undefined);
+    setBusy(true);
+    try {
+      await api(method, path, method === 'POST' ? { embedding_route: route || embeddings[0]?.id || '' } : undefined);
+      db.reload();
+    } catch (err) {
+      setError(asApiError(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <>
+      {db.loading && !db.data ? <Loading what="the vector database" /> : null}
+      <ErrorText error={db.error} />
+      {db.data && none ? <Empty>This workspace has no vector database.</Empty> : null}
+      {db.data && !none ? <Json value={db.data} /> : null}
+      {mayWrite && none ? (
+        <form
+          class="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            void act('POST');
+          }}
+        >
+          <Select
+            label="Embeddings route"
+            value={route || embeddings[0]?.id || ''}
+            onValue={setRoute}
+            options={embeddings.length ? embeddings.map((r) => [r.id, r.id] as const) : [['', 'No embeddings route yet']]}
+            hint="One embeddings call through it learns the vectors' dimensions."
+          />
+          <button type="submit" disabled={busy || embeddings.length === 0}>
+            Create vector database
+          </button>
+        </form>
+      ) : null}
+      {mayWrite && db.data && !none && db.data.state !== 'deleting' ? <ConfirmButton label="Delete vector database" confirmLabel="Confirm delete" onConfirm={() => act('DELETE')} /> : null}
+      <ErrorText error={error} />
+    </>
+  );
+}
+
+/** Knowledge collections; one opened (`?collection=`) lists its items with their statuses and errors. */
+function KnowledgeCollections(): JSX.Element {
+  const loc = useLocation();
+  const open = loc.params.get('collection');
+  return (
+    <>
+      <Section title="Knowledge collections">
+        <ListFromApi
+          path="/collections"
+          keys={['collections']}
+          caption="Knowledge collections"
+          empty="No knowledge collections yet."
+          actions={(item) => (
+            <button type="button" onClick={() => setParams({ collection: String(item.id ?? '') }, { push: true })}>
+              Items of {String(item.name ?? item.id)}
+            </button>
+          )}
+        />
+      </Section>
+      {open ? (
+        <Section title={`Items of ${open}`}>
+          <ListFromApi key={open} path={`/collections/${seg(open)}/items`} keys={['items']} caption={`Items of ${open}`} empty="No items in this collection." />
+        </Section>
+      ) : null}
+    </>
   );
 }
