@@ -76,8 +76,8 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The console's people, invitations, passwords and sessions (issue 37): over the tenants and the ports; the
-  // breached-password list of @zxcvbn-ts/language-common (data only).
-  console: { layers: ['auth', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@zxcvbn-ts/language-common'] },
+  // breached-password list of @zxcvbn-ts/language-common (data only); WebAuthn's checks by @simplewebauthn/server (passkeys.ts).
+  console: { layers: ['auth', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@zxcvbn-ts/language-common', '@simplewebauthn/server'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
   http: { layers: ['http', 'auth', 'console', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
