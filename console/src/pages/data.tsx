@@ -353,7 +353,8 @@ function Records({ db, collection, mayWrite }: { db: string; collection: string;
         ) : null}
         <Pager label="Records" page={pages.page} nextCursor={nextCursorOf(records.data)} onNext={pages.next} onPrevious={pages.previous} />
       </Section>
-      {mayWrite ? <NewRecord db={db} collection={collection} fields={fields} onDone={records.reload} /> : null}
+      {/* Keyed by the fields: its template is made again once the collection's schema arrived. */}
+      {mayWrite ? <NewRecord key={fields.map((f) => f.name).join(',')} db={db} collection={collection} fields={fields} onDone={records.reload} /> : null}
     </>
   );
 }
