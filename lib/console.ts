@@ -23,7 +23,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { CONSOLE_SECURITY_HEADERS } from '../lambdas/http/middleware/respond.js';
+import { CONSOLE_SECURITY_HEADERS } from '../lambdas/shared/console-headers.js';
 import { ROUTES, type RouteDef } from '../lambdas/http/routes.js';
 import { accessLogSettings } from './access-log.js';
 import { httpApiAlarm } from './alarms.js';

@@ -14,7 +14,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
-import { CONSOLE_SECURITY_HEADERS } from '../http/middleware/respond.js';
+import { CONSOLE_SECURITY_HEADERS } from '../shared/console-headers.js';
 
 /** Where `npm run build:console` writes the front-end, beside this module rather than the working directory. */
 export const DEFAULT_CONSOLE_DIST = fileURLToPath(new URL('../../console/dist/', import.meta.url));

@@ -21,7 +21,7 @@ import { log, logSoon } from '../shared/log.js';
 import { Router } from '../http/router.js';
 import { API_POLICIES } from '../http/chain.js';
 import { operationIdFor } from '../http/middleware/operation-id.js';
-import { CONSOLE_SECURITY_HEADERS } from '../http/middleware/respond.js';
+import { CONSOLE_SECURITY_HEADERS } from '../shared/console-headers.js';
 import { LARGE_BODY_BYTES, largeBodyTurns } from './large-body-turns.js';
 
 const NO_BODY = Buffer.alloc(0);

@@ -97,7 +97,7 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // The stack reads the route table and the settings it must set, never a handler or a service.
   lib: {
     layers: ['lib'],
-    files: ['lambdas/http/routes.ts', 'lambdas/shared/api.ts', 'lambdas/shared/counters.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts', 'lambdas/engine/aws/staging.ts'],
+    files: ['lambdas/http/routes.ts', 'lambdas/shared/api.ts', 'lambdas/shared/counters.ts', 'lambdas/activity/segments.ts', 'lambdas/engine/queues.ts', 'lambdas/engine/aws/table.ts', 'lambdas/engine/aws/staging.ts', 'lambdas/shared/console-headers.ts'],
     // esbuild: a Lambda@Edge function's code is bundled at synthesis as NodejsFunction bundles the others.
     packages: ['aws-cdk-lib', 'constructs', 'cdk-nag', 'esbuild'],
   },

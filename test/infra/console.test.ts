@@ -14,7 +14,7 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { CachePolicy, OriginRequestPolicy } from 'aws-cdk-lib/aws-cloudfront';
 import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_SECURITY_HEADERS } from '../../lambdas/http/middleware/respond.js';
+import { CONSOLE_SECURITY_HEADERS } from '../../lambdas/shared/console-headers.js';
 import { countsCalls } from '../../lambdas/http/routes.js';
 import { CONSOLE_CONTENT_SECURITY_POLICY, CONSOLE_DIST, CONSOLE_ORIGIN_IDS, CONSOLE_URL_SETTING, consoleFiles, consoleRouteStack, consoleRoutes } from '../../lib/console.js';
 import { CONSOLE_API_PATH_PATTERN, spaFallbackFunctionCode, spaFallbackHandlerSource } from '../../lib/console-edge-function.js';

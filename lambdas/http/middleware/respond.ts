@@ -8,6 +8,7 @@ import type { LogContext } from '../../shared/log.js';
 import { PlatformError } from '../../shared/errors.js';
 import { clearedCookies } from '../cookies.js';
 import { secureCookies } from '../console-origin.js';
+import { CONSOLE_SECURITY_HEADERS } from '../../shared/console-headers.js';
 
 type Request = middy.Request<APIGatewayProxyEventV2, RouteResult, Error, PlatformContext>;
 
@@ -20,18 +21,6 @@ export interface RespondOptions {
    */
   console?: boolean;
 }
-
-/**
- * The console's security headers, on its pages and its API alike: nothing but its own scripts and
- * styles, never framed (clickjacking), no Referer sent anywhere, no type sniffing, no caching of answers
- * that may hold secrets (a new key's secret).
- */
-export const CONSOLE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
-  'content-security-policy': "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'",
-  'x-frame-options': 'DENY',
-  'referrer-policy': 'no-referrer',
-  'x-content-type-options': 'nosniff',
-};
 
 /**
  * Outermost middleware but for activity(): turns the handler's HttpResponse, or any error, into the
