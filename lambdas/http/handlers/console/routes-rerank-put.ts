@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import { httpHandler } from '../../handler.js';
 import { RerankProfiles } from '../../../vector/rerank-profiles.js';
-import { body } from './shared.js';
+import { body, checkUpstreamKey } from './shared.js';
 import { adminCall } from './owned.js';
 
 const text = z.optional(z.nullable(z.string().check(z.maxLength(2048))));
@@ -11,8 +11,10 @@ const given = <T>(v: T | null | undefined): T | undefined => (v === null ? undef
 /** PUT /console/api/rerank-profiles/{profile_id}: creates or replaces the profile, checked as `rerank-profile set` checks it (`400 invalid_body` naming the field). */
 export const handler = httpHandler('console.rerank-profiles.put', async (req, { engine, principal }) => {
   const input = body(Profile, req);
+  const profiles = new RerankProfiles(engine.kv, () => engine.clock.now());
+  checkUpstreamKey((await profiles.list(principal.organizationId)).find((p) => p.id === req.params.profile_id), input);
   const profile = await adminCall(() =>
-    new RerankProfiles(engine.kv, () => engine.clock.now()).set(principal.organizationId, {
+    profiles.set(principal.organizationId, {
       id: req.params.profile_id,
       provider: input.provider,
       base_url: given(input.base_url),

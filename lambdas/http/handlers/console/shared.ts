@@ -34,6 +34,27 @@ export function signInAddress(req: HttpRequest, engineName: string): string | un
   return ip && isIP(ip) ? ip : req.sourceIp;
 }
 
+/**
+ * An upstream key (`api_key_env` of a model route or a rerank profile) is named by the platform's operator
+ * with the admin CLI: it is an environment variable of the server or a secret of the stack, which a person
+ * of an organization must never be able to send to an address of their choosing. From the console a
+ * route or profile keeps the key it has only where the operator pointed it (same provider and base URL);
+ * naming another key is refused (`403 forbidden`). Leaving `api_key_env` out drops the key.
+ */
+export function checkUpstreamKey(
+  current: { provider: string; base_url: string | null; api_key_env: string | null } | undefined,
+  wanted: { provider: string; base_url?: string | null; api_key_env?: string | null },
+): void {
+  if (wanted.api_key_env === undefined || wanted.api_key_env === null) return;
+  if (wanted.api_key_env !== current?.api_key_env) {
+    throw new PlatformError('forbidden', "Upstream keys are named by the platform's operator with the admin CLI (`--api-key-env`), not from the console.", 'api_key_env');
+  }
+  const url = (u: string | null | undefined) => (u ?? '').replace(/\/+$/, '');
+  if (wanted.provider !== current.provider || url(wanted.base_url) !== url(current.base_url)) {
+    throw new PlatformError('forbidden', "Something that sends an upstream key keeps its provider and base URL; the platform's operator moves it with the admin CLI.", 'base_url');
+  }
+}
+
 export const sessionToken = (req: HttpRequest): string | undefined => readCookies(req.headers.cookie)[SESSION_COOKIE];
 export const csrfCookie = (req: HttpRequest): string | undefined => readCookies(req.headers.cookie)[CSRF_COOKIE];
 
