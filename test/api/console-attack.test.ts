@@ -527,6 +527,12 @@ describe("one organization's person and another's ids", () => {
       for (const leak of leaks) expect(res.text, `${route.id} leaked ${leak}`).not.toContain(leak);
       if (!names.some((n) => ownNamespace.has(n))) expect(res.status, `${route.method} ${route.path}: ${res.text}`).toBeGreaterThanOrEqual(400);
     }
+    // Lists filtered by another organization's application or workspace: refused or empty, never its things.
+    for (const path of [`/console/api/keys?application_id=${app.id}`, `/console/api/applications?workspace_id=${ws.id}`, `/console/api/oauth-clients?application_id=${app.id}`, `/console/api/publishable-keys?application_id=${app.id}`, `/console/api/collections?application_id=${app.id}`, `/console/api/knowledge-jobs?application_id=${app.id}`, `/console/api/activity?limit=100`]) {
+      const res = await A.call('GET', path);
+      expect(res.status, `${path}: ${res.text}`).toBeLessThan(500);
+      for (const leak of [...leaks, key.id, values.client_id, pubId, bee.person.id]) expect(res.text, `${path} leaked ${leak}`).not.toContain(leak);
+    }
     // The other organization's things are as they were.
     expect((await B.call('GET', '/console/api/me')).body.person.role).toBe('owner');
     const keys = (await B.call('GET', '/console/api/keys?limit=100')).body.data as { id: string; disabled?: boolean; disabled_at?: string | null }[];
