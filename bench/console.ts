@@ -71,10 +71,15 @@ async function firstLoad(browser: Browser, url: string, ready: string, cookies: 
     await page.goto(url, { waitUntil: 'commit' });
     // The page's own clock: 0 is the navigation's start; polled each animation frame.
     const ms = (await (
-      await page.waitForFunction((text) => {
-        const found = [...document.querySelectorAll('h1, h2')].some((h) => h.textContent?.trim() === text);
-        return found ? performance.now() : false;
-      }, ready, { polling: 'raf', timeout: 30_000 })
+      // A function, not a string (the console's CSP forbids eval); typed loosely: this file has no DOM types.
+      await page.waitForFunction(
+        (text: string) => {
+          const headings: Array<{ textContent: string | null }> = [...(globalThis as any).document.querySelectorAll('h1, h2')];
+          return headings.some((h) => h.textContent?.trim() === text) ? performance.now() : false;
+        },
+        ready,
+        { polling: 'raf', timeout: 30_000 },
+      )
     ).jsonValue()) as number;
     await page.waitForLoadState('networkidle');
     const sizes = await Promise.all(counted);
