@@ -5,6 +5,7 @@
  *   Data page, then found in the records page by filter, sort and paging;
  * - a subscription whose webhook URL the checks refuse shows the code at the URL field;
  * - a dead letter replayed from the Events page reaches the receiver again;
+ * - a model route edited in the page keeps what the form does not show (prices, the operator's key);
  * - a cross-site form post (a page on another origin posting a plain HTML form to the console API)
  *   is `403 csrf_failed` and changes nothing;
  * - every page and every tab of it (with data in it) passes axe-core with no serious or critical
@@ -33,6 +34,7 @@ import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js
 import { startPlatform, type RunningPlatform } from '../../lambdas/local/platform.js';
 import { Invitations } from '../../lambdas/console/invitations.js';
 import { recordDeadLetter } from '../../lambdas/events/dead-letters.js';
+import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 
 const TIMEOUT = 180_000;
@@ -269,6 +271,31 @@ describe('the console pages against the console API', () => {
     expect((await seed('GET', '/keys')).data.length).toBe(before);
     // The session the form rode on still works for the console itself.
     expect((await api.call('GET', '/console/api/me')).status).toBe(200);
+  }, TIMEOUT);
+
+  it("edits a model route in the page without losing what the form does not show (its prices, the operator's upstream key)", async () => {
+    // As the operator's `route set --api-key-env … --price-in-per-mtok …` makes it.
+    await new ModelRoutes(engine!.kv, () => engine!.clock.now()).set(credentials.organization_id, {
+      id: 'priced',
+      endpoint: '/v1/chat/completions',
+      provider: 'openai-compatible',
+      base_url: 'https://api.openai.com/v1',
+      upstream_model: 'gpt-4o',
+      api_key_env: 'OPENAI_API_KEY',
+      price_in_per_mtok: 2.5,
+      price_out_per_mtok: 10,
+      max_tokens: 2048,
+    });
+    const page = await owner!.newPage();
+    await page.goto(`${consoleUrl}/routes`);
+    await page.getByRole('row').filter({ hasText: 'priced' }).getByRole('button', { name: 'Edit' }).click();
+    const form = page.getByRole('form', { name: 'Edit route priced' });
+    await form.getByLabel('Upstream model').fill('gpt-4o-2024-11-20');
+    await form.getByRole('button', { name: 'Save route' }).click();
+    await page.getByRole('cell', { name: 'gpt-4o-2024-11-20' }).waitFor();
+    const route = (await seed('GET', '/routes')).data.find((r: { id: string }) => r.id === 'priced');
+    expect(route).toMatchObject({ upstream_model: 'gpt-4o-2024-11-20', api_key_env: 'OPENAI_API_KEY', price_in_per_mtok: 2.5, price_out_per_mtok: 10, max_tokens: 2048 });
+    await page.close();
   }, TIMEOUT);
 
   it('every page and tab passes axe-core (no serious or critical violation) and breaks no CSP rule; a screenshot of each', async () => {

@@ -9,6 +9,15 @@ import { setParams, useLocation } from '../router';
 import { can, type Me } from '../roles';
 import { ConfirmButton, Empty, ErrorText, Json, ListFromApi, Loading, Section, Select, Tabs, TextArea, TextField } from '../ui';
 
+/**
+ * What `PUT /routes/{id}` would otherwise reset: it replaces the whole route, and this form edits only
+ * endpoint, provider, base URL, model and default, so an edit sends the route's other settings back
+ * (its prices above all: without them its calls would go unpriced past the budget).
+ */
+const KEPT_FIELDS = ['max_tokens', 'tools', 'timeout_ms', 'tiers', 'price_in_per_mtok', 'price_out_per_mtok', 'price_per_minute', 'max_answer_bytes', 'max_event_bytes'] as const;
+const kept = (route: ModelRoute | undefined): Record<string, unknown> =>
+  route ? Object.fromEntries(KEPT_FIELDS.filter((f) => route[f] !== undefined).map((f) => [f, route[f]])) : {};
+
 interface ModelRoute {
   id: string;
   endpoint: string;
@@ -16,6 +25,7 @@ interface ModelRoute {
   /** The upstream's model name (`model` in the PUT body names the same field). */
   upstream_model?: string | null;
   base_url?: string | null;
+  api_key_env?: string | null;
   default?: boolean;
   [field: string]: unknown;
 }
@@ -150,11 +160,13 @@ function RouteForm({ route, onDone, onCancel }: { route?: ModelRoute; onDone: ()
   const [isDefault, setDefault] = useState(route?.default ?? false);
   const [error, setError] = useState<ApiError | undefined>();
   const fieldError = (param: string) => (error?.param === param ? error : undefined);
+  // The route's upstream key stays only where the operator pointed it (the console may not name one).
+  const keepsKey = !!route?.api_key_env && provider === route.provider && baseUrl.replace(/\/+$/, '') === (route.base_url ?? '').replace(/\/+$/, '');
   const submit = async (e: Event) => {
     e.preventDefault();
     setError(undefined);
     try {
-      await api('PUT', `/routes/${seg(id)}`, { endpoint, provider, base_url: baseUrl || undefined, model: model || undefined, default: isDefault });
+      await api('PUT', `/routes/${seg(id)}`, { ...kept(route), endpoint, provider, base_url: baseUrl || undefined, model: model || undefined, default: isDefault, api_key_env: keepsKey ? route!.api_key_env : undefined });
       onDone();
     } catch (err) {
       setError(asApiError(err));
@@ -166,7 +178,17 @@ function RouteForm({ route, onDone, onCancel }: { route?: ModelRoute; onDone: ()
         <TextField label="Route id" value={id} onValue={setId} readOnly={route !== undefined} error={fieldError('id')} hint="What callers put in `model`." />
         <Select label="Endpoint" value={endpoint} onValue={setEndpoint} options={ENDPOINTS.map((e) => [e, e] as const)} />
         <Select label="Provider" value={provider} onValue={setProvider} options={PROVIDERS.map((p) => [p, p] as const)} />
-        <TextField label="Base URL" value={baseUrl} onValue={setBaseUrl} error={fieldError('base_url')} hint="Like https://api.openai.com/v1; no user:password@ in it." />
+        <TextField
+          label="Base URL"
+          value={baseUrl}
+          onValue={setBaseUrl}
+          error={fieldError('base_url')}
+          hint={
+            route?.api_key_env
+              ? `Like https://api.openai.com/v1; no user:password@ in it. Its upstream key (${route.api_key_env}) stays while the provider and base URL do; changing either drops it (the operator names keys with the admin CLI).`
+              : 'Like https://api.openai.com/v1; no user:password@ in it.'
+          }
+        />
         <TextField label="Upstream model" value={model} onValue={setModel} error={fieldError('model')} />
         <label class="check">
           <input type="checkbox" checked={isDefault} onChange={(e) => setDefault((e.currentTarget as HTMLInputElement).checked)} /> The endpoint's default route
