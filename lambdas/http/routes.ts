@@ -265,6 +265,10 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'console.activity.list', api: 'console', method: 'GET', path: '/console/api/activity', handler: 'http/handlers/console/activity-list', role: 'viewer', grants: ['table:read', 'table:write', 'secret:read'] },
   { id: 'console.applications.update', api: 'console', method: 'PATCH', path: '/console/api/applications/{application_id}', handler: 'http/handlers/console/applications-update', role: 'developer', grants: ['table:read', 'table:write'], maxBodyBytes: 4 * 1024 },
   // Console: end of helper D's rows.
+  // Console: live tail (helper J). The Events page watches a workspace's published events by reading the stored ones after
+  // the last it showed: no lease, no ack, no subscription (docs/decisions/console-live-tail.md).
+  { id: 'console.events.tail', api: 'console', method: 'GET', path: '/console/api/workspaces/{workspace_id}/events/tail', handler: 'http/handlers/console/events-tail', role: 'viewer', grants: ['table:read', 'table:write'] },
+  // Console: end of helper J's rows.
   { id: 'console.fallback', api: 'console', method: 'ANY', path: '$default', handler: 'http/handlers/console/not-found', role: 'viewer', grants: ['table:read', 'table:write'] },
 ];
 

@@ -81,3 +81,11 @@ export function ulidTimeMs(id: string): number {
   for (let i = 0; i < 10; i++) t = t * 32 + CROCKFORD.indexOf(u[i]);
   return t;
 }
+
+/**
+ * The lowest (`first`) or highest (`last`) ULID of a millisecond: a sort-key bound that takes every id
+ * made in it (or none) in a range read.
+ */
+export function ulidBound(nowMs: number, end: 'first' | 'last'): string {
+  return timePart(nowMs) + (end === 'first' ? '0' : 'z').repeat(16);
+}
