@@ -1,4 +1,4 @@
-import { AssetHashType, DockerImage, Duration, NestedStack } from 'aws-cdk-lib';
+import { AssetHashType, DockerImage, Duration, NestedStack, RemovalPolicy } from 'aws-cdk-lib';
 import { HttpApi, HttpStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   AllowedMethods,
@@ -17,13 +17,14 @@ import { S3BucketOrigin } from 'aws-cdk-lib/aws-cloudfront-origins';
 import type { IAlarmAction } from 'aws-cdk-lib/aws-cloudwatch';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership, type IBucket } from 'aws-cdk-lib/aws-s3';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { BucketDeployment, CacheControl, Source, type ISource } from 'aws-cdk-lib/aws-s3-deployment';
 import { Construct } from 'constructs';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { CONSOLE_SECURITY_HEADERS } from '../lambdas/shared/console-headers.js';
+import { CONSOLE_ORIGIN_HEADER, CONSOLE_SECURITY_HEADERS } from '../lambdas/shared/console-headers.js';
 import { ROUTES, type RouteDef } from '../lambdas/http/routes.js';
 import { accessLogSettings } from './access-log.js';
 import { httpApiAlarm } from './alarms.js';
@@ -31,7 +32,7 @@ import { CONSOLE_API_PATH_PATTERN, spaFallbackFunctionCode } from './console-edg
 import { API_DISTRIBUTION, apiGatewayOrigin, PASS_THROUGH } from './edge.js';
 import { functionRoleAndLogs, PROJECT_ROOT } from './function-defaults.js';
 import { addRoutes, isFallback } from './http-apis.js';
-import { acknowledgeConsoleDistribution, acknowledgeConsoleFilesDeployment, acknowledgeNoGatewayAuth } from './nag.js';
+import { acknowledgeConsoleDistribution, acknowledgeConsoleFilesDeployment, acknowledgeConsoleOriginSecret, acknowledgeNoGatewayAuth } from './nag.js';
 import type { GrantTargets } from './route-function.js';
 import { platformStackName } from './stack-name.js';
 
@@ -46,6 +47,9 @@ export const consoleRoutes = (routes: readonly RouteDef[] = ROUTES): RouteDef[] 
  * invitation links start with it. On AWS it is the distribution's URL (`https://<id>.cloudfront.net`).
  */
 export const CONSOLE_URL_SETTING = 'CONSOLE_URL';
+
+/** The setting that gives a console function the value of CloudFront's origin header (lambdas/http/middleware/console-session.ts). */
+export const CONSOLE_ORIGIN_VERIFY_SETTING = 'CONSOLE_ORIGIN_VERIFY';
 
 /**
  * How many nested stacks hold the console API's route functions. A route costs about eight resources
@@ -100,6 +104,8 @@ export class PlatformConsole extends Construct {
   readonly bucket: Bucket;
   readonly distribution: Distribution;
   readonly api: HttpApi;
+  /** The value CloudFront sends in CONSOLE_ORIGIN_HEADER to the console API, and its functions expect. */
+  readonly originSecret: Secret;
   /** The console's URL, `https://<distribution domain>` (ConsoleUrl, and CONSOLE_URL of its functions). */
   readonly url: string;
   /** The nested stacks of the route functions, by their index (consoleRouteStack); only those with routes. */
@@ -132,6 +138,19 @@ export class PlatformConsole extends Construct {
     new HttpStage(s, 'Stage', { httpApi: this.api, stageName: '$default', autoDeploy: true, accessLogSettings: accessLogSettings(s, 'http') });
     httpApiAlarm(s, CONSOLE_API, this.api, props.alarmAction);
 
+    // A caller going straight to the execute-api URL could write the headers CloudFront sets
+    // (`cloudfront-viewer-address`, which the per-address sign-in limit reads): CloudFront adds a header
+    // with a value generated here at deployment, and the functions serve no request without it. Both
+    // read it through a CloudFormation dynamic reference, so the template holds only the secret's ARN.
+    this.originSecret = new Secret(s, 'OriginVerify', {
+      description: `${stackName}: the header value CloudFront sends to the console API (only calls through the console's distribution are served)`,
+      generateSecretString: { passwordLength: 48, excludePunctuation: true, includeSpace: false },
+      // Nothing is sealed with it: a new stack makes a new one.
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    acknowledgeConsoleOriginSecret(this.originSecret);
+    const originVerify = this.originSecret.secretValue.unsafeUnwrap();
+
     const headers = new ResponseHeadersPolicy(s, 'Headers', {
       comment: `${stackName}: the console's security headers`,
       securityHeadersBehavior: {
@@ -162,7 +181,7 @@ export class PlatformConsole extends Construct {
       },
       additionalBehaviors: {
         // Host stays API Gateway's (it routes by it); cookies, Origin, the CSRF header and the query pass.
-        [CONSOLE_API_PATH_PATTERN]: { origin: apiGatewayOrigin(s, this.api.apiId, CONSOLE_ORIGIN_IDS.api), ...PASS_THROUGH, responseHeadersPolicy: headers },
+        [CONSOLE_API_PATH_PATTERN]: { origin: apiGatewayOrigin(s, this.api.apiId, CONSOLE_ORIGIN_IDS.api, { [CONSOLE_ORIGIN_HEADER]: originVerify }), ...PASS_THROUGH, responseHeadersPolicy: headers },
       },
     });
     this.url = `https://${this.distribution.distributionDomainName}`;
@@ -187,7 +206,7 @@ export class PlatformConsole extends Construct {
     });
     acknowledgeConsoleFilesDeployment(files, role, this.bucket);
 
-    const environment = { [CONSOLE_URL_SETTING]: this.url };
+    const environment = { [CONSOLE_URL_SETTING]: this.url, [CONSOLE_ORIGIN_VERIFY_SETTING]: originVerify };
     for (let i = 0; i < CONSOLE_ROUTE_STACKS; i++) {
       const mine = routes.filter((r) => consoleRouteStack(r.id) === i);
       if (mine.length === 0) continue;

@@ -23,8 +23,8 @@ export const PASS_THROUGH = {
 /** The distribution-wide settings of an API front. */
 export const API_DISTRIBUTION: Pick<DistributionProps, 'httpVersion' | 'priceClass'> = { httpVersion: HttpVersion.HTTP2_AND_3, priceClass: PriceClass.PRICE_CLASS_ALL };
 
-/** An API Gateway API (HTTP or WebSocket) as an origin, by its id, reached over TLS 1.2 only. */
-export function apiGatewayOrigin(scope: Construct, apiId: string, originId: string): HttpOrigin {
+/** An API Gateway API (HTTP or WebSocket) as an origin, by its id, reached over TLS 1.2 only; `customHeaders` are added to every request CloudFront sends it. */
+export function apiGatewayOrigin(scope: Construct, apiId: string, originId: string, customHeaders?: Record<string, string>): HttpOrigin {
   const stack = Stack.of(scope);
-  return new HttpOrigin(`${apiId}.execute-api.${stack.region}.${stack.urlSuffix}`, { originId, protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY, originSslProtocols: [OriginSslPolicy.TLS_V1_2] });
+  return new HttpOrigin(`${apiId}.execute-api.${stack.region}.${stack.urlSuffix}`, { originId, protocolPolicy: OriginProtocolPolicy.HTTPS_ONLY, originSslProtocols: [OriginSslPolicy.TLS_V1_2], customHeaders });
 }

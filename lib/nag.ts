@@ -285,6 +285,15 @@ export function acknowledgeBucketNotificationsHandler(handler: IConstruct): void
 
 
 /** The console's distribution (lib/console.ts): its files and the console API on one origin. */
+/** The console API origin's verify value (lib/console.ts). */
+export function acknowledgeConsoleOriginSecret(secret: IConstruct): void {
+  ack(
+    secret,
+    'AwsSolutions-SMG4',
+    "The console API origin's verify value is read by CloudFront's origin header and the console functions' environment when the stack deploys (dynamic references); a rotation Lambda would change the secret without updating either and lock the console out. It is replaced by a deployment instead (docs/decisions/console-aws.md).",
+  );
+}
+
 export function acknowledgeConsoleDistribution(distribution: IConstruct): void {
   ack(distribution, 'AwsSolutions-CFR1', "No geo restriction: an organization's people sign in from wherever they are; access is decided by the session checks of every console API function.");
   ack(

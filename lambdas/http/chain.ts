@@ -10,7 +10,7 @@ import { acceptedCredentials, countsCalls, type RouteDef } from './routes.js';
 import type { Middleware } from './types.js';
 import { activity } from './middleware/activity.js';
 import { credentials } from './middleware/credentials.js';
-import { csrf, personSession, role } from './middleware/console-session.js';
+import { csrf, personSession, role, throughConsoleOrigin } from './middleware/console-session.js';
 import { permission, workspace } from './middleware/events-access.js';
 import { DEFAULT_MAX_BODY_BYTES, jsonBody } from './middleware/json-body.js';
 import { featureSwitch } from './middleware/feature-switch.js';
@@ -75,6 +75,8 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
       activity({ credentialed: credentialed(route) || policy.console, relatedFromPath: policy.activityRelatedFromPath, resolveAgain: !policy.console }),
   },
   { name: 'respond', build: (_route, policy) => respond({ cors: policy.browsers, console: policy.console }) },
+  // First of the console's checks: a call that did not come through the console's distribution (AWS) is refused before anything is looked up.
+  { name: 'consoleOrigin', build: (_route, policy) => (policy.console ? throughConsoleOrigin() : undefined) },
   {
     name: 'credentials',
     build: (route, policy) => {

@@ -10,3 +10,11 @@ export const CONSOLE_SECURITY_HEADERS: Readonly<Record<string, string>> = {
   'referrer-policy': 'no-referrer',
   'x-content-type-options': 'nosniff',
 };
+
+/**
+ * The header CloudFront adds to every request it sends to the console API's origin, with a value
+ * generated at deployment (setting CONSOLE_ORIGIN_VERIFY): the console API's functions serve no request
+ * without it, so a caller going straight to the execute-api URL is refused and the headers CloudFront
+ * sets (`cloudfront-viewer-address`) can be trusted (docs/decisions/console-aws.md).
+ */
+export const CONSOLE_ORIGIN_HEADER = 'x-console-origin-verify';

@@ -142,6 +142,8 @@ export interface Settings {
   opsPort: number;
   consolePort: number;
   consoleUrl?: string;
+  consoleOriginVerify?: string;
+  consoleAllowLoopbackUpstreams?: boolean;
   cdkDefaultAccount?: string;
   cdkDefaultRegion?: string;
 }
@@ -285,6 +287,19 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     url,
     undefined,
     "The console's address as people's browsers reach it: invitation links are made from it (`<CONSOLE_URL>/invite#<token>`, `org invite` included), its origin is the one the console API takes state-changing calls from, and its cookies are Secure unless it is plain http on a loopback address. Unset: `http://127.0.0.1:<CONSOLE_PORT>` (the local server's own).",
+  ),
+  consoleOriginVerify: define(
+    'CONSOLE_ORIGIN_VERIFY',
+    matching(/^[A-Za-z0-9]{32,256}$/, 'must be 32 to 256 letters and digits'),
+    undefined,
+    "aws (set by the stack from a generated Secrets Manager secret): the value CloudFront sends in the console API origin's `x-console-origin-verify` header; a console API request without it is `403 forbidden`, so only calls through the console's distribution are served (docs/decisions/console-aws.md). Unset (the local server): no such check.",
+  ),
+  // Optional (unset means off), as EVENTS_ALLOW_LOOPBACK_WEBHOOKS: only someone who sets it gets it.
+  consoleAllowLoopbackUpstreams: define(
+    'CONSOLE_ALLOW_LOOPBACK_UPSTREAMS',
+    (text) => oneOf(['0', '1'])(text) === '1',
+    undefined,
+    'Local development only: `1` lets a model route\'s or rerank profile\'s `base_url` set from the console be `http(s)://127.0.0.1`, `[::1]` or `localhost` (any port; a local model server); unset or `0` refuses them as every other private destination (docs/decisions/console-upstream-destinations.md). The admin CLI is never limited. Never set it on a deployed stack.',
   ),
   cdkDefaultAccount: define('CDK_DEFAULT_ACCOUNT', nonEmpty, undefined, '`cdk synth`/`cdk deploy` (set by the CDK CLI from the credentials): the account the stack is synthesized for.'),
   cdkDefaultRegion: define(

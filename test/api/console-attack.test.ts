@@ -22,6 +22,7 @@ import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { SignInLimits, SIGN_IN_WINDOW_MS } from '../../lambdas/console/sign-in-limits.js';
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
+import { CONSOLE_ORIGIN_HEADER } from '../../lambdas/shared/console-headers.js';
 import { signInAddress } from '../../lambdas/http/handlers/console/shared.js';
 import type { HttpRequest } from '../../lambdas/http/types.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
@@ -355,6 +356,34 @@ describe('brute-force sign-in', () => {
     expect(signInAddress(req({ 'cloudfront-viewer-address': 'garbage' }), 'aws')).toBe('130.176.1.1');
     // Locally no CDN stands in front: a header is only the caller's say-so.
     expect(signInAddress(req({ 'cloudfront-viewer-address': '198.51.100.7:50123' }, '127.0.0.1'), 'embedded')).toBe('127.0.0.1');
+  });
+
+  it("with CloudFront's origin header value set (AWS), a console API call without it is 403 forbidden before anything is looked up, a forged viewer address included", async () => {
+    freshLimits();
+    const verify = randomBytes(24).toString('hex');
+    const { email, browser } = await signedInPerson(p.engine, consoleUrl, org, 'owner');
+    useSettings({ consoleOriginVerify: verify });
+    try {
+      const forged = { 'cloudfront-viewer-address': '203.0.113.9:443' };
+      for (const headers of [forged, { ...forged, [CONSOLE_ORIGIN_HEADER]: verify.slice(1) }, { ...forged, [CONSOLE_ORIGIN_HEADER]: `${verify}x` }, { [CONSOLE_ORIGIN_HEADER.toUpperCase()]: '' }]) {
+        expectError(await new ConsoleBrowser(consoleUrl).call('POST', '/console/api/session', { email, password: STRONG_PASSWORD }, headers), 403, 'forbidden');
+        // A live session does not help: the check comes before it.
+        expectError(await browser.call('GET', '/console/api/me', undefined, headers), 403, 'forbidden');
+        expectError(await browser.call('POST', '/console/api/invitation/lookup', { token: newToken() }, headers), 403, 'forbidden');
+        expectError(await browser.call('GET', '/console/api/no-such-route', undefined, headers), 403, 'forbidden');
+      }
+      // Every console route of the table, its own method and path.
+      for (const r of console_) expectError(await browser.call(r.method, pathOf(r.path), r.method === 'GET' || r.method === 'DELETE' ? undefined : {}), 403, 'forbidden');
+      // Through CloudFront (the header's value): served as before.
+      const through = { [CONSOLE_ORIGIN_HEADER]: verify };
+      expect((await browser.call('GET', '/console/api/me', undefined, through)).status).toBe(200);
+      expect((await new ConsoleBrowser(consoleUrl).call('POST', '/console/api/session', { email, password: STRONG_PASSWORD }, through)).status).toBe(200);
+      // The pages' files are no console API call (on AWS they come from S3).
+      expect((await raw('/')).status).toBe(200);
+    } finally {
+      useSettings({ consoleOriginVerify: undefined });
+    }
+    expect((await browser.call('GET', '/console/api/me')).status).toBe(200);
   });
 
   it('timing: an unknown email costs a scrypt like a known one with a wrong password', async () => {

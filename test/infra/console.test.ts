@@ -14,9 +14,9 @@ import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { CachePolicy, OriginRequestPolicy } from 'aws-cdk-lib/aws-cloudfront';
 import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CONSOLE_SECURITY_HEADERS } from '../../lambdas/shared/console-headers.js';
+import { CONSOLE_ORIGIN_HEADER, CONSOLE_SECURITY_HEADERS } from '../../lambdas/shared/console-headers.js';
 import { countsCalls } from '../../lambdas/http/routes.js';
-import { CONSOLE_CONTENT_SECURITY_POLICY, CONSOLE_DIST, CONSOLE_ORIGIN_IDS, CONSOLE_URL_SETTING, consoleFiles, consoleRouteStack, consoleRoutes } from '../../lib/console.js';
+import { CONSOLE_CONTENT_SECURITY_POLICY, CONSOLE_DIST, CONSOLE_ORIGIN_IDS, CONSOLE_ORIGIN_VERIFY_SETTING, CONSOLE_URL_SETTING, consoleFiles, consoleRouteStack, consoleRoutes } from '../../lib/console.js';
 import { CONSOLE_API_PATH_PATTERN, spaFallbackFunctionCode, spaFallbackHandlerSource } from '../../lib/console-edge-function.js';
 import type { PlatformStack } from '../../lib/platform-stack.js';
 import { actionsOf, allowedStatements, expectedEnvNames, flatLogicalId, flatTemplate, integratedFunction, logicalIdIn, routeFunctions, stackTemplates, synthStack } from './helpers.js';
@@ -38,6 +38,8 @@ beforeAll(() => {
 const ROUTES = consoleRoutes();
 const resources = () => template.toJSON().Resources as Record<string, Resource>;
 const consoleUrl = () => ({ 'Fn::Join': ['', ['https://', { 'Fn::GetAtt': [distributionId, 'DomainName'] }]] });
+/** The origin secret's value as CloudFormation resolves it at deployment: the template holds only the secret's ARN (a dynamic reference). */
+const originVerify = () => ({ 'Fn::Join': ['', ['{{resolve:secretsmanager:', { Ref: logicalIdIn(stack, stack.console.originSecret) }, ':SecretString:::}}']] });
 
 describe('the files', () => {
   it('sit in a private bucket: all public access blocked, SSE, TLS only, access logs to the log bucket under console/', () => {
@@ -151,6 +153,18 @@ describe('the distribution', () => {
     expect(origin.CustomOriginConfig).toMatchObject({ OriginProtocolPolicy: 'https-only', OriginSSLProtocols: ['TLSv1.2'] });
   });
 
+  it('adds a secret header, generated at deployment, to every request it sends the console API, and to no other origin', () => {
+    const origin = distribution.Origins.find((o: { Id: string }) => o.Id === CONSOLE_ORIGIN_IDS.api);
+    expect(origin.OriginCustomHeaders).toEqual([{ HeaderName: CONSOLE_ORIGIN_HEADER, HeaderValue: originVerify() }]);
+    for (const o of distribution.Origins) if (o.Id !== CONSOLE_ORIGIN_IDS.api) expect(o.OriginCustomHeaders, o.Id).toBeUndefined();
+    const secret = resources()[logicalIdIn(stack, stack.console.originSecret)];
+    expect(secret.Type).toBe('AWS::SecretsManager::Secret');
+    expect(secret.Properties.GenerateSecretString).toMatchObject({ PasswordLength: 48, ExcludePunctuation: true });
+    expect(secret.Properties.SecretString).toBeUndefined();
+    // A viewer's own header of that name is overwritten by CloudFront; none of the names CloudFront refuses as custom headers.
+    expect(CONSOLE_ORIGIN_HEADER).toMatch(/^x-(?!amz-|edge-)[a-z-]+$/);
+  });
+
   it("sends the console's security headers on files and API answers alike", () => {
     const policyRef = distribution.DefaultCacheBehavior.ResponseHeadersPolicyId;
     expect(distribution.CacheBehaviors[0].ResponseHeadersPolicyId).toEqual(policyRef);
@@ -205,15 +219,17 @@ describe('the console API', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', { ApiId: { Ref: apiId }, StageName: '$default', AutoDeploy: true, AccessLogSettings: Match.objectLike({ DestinationArn: Match.anyValue() }) });
   });
 
-  it('gives each console function the console URL (the distribution\'s) beside what its grants need, and nothing else', () => {
+  it('gives each console function the console URL (the distribution\'s) and the origin header\'s value beside what its grants need, and nothing else', () => {
     const fns = routeFunctions(template);
     for (const r of ROUTES) {
       const env = fns.get(r.id)!.props.Environment.Variables as Record<string, unknown>;
       expect(Object.keys(env).sort(), r.id).toEqual(expectedEnvNames(r.grants, r.api));
       expect(env[CONSOLE_URL_SETTING], r.id).toEqual(consoleUrl());
+      expect(env[CONSOLE_ORIGIN_VERIFY_SETTING], r.id).toEqual(originVerify());
     }
-    // No other function of the stack gets it.
+    // No other function of the stack gets them.
     for (const [id, fn] of fns) if (!id.startsWith('console.')) expect(fn.props.Environment.Variables[CONSOLE_URL_SETTING], id).toBeUndefined();
+    for (const [id, fn] of fns) if (!id.startsWith('console.')) expect(fn.props.Environment.Variables[CONSOLE_ORIGIN_VERIFY_SETTING], id).toBeUndefined();
   });
 
   it('holds each console function in the nested stack its id picks, its role only what its grants say', () => {

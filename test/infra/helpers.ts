@@ -9,7 +9,7 @@ import { ENV } from '../../lambdas/shared/settings.js';
 import type { Grant } from '../../lambdas/http/routes.js';
 import { PlatformStack } from '../../lib/platform-stack.js';
 import { ROUTE_TAG } from '../../lib/route-function.js';
-import { CONSOLE_API, CONSOLE_URL_SETTING } from '../../lib/console.js';
+import { CONSOLE_API, CONSOLE_ORIGIN_VERIFY_SETTING, CONSOLE_URL_SETTING } from '../../lib/console.js';
 import { CONSUMER_TAG, PROJECT_ROOT, SOURCE_MAP_ENVIRONMENT } from '../../lib/function-defaults.js';
 
 /** Skip esbuild in template tests: asset hashes are placeholders, synthesis takes a second. */
@@ -196,7 +196,8 @@ export function expectedEnvNames(grants: readonly Grant[], api?: string): string
   // Every function verifies tokens, so every one gets the signing key ids.
   const names: string[] = [ENV.engine, ENV.signingKeyIds, ...RUNTIME_ENV_NAMES];
   // The console API's functions know the console's own origin (lib/console.ts).
-  if (api === CONSOLE_API) names.push(CONSOLE_URL_SETTING);
+  // …and the value of CloudFront's origin header that every console API request must carry.
+  if (api === CONSOLE_API) names.push(CONSOLE_URL_SETTING, CONSOLE_ORIGIN_VERIFY_SETTING);
   if (g.has('table:read') || g.has('table:write')) names.push(ENV.tableName);
   if (g.has('blobs:read') || g.has('blobs:write')) names.push(ENV.bucketName);
   if (g.has('queue:send')) names.push(ENV.queueUrls);

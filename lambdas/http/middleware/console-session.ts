@@ -6,13 +6,16 @@
  * - csrf(): a state-changing call must come from the console's origin (`Origin`), and with a session
  *   carry the session's token in `x-csrf-token` and the `csrf` cookie alike (double submit, bound to the
  *   session); else `403 csrf_failed`;
- * - role(): the person's role reaches the route's, else `403 role_forbidden`.
+ * - role(): the person's role reaches the route's, else `403 role_forbidden`;
+ * - throughConsoleOrigin(): on AWS, the request came through the console's CloudFront distribution
+ *   (its origin header, CONSOLE_ORIGIN_VERIFY), else `403 forbidden`.
  */
 import { timingSafeEqual } from 'node:crypto';
 import { requireRole, type Role } from '../../console/roles.js';
 import { Sessions } from '../../console/sessions.js';
 import { personPrincipal } from '../../console/people.js';
 import { PlatformError } from '../../shared/errors.js';
+import { CONSOLE_ORIGIN_HEADER } from '../../shared/console-headers.js';
 import { settings } from '../../shared/settings.js';
 import { isConsoleOrigin } from '../console-origin.js';
 import { CSRF_COOKIE, readCookies, SESSION_COOKIE } from '../cookies.js';
@@ -42,6 +45,24 @@ const same = (a: string, b: string) => {
   const y = Buffer.from(b);
   return x.length === y.length && timingSafeEqual(x, y);
 };
+
+/**
+ * A console API request must carry the header CloudFront adds at the console API's origin, when the
+ * setting is there (the stack sets it; the local server, with no CDN in front, does not): a caller going
+ * straight to the execute-api URL could otherwise write `cloudfront-viewer-address` and dodge the
+ * per-address sign-in limit. Refused as the one `403 forbidden`, before the session is looked up, so a
+ * direct caller learns nothing about sessions or routes. Read per request (cheap): tests may change it.
+ */
+export function throughConsoleOrigin(): Middleware {
+  return {
+    before: ({ context }) => {
+      const expected = settings().consoleOriginVerify;
+      if (expected === undefined) return;
+      const given = context.platform.req.headers[CONSOLE_ORIGIN_HEADER];
+      if (given === undefined || !same(given, expected)) throw new PlatformError('forbidden', "The console API is served through the console's own address only.");
+    },
+  };
+}
 
 export function csrf(options: { session: boolean }): Middleware {
   return {

@@ -24,9 +24,10 @@ export function actorOf(scope: RequestScope): Actor {
  * The caller's address for the per-address sign-in limit. On AWS the console API sits behind CloudFront:
  * API Gateway's sourceIp is then an edge's address, shared by every viewer of that edge, and 50 failures
  * there would lock everyone's sign-in; CloudFront passes the viewer's in `cloudfront-viewer-address`
- * (`ip:port`). A caller going straight to the execute-api URL can write that header: the per-account
- * limit stays the first line. Locally no CDN stands in front, and a header is the caller's say-so: the
- * connection's address.
+ * (`ip:port`). A caller going straight to the execute-api URL could write that header, but the chain's
+ * consoleOrigin step refuses any request without CloudFront's origin header (CONSOLE_ORIGIN_VERIFY), so
+ * the header reaching here is CloudFront's. Locally no CDN stands in front, and a header is the caller's
+ * say-so: the connection's address.
  */
 export function signInAddress(req: HttpRequest, engineName: string): string | undefined {
   const viewer = engineName === 'aws' ? req.headers['cloudfront-viewer-address'] : undefined;
