@@ -1,10 +1,11 @@
 /**
  * Events, per workspace: subscriptions (the webhook URL checks' refusals shown at the URL field),
- * deliveries with their attempts and last error, dead letters with replay, and the workspace's
- * statistics. The workspace and the tab live in the query string.
+ * deliveries with their attempts and last error, dead letters with replay, the workspace's
+ * statistics, and a live tail of its published events. The workspace and the tab live in the query
+ * string.
  */
 import type { JSX } from 'preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, asApiError, listOf, nextCursorOf, query, seg, useApi, type ApiError } from '../api';
 import { setParams, useLocation } from '../router';
 import { can, type Me } from '../roles';
@@ -34,6 +35,7 @@ const TABS = [
   ['deliveries', 'Deliveries'],
   ['dead', 'Dead letters'],
   ['stats', 'Statistics'],
+  ['tail', 'Live tail'],
 ] as const;
 
 export function EventsPage({ me }: { me: Me }): JSX.Element {
@@ -59,6 +61,8 @@ export function EventsPage({ me }: { me: Me }): JSX.Element {
         <DeadLetters key={ws} base={base} mayReplay={mayWrite} />
       ) : tab === 'stats' ? (
         <Stats key={ws} base={base} />
+      ) : tab === 'tail' ? (
+        <LiveTail key={ws} base={base} />
       ) : (
         <Subscriptions key={ws} base={base} mayWrite={mayWrite} />
       )}
@@ -330,6 +334,184 @@ function Stats({ base }: { base: string }): JSX.Element {
           ))}
         </dl>
       ) : null}
+    </Section>
+  );
+}
+
+/** An event as the tail answers it: the Events API's envelope. */
+interface TailEvent {
+  event_id: string;
+  type: string;
+  time: string;
+  source?: string;
+  data?: unknown;
+}
+interface TailAnswer {
+  events: TailEvent[];
+  next_cursor: string;
+  has_more: boolean;
+}
+
+/** How often the tail asks for what came next. */
+const TAIL_POLL_MS = 2000;
+/** Rows kept on the page: the oldest fall off below the newest 200. */
+const TAIL_ROWS = 200;
+/** A tail left running pauses itself after this long: an open tab does not poll (and keep its session alive) for ever. */
+const TAIL_RUN_MS = 15 * 60 * 1000;
+/** Screen readers hear a count of the new events at most this often, never each event. */
+const TAIL_ANNOUNCE_MS = 10 * 1000;
+/** Pages read at once while more have come than one answer holds, before waiting again. */
+const TAIL_CATCH_UP = 5;
+
+/**
+ * The workspace's published events as they come, newest at the top. The page asks the console API for
+ * the events after the last one it shows (`GET …/events/tail?after=`): it reads the stored events and
+ * takes nothing from any subscription (docs/decisions/console-live-tail.md). Polling stops while the
+ * tab is hidden and after TAIL_RUN_MS; the event data is shown as text.
+ */
+function LiveTail({ base }: { base: string }): JSX.Element {
+  const [running, setRunning] = useState(false);
+  const [hidden, setHidden] = useState(() => document.visibilityState === 'hidden');
+  const [rows, setRows] = useState<TailEvent[]>([]);
+  const [error, setError] = useState<ApiError | undefined>();
+  const [note, setNote] = useState('');
+  const [announcement, setAnnouncement] = useState('');
+  /** The last event shown: the next read's `after`. */
+  const cursor = useRef<string | undefined>(undefined);
+  const startedAt = useRef(0);
+  /** New events not yet announced, and when the last announcement was made. */
+  const unannounced = useRef(0);
+  const lastAnnounced = useRef(0);
+
+  useEffect(() => {
+    const onVisibility = () => setHidden(document.visibilityState === 'hidden');
+    document.addEventListener('visibilitychange', onVisibility);
+    return () => document.removeEventListener('visibilitychange', onVisibility);
+  }, []);
+
+  /** The count of new events not yet announced ('' when none or too soon, unless `force`); resets it. */
+  const pending = (force: boolean): string => {
+    const now = Date.now();
+    if (!unannounced.current || (!force && now - lastAnnounced.current < TAIL_ANNOUNCE_MS)) return '';
+    const n = unannounced.current;
+    unannounced.current = 0;
+    lastAnnounced.current = now;
+    return `${n} new ${n === 1 ? 'event' : 'events'}.`;
+  };
+
+  useEffect(() => {
+    if (!running || hidden) return;
+    let live = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const poll = async () => {
+      if (Date.now() - startedAt.current > TAIL_RUN_MS) {
+        setRunning(false);
+        setNote(`Paused after ${TAIL_RUN_MS / 60000} minutes. Start again to continue from the last event shown.`);
+        return;
+      }
+      try {
+        let fresh: TailEvent[] = [];
+        for (let round = 0; round < TAIL_CATCH_UP; round++) {
+          const answer = await api<TailAnswer>('GET', `${base}/events/tail${query({ after: cursor.current, limit: cursor.current ? 100 : 20 })}`);
+          if (!live) return;
+          cursor.current = answer.next_cursor;
+          fresh = fresh.concat(answer.events);
+          if (!answer.has_more) break;
+        }
+        setError(undefined);
+        if (fresh.length) {
+          setRows((old) => fresh.slice().reverse().concat(old).slice(0, TAIL_ROWS));
+          unannounced.current += fresh.length;
+        }
+        const said = pending(false);
+        if (said) setAnnouncement(said);
+      } catch (err) {
+        if (!live) return;
+        // A failed read stops the tail: the person sees why and starts it again (no retry storm).
+        setError(asApiError(err));
+        setRunning(false);
+        return;
+      }
+      timer = setTimeout(poll, TAIL_POLL_MS);
+    };
+    void poll();
+    return () => {
+      live = false;
+      if (timer) clearTimeout(timer);
+    };
+  }, [running, hidden, base]);
+
+  const start = () => {
+    setError(undefined);
+    setNote('');
+    startedAt.current = Date.now();
+    lastAnnounced.current = Date.now();
+    setRunning(true);
+    setAnnouncement('Live tail started.');
+  };
+  const pause = () => {
+    setRunning(false);
+    setAnnouncement(`Live tail paused. ${pending(true)}`.trim());
+  };
+  const state = running ? (hidden ? 'Waiting: the tab is hidden.' : `Watching: new events appear at the top every ${TAIL_POLL_MS / 1000} seconds.`) : 'Paused.';
+
+  return (
+    <Section
+      title="Live tail"
+      actions={
+        running ? (
+          <button type="button" onClick={pause}>
+            Pause
+          </button>
+        ) : (
+          <button type="button" class="primary" onClick={start}>
+            {cursor.current ? 'Resume' : 'Start'}
+          </button>
+        )
+      }
+    >
+      <p class="lead">
+        The events published to this workspace, newest first, the last {TAIL_ROWS} kept. Watching takes nothing from any subscription: every subscriber still receives every event.
+      </p>
+      <p class="hint">{state}</p>
+      {note ? <p class="hint">{note}</p> : null}
+      <p class="sr-only" role="status" aria-live="polite" aria-atomic="true">
+        {announcement}
+      </p>
+      <ErrorText error={error} />
+      {rows.length === 0 ? (
+        <Empty>{running ? 'No events yet: publish one and it appears here.' : 'Start the tail to watch the events published to this workspace.'}</Empty>
+      ) : (
+        <div class="table-wrap" tabIndex={0} role="region" aria-label="Live tail events">
+          <table>
+            <caption>{rows.length === 1 ? '1 event' : `${rows.length} events`}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Type</th>
+                <th scope="col">Time</th>
+                <th scope="col">Data</th>
+              </tr>
+            </thead>
+            <tbody>
+              {rows.map((e) => (
+                <tr key={e.event_id}>
+                  <td>
+                    <code class="mono">{e.event_id}</code>
+                  </td>
+                  <td>{e.type}</td>
+                  <td>
+                    <Time value={e.time} />
+                  </td>
+                  <td class="cell">
+                    <code class="mono">{JSON.stringify(e.data)}</code>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
     </Section>
   );
 }
