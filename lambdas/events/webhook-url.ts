@@ -39,7 +39,7 @@ const refuse = (code: ErrorCode, message: string): never => {
 const LOCAL_SUFFIXES = ['localhost', 'local', 'internal', 'localdomain', 'arpa', 'home', 'lan', 'intranet', 'corp', 'private'];
 
 /** The hosts the loopback setting lets through (with http or https, on any port), and nothing else. */
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+export const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** Printable ASCII only: the parser silently drops tabs and newlines and maps look-alike Unicode, so such text is refused rather than guessed at. */
 const PRINTABLE_ASCII = /^[\x21-\x7e]+$/;
@@ -81,28 +81,42 @@ export function checkWebhookUrl(raw: string, options: WebhookUrlOptions): URL {
   // The parser leaves the port empty when it is the scheme's default, so "" is 443 here.
   if (url.port !== '') refuse('url_port_not_allowed', 'The webhook URL must use port 443.');
 
+  checkPublicHost(url, { what: 'The webhook URL', param: PARAM });
+  return url;
+}
+
+/**
+ * The host rules of a URL the platform will call on someone's say-so (webhooks here; a model route's
+ * or rerank profile's `base_url` set from the console, console-upstream-destinations.md): a literal
+ * address must be public, a name fully qualified and no local-use name. Throws 400 `invalid_url` or
+ * `url_destination_blocked` with `param`; `what` starts the messages. Names are not resolved here.
+ */
+export function checkPublicHost(url: URL, options: { what: string; param: string }): void {
+  const { what, param } = options;
+  const no = (code: ErrorCode, message: string): never => {
+    throw new PlatformError(code, message, param);
+  };
   const host = url.hostname;
   if (host.startsWith('[')) {
     // IPv6 literal: the parser has already normalized it (an IPv4-mapped form becomes hex).
-    if (!isPublicAddress(host.slice(1, -1))) refuse('url_destination_blocked', 'The webhook URL names a private, local or reserved address.');
-    return url;
+    if (!isPublicAddress(host.slice(1, -1))) no('url_destination_blocked', `${what} names a private, local or reserved address.`);
+    return;
   }
   // The parser turns every numeric IPv4 spelling (decimal 2130706433, octal 0177.0.0.1, hex 0x7f.1,
   // short 127.1) into a dotted quad, and refuses a host whose last label is a number it cannot read;
   // ipaddr's own parser is asked as well, so nothing numeric is taken for a name.
   if (/^[0-9.]+$/.test(host) || ipaddr.isValid(host)) {
-    if (!isPublicAddress(host)) refuse('url_destination_blocked', 'The webhook URL names a private, local or reserved address.');
-    return url;
+    if (!isPublicAddress(host)) no('url_destination_blocked', `${what} names a private, local or reserved address.`);
+    return;
   }
   const name = host.replace(/\.$/, '');
   const labels = name.split('.');
-  if (name.length > 253 || !labels.every((l) => LABEL.test(l))) refuse('invalid_url', 'The webhook URL\'s host is not a valid host name.');
+  if (name.length > 253 || !labels.every((l) => LABEL.test(l))) no('invalid_url', `${what}'s host is not a valid host name.`);
   // A single label would be completed by the resolver's search domains: an internal name.
-  if (labels.length < 2) refuse('url_destination_blocked', 'The webhook URL\'s host must be a fully qualified public name.');
+  if (labels.length < 2) no('url_destination_blocked', `${what}'s host must be a fully qualified public name.`);
   if (LOCAL_SUFFIXES.some((s) => name === s || name.endsWith(`.${s}`))) {
-    refuse('url_destination_blocked', 'The webhook URL names a local or internal host.');
+    no('url_destination_blocked', `${what} names a local or internal host.`);
   }
-  return url;
 }
 
 type Address = ipaddr.IPv4 | ipaddr.IPv6;
