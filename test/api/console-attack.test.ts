@@ -23,7 +23,8 @@ import { SignInLimits, SIGN_IN_WINDOW_MS } from '../../lambdas/console/sign-in-l
 import { ROUTES } from '../../lambdas/http/routes.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { CONSOLE_ORIGIN_HEADER } from '../../lambdas/shared/console-headers.js';
-import { signInAddress } from '../../lambdas/http/handlers/console/shared.js';
+import { checkUpstreamDestination, signInAddress } from '../../lambdas/http/handlers/console/shared.js';
+import { RerankProfiles } from '../../lambdas/vector/rerank-profiles.js';
 import type { HttpRequest } from '../../lambdas/http/types.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { ConsoleBrowser, expectError, signedInPerson, STRONG_PASSWORD, type ConsoleAnswer } from '../helpers/console-browser.js';
@@ -469,7 +470,8 @@ describe("the operator's upstream keys", () => {
       expectError(await dev.call('PUT', '/console/api/rerank-profiles/exfil', { provider: 'openai-compatible', base_url: evil, model: 'r', api_key_env: 'OPERATOR_UPSTREAM_KEY' }), 403, 'forbidden', 'api_key_env');
       // The operator's route moved to the attacker with its key kept.
       expectError(await dev.call('PUT', '/console/api/routes/operator-chat', { ...route, base_url: evil, api_key_env: 'OPERATOR_UPSTREAM_KEY' }), 403, 'forbidden', 'base_url');
-      // Moved without naming the key: it goes without it.
+      // Moved without naming the key: it goes without it (the receiver is on loopback: the local development setting lets it be a base_url).
+      useSettings({ consoleAllowLoopbackUpstreams: true });
       const moved = await dev.call('PUT', '/console/api/routes/operator-chat', { ...route, base_url: evil });
       expect(moved.status, moved.text).toBe(200);
       expect(moved.body.api_key_env ?? null).toBeNull();
@@ -482,9 +484,94 @@ describe("the operator's upstream keys", () => {
       const kept = await dev.call('PUT', '/console/api/routes/operator-chat', { ...route, base_url: 'https://upstream.example/v1', api_key_env: 'OPERATOR_UPSTREAM_KEY', price_in_per_mtok: 1 });
       expect(kept.status, kept.text).toBe(200);
     } finally {
+      useSettings({ consoleAllowLoopbackUpstreams: undefined });
       delete process.env.OPERATOR_UPSTREAM_KEY;
       await new Promise((r) => attacker.close(r));
     }
+  });
+});
+
+describe('where the console may point an upstream (console-upstream-destinations.md)', () => {
+  const BLOCKED = [
+    'http://127.0.0.1:11434/v1',
+    'http://localhost:11434/v1',
+    'http://[::1]:8000/v1',
+    'http://169.254.169.254/latest/meta-data',
+    'http://[fd00:ec2::254]/latest',
+    'http://10.0.0.5/v1',
+    'https://192.168.1.1/v1',
+    'http://100.64.0.1/v1',
+    'http://2130706433/v1',
+    'http://0x7f.1/v1',
+    'http://[::ffff:127.0.0.1]/v1',
+    'http://0.0.0.0:8080/v1',
+    'http://metadata.google.internal/computeMetadata',
+    'http://ollama:11434/v1',
+    'http://vllm.corp/v1',
+  ];
+  const route = { endpoint: '/v1/chat/completions', provider: 'openai-compatible', model: 'm' };
+
+  it('a developer cannot point a model route or a rerank profile at loopback, private, link-local, metadata or local-use addresses: 400 url_destination_blocked, param base_url', async () => {
+    const dev = (await signedInPerson(p.engine, consoleUrl, org, 'developer')).browser;
+    for (const base_url of BLOCKED) {
+      expectError(await dev.call('PUT', '/console/api/routes/ssrf', { ...route, base_url }), 400, 'url_destination_blocked', 'base_url');
+      expectError(await dev.call('PUT', '/console/api/rerank-profiles/ssrf', { provider: 'openai-compatible', base_url, model: 'r' }), 400, 'url_destination_blocked', 'base_url');
+    }
+    expect((await new ModelRoutes(p.engine.kv, () => clock.now()).list(org)).find((r) => r.id === 'ssrf')).toBeUndefined();
+    // A public address is fine.
+    expect((await dev.call('PUT', '/console/api/routes/ssrf', { ...route, base_url: 'https://93.184.215.14/v1' })).status).toBe(200);
+    // …but not moved inward afterwards.
+    expectError(await dev.call('PUT', '/console/api/routes/ssrf', { ...route, base_url: 'http://169.254.169.254/' }), 400, 'url_destination_blocked', 'base_url');
+  });
+
+  it("the operator's admin CLI keeps loopback (local models); the console edits such a route where it points, keeping its key, but cannot point one there", async () => {
+    const routes = new ModelRoutes(p.engine.kv, () => clock.now());
+    // What `route set --base-url http://127.0.0.1:11434/v1 --api-key-env …` writes.
+    await routes.set(org, { id: 'ollama', endpoint: '/v1/chat/completions', provider: 'openai-compatible', base_url: 'http://127.0.0.1:11434/v1', upstream_model: 'llama', api_key_env: 'OLLAMA_KEY' });
+    const dev = (await signedInPerson(p.engine, consoleUrl, org, 'developer')).browser;
+    // The Routes page sends no api_key_env: the key stays while provider and base_url do (a trailing slash is the same URL).
+    const edited = await dev.call('PUT', '/console/api/routes/ollama', { ...route, base_url: 'http://127.0.0.1:11434/v1/', model: 'llama3', price_in_per_mtok: 2 });
+    expect(edited.status, edited.text).toBe(200);
+    expect(edited.body).toMatchObject({ api_key_env: 'OLLAMA_KEY', upstream_model: 'llama3', price_in_per_mtok: 2 });
+    expect((await routes.list(org)).find((r) => r.id === 'ollama')?.api_key_env).toBe('OLLAMA_KEY');
+    // Sent as null, the key goes.
+    const dropped = await dev.call('PUT', '/console/api/routes/ollama', { ...route, base_url: 'http://127.0.0.1:11434/v1', api_key_env: null });
+    expect(dropped.status, dropped.text).toBe(200);
+    expect(dropped.body.api_key_env ?? null).toBeNull();
+    // Another loopback port, or another provider on the same one, is a new destination.
+    expectError(await dev.call('PUT', '/console/api/routes/ollama', { ...route, base_url: 'http://127.0.0.1:6379/v1' }), 400, 'url_destination_blocked', 'base_url');
+    // The local development setting lets loopback through from the console too.
+    useSettings({ consoleAllowLoopbackUpstreams: true });
+    try {
+      expect((await dev.call('PUT', '/console/api/routes/ollama', { ...route, base_url: 'http://localhost:11434/v1' })).status).toBe(200);
+      expectError(await dev.call('PUT', '/console/api/routes/ollama', { ...route, base_url: 'http://10.1.2.3/v1' }), 400, 'url_destination_blocked', 'base_url');
+    } finally {
+      useSettings({ consoleAllowLoopbackUpstreams: undefined });
+    }
+  });
+
+  it('a rerank profile edited without api_key_env keeps the key where it stays, and loses it when it moves', async () => {
+    const profiles = new RerankProfiles(p.engine.kv, () => clock.now());
+    await profiles.set(org, { id: 'keyed', provider: 'openai-compatible', base_url: 'https://rerank.example.com/v1', model: 'r', api_key_env: 'RERANK_KEY' });
+    const dev = (await signedInPerson(p.engine, consoleUrl, org, 'developer')).browser;
+    const kept = await dev.call('PUT', '/console/api/rerank-profiles/keyed', { provider: 'openai-compatible', base_url: 'https://rerank.example.com/v1', model: 'r2' });
+    expect(kept.status, kept.text).toBe(200);
+    expect(kept.body).toMatchObject({ api_key_env: 'RERANK_KEY', model: 'r2' });
+    const moved = await dev.call('PUT', '/console/api/rerank-profiles/keyed', { provider: 'openai-compatible', base_url: 'https://93.184.215.14/v1', model: 'r2' });
+    expect(moved.status, moved.text).toBe(200);
+    expect(moved.body.api_key_env ?? null).toBeNull();
+  });
+
+  it('a name is refused when any address it resolves to is not public; one that does not resolve passes (the call will fail)', async () => {
+    const answer = (addresses: string[]) => async () => addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    const check = (lookup: Parameters<typeof checkUpstreamDestination>[2]) => checkUpstreamDestination(undefined, { base_url: 'https://llm.example.com/v1' }, lookup);
+    await expect(check(answer(['93.184.215.14']))).resolves.toBeUndefined();
+    for (const inward of [['10.0.0.7'], ['93.184.215.14', '169.254.169.254'], ['::1'], ['fd00::7']]) {
+      await expect(check(answer(inward))).rejects.toMatchObject({ code: 'url_destination_blocked', param: 'base_url' });
+    }
+    await expect(check(async () => Promise.reject(Object.assign(new Error('nope'), { code: 'ENOTFOUND' })))).resolves.toBeUndefined();
+    // The base URL the route already has is not looked at again (the operator's, however it resolves).
+    await expect(checkUpstreamDestination({ base_url: 'https://llm.example.com/v1' }, { base_url: 'https://llm.example.com/v1/' }, answer(['10.0.0.7']))).resolves.toBeUndefined();
   });
 });
 

@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tenants } from '../../lambdas/auth/tenants.js';
+import { useSettings } from '../../lambdas/shared/settings.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { startFakeOpenAi, type FakeOpenAi } from '../helpers/fake-openai.js';
 import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
@@ -26,6 +27,8 @@ let other: { org: string; workspace: string; app: string; keyId: string };
 const tenants = () => new Tenants(p.engine.kv, () => p.engine.clock.now());
 
 beforeAll(async () => {
+  // The fake upstream listens on loopback, which the console refuses as a base_url unless this is set (console-upstream-destinations.md).
+  useSettings({ consoleAllowLoopbackUpstreams: true });
   upstream = await startFakeOpenAi();
   p = await startTestPlatform({ console: true });
   org = p.credentials.organization_id;
@@ -42,6 +45,7 @@ beforeAll(async () => {
   stranger = (await signedInPerson(p.engine, p.consoleUrl!, otherOrg.id, 'owner')).browser;
 });
 afterAll(async () => {
+  useSettings({ consoleAllowLoopbackUpstreams: undefined });
   await p?.close();
   await upstream?.close();
 });

@@ -2,7 +2,7 @@ import * as z from 'zod/mini';
 import { httpHandler } from '../../handler.js';
 import { ModelRoutes } from '../../../ai/model-routes.js';
 import { PlatformError } from '../../../shared/errors.js';
-import { body, checkUpstreamKey } from './shared.js';
+import { body, checkUpstreamDestination, keptUpstreamKey } from './shared.js';
 import { adminCall } from './owned.js';
 
 const text = z.optional(z.string().check(z.maxLength(2048)));
@@ -33,7 +33,9 @@ const given = <T>(v: T | null | undefined): T | undefined => (v === null ? undef
 /**
  * PUT /console/api/routes/{route_id}: creates or replaces the route (the whole route, as `route set`
  * writes it; `default: true` makes it its endpoint's default), checked by the same rules (`400
- * invalid_body` naming the field). Running servers see it within MODEL_ROUTES_CACHE_MS.
+ * invalid_body` naming the field). Running servers see it within MODEL_ROUTES_CACHE_MS. A new or
+ * changed base_url must be a public destination (`400 url_destination_blocked`); api_key_env left out
+ * keeps the route's key while its provider and base_url stay (console-upstream-destinations.md).
  */
 export const handler = httpHandler('console.routes.put', async (req, { engine, principal }) => {
   const input = body(Route, req);
@@ -41,7 +43,9 @@ export const handler = httpHandler('console.routes.put', async (req, { engine, p
     throw new PlatformError('invalid_body', 'Send model or upstream_model, not two different values.', 'model');
   }
   const routes = new ModelRoutes(engine.kv, () => engine.clock.now());
-  checkUpstreamKey((await routes.list(principal.organizationId)).find((r) => r.id === req.params.route_id), input);
+  const current = (await routes.list(principal.organizationId)).find((r) => r.id === req.params.route_id);
+  const apiKeyEnv = keptUpstreamKey(current, input);
+  await checkUpstreamDestination(current, input);
   const route = await adminCall(() =>
     routes.set(
       principal.organizationId,
@@ -59,7 +63,7 @@ export const handler = httpHandler('console.routes.put', async (req, { engine, p
         price_in_per_mtok: given(input.price_in_per_mtok),
         price_out_per_mtok: given(input.price_out_per_mtok),
         price_per_minute: given(input.price_per_minute),
-        api_key_env: given(input.api_key_env),
+        api_key_env: apiKeyEnv,
         max_answer_bytes: given(input.max_answer_bytes),
         max_event_bytes: given(input.max_event_bytes),
       },

@@ -1,7 +1,7 @@
 import * as z from 'zod/mini';
 import { httpHandler } from '../../handler.js';
 import { RerankProfiles } from '../../../vector/rerank-profiles.js';
-import { body, checkUpstreamKey } from './shared.js';
+import { body, checkUpstreamDestination, keptUpstreamKey } from './shared.js';
 import { adminCall } from './owned.js';
 
 const text = z.optional(z.nullable(z.string().check(z.maxLength(2048))));
@@ -12,14 +12,16 @@ const given = <T>(v: T | null | undefined): T | undefined => (v === null ? undef
 export const handler = httpHandler('console.rerank-profiles.put', async (req, { engine, principal }) => {
   const input = body(Profile, req);
   const profiles = new RerankProfiles(engine.kv, () => engine.clock.now());
-  checkUpstreamKey((await profiles.list(principal.organizationId)).find((p) => p.id === req.params.profile_id), input);
+  const current = (await profiles.list(principal.organizationId)).find((p) => p.id === req.params.profile_id);
+  const apiKeyEnv = keptUpstreamKey(current, input);
+  await checkUpstreamDestination(current, input);
   const profile = await adminCall(() =>
     profiles.set(principal.organizationId, {
       id: req.params.profile_id,
       provider: input.provider,
       base_url: given(input.base_url),
       model: given(input.model),
-      api_key_env: given(input.api_key_env),
+      api_key_env: apiKeyEnv,
       timeout_ms: given(input.timeout_ms),
     }),
   );

@@ -10,6 +10,8 @@ import { personPrincipal, type Actor, type Person } from '../../../console/peopl
 import type { NewSession } from '../../../console/sessions.js';
 import { PlatformError, type ErrorCode } from '../../../shared/errors.js';
 import { parseBody } from '../../../shared/validate.js';
+import { checkPublicHost, LOOPBACK_HOSTS, resolveDestination, type LookupFn } from '../../../events/webhook-url.js';
+import { settings } from '../../../shared/settings.js';
 import { secureCookies } from '../../console-origin.js';
 import { CSRF_COOKIE, readCookies, SESSION_COOKIE, sessionCookies } from '../../cookies.js';
 import type { HttpRequest, HttpResponse, RequestScope } from '../../types.js';
@@ -35,12 +37,73 @@ export function signInAddress(req: HttpRequest, engineName: string): string | un
   return ip && isIP(ip) ? ip : req.sourceIp;
 }
 
+/** A base URL as compared: without its trailing slashes. */
+const sameUrl = (a: string | null | undefined, b: string | null | undefined) => (a ?? '').replace(/\/+$/, '') === (b ?? '').replace(/\/+$/, '');
+
+/** How long the console waits for a base URL's name to resolve before taking it as one that does not. */
+export const BASE_URL_LOOKUP_MS = 3000;
+
+/**
+ * Where a person may point a model route or a rerank profile from the console
+ * (docs/decisions/console-upstream-destinations.md): "Try it" and the AI API then call that address from
+ * inside the platform's network, so a developer must not be able to aim it at loopback, a private
+ * network, link-local (the cloud's metadata service) or a local-use name. The webhooks' host rules
+ * (events/webhook-url.ts) apply to a `base_url` the console sets or changes; every address its name
+ * resolves to now must be public too. A `base_url` the route already has (the operator's, from the
+ * admin CLI, which stays free: local models on loopback) is kept as it is. A name that does not resolve
+ * (yet) passes: the call will fail. CONSOLE_ALLOW_LOOPBACK_UPSTREAMS (local development) lets
+ * 127.0.0.1, [::1] and localhost through. `400 url_destination_blocked` / `invalid_url`, param `base_url`.
+ */
+export async function checkUpstreamDestination(current: { base_url: string | null } | undefined, wanted: { base_url?: string | null }, lookup?: LookupFn): Promise<void> {
+  const raw = wanted.base_url;
+  if (typeof raw !== 'string' || sameUrl(raw, current?.base_url)) return;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return; // not a URL: the route's own rules answer invalid_body base_url
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return; // likewise
+  const allowLoopback = settings().consoleAllowLoopbackUpstreams === true;
+  if (allowLoopback && LOOPBACK_HOSTS.has(url.hostname)) return;
+  checkPublicHost(url, { what: 'base_url', param: 'base_url' });
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), BASE_URL_LOOKUP_MS);
+  });
+  try {
+    await Promise.race([resolveDestination(url, { allowLoopback: false, lookup }), late]);
+  } catch (error) {
+    if (error instanceof PlatformError) throw new PlatformError('url_destination_blocked', "base_url's host resolves to a private, local or reserved address.", 'base_url');
+    // Does not resolve: nothing to reach there now.
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The upstream key a route or profile keeps when the console writes it: the one it has when
+ * `api_key_env` is left out and the provider and base URL stay (a page that edits a price need not know
+ * the key's name; checkUpstreamKey for one that is sent); none when it is sent as null or the route
+ * moves.
+ */
+export function keptUpstreamKey(
+  current: { provider: string; base_url: string | null; api_key_env: string | null } | undefined,
+  wanted: { provider: string; base_url?: string | null; api_key_env?: string | null },
+): string | undefined {
+  checkUpstreamKey(current, wanted);
+  if (wanted.api_key_env !== undefined) return wanted.api_key_env ?? undefined;
+  if (!current?.api_key_env || wanted.provider !== current.provider || !sameUrl(wanted.base_url, current.base_url)) return undefined;
+  return current.api_key_env;
+}
+
 /**
  * An upstream key (`api_key_env` of a model route or a rerank profile) is named by the platform's operator
  * with the admin CLI: it is an environment variable of the server or a secret of the stack, which a person
  * of an organization must never be able to send to an address of their choosing. From the console a
  * route or profile keeps the key it has only where the operator pointed it (same provider and base URL);
- * naming another key is refused (`403 forbidden`). Leaving `api_key_env` out drops the key.
+ * naming another key is refused (`403 forbidden`). Leaving `api_key_env` out keeps the key where the
+ * route stays (keptUpstreamKey); null drops it.
  */
 export function checkUpstreamKey(
   current: { provider: string; base_url: string | null; api_key_env: string | null } | undefined,
@@ -50,8 +113,7 @@ export function checkUpstreamKey(
   if (wanted.api_key_env !== current?.api_key_env) {
     throw new PlatformError('forbidden', "Upstream keys are named by the platform's operator with the admin CLI (`--api-key-env`), not from the console.", 'api_key_env');
   }
-  const url = (u: string | null | undefined) => (u ?? '').replace(/\/+$/, '');
-  if (wanted.provider !== current.provider || url(wanted.base_url) !== url(current.base_url)) {
+  if (wanted.provider !== current.provider || !sameUrl(wanted.base_url, current.base_url)) {
     throw new PlatformError('forbidden', "Something that sends an upstream key keeps its provider and base URL; the platform's operator moves it with the admin CLI.", 'base_url');
   }
 }
