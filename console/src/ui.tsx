@@ -1,7 +1,10 @@
-/** Small building blocks every page uses: error text, labelled fields, the copy field, paging, tabs. */
+/**
+ * Small building blocks every page uses: error text, labelled fields, the copy field, paging, tabs, a
+ * GET's state, a table's frame and a call's error (useAction), so each page says only what is its own.
+ */
 import type { ComponentChildren, InputHTMLAttributes, JSX } from 'preact';
-import { useId, useState } from 'preact/hooks';
-import { ApiError, listOf, nextCursorOf, useApi } from './api';
+import { useId, useRef, useState } from 'preact/hooks';
+import { ApiError, asApiError, listOf, nextCursorOf, useApi, type Loaded } from './api';
 import { Link } from './router';
 
 /** The API's own message and code, announced to screen readers when it appears. */
@@ -24,6 +27,82 @@ export function ErrorText({ error, id }: { error: ApiError | string | undefined 
         </>
       ) : null}
     </p>
+  );
+}
+
+/**
+ * A call a form or button makes: it clears the last refusal, marks the call under way (`busy`) and
+ * keeps the API's refusal to show where it happened. `run` answers whether the call worked; `submit`
+ * wraps it for a form. A check of the page's own (a JSON parse) throws `new ApiError(0, '', message)`:
+ * shown as plain text, without a code.
+ */
+export function useAction(): {
+  error: ApiError | undefined;
+  busy: boolean;
+  run: (call: () => Promise<unknown>) => Promise<boolean>;
+  /** A form's onSubmit: the page stays (no navigation), the call runs. */
+  submit: (call: () => Promise<unknown>) => (e: Event) => void;
+} {
+  const [error, setError] = useState<ApiError | undefined>();
+  const [busy, setBusy] = useState(false);
+  const run = async (call: () => Promise<unknown>): Promise<boolean> => {
+    setError(undefined);
+    setBusy(true);
+    try {
+      await call();
+      return true;
+    } catch (err) {
+      setError(asApiError(err));
+      return false;
+    } finally {
+      setBusy(false);
+    }
+  };
+  const submit = (call: () => Promise<unknown>) => (e: Event) => {
+    e.preventDefault();
+    void run(call);
+  };
+  return { error, busy, run, submit };
+}
+
+/**
+ * Where a GET's answer goes: "Loading…" until its first answer, its error, and `empty` when it
+ * answered no rows (`count` 0).
+ */
+export function LoadState({ of, what, count, empty }: { of: Loaded<unknown>; what?: string; count?: number; empty?: ComponentChildren }): JSX.Element {
+  return (
+    <>
+      {of.loading && !of.data ? <Loading what={what} /> : null}
+      <ErrorText error={of.error} />
+      {of.data && count === 0 && empty ? <Empty>{empty}</Empty> : null}
+    </>
+  );
+}
+
+/**
+ * A table's frame: the scrolling wrapper, a caption for screen readers, the column heads (a falsy one
+ * is left out: a column only some roles see), the rows the page renders. `region` names a wide table
+ * the keyboard may scroll (focusable).
+ */
+export function Table({ columns, caption, region, children }: { columns: ReadonlyArray<string | false | null | undefined>; caption?: string; region?: string; children: ComponentChildren }): JSX.Element {
+  return (
+    <div class="table-wrap" {...(region ? { tabIndex: 0, role: 'region', 'aria-label': region } : {})}>
+      <table>
+        {caption ? <caption class="sr-only">{caption}</caption> : null}
+        <thead>
+          <tr>
+            {columns.map((c, i) =>
+              c ? (
+                <th scope="col" key={i}>
+                  {c}
+                </th>
+              ) : null,
+            )}
+          </tr>
+        </thead>
+        <tbody>{children}</tbody>
+      </table>
+    </div>
   );
 }
 
@@ -52,33 +131,46 @@ interface InputProps {
   placeholder?: string;
 }
 
-/** A labelled input; its hint and error are read with it (aria-describedby). */
-export function TextField({ label, value, onValue, hint, error, type = 'text', ...rest }: InputProps): JSX.Element {
+/** What a field's control carries to be read with its label, hint and error. */
+interface ControlAria {
+  id: string;
+  'aria-describedby'?: string;
+  'aria-invalid'?: true;
+}
+
+/**
+ * A labelled control with its hint and error under it, read with it (`for`, `aria-describedby`,
+ * `aria-invalid`): the frame of every field below.
+ */
+function Field({ label, hint, error, hideLabel, control, children }: { label: string; hint?: string; error?: ApiError | string | null; hideLabel?: boolean; control: (aria: ControlAria) => JSX.Element; children?: ComponentChildren }): JSX.Element {
   const id = useId();
   const hintId = hint ? `${id}-hint` : undefined;
   const errorId = error ? `${id}-error` : undefined;
-  // Preact 11 pairs each input `type` with its own attributes (a union); this field passes plain values.
-  const attrs = {
-    ...rest,
-    id,
-    type,
-    value,
-    onInput: (e: Event) => onValue?.((e.currentTarget as HTMLInputElement).value),
-    'aria-describedby': [hintId, errorId].filter(Boolean).join(' ') || undefined,
-    'aria-invalid': error ? true : undefined,
-  } as unknown as InputHTMLAttributes<HTMLInputElement>;
   return (
     <div class="field">
-      <label for={id}>{label}</label>
-      <input {...attrs} />
+      <label for={id} class={hideLabel ? 'sr-only' : undefined}>
+        {label}
+      </label>
+      {control({ id, 'aria-describedby': [hintId, errorId].filter(Boolean).join(' ') || undefined, 'aria-invalid': error ? true : undefined })}
       {hint ? (
         <p class="hint" id={hintId}>
           {hint}
         </p>
       ) : null}
       <ErrorText error={error} id={errorId} />
+      {children}
     </div>
   );
+}
+
+/** A labelled input; its hint and error are read with it (aria-describedby). */
+export function TextField({ label, value, onValue, hint, error, type = 'text', ...rest }: InputProps): JSX.Element {
+  // Preact 11 pairs each input `type` with its own attributes (a union); this field passes plain values.
+  const input = (aria: ControlAria) => {
+    const attrs = { ...rest, ...aria, type, value, onInput: (e: Event) => onValue?.((e.currentTarget as HTMLInputElement).value) } as unknown as InputHTMLAttributes<HTMLInputElement>;
+    return <input {...attrs} />;
+  };
+  return <Field label={label} hint={hint} error={error} control={input} />;
 }
 
 export function TextArea({
@@ -96,28 +188,13 @@ export function TextArea({
   error?: ApiError | string | null;
   rows?: number;
 }): JSX.Element {
-  const id = useId();
-  const hintId = hint ? `${id}-hint` : undefined;
-  const errorId = error ? `${id}-error` : undefined;
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      <textarea
-        id={id}
-        rows={rows}
-        value={value}
-        spellcheck={false}
-        onInput={(e) => onValue((e.currentTarget as HTMLTextAreaElement).value)}
-        aria-describedby={[hintId, errorId].filter(Boolean).join(' ') || undefined}
-        aria-invalid={error ? true : undefined}
-      />
-      {hint ? (
-        <p class="hint" id={hintId}>
-          {hint}
-        </p>
-      ) : null}
-      <ErrorText error={error} id={errorId} />
-    </div>
+    <Field
+      label={label}
+      hint={hint}
+      error={error}
+      control={(aria) => <textarea {...aria} rows={rows} value={value} spellcheck={false} onInput={(e) => onValue((e.currentTarget as HTMLTextAreaElement).value)} />}
+    />
   );
 }
 
@@ -137,25 +214,21 @@ export function Select({
   /** Inside a table row the column says what it is: the label is read, not shown. */
   hideLabel?: boolean;
 }): JSX.Element {
-  const id = useId();
   return (
-    <div class="field">
-      <label for={id} class={hideLabel ? 'sr-only' : undefined}>
-        {label}
-      </label>
-      <select id={id} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)} aria-describedby={hint ? `${id}-hint` : undefined}>
-        {options.map(([v, text]) => (
-          <option key={v} value={v}>
-            {text}
-          </option>
-        ))}
-      </select>
-      {hint ? (
-        <p class="hint" id={`${id}-hint`}>
-          {hint}
-        </p>
-      ) : null}
-    </div>
+    <Field
+      label={label}
+      hint={hint}
+      hideLabel={hideLabel}
+      control={(aria) => (
+        <select {...aria} value={value} onChange={(e) => onValue((e.currentTarget as HTMLSelectElement).value)}>
+          {options.map(([v, text]) => (
+            <option key={v} value={v}>
+              {text}
+            </option>
+          ))}
+        </select>
+      )}
+    />
   );
 }
 
@@ -164,7 +237,7 @@ export function Select({
  * and a Copy button that says when it worked.
  */
 export function CopyField({ label, value, hint }: { label: string; value: string; hint?: string }): JSX.Element {
-  const id = useId();
+  const input = useRef<HTMLInputElement>(null);
   const [copied, setCopied] = useState<'yes' | 'no' | undefined>();
   const copy = async () => {
     try {
@@ -172,28 +245,27 @@ export function CopyField({ label, value, hint }: { label: string; value: string
       setCopied('yes');
     } catch {
       // No clipboard permission (an insecure origin, a denied prompt): select it for Ctrl+C.
-      (document.getElementById(id) as HTMLInputElement | null)?.select();
+      input.current?.select();
       setCopied('no');
     }
   };
   return (
-    <div class="field">
-      <label for={id}>{label}</label>
-      <div class="copy">
-        <input id={id} readOnly value={value} class="mono" onFocus={(e) => (e.currentTarget as HTMLInputElement).select()} aria-describedby={hint ? `${id}-hint` : undefined} />
-        <button type="button" onClick={copy}>
-          Copy
-        </button>
-      </div>
-      {hint ? (
-        <p class="hint" id={`${id}-hint`}>
-          {hint}
-        </p>
-      ) : null}
+    <Field
+      label={label}
+      hint={hint}
+      control={(aria) => (
+        <div class="copy">
+          <input {...aria} ref={input} readOnly value={value} class="mono" onFocus={(e) => (e.currentTarget as HTMLInputElement).select()} />
+          <button type="button" onClick={copy}>
+            Copy
+          </button>
+        </div>
+      )}
+    >
       <p class="hint" role="status">
         {copied === 'yes' ? 'Copied to the clipboard.' : copied === 'no' ? 'Could not copy: the text is selected, press Ctrl+C.' : ''}
       </p>
-    </div>
+    </Field>
   );
 }
 
@@ -288,7 +360,7 @@ export function Json({ value, inline }: { value: unknown; inline?: boolean }): J
  * A destructive button that asks again in place ("Disable" → "Confirm disable" / "Cancel"): no modal
  * dialog to trap focus in, and a stray click does nothing.
  */
-export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { label: string; confirmLabel: string; onConfirm: () => Promise<void> | void; disabled?: boolean }): JSX.Element {
+export function ConfirmButton({ label, confirmLabel, onConfirm, disabled }: { label: string; confirmLabel: string; onConfirm: () => Promise<unknown> | void; disabled?: boolean }): JSX.Element {
   const [asking, setAsking] = useState(false);
   const [busy, setBusy] = useState(false);
   if (!asking) {
@@ -333,33 +405,18 @@ export const cellText = (v: unknown): string => (v === null || v === undefined ?
 export function GenericTable({ items, caption, maxColumns = 7, actions }: { items: Array<Record<string, unknown>>; caption: string; maxColumns?: number; actions?: (item: Record<string, unknown>) => JSX.Element | null }): JSX.Element {
   const columns = [...new Set(items.flatMap((i) => Object.keys(i)))].slice(0, maxColumns);
   return (
-    <div class="table-wrap">
-      <table>
-        <caption class="sr-only">{caption}</caption>
-        <thead>
-          <tr>
-            {columns.map((c) => (
-              <th scope="col" key={c}>
-                {c}
-              </th>
-            ))}
-            {actions ? <th scope="col">Actions</th> : null}
-          </tr>
-        </thead>
-        <tbody>
-          {items.map((item, i) => (
-            <tr key={i}>
-              {columns.map((c) => (
-                <td key={c} class="cell">
-                  {cellText(item[c])}
-                </td>
-              ))}
-              {actions ? <td>{actions(item)}</td> : null}
-            </tr>
+    <Table columns={[...columns, actions && 'Actions']} caption={caption}>
+      {items.map((item, i) => (
+        <tr key={i}>
+          {columns.map((c) => (
+            <td key={c} class="cell">
+              {cellText(item[c])}
+            </td>
           ))}
-        </tbody>
-      </table>
-    </div>
+          {actions ? <td>{actions(item)}</td> : null}
+        </tr>
+      ))}
+    </Table>
   );
 }
 
@@ -372,9 +429,7 @@ export function ListFromApi({ path, keys, caption, empty, actions }: { path: str
   const next = nextCursorOf(list.data);
   return (
     <>
-      {list.loading && !list.data ? <Loading /> : null}
-      <ErrorText error={list.error} />
-      {list.data && items.length === 0 ? <Empty>{empty}</Empty> : null}
+      <LoadState of={list} count={items.length} empty={empty} />
       {items.length ? <GenericTable items={items} caption={caption} actions={actions ? (item) => actions(item, list.reload) : undefined} /> : null}
       {next || pages.page > 1 ? <Pager label={caption} page={pages.page} nextCursor={next} onNext={pages.next} onPrevious={pages.previous} /> : null}
     </>

@@ -6,7 +6,7 @@ import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
 import { listOf, nextCursorOf, query, useApi } from '../api';
 import { setParams, useLocation } from '../router';
-import { cellText, Empty, ErrorText, Loading, Pager, Section, Select, TextField, Time, useCursorPages } from '../ui';
+import { cellText, LoadState, Pager, Section, Select, Table, TextField, Time, useCursorPages } from '../ui';
 
 interface ActivityRecord {
   id: string;
@@ -52,49 +52,32 @@ export function ActivityPage(): JSX.Element {
         <Select label="Per page" value={draft.limit} onValue={(v) => setDraft({ ...draft, limit: v })} options={['20', '50', '100', '500'].map((n) => [n, n] as const)} />
         <button type="submit">Apply</button>
       </form>
-      {activity.loading && !activity.data ? <Loading what="activity" /> : null}
-      <ErrorText error={activity.error} />
-      {activity.data && items.length === 0 ? <Empty>Nothing in this window.</Empty> : null}
-      {/* The table scrolls sideways when wide: focusable, so a keyboard can scroll it. */}
+      <LoadState of={activity} what="activity" count={items.length} empty="Nothing in this window." />
+      {/* The table scrolls sideways when wide: a region, focusable, so a keyboard can scroll it. */}
       {items.length ? (
-        <div class="table-wrap" tabIndex={0} role="region" aria-label="Activity table">
-          <table>
-            <caption class="sr-only">Activity, newest first</caption>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Actor</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Call</th>
-                <th scope="col">Status</th>
-                <th scope="col">Latency</th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((a) => (
-                <tr key={a.id}>
-                  <td>
-                    <Time value={a.at_ms} />
-                  </td>
-                  <td>
-                    {cellText(a.actor_kind)} <code class="mono">{cellText(a.actor_id)}</code>
-                  </td>
-                  <td>{a.kind}</td>
-                  <td>
-                    {a.method ? `${a.method} ` : ''}
-                    <code class="mono">{cellText(a.route)}</code>
-                    {a.file_name ? <> · {a.file_name}</> : null}
-                  </td>
-                  <td>
-                    {cellText(a.status)}
-                    {a.error_code ? <> <code class="code">{a.error_code}</code></> : null}
-                  </td>
-                  <td>{a.latency_ms === null || a.latency_ms === undefined ? '—' : `${a.latency_ms} ms`}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['When', 'Actor', 'Kind', 'Call', 'Status', 'Latency']} caption="Activity, newest first" region="Activity table">
+          {items.map((a) => (
+            <tr key={a.id}>
+              <td>
+                <Time value={a.at_ms} />
+              </td>
+              <td>
+                {cellText(a.actor_kind)} <code class="mono">{cellText(a.actor_id)}</code>
+              </td>
+              <td>{a.kind}</td>
+              <td>
+                {a.method ? `${a.method} ` : ''}
+                <code class="mono">{cellText(a.route)}</code>
+                {a.file_name ? <> · {a.file_name}</> : null}
+              </td>
+              <td>
+                {cellText(a.status)}
+                {a.error_code ? <> <code class="code">{a.error_code}</code></> : null}
+              </td>
+              <td>{a.latency_ms === null || a.latency_ms === undefined ? '—' : `${a.latency_ms} ms`}</td>
+            </tr>
+          ))}
+        </Table>
       ) : null}
       <Pager label="Activity" page={pages.page} nextCursor={nextCursorOf(activity.data)} onNext={pages.next} onPrevious={pages.previous} />
     </Section>

@@ -4,10 +4,10 @@
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, asApiError, listOf, seg, useApi, type ApiError } from '../api';
+import { api, listOf, seg, useApi } from '../api';
 import { useLocation } from '../router';
 import { can, type Me } from '../roles';
-import { ConfirmButton, CopyField, Empty, ErrorText, Loading, Section, Select, Tabs, TextField, Time } from '../ui';
+import { ConfirmButton, CopyField, ErrorText, LoadState, Section, Select, Table, Tabs, TextField, Time, useAction } from '../ui';
 
 const CAPABILITIES = ['ai.chat', 'ai.embeddings', 'knowledge', 'decision'] as const;
 
@@ -49,8 +49,7 @@ export function ApplicationsPage({ me }: { me: Me }): JSX.Element {
       ) : (
         <>
           <Section title="Workspaces">
-            {workspaces.loading && !workspaces.data ? <Loading what="workspaces" /> : null}
-            <ErrorText error={workspaces.error} />
+            <LoadState of={workspaces} what="workspaces" count={wsList.length} empty="No workspaces." />
             {wsList.length ? (
               <ul class="plain">
                 {wsList.map((w) => (
@@ -59,34 +58,17 @@ export function ApplicationsPage({ me }: { me: Me }): JSX.Element {
                   </li>
                 ))}
               </ul>
-            ) : workspaces.data ? (
-              <Empty>No workspaces.</Empty>
             ) : null}
             {mayWrite ? <CreateByName path="/workspaces" what="workspace" onDone={workspaces.reload} /> : null}
           </Section>
           <Section title="Applications">
-            {apps.loading && !apps.data ? <Loading what="applications" /> : null}
-            <ErrorText error={apps.error} />
+            <LoadState of={apps} what="applications" count={appList.length} empty="No applications." />
             {appList.length ? (
-              <div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Application</th>
-                      <th scope="col">Workspace</th>
-                      <th scope="col">Capabilities</th>
-                      <th scope="col">Status</th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    {appList.map((a) => (
-                      <AppRow key={a.id} app={a} mayWrite={mayWrite} onChanged={apps.reload} />
-                    ))}
-                  </tbody>
-                </table>
-              </div>
-            ) : apps.data ? (
-              <Empty>No applications.</Empty>
+              <Table columns={['Application', 'Workspace', 'Capabilities', 'Status']}>
+                {appList.map((a) => (
+                  <AppRow key={a.id} app={a} mayWrite={mayWrite} onChanged={apps.reload} />
+                ))}
+              </Table>
             ) : null}
             {mayWrite && wsList.length ? <CreateApplication workspaces={wsList} onDone={apps.reload} /> : null}
           </Section>
@@ -98,20 +80,14 @@ export function ApplicationsPage({ me }: { me: Me }): JSX.Element {
 
 function CreateByName({ path, what, onDone }: { path: string; what: string; onDone: () => void }): JSX.Element {
   const [name, setName] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      await api('POST', path, { name });
-      setName('');
-      onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const { error, submit } = useAction();
+  const send = submit(async () => {
+    await api('POST', path, { name });
+    setName('');
+    onDone();
+  });
   return (
-    <form class="inline-form" onSubmit={submit}>
+    <form class="inline-form" onSubmit={send}>
       <TextField label={`New ${what} name`} value={name} onValue={setName} error={error?.param === 'name' ? error : undefined} />
       <button type="submit">Create {what}</button>
       {error?.param === 'name' ? null : <ErrorText error={error} />}
@@ -123,20 +99,14 @@ function CreateApplication({ workspaces, onDone }: { workspaces: Workspace[]; on
   const [name, setName] = useState('');
   const [workspace, setWorkspace] = useState(workspaces[0]?.id ?? '');
   const [caps, setCaps] = useState<string[]>([]);
-  const [error, setError] = useState<ApiError | undefined>();
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      await api('POST', '/applications', { workspace_id: workspace, name, capabilities: caps });
-      setName('');
-      onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const { error, submit } = useAction();
+  const send = submit(async () => {
+    await api('POST', '/applications', { workspace_id: workspace, name, capabilities: caps });
+    setName('');
+    onDone();
+  });
   return (
-    <form class="stack" onSubmit={submit} aria-label="Create an application">
+    <form class="stack" onSubmit={send} aria-label="Create an application">
       <h3>Create an application</h3>
       <Select label="Workspace" value={workspace} onValue={setWorkspace} options={workspaces.map((w) => [w.id, w.name] as const)} />
       <TextField label="Application name" value={name} onValue={setName} />
@@ -162,16 +132,12 @@ function Capabilities({ value, onValue, legend = 'Capabilities' }: { value: stri
 
 function AppRow({ app, mayWrite, onChanged }: { app: Application; mayWrite: boolean; onChanged: () => void }): JSX.Element {
   const [caps, setCaps] = useState(app.capabilities ?? []);
-  const [error, setError] = useState<ApiError | undefined>();
-  const save = async () => {
-    setError(undefined);
-    try {
+  const { error, run } = useAction();
+  const save = () =>
+    run(async () => {
       await api('PATCH', `/applications/${seg(app.id)}`, { capabilities: caps });
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
   return (
     <tr>
       <td>
@@ -184,7 +150,7 @@ function AppRow({ app, mayWrite, onChanged }: { app: Application; mayWrite: bool
         {mayWrite ? (
           <>
             <Capabilities value={caps} onValue={setCaps} legend={`Capabilities of ${app.name}`} />
-            <button type="button" onClick={save}>
+            <button type="button" onClick={() => void save()}>
               Save capabilities
             </button>
             <ErrorText error={error} />
@@ -209,78 +175,54 @@ interface OAuthClient {
 function OAuthClients({ apps, mayWrite }: { apps: Application[]; mayWrite: boolean }): JSX.Element {
   const clients = useApi<unknown>('/oauth-clients');
   const [app, setApp] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, run, submit } = useAction();
   const [secret, setSecret] = useState<{ id: string; secret: string } | undefined>();
   const list = listOf<OAuthClient>(clients.data, 'oauth_clients', 'clients');
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      const answer = await api<{ client_id?: string; id?: string; client_secret?: string; secret?: string }>('POST', '/oauth-clients', { application_id: app || apps[0]?.id });
-      const s = answer.client_secret ?? answer.secret;
-      if (s) setSecret({ id: answer.client_id ?? answer.id ?? '', secret: s });
-      clients.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const create = submit(async () => {
+    const answer = await api<{ client_id?: string; id?: string; client_secret?: string; secret?: string }>('POST', '/oauth-clients', { application_id: app || apps[0]?.id });
+    const s = answer.client_secret ?? answer.secret;
+    if (s) setSecret({ id: answer.client_id ?? answer.id ?? '', secret: s });
+    clients.reload();
+  });
   return (
     <Section title="OAuth clients">
-      {clients.loading && !clients.data ? <Loading what="OAuth clients" /> : null}
-      <ErrorText error={clients.error} />
+      <LoadState of={clients} what="OAuth clients" count={list.length} empty="No OAuth clients." />
       {list.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Client</th>
-                <th scope="col">Application</th>
-                <th scope="col">Created</th>
-                <th scope="col">Status</th>
-                {mayWrite ? <th scope="col">Actions</th> : null}
+        <Table columns={['Client', 'Application', 'Created', 'Status', mayWrite && 'Actions']}>
+          {list.map((c) => {
+            const id = c.client_id ?? c.id ?? '';
+            return (
+              <tr key={id}>
+                <td>
+                  <code class="mono">{id}</code>
+                </td>
+                <td>
+                  <code class="mono">{c.application_id}</code>
+                </td>
+                <td>
+                  <Time value={c.created_at} />
+                </td>
+                <td>{c.revoked ? <span class="badge off">Revoked</span> : <span class="badge on">Active</span>}</td>
+                {mayWrite ? (
+                  <td>
+                    {c.revoked ? null : (
+                      <ConfirmButton
+                        label="Revoke"
+                        confirmLabel="Confirm revoke"
+                        onConfirm={() =>
+                          run(async () => {
+                            await api('POST', `/oauth-clients/${seg(id)}/revoke`);
+                            clients.reload();
+                          })
+                        }
+                      />
+                    )}
+                  </td>
+                ) : null}
               </tr>
-            </thead>
-            <tbody>
-              {list.map((c) => {
-                const id = c.client_id ?? c.id ?? '';
-                return (
-                  <tr key={id}>
-                    <td>
-                      <code class="mono">{id}</code>
-                    </td>
-                    <td>
-                      <code class="mono">{c.application_id}</code>
-                    </td>
-                    <td>
-                      <Time value={c.created_at} />
-                    </td>
-                    <td>{c.revoked ? <span class="badge off">Revoked</span> : <span class="badge on">Active</span>}</td>
-                    {mayWrite ? (
-                      <td>
-                        {c.revoked ? null : (
-                          <ConfirmButton
-                            label="Revoke"
-                            confirmLabel="Confirm revoke"
-                            onConfirm={async () => {
-                              try {
-                                await api('POST', `/oauth-clients/${seg(id)}/revoke`);
-                                clients.reload();
-                              } catch (err) {
-                                setError(asApiError(err));
-                              }
-                            }}
-                          />
-                        )}
-                      </td>
-                    ) : null}
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
-      ) : clients.data ? (
-        <Empty>No OAuth clients.</Empty>
+            );
+          })}
+        </Table>
       ) : null}
       {mayWrite && apps.length ? (
         <form class="inline-form" onSubmit={create}>
@@ -307,47 +249,25 @@ function PublishableKeys({ apps, mayWrite }: { apps: Application[]; mayWrite: bo
   const keys = useApi<unknown>('/publishable-keys');
   const [app, setApp] = useState('');
   const [origins, setOrigins] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, submit } = useAction();
   const [made, setMade] = useState<{ id: string; key: string } | undefined>();
   const list = listOf<PublishableKey>(keys.data, 'publishable_keys', 'keys');
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      const answer = await api<PublishableKey>('POST', '/publishable-keys', { application_id: app || apps[0]?.id, origins: splitOrigins(origins) });
-      if (answer.key) setMade({ id: answer.id, key: answer.key });
-      setOrigins('');
-      keys.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const create = submit(async () => {
+    const answer = await api<PublishableKey>('POST', '/publishable-keys', { application_id: app || apps[0]?.id, origins: splitOrigins(origins) });
+    if (answer.key) setMade({ id: answer.id, key: answer.key });
+    setOrigins('');
+    keys.reload();
+  });
   return (
     <Section title="Publishable keys">
       <p class="lead">Publishable keys (<code>apb_…</code>) are not secrets: web pages use them from the origins listed.</p>
-      {keys.loading && !keys.data ? <Loading what="publishable keys" /> : null}
-      <ErrorText error={keys.error} />
+      <LoadState of={keys} what="publishable keys" count={list.length} empty="No publishable keys." />
       {list.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Application</th>
-                <th scope="col">Origins</th>
-                <th scope="col">Status</th>
-                {mayWrite ? <th scope="col">Actions</th> : null}
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((k) => (
-                <PublishableKeyRow key={k.id} k={k} mayWrite={mayWrite} onChanged={keys.reload} />
-              ))}
-            </tbody>
-          </table>
-        </div>
-      ) : keys.data ? (
-        <Empty>No publishable keys.</Empty>
+        <Table columns={['Key', 'Application', 'Origins', 'Status', mayWrite && 'Actions']}>
+          {list.map((k) => (
+            <PublishableKeyRow key={k.id} k={k} mayWrite={mayWrite} onChanged={keys.reload} />
+          ))}
+        </Table>
       ) : null}
       {made ? <CopyField label={`Publishable key ${made.id}`} value={made.key} hint="Not a secret: put it in the web page that calls from the origins listed." /> : null}
       {mayWrite && apps.length ? (
@@ -368,16 +288,12 @@ const splitOrigins = (s: string) => s.split(/[\s,]+/).filter(Boolean);
 /** A publishable key's row: its origins changed in place (`PUT …/{id}/origins`) and "Disable" (`POST …/{id}/disable`). */
 function PublishableKeyRow({ k, mayWrite, onChanged }: { k: PublishableKey; mayWrite: boolean; onChanged: () => void }): JSX.Element {
   const [origins, setOrigins] = useState((k.origins ?? []).join(' '));
-  const [error, setError] = useState<ApiError | undefined>();
-  const call = async (method: 'PUT' | 'POST', path: string, body?: unknown) => {
-    setError(undefined);
-    try {
+  const { error, run } = useAction();
+  const call = (method: 'PUT' | 'POST', path: string, body?: unknown) =>
+    run(async () => {
       await api(method, path, body);
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
   return (
     <tr>
       <td>

@@ -5,10 +5,10 @@
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, API_BASE, asApiError, listOf, nextCursorOf, seg, useApi, type ApiError } from '../api';
+import { api, API_BASE, ApiError, listOf, nextCursorOf, seg, useApi } from '../api';
 import { Link, setParams, useLocation } from '../router';
 import { can, type Me } from '../roles';
-import { cellText, Empty, ErrorText, Loading, Pager, Section, Select, TextArea, TextField, Time, useCursorPages } from '../ui';
+import { cellText, ErrorText, LoadState, Pager, Section, Select, Table, TextArea, TextField, Time, useAction, useCursorPages } from '../ui';
 
 interface Database {
   key: string;
@@ -79,49 +79,30 @@ export function DataPage({ me }: { me: Me }): JSX.Element {
 function Databases({ mayWrite }: { mayWrite: boolean }): JSX.Element {
   const dbs = useApi<unknown>('/databases');
   const [name, setName] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, submit } = useAction();
   const list = listOf<Database>(dbs.data, 'databases');
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      await api('PUT', dbPath(name.trim()));
-      setName('');
-      dbs.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const create = submit(async () => {
+    await api('PUT', dbPath(name.trim()));
+    setName('');
+    dbs.reload();
+  });
   return (
     <Section title="Databases">
-      {dbs.loading && !dbs.data ? <Loading what="databases" /> : null}
-      <ErrorText error={dbs.error} />
-      {dbs.data && list.length === 0 ? <Empty>No databases yet.</Empty> : null}
+      <LoadState of={dbs} what="databases" count={list.length} empty="No databases yet." />
       {list.length ? (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Database</th>
-                <th scope="col">Application</th>
-                <th scope="col">Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((d) => (
-                <tr key={d.key}>
-                  <td>
-                    <Link href={`/data?db=${encodeURIComponent(d.key)}`}>{d.key}</Link>
-                  </td>
-                  <td>{d.application_id ? <code class="mono">{d.application_id}</code> : '—'}</td>
-                  <td>
-                    <Time value={d.created_at} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['Database', 'Application', 'Created']}>
+          {list.map((d) => (
+            <tr key={d.key}>
+              <td>
+                <Link href={`/data?db=${encodeURIComponent(d.key)}`}>{d.key}</Link>
+              </td>
+              <td>{d.application_id ? <code class="mono">{d.application_id}</code> : '—'}</td>
+              <td>
+                <Time value={d.created_at} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       ) : null}
       {mayWrite ? (
         <form class="inline-form" onSubmit={create}>
@@ -143,42 +124,27 @@ function Collections({ db, mayWrite }: { db: string; mayWrite: boolean }): JSX.E
   return (
     <>
       <Section title={`Collections of ${db}`} actions={mayWrite ? <button type="button" onClick={() => setEditing('new')}>New collection</button> : undefined}>
-        {colls.loading && !colls.data ? <Loading what="collections" /> : null}
-        <ErrorText error={colls.error} />
-        {colls.data && list.length === 0 ? <Empty>No collections in this database yet.</Empty> : null}
+        <LoadState of={colls} what="collections" count={list.length} empty="No collections in this database yet." />
         {list.length ? (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Collection</th>
-                  <th scope="col">Mode</th>
-                  <th scope="col">Fields</th>
-                  <th scope="col">Schema version</th>
-                  {mayWrite ? <th scope="col">Actions</th> : null}
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((c) => (
-                  <tr key={c.name}>
-                    <td>
-                      <Link href={`/data?db=${encodeURIComponent(db)}&collection=${encodeURIComponent(c.name)}`}>{c.name}</Link>
-                    </td>
-                    <td>{c.mode}</td>
-                    <td>{(c.fields ?? []).map((f) => `${f.name}: ${f.type}`).join(', ') || '—'}</td>
-                    <td>{c.schema_version ?? '—'}</td>
-                    {mayWrite ? (
-                      <td>
-                        <button type="button" onClick={() => setEditing(c)}>
-                          Edit schema
-                        </button>
-                      </td>
-                    ) : null}
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Collection', 'Mode', 'Fields', 'Schema version', mayWrite && 'Actions']}>
+            {list.map((c) => (
+              <tr key={c.name}>
+                <td>
+                  <Link href={`/data?db=${encodeURIComponent(db)}&collection=${encodeURIComponent(c.name)}`}>{c.name}</Link>
+                </td>
+                <td>{c.mode}</td>
+                <td>{(c.fields ?? []).map((f) => `${f.name}: ${f.type}`).join(', ') || '—'}</td>
+                <td>{c.schema_version ?? '—'}</td>
+                {mayWrite ? (
+                  <td>
+                    <button type="button" onClick={() => setEditing(c)}>
+                      Edit schema
+                    </button>
+                  </td>
+                ) : null}
+              </tr>
+            ))}
+          </Table>
         ) : null}
       </Section>
       {editing ? (
@@ -203,30 +169,24 @@ function CollectionForm({ db, collection, onDone, onCancel }: { db: string; coll
   const [mode, setMode] = useState<string>(collection?.mode ?? 'schema');
   const [fields, setFields] = useState(collection ? JSON.stringify(collection.fields ?? [], null, 2) : EXAMPLE_FIELDS);
   const [rules, setRules] = useState(collection?.rules ? JSON.stringify(collection.rules, null, 2) : NO_RULES);
-  const [error, setError] = useState<ApiError | string | undefined>();
-  const paramOf = (e: typeof error) => (typeof e === 'object' ? (e.param ?? '') : '');
-  const fieldsError = error && (paramOf(error).startsWith('fields') || (typeof error === 'object' && error.code === 'invalid_schema')) ? error : undefined;
-  const rulesError = error && (paramOf(error).startsWith('rules') || (typeof error === 'object' && error.code === 'invalid_rule')) ? error : undefined;
-  const nameError = error && paramOf(error) === 'collection' ? error : undefined;
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
+  const { error, submit } = useAction();
+  const param = error?.param ?? '';
+  const fieldsError = error && (param.startsWith('fields') || error.code === 'invalid_schema') ? error : undefined;
+  const rulesError = error && (param.startsWith('rules') || error.code === 'invalid_rule') ? error : undefined;
+  const nameError = error && param === 'collection' ? error : undefined;
+  const send = submit(async () => {
     let body: { mode: string; fields: unknown; rules: unknown };
     try {
       body = { mode, fields: JSON.parse(fields || '[]'), rules: JSON.parse(rules || '{}') };
     } catch {
-      return setError('Fields and rules must be valid JSON.');
+      throw new ApiError(0, '', 'Fields and rules must be valid JSON.');
     }
-    try {
-      await api('PUT', collPath(db, name.trim()), body);
-      onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    await api('PUT', collPath(db, name.trim()), body);
+    onDone();
+  });
   return (
     <Section title={collection ? `Schema of ${collection.name}` : 'New collection'}>
-      <form class="stack" onSubmit={submit} aria-label={collection ? `Schema of ${collection.name}` : 'New collection'}>
+      <form class="stack" onSubmit={send} aria-label={collection ? `Schema of ${collection.name}` : 'New collection'}>
         <TextField label="Collection name" value={name} onValue={setName} readOnly={collection !== undefined} error={nameError} hint="A lowercase letter, then lowercase letters, digits or _" />
         <Select
           label="Mode"
@@ -311,45 +271,26 @@ function Records({ db, collection, mayWrite }: { db: string; collection: string;
           <Select label="Per page" value={draft.limit} onValue={(v) => setDraft({ ...draft, limit: v })} options={['10', '20', '50', '100'].map((n) => [n, n] as const)} />
           <button type="submit">Apply</button>
         </form>
-        {records.loading && !records.data ? <Loading what="records" /> : null}
-        <ErrorText error={records.error} />
-        {records.data && list.length === 0 ? <Empty>No records on this page.</Empty> : null}
+        <LoadState of={records} what="records" count={list.length} empty="No records on this page." />
         {list.length ? (
-          <div class="table-wrap">
-            <table>
-              <caption class="sr-only">Records of {collection}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">id</th>
-                  {shownFields.map((f) => (
-                    <th scope="col" key={f}>
-                      {f}
-                    </th>
-                  ))}
-                  <th scope="col">version</th>
-                  <th scope="col">updated</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((r) => (
-                  <tr key={r.id}>
-                    <td>
-                      <code class="mono">{r.id}</code>
-                    </td>
-                    {shownFields.map((f) => (
-                      <td key={f} class="cell">
-                        {blobFields.has(f) ? <BlobLink db={db} value={r[f]} /> : cellText(r[f])}
-                      </td>
-                    ))}
-                    <td>{r.version ?? '—'}</td>
-                    <td>
-                      <Time value={r.updated_at} />
-                    </td>
-                  </tr>
+          <Table columns={['id', ...shownFields, 'version', 'updated']} caption={`Records of ${collection}`}>
+            {list.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <code class="mono">{r.id}</code>
+                </td>
+                {shownFields.map((f) => (
+                  <td key={f} class="cell">
+                    {blobFields.has(f) ? <BlobLink db={db} value={r[f]} /> : cellText(r[f])}
+                  </td>
                 ))}
-              </tbody>
-            </table>
-          </div>
+                <td>{r.version ?? '—'}</td>
+                <td>
+                  <Time value={r.updated_at} />
+                </td>
+              </tr>
+            ))}
+          </Table>
         ) : null}
         <Pager label="Records" page={pages.page} nextCursor={nextCursorOf(records.data)} onNext={pages.next} onPrevious={pages.previous} />
       </Section>
@@ -374,29 +315,23 @@ function BlobLink({ db, value }: { db: string; value: unknown }): JSX.Element {
 function NewRecord({ db, collection, fields, onDone }: { db: string; collection: string; fields: FieldDef[]; onDone: () => void }): JSX.Element {
   const template = JSON.stringify(Object.fromEntries(fields.filter((f) => f.type !== 'blob').map((f) => [f.name, f.type === 'integer' || f.type === 'number' ? 0 : f.type === 'bool' ? false : ''])), null, 2);
   const [body, setBody] = useState(template);
-  const [error, setError] = useState<ApiError | string | undefined>();
+  const { error, submit } = useAction();
   const [created, setCreated] = useState('');
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
+  const send = submit(async () => {
     setCreated('');
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
     } catch {
-      return setError('The record must be a JSON object.');
+      throw new ApiError(0, '', 'The record must be a JSON object.');
     }
-    try {
-      const record = await api<DataRecord>('POST', `${collPath(db, collection)}/records`, parsed);
-      setCreated(`Created record ${record.id}.`);
-      onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    const record = await api<DataRecord>('POST', `${collPath(db, collection)}/records`, parsed);
+    setCreated(`Created record ${record.id}.`);
+    onDone();
+  });
   return (
     <Section title="New record">
-      <form class="stack" onSubmit={submit} aria-label="New record">
+      <form class="stack" onSubmit={send} aria-label="New record">
         <TextArea label="Record (JSON)" value={body} onValue={setBody} rows={6} error={error} hint="Optional id; the fields of the record." />
         <button type="submit" class="primary">
           Create record
@@ -422,39 +357,24 @@ function Files({ db }: { db: string }): JSX.Element {
   const list = listOf<StoredFile>(files.data, 'files');
   return (
     <Section title={`Files of ${db}`}>
-      {files.loading && !files.data ? <Loading what="files" /> : null}
-      <ErrorText error={files.error} />
-      {files.data && list.length === 0 ? <Empty>No files in this database.</Empty> : null}
+      <LoadState of={files} what="files" count={list.length} empty="No files in this database." />
       {list.length ? (
-        <div class="table-wrap">
-          <table>
-            <caption class="sr-only">Files of {db}</caption>
-            <thead>
-              <tr>
-                <th scope="col">SHA-256</th>
-                <th scope="col">Size</th>
-                <th scope="col">Stored</th>
-                <th scope="col">Download</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.map((f) => (
-                <tr key={f.sha256}>
-                  <td>
-                    <code class="mono">{f.sha256}</code>
-                  </td>
-                  <td>{f.size === undefined ? '—' : `${f.size} bytes`}</td>
-                  <td>
-                    <Time value={f.created_at} />
-                  </td>
-                  <td>
-                    <BlobLink db={db} value={f.sha256} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['SHA-256', 'Size', 'Stored', 'Download']} caption={`Files of ${db}`}>
+          {list.map((f) => (
+            <tr key={f.sha256}>
+              <td>
+                <code class="mono">{f.sha256}</code>
+              </td>
+              <td>{f.size === undefined ? '—' : `${f.size} bytes`}</td>
+              <td>
+                <Time value={f.created_at} />
+              </td>
+              <td>
+                <BlobLink db={db} value={f.sha256} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       ) : null}
       <Pager label="Files" page={pages.page} nextCursor={nextCursorOf(files.data)} onNext={pages.next} onPrevious={pages.previous} />
     </Section>

@@ -5,9 +5,9 @@
  */
 import type { JSX } from 'preact';
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { api, asApiError, type ApiError } from '../api';
+import { api, ApiError, asApiError } from '../api';
 import { navigate } from '../router';
-import { ErrorText, Loading, TextField, Time } from '../ui';
+import { ErrorText, Loading, TextField, Time, useAction } from '../ui';
 import { PASSKEYS_READY, PasskeyStep } from './passkey';
 
 interface Invitation {
@@ -38,8 +38,7 @@ export function InvitePage({ onSignedIn }: { onSignedIn: () => Promise<void> }):
   }, [token]);
   const [password, setPassword] = useState('');
   const [confirm, setConfirm] = useState('');
-  const [error, setError] = useState<ApiError | string | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { error, busy, submit } = useAction();
   const [accepted, setAccepted] = useState(false);
 
   const finish = async () => {
@@ -47,24 +46,15 @@ export function InvitePage({ onSignedIn }: { onSignedIn: () => Promise<void> }):
     navigate('/', { replace: true });
   };
 
-  const accept = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    if (password.length < MIN_PASSWORD_LENGTH) return setError(`Use at least ${MIN_PASSWORD_LENGTH} characters.`);
-    if (password !== confirm) return setError('The two passwords differ.');
-    setBusy(true);
-    try {
-      await api('POST', '/invitation/accept', { token, password });
-      // The token is spent: take it out of the address bar and the history entry.
-      history.replaceState(null, '', '/invite');
-      setAccepted(true);
-      if (!PASSKEYS_READY) await finish();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const accept = submit(async () => {
+    if (password.length < MIN_PASSWORD_LENGTH) throw new ApiError(0, '', `Use at least ${MIN_PASSWORD_LENGTH} characters.`, 'password');
+    if (password !== confirm) throw new ApiError(0, '', 'The two passwords differ.', 'password');
+    await api('POST', '/invitation/accept', { token, password });
+    // The token is spent: take it out of the address bar and the history entry.
+    history.replaceState(null, '', '/invite');
+    setAccepted(true);
+    if (!PASSKEYS_READY) await finish();
+  });
 
   let body: JSX.Element;
   if (!token) {
@@ -85,7 +75,7 @@ export function InvitePage({ onSignedIn }: { onSignedIn: () => Promise<void> }):
     body = <PasskeyStep onDone={finish} />;
   } else {
     const inv = invitation.data!;
-    const passwordError = typeof error === 'string' || error?.param === 'password' ? error : undefined;
+    const passwordError = error?.param === 'password' ? error : undefined;
     return (
       <main id="main" class="narrow">
         <h1>Join {inv.organization.name}</h1>

@@ -6,9 +6,9 @@
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, asApiError, listOf, nextCursorOf, query, seg, useApi, type ApiError } from '../api';
+import { api, listOf, nextCursorOf, query, seg, useApi } from '../api';
 import { can, type Me } from '../roles';
-import { ConfirmButton, CopyField, Empty, ErrorText, Json, Loading, Pager, Section, Select, TextArea, TextField, Time, useCursorPages } from '../ui';
+import { ConfirmButton, CopyField, ErrorText, Json, LoadState, Pager, Section, Select, Table, TextArea, TextField, Time, useAction, useCursorPages } from '../ui';
 
 export interface SecretKey {
   id: string;
@@ -67,30 +67,13 @@ export function KeysPage({ me }: { me: Me }): JSX.Element {
         </Section>
       ) : null}
       <Section title="Secret keys">
-        {keys.loading && !keys.data ? <Loading what="keys" /> : null}
-        <ErrorText error={keys.error} />
-        {keys.data && list.length === 0 ? <Empty>No secret keys yet.</Empty> : null}
+        <LoadState of={keys} what="keys" count={list.length} empty="No secret keys yet." />
         {list.length > 0 ? (
-          <div class="table-wrap">
-            <table>
-              <caption class="sr-only">Secret keys of {me.organization.name}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Key</th>
-                  <th scope="col">Ends with</th>
-                  <th scope="col">Application</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Status</th>
-                  {mayWrite ? <th scope="col">Actions</th> : null}
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((k) => (
-                  <KeyRow key={k.id} k={k} appName={k.application_id ? appNames.get(k.application_id) : undefined} me={me} onChanged={keys.reload} />
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Key', 'Ends with', 'Application', 'Created', 'Status', mayWrite && 'Actions']} caption={`Secret keys of ${me.organization.name}`}>
+            {list.map((k) => (
+              <KeyRow key={k.id} k={k} appName={k.application_id ? appNames.get(k.application_id) : undefined} me={me} onChanged={keys.reload} />
+            ))}
+          </Table>
         ) : null}
         <Pager label="Keys" page={pages.page} nextCursor={nextCursorOf(keys.data)} onNext={pages.next} onPrevious={pages.previous} />
       </Section>
@@ -100,24 +83,14 @@ export function KeysPage({ me }: { me: Me }): JSX.Element {
 
 function CreateKey({ applications, onCreated }: { applications: Application[]; onCreated: (c: { id: string; secret: string }) => void }): JSX.Element {
   const [app, setApp] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
-  const [busy, setBusy] = useState(false);
-  const create = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      const answer = await api<Created>('POST', '/keys', app ? { application_id: app } : {});
-      const secret = answer.secret ?? (typeof answer.key === 'string' ? answer.key : undefined);
-      const id = typeof answer.key === 'object' && answer.key ? answer.key.id : (answer.id ?? '');
-      if (!secret) throw new Error('The answer held no secret.');
-      onCreated({ id, secret });
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { error, busy, submit } = useAction();
+  const create = submit(async () => {
+    const answer = await api<Created>('POST', '/keys', app ? { application_id: app } : {});
+    const secret = answer.secret ?? (typeof answer.key === 'string' ? answer.key : undefined);
+    const id = typeof answer.key === 'object' && answer.key ? answer.key.id : (answer.id ?? '');
+    if (!secret) throw new Error('The answer held no secret.');
+    onCreated({ id, secret });
+  });
   return (
     <Section title="Create a secret key">
       <form class="inline-form" onSubmit={create}>
@@ -138,17 +111,13 @@ function CreateKey({ applications, onCreated }: { applications: Application[]; o
 }
 
 function KeyRow({ k, appName, me, onChanged }: { k: SecretKey; appName?: string; me: Me; onChanged: () => void }): JSX.Element {
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, run } = useAction();
   const mayWrite = can(me.person.role, 'developer');
-  const disable = async () => {
-    setError(undefined);
-    try {
+  const disable = () =>
+    run(async () => {
       await api('POST', `/keys/${seg(k.id)}/disable`);
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
   return (
     <tr>
       <td>
@@ -192,8 +161,7 @@ function KeySettings({ k, me, onChanged }: { k: SecretKey; me: Me; onChanged: ()
   return (
     <details class="settings" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
       <summary>Settings</summary>
-      {ai.loading && !ai.data ? <Loading what="the key's settings" /> : null}
-      <ErrorText error={ai.error} />
+      <LoadState of={ai} what="the key's settings" />
       {ai.data ? <KeySettingsForm key={k.id} k={k} ai={ai.data} me={me} onChanged={() => (ai.reload(), onChanged())} /> : null}
     </details>
   );
@@ -202,12 +170,11 @@ function KeySettings({ k, me, onChanged }: { k: SecretKey; me: Me; onChanged: ()
 function KeySettingsForm({ k, ai, me, onChanged }: { k: SecretKey; ai: KeyAi; me: Me; onChanged: () => void }): JSX.Element {
   const [routes, setRoutes] = useState((ai.routes ?? []).join(', '));
   const [limits, setLimits] = useState(ai.limits ? JSON.stringify(ai.limits, null, 2) : '{}');
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, run } = useAction();
   const [saved, setSaved] = useState('');
-  const save = async (what: 'routes' | 'limits') => {
-    setError(undefined);
+  const save = (what: 'routes' | 'limits') => {
     setSaved('');
-    try {
+    return run(async () => {
       if (what === 'routes') {
         const list = routes.split(',').map((r) => r.trim()).filter(Boolean);
         await api('PUT', `/keys/${seg(k.id)}/routes`, { routes: list.length ? list : null });
@@ -222,9 +189,7 @@ function KeySettingsForm({ k, ai, me, onChanged }: { k: SecretKey; ai: KeyAi; me
       }
       setSaved(what === 'routes' ? 'Routes saved.' : 'Limits saved.');
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
+    });
   };
   return (
     <>

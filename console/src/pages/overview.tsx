@@ -4,9 +4,9 @@
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, asApiError, listOf, useApi, type ApiError } from '../api';
+import { api, listOf, useApi } from '../api';
 import { can, type Me } from '../roles';
-import { ErrorText, Json, Loading, Section, Select, TextField } from '../ui';
+import { ErrorText, Json, Loading, Section, Select, Table, TextField, useAction } from '../ui';
 
 interface UsagePoint {
   /** The hour's start (ISO 8601) or Unix ms. */
@@ -95,26 +95,16 @@ function BarChart({ points, metric }: { points: UsagePoint[]; metric: Metric }):
       </svg>
       <details>
         <summary>{label} as a table</summary>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Hour</th>
-                <th scope="col">{label}</th>
+        <Table columns={['Hour', label]}>
+          {points
+            .filter((p) => valueOf(p, metric) > 0)
+            .map((p, i) => (
+              <tr key={i}>
+                <td>{String(whenOf(p) ?? '')}</td>
+                <td>{valueOf(p, metric).toLocaleString()}</td>
               </tr>
-            </thead>
-            <tbody>
-              {points
-                .filter((p) => valueOf(p, metric) > 0)
-                .map((p, i) => (
-                  <tr key={i}>
-                    <td>{String(whenOf(p) ?? '')}</td>
-                    <td>{valueOf(p, metric).toLocaleString()}</td>
-                  </tr>
-                ))}
-            </tbody>
-          </table>
-        </div>
+            ))}
+        </Table>
       </details>
     </figure>
   );
@@ -122,21 +112,17 @@ function BarChart({ points, metric }: { points: UsagePoint[]; metric: Metric }):
 
 /** The organization's feature switches: `{name: enabled}` or a list of `{feature, enabled}`. */
 function Features({ features, mayChange, onChanged }: { features: unknown; mayChange: boolean; onChanged: () => void }): JSX.Element {
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, run } = useAction();
   const entries: Array<[string, boolean]> = Array.isArray(features)
     ? (features as Array<{ feature?: string; name?: string; enabled?: boolean }>).map((f) => [f.feature ?? f.name ?? '', f.enabled !== false])
     : features && typeof features === 'object'
       ? Object.entries(features as Record<string, unknown>).map(([k, v]) => [k, v === true || (typeof v === 'object' && v !== null && (v as { enabled?: boolean }).enabled !== false)])
       : [];
-  const toggle = async (name: string, enabled: boolean) => {
-    setError(undefined);
-    try {
+  const toggle = (name: string, enabled: boolean) =>
+    run(async () => {
       await api('PUT', '/features', { [name]: enabled });
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
   return (
     <Section title="Feature switches">
       {entries.length === 0 ? <p class="muted">No feature switches.</p> : null}
@@ -166,24 +152,18 @@ const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrency', 'budget_usd', 'knowledge_job_
 function LimitsForm({ limits, onChanged }: { limits: unknown; onChanged: () => void }): JSX.Element {
   const current = (limits ?? {}) as Record<string, unknown>;
   const [values, setValues] = useState<Record<string, string>>(Object.fromEntries(LIMIT_FIELDS.map((f) => [f, typeof current[f] === 'number' ? String(current[f]) : ''])));
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, submit } = useAction();
   const [saved, setSaved] = useState('');
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
+  const send = submit(async () => {
     setSaved('');
-    try {
-      await api('PUT', '/limits', Object.fromEntries(LIMIT_FIELDS.map((f) => [f, values[f]!.trim() === '' ? null : Number(values[f])])));
-      setSaved('Limits saved.');
-      onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    await api('PUT', '/limits', Object.fromEntries(LIMIT_FIELDS.map((f) => [f, values[f]!.trim() === '' ? null : Number(values[f])])));
+    setSaved('Limits saved.');
+    onChanged();
+  });
   return (
     <details class="settings">
       <summary>Change limits</summary>
-      <form class="stack" onSubmit={submit} aria-label="Organization limits">
+      <form class="stack" onSubmit={send} aria-label="Organization limits">
         {LIMIT_FIELDS.map((f) => (
           <TextField key={f} label={f} type="number" value={values[f]!} onValue={(v) => setValues({ ...values, [f]: v })} error={error?.param === f ? error : undefined} />
         ))}

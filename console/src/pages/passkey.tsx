@@ -7,7 +7,7 @@
 import type { JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, asApiError, seg, useApi, ApiError } from '../api';
-import { ConfirmButton, Empty, ErrorText, Loading, Section, TextField, Time } from '../ui';
+import { ConfirmButton, ErrorText, LoadState, Section, Table, TextField, Time, useAction } from '../ui';
 
 /** A WebAuthn RP ID must be a domain name: a page opened at an IP address (127.0.0.1) cannot use passkeys. */
 const IP_HOST = /^(\d{1,3}(\.\d{1,3}){3}|\[[0-9a-f:.]+\])$/i;
@@ -62,20 +62,12 @@ export async function signInWithPasskey(email?: string): Promise<void> {
 }
 
 export function PasskeyStep({ onDone }: { onDone: () => Promise<void> }): JSX.Element {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | undefined>();
-  const add = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const { error, busy, run } = useAction();
+  const add = () =>
+    run(async () => {
       await addPasskey();
       await onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <section class="stack" aria-label="Passkey">
       <p>Your password is set and you are signed in.</p>
@@ -105,74 +97,45 @@ interface Passkey {
 export function PasskeysPage(): JSX.Element {
   const list = useApi<{ data: Passkey[] }>('/passkeys');
   const [name, setName] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, busy, run, submit } = useAction();
   const [added, setAdded] = useState(false);
   const usable = passkeysUsable();
   const elsewhere = usable ? null : localhostAddress();
   useEffect(() => setAdded(false), [name]);
 
-  const add = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await addPasskey(name.trim() || undefined);
-      setName('');
-      setAdded(true);
-      list.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
-  const remove = async (id: string) => {
-    setError(undefined);
-    try {
+  const add = submit(async () => {
+    await addPasskey(name.trim() || undefined);
+    setName('');
+    setAdded(true);
+    list.reload();
+  });
+  const remove = (id: string) =>
+    run(async () => {
       await api('DELETE', `/passkeys/${seg(id)}`);
       list.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
 
   const items = list.data?.data ?? [];
   return (
     <>
       <Section title="Your passkeys">
-        {list.loading && !list.data ? <Loading what="your passkeys" /> : null}
-        <ErrorText error={list.error} />
-        {list.data && items.length === 0 ? <Empty>No passkeys yet: you sign in with your password.</Empty> : null}
+        <LoadState of={list} what="your passkeys" count={items.length} empty="No passkeys yet: you sign in with your password." />
         {items.length ? (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Name</th>
-                  <th scope="col">Added</th>
-                  <th scope="col">Last used</th>
-                  <th scope="col">Synced</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {items.map((p) => (
-                  <tr key={p.id}>
-                    <td>{p.name}</td>
-                    <td>
-                      <Time value={p.created_at} />
-                    </td>
-                    <td>{p.last_used_at ? <Time value={p.last_used_at} /> : 'never'}</td>
-                    <td>{p.backed_up ? 'yes' : 'no'}</td>
-                    <td>
-                      <ConfirmButton label={`Remove ${p.name}`} confirmLabel={`Really remove ${p.name}`} onConfirm={() => remove(p.id)} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Name', 'Added', 'Last used', 'Synced', 'Actions']}>
+            {items.map((p) => (
+              <tr key={p.id}>
+                <td>{p.name}</td>
+                <td>
+                  <Time value={p.created_at} />
+                </td>
+                <td>{p.last_used_at ? <Time value={p.last_used_at} /> : 'never'}</td>
+                <td>{p.backed_up ? 'yes' : 'no'}</td>
+                <td>
+                  <ConfirmButton label={`Remove ${p.name}`} confirmLabel={`Really remove ${p.name}`} onConfirm={() => remove(p.id)} />
+                </td>
+              </tr>
+            ))}
+          </Table>
         ) : null}
       </Section>
       <Section title="Add a passkey">

@@ -5,9 +5,9 @@
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, asApiError, listOf, seg, useApi, type ApiError } from '../api';
+import { api, listOf, seg, useApi } from '../api';
 import { ROLES, can, type Me, type Role } from '../roles';
-import { cellText, ConfirmButton, CopyField, Empty, ErrorText, Loading, Section, Select, TextField, Time } from '../ui';
+import { cellText, ConfirmButton, CopyField, ErrorText, LoadState, Section, Select, Table, TextField, Time, useAction } from '../ui';
 
 interface Person {
   id: string;
@@ -35,58 +35,31 @@ export function PeoplePage({ me }: { me: Me }): JSX.Element {
   return (
     <>
       <Section title="People">
-        {people.loading && !people.data ? <Loading what="people" /> : null}
-        <ErrorText error={people.error} />
+        <LoadState of={people} what="people" />
         {list.length ? (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Joined</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((p) => (
-                  <PersonRow key={p.id} person={p} me={me} grantable={grantable} onChanged={people.reload} />
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Email', 'Role', 'Joined', 'Actions']}>
+            {list.map((p) => (
+              <PersonRow key={p.id} person={p} me={me} grantable={grantable} onChanged={people.reload} />
+            ))}
+          </Table>
         ) : null}
       </Section>
       <Invite grantable={grantable} onInvited={invitations.reload} />
       <Section title="Invitations">
-        {invitations.loading && !invitations.data ? <Loading what="invitations" /> : null}
-        <ErrorText error={invitations.error} />
-        {invitations.data && invs.length === 0 ? <Empty>No invitations.</Empty> : null}
+        <LoadState of={invitations} what="invitations" count={invs.length} empty="No invitations." />
         {invs.length ? (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Email</th>
-                  <th scope="col">Role</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Expires</th>
-                </tr>
-              </thead>
-              <tbody>
-                {invs.map((i, n) => (
-                  <tr key={i.id ?? n}>
-                    <td>{i.email}</td>
-                    <td>{i.role}</td>
-                    <td>{i.status ?? (i.used_at ? 'used' : 'pending')}</td>
-                    <td>
-                      <Time value={i.expires_at} />
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Email', 'Role', 'Status', 'Expires']}>
+            {invs.map((i, n) => (
+              <tr key={i.id ?? n}>
+                <td>{i.email}</td>
+                <td>{i.role}</td>
+                <td>{i.status ?? (i.used_at ? 'used' : 'pending')}</td>
+                <td>
+                  <Time value={i.expires_at} />
+                </td>
+              </tr>
+            ))}
+          </Table>
         ) : null}
       </Section>
     </>
@@ -95,28 +68,15 @@ export function PeoplePage({ me }: { me: Me }): JSX.Element {
 
 function PersonRow({ person, me, grantable, onChanged }: { person: Person; me: Me; grantable: readonly Role[]; onChanged: () => void }): JSX.Element {
   const [role, setRole] = useState<string>(person.role);
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, run } = useAction();
   const self = person.id === me.person.id;
   // An admin does not change an owner (nor anyone above their own role).
   const mayChange = !self && can(me.person.role, person.role);
-  const save = async () => {
-    setError(undefined);
-    try {
-      await api('PATCH', `/people/${seg(person.id)}`, { role });
+  const call = (method: 'PATCH' | 'DELETE', body?: unknown) =>
+    run(async () => {
+      await api(method, `/people/${seg(person.id)}`, body);
       onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
-  const remove = async () => {
-    setError(undefined);
-    try {
-      await api('DELETE', `/people/${seg(person.id)}`);
-      onChanged();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    });
   return (
     <tr>
       <td>
@@ -127,7 +87,7 @@ function PersonRow({ person, me, grantable, onChanged }: { person: Person; me: M
         {mayChange ? (
           <span class="inline">
             <Select hideLabel label={`Role of ${person.email}`} value={role} onValue={setRole} options={grantable.map((r) => [r, r] as const)} />
-            <button type="button" onClick={save} disabled={role === person.role}>
+            <button type="button" onClick={() => void call('PATCH', { role })} disabled={role === person.role}>
               Save role
             </button>
           </span>
@@ -139,7 +99,7 @@ function PersonRow({ person, me, grantable, onChanged }: { person: Person; me: M
         <Time value={person.created_at} />
       </td>
       <td>
-        {mayChange ? <ConfirmButton label="Remove" confirmLabel={`Confirm removing ${person.email}`} onConfirm={remove} /> : cellText(null)}
+        {mayChange ? <ConfirmButton label="Remove" confirmLabel={`Confirm removing ${person.email}`} onConfirm={() => call('DELETE')} /> : cellText(null)}
         <ErrorText error={error} />
       </td>
     </tr>
@@ -150,24 +110,18 @@ function Invite({ grantable, onInvited }: { grantable: readonly Role[]; onInvite
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<string>('viewer');
   const [days, setDays] = useState('7');
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, submit } = useAction();
   const [link, setLink] = useState<{ url: string; expires: string } | undefined>();
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
+  const send = submit(async () => {
     setLink(undefined);
-    try {
-      const a = await api<{ invitation_url: string; expires_at: string }>('POST', '/invitations', { email: email.trim(), role, expires_in_hours: Number(days) * 24 });
-      setLink({ url: a.invitation_url, expires: a.expires_at });
-      setEmail('');
-      onInvited();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+    const a = await api<{ invitation_url: string; expires_at: string }>('POST', '/invitations', { email: email.trim(), role, expires_in_hours: Number(days) * 24 });
+    setLink({ url: a.invitation_url, expires: a.expires_at });
+    setEmail('');
+    onInvited();
+  });
   return (
     <Section title="Invite a person">
-      <form class="inline-form" onSubmit={submit} aria-label="Invite a person">
+      <form class="inline-form" onSubmit={send} aria-label="Invite a person">
         <TextField label="Email" type="email" value={email} onValue={setEmail} error={error?.param === 'email' ? error : undefined} />
         <Select label="Role" value={role} onValue={setRole} options={grantable.map((r) => [r, r] as const)} />
         <Select

@@ -4,10 +4,10 @@
  */
 import type { JSX } from 'preact';
 import { useState } from 'preact/hooks';
-import { api, asApiError, listOf, seg, useApi, type ApiError } from '../api';
+import { api, listOf, seg, useApi } from '../api';
 import { setParams, useLocation } from '../router';
 import { can, type Me } from '../roles';
-import { ConfirmButton, Empty, ErrorText, Json, ListFromApi, Loading, Section, Select, Tabs, TextArea, TextField } from '../ui';
+import { ConfirmButton, Empty, ErrorText, Json, ListFromApi, Loading, LoadState, Section, Select, Table, Tabs, TextArea, TextField, useAction } from '../ui';
 
 /**
  * What `PUT /routes/{id}` would otherwise reset: it replaces the whole route, and this form edits only
@@ -67,73 +67,54 @@ function ModelRoutes({ mayWrite }: { mayWrite: boolean }): JSX.Element {
   const routes = useApi<unknown>('/routes');
   const [editing, setEditing] = useState<ModelRoute | 'new' | undefined>();
   const [trying, setTrying] = useState<ModelRoute | undefined>();
-  const [actionError, setActionError] = useState<ApiError | undefined>();
+  const action = useAction();
   const list = listOf<ModelRoute>(routes.data, 'routes');
   return (
     <>
       <Section title="Model routes" actions={mayWrite ? <button type="button" onClick={() => setEditing('new')}>New route</button> : undefined}>
-        {routes.loading && !routes.data ? <Loading what="routes" /> : null}
-        <ErrorText error={routes.error} />
-        {routes.data && list.length === 0 ? <Empty>No model routes yet: AI calls have nowhere to go.</Empty> : null}
+        <LoadState of={routes} what="routes" count={list.length} empty="No model routes yet: AI calls have nowhere to go." />
         {list.length ? (
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Route</th>
-                  <th scope="col">Endpoint</th>
-                  <th scope="col">Provider</th>
-                  <th scope="col">Upstream model</th>
-                  <th scope="col">Default</th>
-                  <th scope="col">Actions</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((r) => (
-                  <tr key={r.id}>
-                    <td>
-                      <code class="mono">{r.id}</code>
-                    </td>
-                    <td>
-                      <code class="mono">{r.endpoint}</code>
-                    </td>
-                    <td>{r.provider}</td>
-                    <td>{r.upstream_model ?? '—'}</td>
-                    <td>{r.default ? 'Yes' : 'No'}</td>
-                    <td class="actions">
-                      <button type="button" onClick={() => setTrying(r)}>
-                        Try it
-                      </button>
-                      {mayWrite ? (
-                        <button type="button" onClick={() => setEditing(r)}>
-                          Edit
-                        </button>
-                      ) : null}
-                      {mayWrite && !r.default ? (
-                        <button
-                          type="button"
-                          aria-label={`Set default: ${r.id} for ${r.endpoint}`}
-                          onClick={async () => {
-                            setActionError(undefined);
-                            try {
-                              await api('POST', `/routes/${seg(r.id)}/default`);
-                              routes.reload();
-                            } catch (err) {
-                              setActionError(asApiError(err));
-                            }
-                          }}
-                        >
-                          Set default
-                        </button>
-                      ) : null}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <Table columns={['Route', 'Endpoint', 'Provider', 'Upstream model', 'Default', 'Actions']}>
+            {list.map((r) => (
+              <tr key={r.id}>
+                <td>
+                  <code class="mono">{r.id}</code>
+                </td>
+                <td>
+                  <code class="mono">{r.endpoint}</code>
+                </td>
+                <td>{r.provider}</td>
+                <td>{r.upstream_model ?? '—'}</td>
+                <td>{r.default ? 'Yes' : 'No'}</td>
+                <td class="actions">
+                  <button type="button" onClick={() => setTrying(r)}>
+                    Try it
+                  </button>
+                  {mayWrite ? (
+                    <button type="button" onClick={() => setEditing(r)}>
+                      Edit
+                    </button>
+                  ) : null}
+                  {mayWrite && !r.default ? (
+                    <button
+                      type="button"
+                      aria-label={`Set default: ${r.id} for ${r.endpoint}`}
+                      onClick={() =>
+                        void action.run(async () => {
+                          await api('POST', `/routes/${seg(r.id)}/default`);
+                          routes.reload();
+                        })
+                      }
+                    >
+                      Set default
+                    </button>
+                  ) : null}
+                </td>
+              </tr>
+            ))}
+          </Table>
         ) : null}
-        <ErrorText error={actionError} />
+        <ErrorText error={action.error} />
       </Section>
       {editing ? (
         <RouteForm
@@ -158,23 +139,17 @@ function RouteForm({ route, onDone, onCancel }: { route?: ModelRoute; onDone: ()
   const [baseUrl, setBaseUrl] = useState(route?.base_url ?? '');
   const [model, setModel] = useState(route?.upstream_model ?? '');
   const [isDefault, setDefault] = useState(route?.default ?? false);
-  const [error, setError] = useState<ApiError | undefined>();
+  const { error, submit } = useAction();
   const fieldError = (param: string) => (error?.param === param ? error : undefined);
   // The route's upstream key stays only where the operator pointed it (the console may not name one).
   const keepsKey = !!route?.api_key_env && provider === route.provider && baseUrl.replace(/\/+$/, '') === (route.base_url ?? '').replace(/\/+$/, '');
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setError(undefined);
-    try {
-      await api('PUT', `/routes/${seg(id)}`, { ...kept(route), endpoint, provider, base_url: baseUrl || undefined, model: model || undefined, default: isDefault, api_key_env: keepsKey ? route!.api_key_env : undefined });
-      onDone();
-    } catch (err) {
-      setError(asApiError(err));
-    }
-  };
+  const send = submit(async () => {
+    await api('PUT', `/routes/${seg(id)}`, { ...kept(route), endpoint, provider, base_url: baseUrl || undefined, model: model || undefined, default: isDefault, api_key_env: keepsKey ? route!.api_key_env : undefined });
+    onDone();
+  });
   return (
     <Section title={route ? `Edit route ${route.id}` : 'New model route'}>
-      <form class="stack" onSubmit={submit} aria-label={route ? `Edit route ${route.id}` : 'New model route'}>
+      <form class="stack" onSubmit={send} aria-label={route ? `Edit route ${route.id}` : 'New model route'}>
         <TextField label="Route id" value={id} onValue={setId} readOnly={route !== undefined} error={fieldError('id')} hint="What callers put in `model`." />
         <Select label="Endpoint" value={endpoint} onValue={setEndpoint} options={ENDPOINTS.map((e) => [e, e] as const)} />
         <Select label="Provider" value={provider} onValue={setProvider} options={PROVIDERS.map((p) => [p, p] as const)} />
@@ -211,24 +186,14 @@ function RouteForm({ route, onDone, onCancel }: { route?: ModelRoute; onDone: ()
 function TryRoute({ route }: { route: ModelRoute }): JSX.Element {
   const [input, setInput] = useState(route.endpoint === '/v1/embeddings' ? 'Hello' : 'Say hello in five words.');
   const [answer, setAnswer] = useState<unknown>();
-  const [error, setError] = useState<ApiError | undefined>();
-  const [busy, setBusy] = useState(false);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
+  const { error, busy, submit } = useAction();
+  const send = submit(async () => {
     setAnswer(undefined);
-    try {
-      setAnswer(await api('POST', `/routes/${seg(route.id)}/try`, { input }));
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    setAnswer(await api('POST', `/routes/${seg(route.id)}/try`, { input }));
+  });
   return (
     <Section title={`Try route ${route.id}`}>
-      <form class="stack" onSubmit={submit} aria-label={`Try route ${route.id}`}>
+      <form class="stack" onSubmit={send} aria-label={`Try route ${route.id}`}>
         <TextArea label="Input" value={input} onValue={setInput} rows={3} />
         <button type="submit" class="primary" disabled={busy}>
           {busy ? 'Calling…' : 'Send'}
@@ -273,26 +238,16 @@ function VectorDatabase({ ws, mayWrite }: { ws: string; mayWrite: boolean }): JS
   const routes = useApi<unknown>(mayWrite ? '/routes' : null);
   const embeddings = listOf<ModelRoute>(routes.data, 'routes').filter((r) => r.endpoint === '/v1/embeddings');
   const [route, setRoute] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const none = db.data?.state === 'none';
-  const act = async (method: 'POST' | 'DELETE') => {
-    setError(undefined);
-    setBusy(true);
-    try {
+  const act = (method: 'POST' | 'DELETE') =>
+    run(async () => {
       await api(method, path, method === 'POST' ? { embedding_route: route || embeddings[0]?.id || '' } : undefined);
       db.reload();
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <>
-      {db.loading && !db.data ? <Loading what="the vector database" /> : null}
-      <ErrorText error={db.error} />
-      {db.data && none ? <Empty>This workspace has no vector database.</Empty> : null}
+      <LoadState of={db} what="the vector database" count={none ? 0 : undefined} empty="This workspace has no vector database." />
       {db.data && !none ? <Json value={db.data} /> : null}
       {mayWrite && none ? (
         <form

@@ -1,9 +1,9 @@
 /** `/sign-in`: email and password; on success the session cookie is set and the page asked for opens. */
 import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, asApiError, type ApiError } from '../api';
+import { api } from '../api';
 import { navigate } from '../router';
-import { ErrorText, TextField } from '../ui';
+import { ErrorText, TextField, useAction } from '../ui';
 import { localhostAddress, passkeysUsable, signInWithPasskey } from './passkey';
 
 /** Only a path of this console (never `//host` or a URL): an open redirect would help a phisher. */
@@ -12,44 +12,26 @@ export const safeNext = (next: string | null): string => (next && next.startsWit
 export function SignInPage({ onSignedIn, next }: { onSignedIn: () => Promise<void>; next: string | null }): JSX.Element {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [error, setError] = useState<ApiError | undefined>();
-  const [busy, setBusy] = useState(false);
+  const { error, busy, run } = useAction();
   const heading = useRef<HTMLHeadingElement>(null);
 
   useEffect(() => {
     document.title = 'Sign in · Console';
   }, []);
 
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api('POST', '/session', { email: email.trim(), password });
+  const signIn = (call: () => Promise<unknown>) =>
+    run(async () => {
+      await call();
       await onSignedIn();
       navigate(safeNext(next), { replace: true });
-    } catch (err) {
-      setError(asApiError(err));
-      setPassword('');
-    } finally {
-      setBusy(false);
-    }
+    });
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!(await signIn(() => api('POST', '/session', { email: email.trim(), password })))) setPassword('');
   };
 
   /** With a passkey: the email, when typed, binds the sign-in to that person; none is needed (passkeys are discoverable). */
-  const withPasskey = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
-      await signInWithPasskey(email.trim() || undefined);
-      await onSignedIn();
-      navigate(safeNext(next), { replace: true });
-    } catch (err) {
-      setError(asApiError(err));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const withPasskey = () => signIn(() => signInWithPasskey(email.trim() || undefined));
   const passkeys = passkeysUsable();
   const elsewhere = passkeys ? null : localhostAddress();
 
