@@ -85,7 +85,7 @@ export function stackFunctions(): { functions: StackFunction[]; tables: StackTab
           : (['consumer', tags.get(CONSUMER_TAG)] as const);
     if (!name) throw new Error(`function ${logicalId} (${entry}) carries none of the stack's tags`);
     const variables = (props.Environment?.Variables ?? {}) as Record<string, unknown>;
-    const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, placeholderOf(v, resources)]));
+    const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, resolvedDynamicReference(placeholderOf(v, resources))]));
     const allowed = props.Role ? roleStatements(props.Role['Fn::GetAtt'][0] as string, resources) : [];
     functions.push({ name, kind, logicalId, functionName: placeholderOf(props.FunctionName, resources), entry, define, environment, allowed });
   }
@@ -152,6 +152,16 @@ export function allows(statements: readonly AllowStatement[], request: Authoriza
  * A CloudFormation value as a string a function could receive: a table's Ref is its logical id (the
  * test creates tables of those names), a queue's Ref a queue URL, an ARN an ARN of the right service.
  */
+/**
+ * A CloudFormation dynamic reference to a secret (`{{resolve:secretsmanager:<arn>:SecretString:::}}`, the
+ * console's origin header value) as CloudFormation resolves it at deployment: a value of the secret's own
+ * shape (letters and digits), the same for the same secret.
+ */
+export function resolvedDynamicReference(value: string): string {
+  const ref = /^\{\{resolve:secretsmanager:(.+):SecretString:::\}\}$/.exec(value);
+  return ref ? createHash('sha256').update(ref[1]).digest('hex') : value;
+}
+
 export function placeholderOf(value: unknown, resources: Record<string, { Type: string }>): string {
   if (typeof value === 'string') return value;
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);

@@ -19,6 +19,7 @@ import { join, relative } from 'node:path';
 import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import { GetPublicKeyCommand, KMSClient, SignCommand } from '@aws-sdk/client-kms';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CONSOLE_ORIGIN_HEADER } from '../../lambdas/shared/console-headers.js';
 import { ROUTES, SOCKET_ROUTES, STREAM_PATH_HEADER, type RouteDef } from '../../lambdas/http/routes.js';
 import { TABLE_SCHEMA } from '../../lambdas/engine/aws/table.js';
 import { DynamoKeyValueStore } from '../../lambdas/engine/aws/kv.js';
@@ -342,11 +343,14 @@ function credentialedCase(route: RouteDef, viaGateway = true): Case {
  * Origin check against CONSOLE_URL, which the stack gives each console function (the distribution's URL,
  * a placeholder here). With a session: none, or one the table does not hold, is `401 not_signed_in`
  * after looking it up. Without (sign-in, invitations; all POST): a call from another origin is `403
- * csrf_failed`; from the console's own, the route itself answers an empty body.
+ * csrf_failed`; from the console's own, the route itself answers an empty body. Each carries CloudFront's
+ * origin header (CONSOLE_ORIGIN_VERIFY's value); test/api/console-attack.test.ts checks the refusal without it.
  */
 function consoleCase(route: RouteDef, f: StackFunction): Case {
   const method = route.method === 'ANY' ? 'GET' : route.method;
-  const event = (headers: Record<string, string>, cookies?: string[], body?: string) => ({ ...routed(route, httpEvent(method, samplePath(route), headers, body)), ...(cookies ? { cookies } : {}) });
+  // Every request comes through CloudFront, which adds the origin header (lib/console.ts).
+  const through = { [CONSOLE_ORIGIN_HEADER]: f.environment.CONSOLE_ORIGIN_VERIFY };
+  const event = (headers: Record<string, string>, cookies?: string[], body?: string) => ({ ...routed(route, httpEvent(method, samplePath(route), { ...through, ...headers }, body)), ...(cookies ? { cookies } : {}) });
   if (route.credentials !== 'none') {
     return {
       events: [event({}), event({}, [`session=${'0'.repeat(43)}`])],
