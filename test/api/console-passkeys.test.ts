@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { adminOk } from '../helpers/cli.js';
+import { acceptInvitation, ConsoleBrowser, expectExactError as expectError, STRONG_PASSWORD as STRONG } from '../helpers/console-browser.js';
 import { startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { assert, attest, FLAG, newCredential, type SoftCredential } from '../helpers/software-authenticator.js';
 
@@ -24,7 +25,6 @@ let consoleUrl: string;
 let pageOrigin: string;
 const RP_ID = 'localhost';
 const dist = mkdtempSync(join(tmpdir(), 'console-dist-'));
-const STRONG = 'correct horse battery staple 42';
 
 beforeAll(async () => {
   writeFileSync(join(dist, 'index.html'), '<!doctype html><title>console</title><div id="app"></div>');
@@ -37,29 +37,12 @@ afterAll(async () => {
   rmSync(dist, { recursive: true, force: true });
 });
 
-/** A browser of one person: its cookie jar, the page's origin, the CSRF token on changes. */
-class Browser {
-  readonly cookies = new Map<string, string>();
-  get csrf() {
-    return this.cookies.get('csrf');
-  }
-  async call(method: string, path: string, body?: unknown) {
-    const h: Record<string, string> = { origin: pageOrigin };
-    if (this.cookies.size) h.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    if (method !== 'GET' && this.csrf) h['x-csrf-token'] = this.csrf;
-    if (body !== undefined) h['content-type'] = 'application/json';
-    const res = await fetch(`${consoleUrl}${path}`, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
-    for (const cookie of res.headers.getSetCookie()) {
-      const [pair] = cookie.split(';');
-      const eq = pair.indexOf('=');
-      const [name, value] = [pair.slice(0, eq), pair.slice(eq + 1)];
-      if (value) this.cookies.set(name, value);
-      else this.cookies.delete(name);
-    }
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined };
-  }
-}
+/** A browser of one person on the page's origin (localhost: the passkeys' relying party). */
+const newBrowser = (): ConsoleBrowser => {
+  const browser = new ConsoleBrowser(consoleUrl);
+  browser.origin = pageOrigin;
+  return browser;
+};
 
 const tokenOf = (url: string) => /\/invite#([A-Za-z0-9_-]{43})$/.exec(url)![1];
 
@@ -67,19 +50,11 @@ const tokenOf = (url: string) => /\/invite#([A-Za-z0-9_-]{43})$/.exec(url)![1];
 async function newPerson(role = 'developer', org = p.credentials.organization_id) {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
   const { invitation_url } = adminOk(p.dataDir, 'org', 'invite', '--org', org, '--email', email, '--role', role);
-  const browser = new Browser();
-  const res = await browser.call('POST', '/console/api/invitation/accept', { token: tokenOf(invitation_url), password: STRONG });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return { browser, person: res.body.person as { id: string; email: string }, email };
-}
-
-function expectError(res: { status: number; body: any }, status: number, code: string, param: string | null = null) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body).toEqual({ error: { code, message: expect.any(String), type: expect.any(String), param } });
+  return { ...(await acceptInvitation(consoleUrl, tokenOf(invitation_url), { origin: pageOrigin })), email };
 }
 
 /** Registers a new software credential for the browser's person; returns it. */
-async function addPasskey(browser: Browser, name?: string): Promise<SoftCredential> {
+async function addPasskey(browser: ConsoleBrowser, name?: string): Promise<SoftCredential> {
   const options = await browser.call('POST', '/console/api/passkeys/options');
   expect(options.status, JSON.stringify(options.body)).toBe(200);
   const credential = newCredential();
@@ -89,13 +64,13 @@ async function addPasskey(browser: Browser, name?: string): Promise<SoftCredenti
 }
 
 /** A passkey sign-in's options (no session), `email` binding them when given. */
-async function signInOptions(browser = new Browser(), email?: string) {
+async function signInOptions(browser = newBrowser(), email?: string) {
   const res = await browser.call('POST', '/console/api/session/passkey/options', email ? { email } : {});
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return res.body as { challenge: string; rpId: string; allowCredentials?: unknown[]; userVerification: string };
 }
 
-async function signInWith(credential: SoftCredential, tweak: Partial<Parameters<typeof assert>[1]> = {}, browser = new Browser(), email?: string) {
+async function signInWith(credential: SoftCredential, tweak: Partial<Parameters<typeof assert>[1]> = {}, browser = newBrowser(), email?: string) {
   const { challenge } = await signInOptions(browser, email);
   const response = assert(credential, { challenge, origin: pageOrigin, rpId: RP_ID, ...tweak });
   return { browser, response, res: await browser.call('POST', '/console/api/session/passkey', { response }) };
@@ -128,8 +103,8 @@ describe('adding passkeys', () => {
   });
 
   it('needs a session and the CSRF token (401 not_signed_in, 403 csrf_failed)', async () => {
-    expectError(await new Browser().call('POST', '/console/api/passkeys/options'), 401, 'not_signed_in');
-    expectError(await new Browser().call('GET', '/console/api/passkeys'), 401, 'not_signed_in');
+    expectError(await newBrowser().call('POST', '/console/api/passkeys/options'), 401, 'not_signed_in');
+    expectError(await newBrowser().call('GET', '/console/api/passkeys'), 401, 'not_signed_in');
     const { browser } = await newPerson('viewer');
     const csrf = browser.cookies.get('csrf')!;
     browser.cookies.delete('csrf');
@@ -140,7 +115,7 @@ describe('adding passkeys', () => {
 
   it('refuses a replayed, expired or other session\'s challenge, another origin or RP ID, no user verification (400 passkey_failed)', async () => {
     const { browser, email } = await newPerson();
-    const create = async (b: Browser, tweak: Partial<Parameters<typeof attest>[1]> = {}, challenge?: string) => {
+    const create = async (b: ConsoleBrowser, tweak: Partial<Parameters<typeof attest>[1]> = {}, challenge?: string) => {
       const c = challenge ?? (await b.call('POST', '/console/api/passkeys/options')).body.challenge;
       return b.call('POST', '/console/api/passkeys', { response: attest(newCredential(), { challenge: c, origin: pageOrigin, rpId: RP_ID, ...tweak }) });
     };
@@ -157,7 +132,7 @@ describe('adding passkeys', () => {
     clock.advance(5 * 60_000 + 1);
     expectError(await create(browser, {}, late), 400, 'passkey_failed', 'response');
     // Issued to another session of the same person.
-    const other = new Browser();
+    const other = newBrowser();
     expect((await other.call('POST', '/console/api/session', { email, password: STRONG })).status).toBe(200);
     const theirs = (await other.call('POST', '/console/api/passkeys/options')).body.challenge;
     expectError(await create(browser, {}, theirs), 400, 'passkey_failed', 'response');
@@ -175,8 +150,8 @@ describe('adding passkeys', () => {
     const { challenge } = (await browser.call('POST', '/console/api/passkeys/options')).body;
     const response = attest(newCredential(), { challenge, origin: pageOrigin, rpId: RP_ID });
     expectError(await browser.call('POST', '/console/api/passkeys', { response, name: 'x'.repeat(65) }), 400, 'invalid_body', 'name');
-    expectError(await new Browser().call('POST', '/console/api/session/passkey', { response: 42 }), 400, 'invalid_body', 'response');
-    expectError(await new Browser().call('POST', '/console/api/session/passkey/options', { email: 'not an email' }), 400, 'invalid_body', 'email');
+    expectError(await newBrowser().call('POST', '/console/api/session/passkey', { response: 42 }), 400, 'invalid_body', 'response');
+    expectError(await newBrowser().call('POST', '/console/api/session/passkey/options', { email: 'not an email' }), 400, 'invalid_body', 'email');
   });
 });
 
@@ -192,14 +167,14 @@ describe('signing in with a passkey', () => {
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).toEqual({ person: { id: person.id, email: person.email, role: 'developer', created_at: expect.any(String) }, csrf_token: browser.csrf });
     expect(browser.cookies.get('session')).not.toBe(before);
-    const stale = new Browser();
+    const stale = newBrowser();
     stale.cookies.set('session', before);
     expectError(await stale.call('GET', '/console/api/me'), 401, 'not_signed_in');
     expect((await browser.call('GET', '/console/api/me')).body.person).toMatchObject({ id: person.id });
     const [listed] = (await browser.call('GET', '/console/api/passkeys')).body.data;
     expect(listed.last_used_at).toEqual(expect.any(String));
     // Bound to the person's email, it signs in too (case and spaces as the password's sign-in takes them).
-    expect((await signInWith(credential, {}, new Browser(), ` ${person.email.toUpperCase()}`)).res.status).toBe(200);
+    expect((await signInWith(credential, {}, newBrowser(), ` ${person.email.toUpperCase()}`)).res.status).toBe(200);
   });
 
   it('refuses a replayed assertion, another origin or RP ID, no user verification, a key that is not the passkey\'s', async () => {
@@ -207,7 +182,7 @@ describe('signing in with a passkey', () => {
     const credential = await addPasskey(browser);
     const first = await signInWith(credential);
     expect(first.res.status).toBe(200);
-    expectError(await new Browser().call('POST', '/console/api/session/passkey', { response: first.response }), 400, 'passkey_failed', 'response');
+    expectError(await newBrowser().call('POST', '/console/api/session/passkey', { response: first.response }), 400, 'passkey_failed', 'response');
     expectError((await signInWith(credential, { origin: 'https://evil.example' })).res, 400, 'passkey_failed', 'response');
     expectError((await signInWith(credential, { rpId: 'evil.example' })).res, 400, 'passkey_failed', 'response');
     expectError((await signInWith(credential, { flags: FLAG.UP })).res, 400, 'passkey_failed', 'response');
@@ -215,10 +190,10 @@ describe('signing in with a passkey', () => {
     // An expired challenge.
     const { challenge } = await signInOptions();
     clock.advance(5 * 60_000 + 1);
-    expectError(await new Browser().call('POST', '/console/api/session/passkey', { response: assert(credential, { challenge, origin: pageOrigin, rpId: RP_ID }) }), 400, 'passkey_failed', 'response');
+    expectError(await newBrowser().call('POST', '/console/api/session/passkey', { response: assert(credential, { challenge, origin: pageOrigin, rpId: RP_ID }) }), 400, 'passkey_failed', 'response');
     // A registration challenge is not a sign-in's.
     const reg = (await browser.call('POST', '/console/api/passkeys/options')).body.challenge;
-    expectError(await new Browser().call('POST', '/console/api/session/passkey', { response: assert(credential, { challenge: reg, origin: pageOrigin, rpId: RP_ID }) }), 400, 'passkey_failed', 'response');
+    expectError(await newBrowser().call('POST', '/console/api/session/passkey', { response: assert(credential, { challenge: reg, origin: pageOrigin, rpId: RP_ID }) }), 400, 'passkey_failed', 'response');
     expect((await signInWith(credential)).res.status).toBe(200);
   });
 
@@ -235,7 +210,7 @@ describe('signing in with a passkey', () => {
     const a = await newPerson();
     const b = await newPerson();
     const credential = await addPasskey(a.browser);
-    expectError((await signInWith(credential, {}, new Browser(), b.email)).res, 401, 'invalid_credentials');
+    expectError((await signInWith(credential, {}, newBrowser(), b.email)).res, 401, 'invalid_credentials');
     expectError((await signInWith(credential, { userHandle: Buffer.from(b.person.id).toString('base64url') })).res, 400, 'passkey_failed', 'response');
     expectError(await b.browser.call('DELETE', `/console/api/passkeys/${credential.id}`), 404, 'passkey_not_found');
     expectError(await b.browser.call('DELETE', '/console/api/passkeys/not*an*id'), 404, 'passkey_not_found');
@@ -262,14 +237,14 @@ describe('signing in with a passkey', () => {
     clock.advance(16 * 60_000); // the address's failures of the tests above are out of the window
     const { browser, email } = await newPerson();
     const credential = await addPasskey(browser);
-    for (let i = 0; i < 5; i++) expectError(await new Browser().call('POST', '/console/api/session', { email, password: `wrong password ${i}` }), 401, 'invalid_credentials');
+    for (let i = 0; i < 5; i++) expectError(await newBrowser().call('POST', '/console/api/session', { email, password: `wrong password ${i}` }), 401, 'invalid_credentials');
     for (let i = 0; i < 5; i++) expectError((await signInWith(credential, { flags: FLAG.UP })).res, 400, 'passkey_failed', 'response');
     const locked = (await signInWith(credential)).res;
     expectError(locked, 429, 'sign_in_limited');
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(800);
     // Bound to the email, the options say so before the prompt; the password is locked too.
-    expectError(await new Browser().call('POST', '/console/api/session/passkey/options', { email }), 429, 'sign_in_limited');
-    expectError(await new Browser().call('POST', '/console/api/session', { email, password: STRONG }), 429, 'sign_in_limited');
+    expectError(await newBrowser().call('POST', '/console/api/session/passkey/options', { email }), 429, 'sign_in_limited');
+    expectError(await newBrowser().call('POST', '/console/api/session', { email, password: STRONG }), 429, 'sign_in_limited');
     clock.advance(15 * 60_000 + 1000);
     expect((await signInWith(credential)).res.status).toBe(200);
   });

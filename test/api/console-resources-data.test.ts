@@ -15,6 +15,7 @@ import { recordDeadLetter } from '../../lambdas/events/dead-letters.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
+import { waitFor } from '../helpers/wait.js';
 
 let p: TestPlatform;
 let org: string;
@@ -58,16 +59,6 @@ afterAll(async () => {
   await new Promise((r) => receiver.close(r));
   useSettings(undefined);
 });
-
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 5000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('Data: databases, collections, records, files', () => {
   it('creates a database and a collection with schema and rules; a viewer reads them and may not write', async () => {
@@ -167,7 +158,7 @@ describe('Events: subscriptions, deliveries, dead letters, stats', () => {
     });
     expect(published.status).toBe(202);
     const eventId = ((await published.json()) as { accepted: { event_id: string }[] }).accepted[0].event_id;
-    await waitFor('the first delivery', () => received.find((r) => r.body.includes(eventId)));
+    await waitFor('the first delivery', () => received.some((r) => r.body.includes(eventId)), 5000);
     // The delivery's five failed attempts, as the delivery consumer records them (delivery.ts).
     await recordDeadLetter(p.engine, ws, eventId, sub, { attempts: 5, last_error: 'webhook_status_503' });
     const deliveries = await viewer.call('GET', `${base()}/deliveries`);
@@ -181,7 +172,7 @@ describe('Events: subscriptions, deliveries, dead letters, stats', () => {
     const replay = await developer.call('POST', `${base()}/dead/${eventId}/replay`);
     expect(replay.status, replay.text).toBe(202);
     expect(replay.body).toEqual({ event_id: eventId, replayed: true, queued: [sub] });
-    await waitFor('the replayed delivery', () => (received.filter((r) => r.body.includes(eventId)).length === 2 ? true : undefined));
+    await waitFor('the replayed delivery', () => received.filter((r) => r.body.includes(eventId)).length === 2, 5000);
     expectError(await developer.call('POST', `${base()}/dead/evt_00000000000000000000000000/replay`), 404, 'dead_event_not_found');
     const stats = await viewer.call('GET', `${base()}/stats`);
     expect(stats.status, stats.text).toBe(200);

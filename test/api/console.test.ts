@@ -11,13 +11,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { Invitations } from '../../lambdas/console/invitations.js';
 import { admin, adminOk } from '../helpers/cli.js';
+import { acceptInvitation, ConsoleBrowser, expectExactError as expectError, STRONG_PASSWORD as STRONG } from '../helpers/console-browser.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 
 const clock = new ManualClock(Date.now());
 let p: TestPlatform;
 let consoleUrl: string;
 const dist = mkdtempSync(join(tmpdir(), 'console-dist-'));
-const STRONG = 'correct horse battery staple 42';
+/** A browser of one person on the console's own origin. */
+const newBrowser = () => new ConsoleBrowser(consoleUrl);
 
 beforeAll(async () => {
   writeFileSync(join(dist, 'index.html'), '<!doctype html><title>console</title><div id="app"></div>');
@@ -29,48 +31,12 @@ afterAll(async () => {
   rmSync(dist, { recursive: true, force: true });
 });
 
-/** A browser of one person: its cookie jar, the console's origin, the CSRF token on changes. */
-class Browser {
-  readonly cookies = new Map<string, string>();
-  origin: string | null = null;
-  constructor() {
-    this.origin = consoleUrl;
-  }
-  get csrf() {
-    return this.cookies.get('csrf');
-  }
-  async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-    const h: Record<string, string> = { ...(this.origin ? { origin: this.origin } : {}) };
-    if (this.cookies.size) h.cookie = [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-    if (method !== 'GET' && this.csrf) h['x-csrf-token'] = this.csrf;
-    if (body !== undefined) h['content-type'] = 'application/json';
-    const res = await fetch(`${consoleUrl}${path}`, { method, headers: { ...h, ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
-    for (const cookie of res.headers.getSetCookie()) {
-      const [pair] = cookie.split(';');
-      const eq = pair.indexOf('=');
-      const [name, value] = [pair.slice(0, eq), pair.slice(eq + 1)];
-      if (value) this.cookies.set(name, value);
-      else this.cookies.delete(name);
-    }
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, setCookies: res.headers.getSetCookie() };
-  }
-}
-
 const tokenOf = (url: string) => /\/invite#([A-Za-z0-9_-]{43})$/.exec(url)![1];
 
 /** A new person of `org` with `role`, signed in (through an invitation from the CLI). */
 async function personWith(org: string, role: string, email = `${role}-${Math.random().toString(36).slice(2)}@example.com`) {
   const { invitation_url } = adminOk(p.dataDir, 'org', 'invite', '--org', org, '--email', email, '--role', role);
-  const browser = new Browser();
-  const res = await browser.call('POST', '/console/api/invitation/accept', { token: tokenOf(invitation_url), password: STRONG });
-  expect(res.status, JSON.stringify(res.body)).toBe(200);
-  return { browser, person: res.body.person, email };
-}
-
-function expectError(res: { status: number; body: any }, status: number, code: string, param: string | null = null) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.body).toEqual({ error: { code, message: expect.any(String), type: expect.any(String), param } });
+  return { ...(await acceptInvitation(consoleUrl, tokenOf(invitation_url))), email };
 }
 
 describe('invitations', () => {
@@ -86,7 +52,7 @@ describe('invitations', () => {
   });
 
   it('the first start invited the bootstrap organization\'s owner: reading it names the organization; an unknown token is 404', async () => {
-    const b = new Browser();
+    const b = newBrowser();
     const read = await b.call('POST', '/console/api/invitation/lookup', { token: tokenOf(p.credentials.console_invitation_url!) });
     expect(read.status).toBe(200);
     expect(read.body).toEqual({ email: 'owner@platform.localhost', role: 'owner', organization: { id: p.credentials.organization_id, name: 'Development' }, expires_at: expect.any(String) });
@@ -95,7 +61,7 @@ describe('invitations', () => {
   });
 
   it('refuses a short and a breached password (400 weak_password), then signs the person in once; a second accept is 409', async () => {
-    const b = new Browser();
+    const b = newBrowser();
     const path = '/console/api/invitation/accept';
     const token = tokenOf(p.credentials.console_invitation_url!);
     expectError(await b.call('POST', path, { token, password: 'short' }), 400, 'weak_password', 'password');
@@ -105,31 +71,31 @@ describe('invitations', () => {
     const ok = await b.call('POST', path, { token, password: STRONG });
     expect(ok.status).toBe(200);
     expect(ok.body.person).toMatchObject({ email: 'owner@platform.localhost', role: 'owner', id: expect.stringMatching(/^per_/) });
-    const session = ok.setCookies.find((c) => c.startsWith('session='))!;
+    const session = ok.headers.getSetCookie().find((c) => c.startsWith('session='))!;
     expect(session).toMatch(/^session=[A-Za-z0-9_-]{43}; /);
     expect(session).toContain('HttpOnly');
     expect(session).toContain('SameSite=Strict');
     expect(session).toContain('Path=/');
     expect(session).not.toContain('Secure'); // plain http on a loopback address
-    const csrf = ok.setCookies.find((c) => c.startsWith('csrf='))!;
+    const csrf = ok.headers.getSetCookie().find((c) => c.startsWith('csrf='))!;
     expect(csrf).not.toContain('HttpOnly');
     expect(ok.body.csrf_token).toBe(b.csrf);
     expect((await b.call('GET', '/console/api/me')).body).toMatchObject({ person: { email: 'owner@platform.localhost', role: 'owner' }, organization: { id: p.credentials.organization_id, name: 'Development' } });
-    expectError(await new Browser().call('POST', path, { token, password: STRONG }), 409, 'invitation_used');
-    expectError(await new Browser().call('POST', '/console/api/invitation/lookup', { token }), 409, 'invitation_used');
+    expectError(await newBrowser().call('POST', path, { token, password: STRONG }), 409, 'invitation_used');
+    expectError(await newBrowser().call('POST', '/console/api/invitation/lookup', { token }), 409, 'invitation_used');
   });
 
   it('an expired invitation is 410', async () => {
     const { token } = await new Invitations(p.engine.kv, () => clock.now()).create({ organizationId: p.credentials.organization_id, email: 'late@example.com', role: 'viewer', expiresInMs: 60_000 });
     clock.advance(60_001);
-    expectError(await new Browser().call('POST', '/console/api/invitation/lookup', { token }), 410, 'invitation_expired');
-    expectError(await new Browser().call('POST', '/console/api/invitation/accept', { token, password: STRONG }), 410, 'invitation_expired');
+    expectError(await newBrowser().call('POST', '/console/api/invitation/lookup', { token }), 410, 'invitation_expired');
+    expectError(await newBrowser().call('POST', '/console/api/invitation/accept', { token, password: STRONG }), 410, 'invitation_expired');
   });
 
   it('of two accepts of one invitation at once, exactly one wins', async () => {
     const { invitation_url } = adminOk(p.dataDir, 'org', 'invite', '--org', p.credentials.organization_id, '--email', 'race@example.com', '--role', 'viewer');
     const accept = { token: tokenOf(invitation_url), password: STRONG };
-    const answers = await Promise.all([new Browser().call('POST', '/console/api/invitation/accept', accept), new Browser().call('POST', '/console/api/invitation/accept', accept)]);
+    const answers = await Promise.all([newBrowser().call('POST', '/console/api/invitation/accept', accept), newBrowser().call('POST', '/console/api/invitation/accept', accept)]);
     expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
     expect(answers.find((a) => a.status === 409)!.body.error.code).toBe('invitation_used');
     const people = await (await signIn('owner@platform.localhost')).call('GET', '/console/api/people');
@@ -145,7 +111,7 @@ describe('invitations', () => {
 });
 
 async function signIn(email: string, password = STRONG) {
-  const b = new Browser();
+  const b = newBrowser();
   const res = await b.call('POST', '/console/api/session', { email, password });
   expect(res.status, JSON.stringify(res.body)).toBe(200);
   return b;
@@ -153,7 +119,7 @@ async function signIn(email: string, password = STRONG) {
 
 describe('sessions', () => {
   it('without a session the console API answers 401 not_signed_in, unknown paths included', async () => {
-    const b = new Browser();
+    const b = newBrowser();
     expectError(await b.call('GET', '/console/api/me'), 401, 'not_signed_in');
     expectError(await b.call('GET', '/console/api/keys'), 401, 'not_signed_in');
     expectError(await b.call('GET', '/console/api/nothing-here'), 401, 'not_signed_in');
@@ -161,12 +127,12 @@ describe('sessions', () => {
     const res = await b.call('GET', '/console/api/me');
     expectError(res, 401, 'not_signed_in');
     // The stale cookies are cleared.
-    expect(res.setCookies.some((c) => /^session=;.*Max-Age=0/.test(c))).toBe(true);
+    expect(res.headers.getSetCookie().some((c) => /^session=;.*Max-Age=0/.test(c))).toBe(true);
   });
 
   it('signs in with the right password only (401 invalid_credentials, the same for an unknown email)', async () => {
-    expectError(await new Browser().call('POST', '/console/api/session', { email: 'owner@platform.localhost', password: 'wrong password here' }), 401, 'invalid_credentials');
-    expectError(await new Browser().call('POST', '/console/api/session', { email: 'nobody@example.com', password: STRONG }), 401, 'invalid_credentials');
+    expectError(await newBrowser().call('POST', '/console/api/session', { email: 'owner@platform.localhost', password: 'wrong password here' }), 401, 'invalid_credentials');
+    expectError(await newBrowser().call('POST', '/console/api/session', { email: 'nobody@example.com', password: STRONG }), 401, 'invalid_credentials');
     const b = await signIn('OWNER@platform.localhost ');
     expect((await b.call('GET', '/console/api/me')).status).toBe(200);
   });
@@ -174,7 +140,7 @@ describe('sessions', () => {
   it('rotates the session at sign-in: the session the browser held ends, a new one is set', async () => {
     const b = await signIn('owner@platform.localhost');
     const before = b.cookies.get('session')!;
-    const stolen = new Browser();
+    const stolen = newBrowser();
     stolen.cookies.set('session', before);
     expect((await stolen.call('GET', '/console/api/me')).status).toBe(200);
     const again = await b.call('POST', '/console/api/session', { email: 'owner@platform.localhost', password: STRONG });
@@ -200,19 +166,19 @@ describe('sessions', () => {
     const out = await b.call('DELETE', '/console/api/session');
     expect(out.status).toBe(204);
     expect(b.cookies.has('session')).toBe(false);
-    const replay = new Browser();
+    const replay = newBrowser();
     replay.cookies.set('session', token);
     expectError(await replay.call('GET', '/console/api/me'), 401, 'not_signed_in');
   });
 
   it('locks an account after 10 failures in 15 minutes: 429 sign_in_limited even with the right password, for 15 minutes', async () => {
     const { email } = await personWith(p.credentials.organization_id, 'viewer');
-    for (let i = 0; i < 10; i++) expectError(await new Browser().call('POST', '/console/api/session', { email, password: `wrong password ${i}` }), 401, 'invalid_credentials');
-    const locked = await new Browser().call('POST', '/console/api/session', { email, password: STRONG });
+    for (let i = 0; i < 10; i++) expectError(await newBrowser().call('POST', '/console/api/session', { email, password: `wrong password ${i}` }), 401, 'invalid_credentials');
+    const locked = await newBrowser().call('POST', '/console/api/session', { email, password: STRONG });
     expectError(locked, 429, 'sign_in_limited');
     expect(Number(locked.headers.get('retry-after'))).toBeGreaterThan(800);
     clock.advance(15 * 60_000 + 1000);
-    expect((await new Browser().call('POST', '/console/api/session', { email, password: STRONG })).status).toBe(200);
+    expect((await newBrowser().call('POST', '/console/api/session', { email, password: STRONG })).status).toBe(200);
   }, 60_000);
 });
 
@@ -311,7 +277,7 @@ describe('people', () => {
     const listed = await adm.call('GET', '/console/api/invitations');
     expect(listed.body.data.some((i: any) => i.email === 'invited@example.com' && i.role === 'developer' && i.used_at === null)).toBe(true);
     expect(JSON.stringify(listed.body)).not.toContain(tokenOf(inv.body.invitation_url));
-    expect((await new Browser().call('POST', '/console/api/invitation/accept', { token: tokenOf(inv.body.invitation_url), password: STRONG })).status).toBe(200);
+    expect((await newBrowser().call('POST', '/console/api/invitation/accept', { token: tokenOf(inv.body.invitation_url), password: STRONG })).status).toBe(200);
   });
 });
 
@@ -357,13 +323,13 @@ describe('per-address sign-in limit', () => {
   it('50 failures from one address in 15 minutes lock it: 429 sign_in_limited, for any account', async () => {
     const { email } = await personWith(p.credentials.organization_id, 'viewer');
     clock.advance(16 * 60_000); // past the windows of the failures counted above
-    const fail = (i: number) => new Browser().call('POST', '/console/api/session', { email: `spray-${i}@example.com`, password: 'a wrong password' });
+    const fail = (i: number) => newBrowser().call('POST', '/console/api/session', { email: `spray-${i}@example.com`, password: 'a wrong password' });
     for (let batch = 0; batch < 5; batch++) {
       const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => fail(batch * 10 + i)));
       for (const a of answers) expectError(a, 401, 'invalid_credentials');
     }
-    expectError(await new Browser().call('POST', '/console/api/session', { email, password: STRONG }), 429, 'sign_in_limited');
+    expectError(await newBrowser().call('POST', '/console/api/session', { email, password: STRONG }), 429, 'sign_in_limited');
     clock.advance(15 * 60_000 + 1000);
-    expect((await new Browser().call('POST', '/console/api/session', { email, password: STRONG })).status).toBe(200);
+    expect((await newBrowser().call('POST', '/console/api/session', { email, password: STRONG })).status).toBe(200);
   }, 180_000);
 });

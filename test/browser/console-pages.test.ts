@@ -20,19 +20,18 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { bearer } from '../helpers/platform.js';
 import { registerApiOrigins } from '../helpers/platform-origins.js';
 import { launchChromium, requireChromium } from '../helpers/browser.js';
-import { ConsoleBrowser, signedInPerson } from '../helpers/console-browser.js';
+import { axeViolations, ConsoleBrowser, heading, invitationToken, signedInPerson } from '../helpers/console-browser.js';
+import { waitFor } from '../helpers/wait.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
 import { startPlatform, type RunningPlatform } from '../../lambdas/local/platform.js';
-import { Invitations } from '../../lambdas/console/invitations.js';
 import { recordDeadLetter } from '../../lambdas/events/dead-letters.js';
 import { ModelRoutes } from '../../lambdas/ai/model-routes.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
@@ -59,18 +58,6 @@ const received: string[] = [];
 let attacker: http.Server;
 let attackerUrl = '';
 
-const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
-
-async function waitFor<T>(what: string, probe: () => T | undefined, ms = 10_000): Promise<T> {
-  const until = Date.now() + ms;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 async function seed(method: string, path: string, body?: unknown) {
   const res = await api.call(method, `/console/api${path}`, body);
   expect(res.status, `${method} ${path}: ${res.text}`).toBeLessThan(300);
@@ -83,16 +70,6 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: file, fullPage: true });
   // The docs keep what a 1280×800 window shows (a long page's whole length would weigh the repository).
   if (TO_DOCS) await page.screenshot({ path: join(DOCS_SHOTS, `${name}.png`) });
-}
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/** axe-core's serious and critical violations, one line each (evaluated through DevTools, outside the page's CSP). */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  return page.evaluate(`axe.run(document).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' [' + v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ') + ']'))`);
 }
 
 beforeAll(async () => {
@@ -237,7 +214,7 @@ describe('the console pages against the console API', () => {
     });
     expect(published.status).toBe(202);
     const eventId = ((await published.json()) as { accepted: { event_id: string }[] }).accepted[0].event_id;
-    await waitFor('the first delivery', () => (received.some((b) => b.includes(eventId)) ? true : undefined));
+    await waitFor('the first delivery', () => received.some((b) => b.includes(eventId)), 10_000);
     // Its attempts all failed, as the delivery consumer records a death (lambdas/events/delivery.ts).
     await recordDeadLetter(engine!, ws, eventId, sub.subscription_id, { attempts: 5, last_error: 'webhook_status_503' });
 
@@ -249,7 +226,7 @@ describe('the console pages against the console API', () => {
     await shot(page, 'events-dead');
     await row.getByRole('button', { name: 'Replay' }).click();
     await page.getByText(`Replayed ${eventId}.`).waitFor();
-    await waitFor('the replayed delivery', () => (received.filter((b) => b.includes(eventId)).length === 2 ? true : undefined));
+    await waitFor('the replayed delivery', () => received.filter((b) => b.includes(eventId)).length === 2, 10_000);
     // The Replays column counts it.
     await expect.poll(async () => (await page.getByRole('row').filter({ hasText: eventId }).getByRole('cell').nth(5).textContent()) ?? '').toBe('1');
     await page.close();
@@ -374,7 +351,7 @@ describe('the console pages against the console API', () => {
     try {
       const p = await anonymous.newPage();
       watch(p);
-      const { token } = await new Invitations(engine!.kv, () => engine!.clock.now()).create({ organizationId: credentials.organization_id, email: 'someone@example.com', role: 'developer' });
+      const token = await invitationToken(engine!, credentials.organization_id, 'someone@example.com', 'developer');
       await p.goto(`${consoleUrl}/invite#${token}`);
       await heading(p, 'Join Development').waitFor();
       await check(p, 'invite');

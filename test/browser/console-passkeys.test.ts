@@ -10,16 +10,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, CDPSession, Page } from 'playwright-core';
 import { launchChromium, requireChromium } from '../helpers/browser.js';
+import { axeViolations, heading, invitationToken } from '../helpers/console-browser.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
 import { startPlatform } from '../../lambdas/local/platform.js';
-import { Invitations } from '../../lambdas/console/invitations.js';
 
 const TIMEOUT = 120_000;
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -56,12 +55,7 @@ afterAll(async () => {
   await close?.();
 }, TIMEOUT);
 
-async function invite(email: string): Promise<string> {
-  const { token } = await new Invitations(engine.kv, () => engine.clock.now()).create({ organizationId: credentials.organization_id, email, role: 'developer' });
-  return token;
-}
-
-const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+const invite = (email: string) => invitationToken(engine, credentials.organization_id, email, 'developer');
 
 /** A page of a new context with a virtual platform authenticator (resident keys, user verification). */
 async function pageWithAuthenticator(context: BrowserContext): Promise<{ page: Page; cdp: CDPSession; authenticatorId: string }> {
@@ -80,14 +74,6 @@ async function setPassword(page: Page, token: string): Promise<void> {
   await page.getByLabel('Password', { exact: true }).fill(PASSWORD);
   await page.getByLabel('Repeat the password').fill(PASSWORD);
   await page.getByRole('button', { name: 'Set password and sign in' }).click();
-}
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  return page.evaluate(`axe.run(document).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => v.impact + ' ' + v.id + ': ' + v.help))`);
 }
 
 async function signOut(page: Page): Promise<void> {

@@ -12,18 +12,17 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { bearer } from '../helpers/platform.js';
 import { registerApiOrigins } from '../helpers/platform-origins.js';
 import { launchChromium, requireChromium } from '../helpers/browser.js';
+import { axeViolations, heading, invitationToken } from '../helpers/console-browser.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
 import { startPlatform, type RunningPlatform } from '../../lambdas/local/platform.js';
-import { Invitations } from '../../lambdas/console/invitations.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 
 const TIMEOUT = 120_000;
@@ -75,14 +74,8 @@ let browser: Browser | undefined;
 let consoleUrl = '';
 let owner: BrowserContext | undefined;
 
-/** An invitation as the admin CLI's `org invite` makes it (the same domain function), its token. */
-async function invite(email: string, role: 'owner' | 'admin' | 'developer' | 'viewer'): Promise<string> {
-  const engine = platform!.engine;
-  const { token } = await new Invitations(engine.kv, () => engine.clock.now()).create({ organizationId: platform!.credentials.organization_id, email, role });
-  return token;
-}
-
-const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+/** An invitation of the bootstrap organization, its token. */
+const invite = (email: string, role: 'owner' | 'admin' | 'developer' | 'viewer') => invitationToken(platform!.engine, platform!.credentials.organization_id, email, role);
 
 async function shot(page: Page, name: string): Promise<void> {
   await page.waitForLoadState('networkidle');
@@ -100,19 +93,6 @@ async function accept(context: BrowserContext, token: string, email: string, pas
   await page.getByRole('button', { name: 'Set password and sign in' }).click();
   await heading(page, 'Overview').waitFor();
   return page;
-}
-
-const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-
-/**
- * axe-core's serious and critical violations on the page as it is, one line each. The engine is
- * evaluated through the DevTools protocol, which the console's CSP (script-src 'self') does not govern.
- */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE_SOURCE);
-  return page.evaluate(`axe.run(document).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' [' + v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ') + ']'))`);
 }
 
 /** A console API call from the page itself (its cookies, its CSRF token): status and error code. */

@@ -1,8 +1,12 @@
 /**
  * A console browser for API tests: one person's cookie jar on the console's origin, sending the CSRF
  * token on every change as the console's pages do, and people made by invitation (the console
- * domain's own Invitations, then the accept route: a real sign-in through the local server).
+ * domain's own Invitations, then the accept route: a real sign-in through the local server); the
+ * error checks; for the Chromium tests, a page's heading and its axe-core violations.
  */
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { Invitations } from '../../lambdas/console/invitations.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -53,14 +57,30 @@ export class ConsoleBrowser {
   }
 }
 
-/** A new person of `organizationId` with `role`, signed in through their invitation's accept route. */
-export async function signedInPerson(engine: Engine, consoleUrl: string, organizationId: string, role: 'viewer' | 'developer' | 'admin' | 'owner') {
-  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+type Role = 'viewer' | 'developer' | 'admin' | 'owner';
+
+/** An invitation as the admin CLI's `org invite` makes it (the same domain function): its token. */
+export async function invitationToken(engine: Engine, organizationId: string, email: string, role: Role): Promise<string> {
   const { token } = await new Invitations(engine.kv, () => engine.clock.now()).create({ organizationId, email, role });
+  return token;
+}
+
+/**
+ * Accepts invitation `token` with `password` in a new browser (its Origin `origin`, by default the
+ * console's own): the person, signed in.
+ */
+export async function acceptInvitation(consoleUrl: string, token: string, { origin = consoleUrl, password = STRONG_PASSWORD } = {}) {
   const browser = new ConsoleBrowser(consoleUrl);
-  const res = await browser.call('POST', '/console/api/invitation/accept', { token, password: STRONG_PASSWORD });
+  browser.origin = origin;
+  const res = await browser.call('POST', '/console/api/invitation/accept', { token, password });
   expect(res.status, res.text).toBe(200);
-  return { browser, person: res.body.person as { id: string; email: string; role: string }, email };
+  return { browser, person: res.body.person as { id: string; email: string; role: string } };
+}
+
+/** A new person of `organizationId` with `role`, signed in through their invitation's accept route. */
+export async function signedInPerson(engine: Engine, consoleUrl: string, organizationId: string, role: Role) {
+  const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
+  return { ...(await acceptInvitation(consoleUrl, await invitationToken(engine, organizationId, email, role))), email };
 }
 
 /** The platform's one error shape, with `code` and `param` when given. */
@@ -69,4 +89,26 @@ export function expectError(res: ConsoleAnswer, status: number, code?: string, p
   expect(res.body?.error, res.text).toEqual({ code: expect.any(String), message: expect.any(String), type: expect.any(String), param: res.body?.error?.param ?? null });
   if (code !== undefined) expect(res.body.error.code, res.text).toBe(code);
   if (param !== undefined) expect(res.body.error.param, res.text).toBe(param);
+}
+
+/** The platform's one error shape, exactly: `param` null unless named. */
+export function expectExactError(res: { status: number; body: any }, status: number, code: string, param: string | null = null) {
+  expect(res.status, JSON.stringify(res.body)).toBe(status);
+  expect(res.body).toEqual({ error: { code, message: expect.any(String), type: expect.any(String), param } });
+}
+
+/** A page's level-1 heading (each console page has one). */
+export const heading = (page: Page, name: string) => page.getByRole('heading', { level: 1, name, exact: true });
+
+const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+/**
+ * axe-core's serious and critical violations on the page as it is, one line each. The engine is
+ * evaluated through the DevTools protocol, which the console's CSP (script-src 'self') does not govern.
+ */
+export async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(AXE_SOURCE);
+  return page.evaluate(`axe.run(document).then((r) => r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => v.impact + ' ' + v.id + ': ' + v.help + ' [' + v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ') + ']'))`);
 }
