@@ -16,7 +16,7 @@ import { PlatformError } from '../shared/errors.js';
 import { settings } from '../shared/settings.js';
 import { newId } from '../shared/ids.js';
 import { listPage, Tenants, type ListOptions, type ListPage, type Organization } from '../auth/tenants.js';
-import { isRole, requireManageable, type Role } from './roles.js';
+import { requireManageable, roleOf, type Role } from './roles.js';
 import { normalEmail, People, type Person } from './people.js';
 import { checkNewPassword, hashPassword } from './passwords.js';
 
@@ -56,6 +56,8 @@ const view = (item: KvItem): Invitation => ({
 });
 
 export const invitationNotFound = () => new PlatformError('invitation_not_found', 'No such invitation; ask for a new one.');
+const invitationUsed = () => new PlatformError('invitation_used', 'This invitation was used already; sign in, or ask for a new one.');
+const EMAIL_TAKEN = 'This email already belongs to a person of an organization; one email belongs to one organization.';
 
 /** The console's address as configured: CONSOLE_URL, else the local server's on CONSOLE_PORT. */
 export const configuredConsoleUrl = (): string => (settings().consoleUrl ?? `http://127.0.0.1:${settings().consolePort}`).replace(/\/+$/, '');
@@ -93,15 +95,15 @@ export class Invitations {
    */
   async create(input: { organizationId: string; email: unknown; role: unknown; expiresInMs?: number; inviter?: { id: string; role: Role } }): Promise<{ invitation: Invitation; token: string }> {
     const email = normalEmail(input.email);
-    if (!isRole(input.role)) throw new PlatformError('invalid_body', '`role` must be one of viewer, developer, admin, owner.', 'role');
-    if (input.inviter) requireManageable(input.inviter.role, input.role);
+    const role = roleOf(input.role);
+    if (input.inviter) requireManageable(input.inviter.role, role);
     const org = await this.tenants.getOrganization(input.organizationId);
     if (!org) throw new PlatformError('not_found', `No organization ${input.organizationId}.`);
     const owner = await this.people.emailOwner(email);
     if (owner) {
       throw new PlatformError(
         'already_exists',
-        owner.organization_id === org.id ? 'This email is already a person of the organization.' : 'This email already belongs to a person of an organization; one email belongs to one organization.',
+        owner.organization_id === org.id ? 'This email is already a person of the organization.' : EMAIL_TAKEN,
         'email',
       );
     }
@@ -117,7 +119,7 @@ export class Invitations {
       id,
       organization_id: org.id,
       email,
-      role: input.role,
+      role,
       created_by: input.inviter?.id ?? 'admin',
       created_ms: now,
       expires_ms: expiresMs,
@@ -138,7 +140,7 @@ export class Invitations {
     const item = await this.kv.get(invitationKey(hashHex));
     if (!item) throw invitationNotFound();
     const invitation = view(item);
-    if (item.used_ms !== null && item.used_ms !== undefined) throw new PlatformError('invitation_used', 'This invitation was used already; sign in, or ask for a new one.');
+    if (item.used_ms !== null && item.used_ms !== undefined) throw invitationUsed();
     if (Number(item.expires_ms) <= this.now()) throw new PlatformError('invitation_expired', 'This invitation has expired; ask for a new one.');
     const organization = await this.tenants.getOrganization(invitation.organization_id);
     if (!organization) throw invitationNotFound();
@@ -163,8 +165,8 @@ export class Invitations {
       ]);
     } catch (error) {
       if (!(error instanceof TransactionCanceledError)) throw error;
-      if (error.failed.includes(0)) throw new PlatformError('invitation_used', 'This invitation was used already; sign in, or ask for a new one.');
-      throw new PlatformError('already_exists', 'This email already belongs to a person of an organization; one email belongs to one organization.', 'email');
+      if (error.failed.includes(0)) throw invitationUsed();
+      throw new PlatformError('already_exists', EMAIL_TAKEN, 'email');
     }
     return person;
   }

@@ -15,7 +15,7 @@ import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { listPage, type ListOptions, type ListPage } from '../auth/tenants.js';
 import type { Principal } from '../auth/principal.js';
-import { isRole, requireManageable, type Role } from './roles.js';
+import { requireManageable, roleOf, type Role } from './roles.js';
 
 export interface Person {
   id: string;
@@ -126,8 +126,8 @@ export class People {
    * Changes a person's role. The actor may only give and take away roles up to their own (an admin
    * neither makes nor demotes an owner); the organization keeps at least one owner.
    */
-  async setRole(actor: Actor, personId: string, role: unknown): Promise<Person> {
-    if (!isRole(role)) throw new PlatformError('invalid_body', '`role` must be one of viewer, developer, admin, owner.', 'role');
+  async setRole(actor: Actor, personId: string, value: unknown): Promise<Person> {
+    const role = roleOf(value);
     const person = await this.own(actor, personId);
     requireManageable(actor.role, person.role);
     requireManageable(actor.role, role);

@@ -9,6 +9,11 @@ export const ROLES = ['viewer', 'developer', 'admin', 'owner'] as const;
 export type Role = (typeof ROLES)[number];
 
 export const isRole = (value: unknown): value is Role => typeof value === 'string' && (ROLES as readonly string[]).includes(value);
+/** The role a request names, else 400 invalid_body on `role` (an invitation's, a role change's). */
+export function roleOf(value: unknown): Role {
+  if (!isRole(value)) throw new PlatformError('invalid_body', `\`role\` must be one of ${ROLES.join(', ')}.`, 'role');
+  return value;
+}
 export const roleRank = (role: Role): number => ROLES.indexOf(role);
 /** Whether `held` includes every right of `needed`. */
 export const atLeast = (held: Role, needed: Role): boolean => roleRank(held) >= roleRank(needed);
