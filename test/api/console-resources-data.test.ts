@@ -7,7 +7,6 @@
  * payloads stored as values, which come back as data (JSON, under the console's CSP), never as markup.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tenants } from '../../lambdas/auth/tenants.js';
@@ -15,6 +14,7 @@ import { recordDeadLetter } from '../../lambdas/events/dead-letters.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
+import { webhookReceiver } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 
 let p: TestPlatform;
@@ -26,24 +26,14 @@ let stranger: ConsoleBrowser;
 let strangerWs: string;
 let receiver: http.Server;
 let hookBase: string;
-const received: { path: string; body: string }[] = [];
+let received: Array<{ path: string; body: string }> = [];
 
 const XSS = ['<script>alert(1)</script>', '"><img src=x onerror=alert(document.cookie)>', "javascript:alert('x')", '{{constructor.constructor("alert(1)")()}}'];
 const db = '/console/api/databases/shop';
 
 beforeAll(async () => {
   useSettings({ eventsAllowLoopbackWebhooks: true });
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push({ path: req.url!, body });
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  hookBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  ({ server: receiver, url: hookBase, received } = await webhookReceiver());
   p = await startTestPlatform({ console: true });
   org = p.credentials.organization_id;
   ws = p.credentials.workspace_id;

@@ -17,7 +17,6 @@
  * suite fails rather than skips.
  */
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -28,6 +27,7 @@ import { bearer } from '../helpers/platform.js';
 import { registerApiOrigins } from '../helpers/platform-origins.js';
 import { launchChromium, requireChromium } from '../helpers/browser.js';
 import { axeViolations, ConsoleBrowser, heading, invitationToken, signedInPerson } from '../helpers/console-browser.js';
+import { listen, webhookReceiver } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 import { createEmbeddedEngine, type EmbeddedEngine } from '../../lambdas/engine/embedded/index.js';
 import { bootstrap, type DevCredentials } from '../../lambdas/local/bootstrap.js';
@@ -53,7 +53,7 @@ let owner: BrowserContext | undefined;
 let api: ConsoleBrowser;
 let receiver: http.Server;
 let hookBase = '';
-const received: string[] = [];
+let received: Array<{ path: string; body: string }> = [];
 /** A page on another origin (another port of 127.0.0.1: same site, so SameSite=Strict cookies go with its form). */
 let attacker: http.Server;
 let attackerUrl = '';
@@ -79,17 +79,7 @@ beforeAll(async () => {
   if (TO_DOCS) mkdirSync(DOCS_SHOTS, { recursive: true });
   // The replayed delivery goes to a receiver on this machine.
   useSettings({ eventsAllowLoopbackWebhooks: true });
-  receiver = http.createServer((req, res) => {
-    let body = '';
-    req.setEncoding('utf8');
-    req.on('data', (c) => (body += c));
-    req.on('end', () => {
-      received.push(body);
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
-  hookBase = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+  ({ server: receiver, url: hookBase, received } = await webhookReceiver());
 
   dataDir = mkdtempSync(join(tmpdir(), 'console-pages-'));
   engine = createEmbeddedEngine({ dataDir });
@@ -106,8 +96,7 @@ beforeAll(async () => {
       <input name="email" value="owner@example.com"><input name="password" value="guessed password 123">
       <input name="x-csrf-token" value="guess"></form><script>document.getElementById('f').submit()</script>`);
   });
-  await new Promise<void>((r) => attacker.listen(0, '127.0.0.1', () => r()));
-  attackerUrl = `http://127.0.0.1:${(attacker.address() as AddressInfo).port}`;
+  attackerUrl = await listen(attacker);
 
   // The owner, signed in through the accept route (the invitation page itself is console.test.ts's).
   const person = await signedInPerson(engine, consoleUrl, credentials.organization_id, 'owner');
@@ -214,7 +203,7 @@ describe('the console pages against the console API', () => {
     });
     expect(published.status).toBe(202);
     const eventId = ((await published.json()) as { accepted: { event_id: string }[] }).accepted[0].event_id;
-    await waitFor('the first delivery', () => received.some((b) => b.includes(eventId)), 10_000);
+    await waitFor('the first delivery', () => received.some((r) => r.body.includes(eventId)), 10_000);
     // Its attempts all failed, as the delivery consumer records a death (lambdas/events/delivery.ts).
     await recordDeadLetter(engine!, ws, eventId, sub.subscription_id, { attempts: 5, last_error: 'webhook_status_503' });
 
@@ -226,7 +215,7 @@ describe('the console pages against the console API', () => {
     await shot(page, 'events-dead');
     await row.getByRole('button', { name: 'Replay' }).click();
     await page.getByText(`Replayed ${eventId}.`).waitFor();
-    await waitFor('the replayed delivery', () => received.filter((b) => b.includes(eventId)).length === 2, 10_000);
+    await waitFor('the replayed delivery', () => received.filter((r) => r.body.includes(eventId)).length === 2, 10_000);
     // The Replays column counts it.
     await expect.poll(async () => (await page.getByRole('row').filter({ hasText: eventId }).getByRole('cell').nth(5).textContent()) ?? '').toBe('1');
     await page.close();

@@ -19,6 +19,21 @@ export const closeServer = (server: Server | undefined) =>
     server.close(() => resolve());
   });
 
+/** A webhook receiver on loopback: each request's path and body kept in `received` (in arrival order), answered 200. */
+export async function webhookReceiver(): Promise<{ server: Server; url: string; received: Array<{ path: string; body: string }> }> {
+  const received: Array<{ path: string; body: string }> = [];
+  const server = createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      received.push({ path: req.url!, body });
+      res.end('ok');
+    });
+  });
+  return { server, url: await listen(server), received };
+}
+
 /**
  * Two origins serving one page at `/` (browser tests: a page on an origin a key lists, the same page on
  * one it does not). The page is set once the origins are known (`setHtml`).
