@@ -4,7 +4,7 @@
  * minutes, 5 attempts in all, and then the event becomes a dead letter of the workspace (kept 30 days).
  * The URL is checked again at every attempt (webhook-sender.ts). The dead letter names the
  * subscriptions whose delivery died, so a replay goes to those only (a completed delivery writes
- * nothing but its count: most deliveries succeed, and each write contends with publishers; a completed
+ * nothing but its count and its delivery-log item, in the counters' one transaction; a completed
  * replay also marks its subscription delivered on the letter, so no later replay queues it again).
  */
 import type { Engine, QueueConsumer } from '../engine/ports.js';
@@ -19,6 +19,7 @@ import type { EventBusSender } from '../engine/event-bus.js';
 import { PutEventsBatch, putOnBus, type BusOutcome, type BusSlot } from './eventbridge.js';
 import { count, countOnce, type Counter } from './stats.js';
 import { markReplayDelivered, recordDeadLetter } from './dead-letters.js';
+import { deliveryLogWrite, type AttemptRecord } from './delivery-log.js';
 
 export const MAX_ATTEMPTS = 5;
 const FIRST_RETRY_SECONDS = 10;
@@ -56,10 +57,13 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
   // An outcome is counted once per delivery (a marker in the counters' transaction): an attempt the
   // queue or the outbox sweep delivers twice counts nothing the second time; a replay's outcomes are
   // marked by its generation (replays queued before generations existed count as before).
-  const counted = (marker: string, add: Partial<Record<Counter, number>>) =>
-    m.replay === true
-      ? count(engine, m.workspace_id, add)
-      : countOnce(engine, m.workspace_id, m.event_id, `${m.event_id}#${m.subscription_id}#${m.replay ? `r${m.replay}#` : ''}${marker}`, add);
+  // The attempt's outcome goes to the delivery log in the same transaction (delivery-log.ts).
+  const counted = (marker: string, add: Partial<Record<Counter, number>>, logged?: Pick<AttemptRecord, 'status' | 'lastError' | 'nextAttemptAt'>) => {
+    const also = logged ? [deliveryLogWrite(engine.clock.now(), { workspaceId: m.workspace_id, subscriptionId: m.subscription_id, eventId: m.event_id, attempt: m.attempt, ...logged })] : [];
+    return m.replay === true
+      ? count(engine, m.workspace_id, add, undefined, also)
+      : countOnce(engine, m.workspace_id, m.event_id, `${m.event_id}#${m.subscription_id}#${m.replay ? `r${m.replay}#` : ''}${marker}`, add, also);
+  };
   const subscriptions = new Subscriptions(engine);
   let subscription: StoredSubscription;
   try {
@@ -106,18 +110,18 @@ export async function attemptDelivery(engine: Engine, m: DeliveryMessage, option
 
   if (outcome.ok) {
     if (m.replay) await markReplayDelivered(engine, m.workspace_id, m.event_id, m.subscription_id);
-    await counted('done', { completed: 1, depth: m.replay ? 0 : -1 });
+    await counted('done', { completed: 1, depth: m.replay ? 0 : -1 }, { status: 'completed', lastError: null });
     return 'completed';
   }
   const retrying = m.attempt < MAX_ATTEMPTS && outcome.error !== 'secret_missing';
   log.warn(ATTEMPT_FAILED_LOG, { workspace_id: m.workspace_id, subscription_id: m.subscription_id, event_id: m.event_id, attempt: m.attempt, outcome: retrying ? 'retrying' : 'dead', error: outcome.error });
   if (retrying) {
     await queueDelivery(engine, { ...m, attempt: m.attempt + 1 }, retryDelaySeconds(m.attempt));
-    await counted(`a${m.attempt}`, { failed_attempts: 1, retries: 1 });
+    await counted(`a${m.attempt}`, { failed_attempts: 1, retries: 1 }, { status: 'retrying', lastError: outcome.error, nextAttemptAt: engine.clock.now() + retryDelaySeconds(m.attempt) * 1000 });
     return 'retrying';
   }
   await recordDeadLetter(engine, m.workspace_id, m.event_id, m.subscription_id, { attempts: m.attempt, last_error: outcome.error });
-  await counted('done', { failed_attempts: 1, dlq_inflow: 1, depth: m.replay ? 0 : -1 });
+  await counted('done', { failed_attempts: 1, dlq_inflow: 1, depth: m.replay ? 0 : -1 }, { status: 'dead', lastError: outcome.error });
   return 'dead';
 }
 

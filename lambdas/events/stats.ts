@@ -36,21 +36,26 @@ export function countWrite(workspaceId: string, id: string, add: Partial<Record<
   return Object.keys(n).length ? { update: statsShardKey(workspaceId, id), add: n } : undefined;
 }
 
-/** Adds to the workspace's counters, one atomic update (a counter missing counts as 0). */
-export async function count(engine: Engine, workspaceId: string, add: Partial<Record<Counter, number>>, id = String(Math.random())): Promise<void> {
+/**
+ * Adds to the workspace's counters, one atomic update (a counter missing counts as 0); `also` are
+ * writes of the same state change (the delivery log), made in the same transaction.
+ */
+export async function count(engine: Engine, workspaceId: string, add: Partial<Record<Counter, number>>, id = String(Math.random()), also: KvWrite[] = []): Promise<void> {
   const write = countWrite(workspaceId, id, add);
-  if (write && 'update' in write) await engine.kv.update({ key: write.update, add: write.add });
+  if (also.length) await engine.kv.transact([...(write ? [write] : []), ...also]);
+  else if (write && 'update' in write) await engine.kv.update({ key: write.update, add: write.add });
 }
 
 /**
  * Adds to the counters once per `marker` (an outcome of one delivery, e.g. `<event>#<sub>#done`): the
- * marker is written if absent in the same transaction. False when it was counted already.
+ * marker is written if absent in the same transaction, with `also` (the delivery log's write: so it too
+ * is written once). False when it was counted already.
  */
-export async function countOnce(engine: Engine, workspaceId: string, eventId: string, marker: string, add: Partial<Record<Counter, number>>): Promise<boolean> {
+export async function countOnce(engine: Engine, workspaceId: string, eventId: string, marker: string, add: Partial<Record<Counter, number>>, also: KvWrite[] = []): Promise<boolean> {
   const write = countWrite(workspaceId, eventId, add);
   const expires_at = Math.floor(engine.clock.now() / 1000) + MARKER_SECONDS;
   try {
-    await engine.kv.transact([{ update: countedKey(workspaceId, marker), set: { expires_at }, condition: { ifAbsent: true } }, ...(write ? [write] : [])]);
+    await engine.kv.transact([{ update: countedKey(workspaceId, marker), set: { expires_at }, condition: { ifAbsent: true } }, ...(write ? [write] : []), ...also]);
     return true;
   } catch (error) {
     if (error instanceof TransactionCanceledError && error.failed.includes(0)) return false;
