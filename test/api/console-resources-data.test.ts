@@ -11,6 +11,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Tenants } from '../../lambdas/auth/tenants.js';
 import { recordDeadLetter } from '../../lambdas/events/dead-letters.js';
+import { deliveryLogWrite } from '../../lambdas/events/delivery-log.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
@@ -149,11 +150,12 @@ describe('Events: subscriptions, deliveries, dead letters, stats', () => {
     expect(published.status).toBe(202);
     const eventId = ((await published.json()) as { accepted: { event_id: string }[] }).accepted[0].event_id;
     await waitFor('the first delivery', () => received.some((r) => r.body.includes(eventId)), 5000);
-    // The delivery's five failed attempts, as the delivery consumer records them (delivery.ts).
+    // The delivery's five failed attempts, as the delivery consumer records them (delivery.ts; driven for real in console-deliveries.test.ts).
     await recordDeadLetter(p.engine, ws, eventId, sub, { attempts: 5, last_error: 'webhook_status_503' });
-    const deliveries = await viewer.call('GET', `${base()}/deliveries`);
+    await p.engine.kv.transact([deliveryLogWrite(p.engine.clock.now(), { workspaceId: ws, subscriptionId: sub, eventId, status: 'dead', attempt: 5, lastError: 'webhook_status_503' })]);
+    const deliveries = await viewer.call('GET', `${base()}/deliveries?subscription_id=${sub}`);
     expect(deliveries.status, deliveries.text).toBe(200);
-    expect(deliveries.body).toEqual({ deliveries: [{ event_id: eventId, type: 'order.paid', status: 'dead', attempts: 5, last_error: 'webhook_status_503', dead_at: expect.any(String), replay_count: 0 }], next_cursor: null });
+    expect(deliveries.body).toEqual({ deliveries: [{ event_id: eventId, type: 'order.paid', status: 'dead', attempts: 5, last_error: 'webhook_status_503', last_attempt_at: expect.any(String), next_attempt_at: null }], next_cursor: null });
     const dead = await viewer.call('GET', `${base()}/dead`);
     // The event's data comes back as data, byte for byte, in JSON.
     expect(dead.body.dead[0].event.data).toEqual({ note: XSS[0], nested: { html: XSS[1] } });
