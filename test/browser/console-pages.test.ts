@@ -292,7 +292,7 @@ describe('the console pages against the console API', () => {
       ['/data?db=shop', 'Data', 'data-collections', 'Files of shop'],
       ['/data?db=shop&collection=products', 'Data', 'data-records', 'needle'],
       ['/events', 'Events', 'events', 'order.*'],
-      [`/events?workspace=${ws}&tab=deliveries`, 'Events', 'events-deliveries', 'webhook_status_503'],
+      [`/events?workspace=${ws}&tab=deliveries`, 'Events', 'events-deliveries', 'completed'],
       [`/events?workspace=${ws}&tab=dead`, 'Events', 'events-dead', 'webhook_status_503'],
       [`/events?workspace=${ws}&tab=stats`, 'Events', 'events-stats', 'published'],
       ['/activity', 'Activity', 'activity', 'console'],

@@ -9,7 +9,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, asApiError, listOf, nextCursorOf, query, seg, useApi, type ApiError } from '../api';
 import { setParams, useLocation } from '../router';
 import { can, type Me } from '../roles';
-import { cellText, ConfirmButton, CopyField, Empty, ErrorText, Json, Loading, Pager, Section, Select, Tabs, TextField, Time, useCursorPages } from '../ui';
+import { cellText, ConfirmButton, CopyField, Empty, ErrorText, Json, Loading, LoadState, Pager, Section, Select, Table, Tabs, TextField, Time, useCursorPages } from '../ui';
 
 interface Workspace {
   id: string;
@@ -56,7 +56,7 @@ export function EventsPage({ me }: { me: Me }): JSX.Element {
       </div>
       <Tabs label="Event views" tabs={TABS} current={tab} href={(id) => `/events?workspace=${encodeURIComponent(ws)}&tab=${id}`} />
       {tab === 'deliveries' ? (
-        <Deliveries key={ws} base={base} />
+        <Deliveries key={ws} base={base} subscription={loc.params.get('subscription')} />
       ) : tab === 'dead' ? (
         <DeadLetters key={ws} base={base} mayReplay={mayWrite} />
       ) : tab === 'stats' ? (
@@ -216,26 +216,69 @@ function CreateSubscription({ base, onCreated }: { base: string; onCreated: (id:
   );
 }
 
-function Deliveries({ base }: { base: string }): JSX.Element {
-  const pages = useCursorPages();
-  const deliveries = useApi<unknown>(`${base}/deliveries${query({ cursor: pages.cursor })}`);
-  const list = listOf<Record<string, unknown>>(deliveries.data, 'deliveries');
+/** A delivery log row (GET …/deliveries): one event's push delivery to one subscription. */
+interface Delivery {
+  event_id: string;
+  type: string | null;
+  status: 'retrying' | 'completed' | 'dead';
+  attempts: number;
+  last_error: string | null;
+  last_attempt_at: string;
+  next_attempt_at: string | null;
+}
+
+/** A subscription's recent push deliveries (webhook, eventbridge): the log is kept per subscription. */
+function Deliveries({ base, subscription }: { base: string; subscription: string | null }): JSX.Element {
+  const subs = useApi<unknown>(`${base}/subscriptions`);
+  const pushed = listOf<Subscription>(subs.data, 'subscriptions').filter((s) => s.delivery?.mode === 'webhook' || s.delivery?.mode === 'eventbridge');
+  const current = subscription && pushed.some((s) => s.subscription_id === subscription) ? subscription : pushed[0]?.subscription_id;
   return (
     <Section title="Deliveries">
-      {deliveries.loading && !deliveries.data ? <Loading what="deliveries" /> : null}
-      <ErrorText error={deliveries.error} />
-      {deliveries.data && list.length === 0 ? <Empty>No deliveries yet.</Empty> : null}
-      {list.map((d, i) => (
-        <details key={String(d.event_id ?? i)} class="row">
-          <summary>
-            <code class="mono">{cellText(d.event_id)}</code> {cellText(d.type)} · {cellText(d.status)} · attempts {cellText(d.attempts ?? (Array.isArray(d.attempt_log) ? d.attempt_log.length : undefined))}
-            {d.last_error ? <> · last error <code class="code">{cellText(d.last_error)}</code></> : null}
-          </summary>
-          <Json value={d} />
-        </details>
-      ))}
-      <Pager label="Deliveries" page={pages.page} nextCursor={nextCursorOf(deliveries.data)} onNext={pages.next} onPrevious={pages.previous} />
+      <p class="lead">Each event sent to a subscription: retrying, completed or dead, with its attempts and the last attempt's error, kept 30 days.</p>
+      <LoadState of={subs} what="subscriptions" count={pushed.length} empty="No webhook subscriptions in this workspace: deliveries are theirs." />
+      {current ? (
+        <>
+          <div class="inline-form">
+            <Select label="Subscription" value={current} onValue={(v) => setParams({ subscription: v }, { push: true })} options={pushed.map((s) => [s.subscription_id, `${s.subscription_id} (${s.delivery.url ?? s.delivery.mode})`] as const)} />
+          </div>
+          <DeliveryLog key={current} base={base} subscription={current} />
+        </>
+      ) : null}
     </Section>
+  );
+}
+
+function DeliveryLog({ base, subscription }: { base: string; subscription: string }): JSX.Element {
+  const pages = useCursorPages();
+  const deliveries = useApi<unknown>(`${base}/deliveries${query({ subscription_id: subscription, cursor: pages.cursor })}`);
+  const list = listOf<Delivery>(deliveries.data, 'deliveries');
+  return (
+    <>
+      <LoadState of={deliveries} what="deliveries" count={list.length} empty="No deliveries to this subscription yet." />
+      {list.length ? (
+        <Table caption={`Deliveries to ${subscription}`} region="Deliveries" columns={['Event', 'Type', 'Status', 'Attempts', 'Last error', 'Last attempt', 'Next attempt']}>
+          {list.map((d) => (
+            <tr key={d.event_id}>
+              <td>
+                <code class="mono">{d.event_id}</code>
+              </td>
+              <td>{d.type ?? '—'}</td>
+              <td>{d.status}</td>
+              <td>{d.attempts}</td>
+              <td>{d.last_error ? <code class="code">{d.last_error}</code> : '—'}</td>
+              <td>
+                <Time value={d.last_attempt_at} />
+              </td>
+              <td>{d.next_attempt_at ? <Time value={d.next_attempt_at} /> : '—'}</td>
+            </tr>
+          ))}
+        </Table>
+      ) : null}
+      <button type="button" disabled={deliveries.loading} onClick={deliveries.reload}>
+        Refresh
+      </button>
+      <Pager label="Deliveries" page={pages.page} nextCursor={nextCursorOf(deliveries.data)} onNext={pages.next} onPrevious={pages.previous} />
+    </>
   );
 }
 
