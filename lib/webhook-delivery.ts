@@ -21,9 +21,10 @@ import { acknowledgeEventBusGrant } from './nag.js';
 export const DELIVERY_READ_KEYS = ['evsub#*', 'evt#*', 'evbus#*'];
 /**
  * Dead letters (evdead: one per event, naming the subscriptions that died), the workspace counters
- * (evstat) and the markers of outcomes counted (evdone: a duplicate attempt counts nothing).
+ * (evstat), the markers of outcomes counted (evdone: a duplicate attempt counts nothing) and the
+ * delivery log (evdlv: each delivery's status, attempts and last error, lambdas/events/delivery-log.ts).
  */
-export const DELIVERY_WRITE_KEYS = ['evdead#*', 'evdone#*', 'evstat#*'];
+export const DELIVERY_WRITE_KEYS = ['evdead#*', 'evdlv#*', 'evdone#*', 'evstat#*'];
 /** Outbox entries (evout#<shard>). */
 export const OUTBOX_KEYS = ['evout#*'];
 /** The Data API's platform-event outbox items (dchg#<shard>, lambdas/data/change-outbox.ts). */

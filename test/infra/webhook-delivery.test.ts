@@ -11,6 +11,7 @@ import { QUEUES } from '../../lambdas/engine/queues.js';
 import { CHANGE_OUTBOX_SHARDS, changeOutboxPartition } from '../../lambdas/data/change-outbox.js';
 import { ATTEMPT_FAILED_LOG, MAX_ATTEMPTS, attemptDelivery, retryDelaySeconds } from '../../lambdas/events/delivery.js';
 import { deadLetterKey } from '../../lambdas/events/dead-letters.js';
+import { deliveryLogKey } from '../../lambdas/events/delivery-log.js';
 import { eventKey, idempotencyKeyItem, inboxKey, subscriptionKey, subscriptionsPartition } from '../../lambdas/events/keys.js';
 import { OUTBOX_SHARDS, outboxKey, sweepOutbox } from '../../lambdas/events/outbox.js';
 import { sealSigningSecret } from '../../lambdas/events/secret-box.js';
@@ -144,8 +145,8 @@ describe('delivery function', () => {
     const actions = new Set(touched.map((t) => t.action));
     expect([...actions].sort()).toEqual(['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     for (const { action, pk } of touched) expect(covered(leadingKeysFor(statements, action), pk), `${action} ${pk}`).toBe(true);
-    // The completed path writes the counters only, the item the failed attempts wrote too.
-    for (const pk of [statsKey(WS).pk, deadLetterKey(WS, EVT).pk, countedKey(WS, 'x').pk]) expect(covered(DELIVERY_WRITE_KEYS, pk), pk).toBe(true);
+    // The completed path writes the counters and the delivery log only, items the failed attempts wrote too.
+    for (const pk of [statsKey(WS).pk, deadLetterKey(WS, EVT).pk, countedKey(WS, 'x').pk, deliveryLogKey(WS, SUB, EVT).pk]) expect(covered(DELIVERY_WRITE_KEYS, pk), pk).toBe(true);
     for (const pk of [subscriptionKey(WS, SUB).pk, eventKey(WS, EVT).pk]) expect(covered(DELIVERY_READ_KEYS, pk), pk).toBe(true);
   });
 });
