@@ -19,7 +19,7 @@ try {
 }
 
 const { openLocalEngine, localStateDir } = await import('../lambdas/local/engine.js');
-const { bootstrap, credentialsPath } = await import('../lambdas/local/bootstrap.js');
+const { bootstrap, credentialsPath, invitationOnServedConsole } = await import('../lambdas/local/bootstrap.js');
 const { localRole, localSettings, runBackground, runWorker, startLocalPlatform } = await import('../lambdas/local/workers.js');
 
 const settings = localSettings();
@@ -36,7 +36,7 @@ if (role === 'http') {
   // One process serving the APIs takes its checkpoints off the request path; with workers, each of them does.
   // A setting the chosen engine needs and lacks (ENGINE=aws without TABLE_NAME) stops the start as a bad value does.
   const engine = await openLocalEngine(workers === 1 ? 'thread' : 'auto').catch(refuse);
-  const { credentials, created } = await bootstrap(engine, dataDir).catch((error: unknown) => {
+  const bootstrapped = await bootstrap(engine, dataDir).catch((error: unknown) => {
     // The first call to AWS or an emulator: one that cannot be reached or has no such table is a setup
     // problem to name, not a crash to trace.
     if (engine.name !== 'aws') throw error;
@@ -47,6 +47,8 @@ if (role === 'http') {
   const running = await startLocalPlatform(settings, engine);
 
   const { urls } = running;
+  const { created } = bootstrapped;
+  const credentials = created && running.consoleUrl ? invitationOnServedConsole(dataDir, bootstrapped.credentials, running.consoleUrl) : bootstrapped.credentials;
   const lines = [`console: ${running.consoleUrl}/`, `AI API      ${urls.ai}`, `Data API    ${urls.data}`, `Events API  ${urls.events}`];
   lines.push(`Operations  ${running.opsUrl}  (GET /healthz, GET /readyz, the API reference at /docs and /openapi/{ai,data,events}.json; OPS_PORT)`);
   lines.push(

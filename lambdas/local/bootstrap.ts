@@ -45,8 +45,27 @@ export async function bootstrap(engine: Engine, dataDir: string, consoleUrl = co
     console_invitation_url: invitationUrl(consoleUrl, token),
     console_invitation_expires_at: invitation.expires_at,
   };
-  // Written whole or not at all, readable by the owner only.
+  writeCredentials(path, credentials);
+  return { credentials, created: true };
+}
+
+/** Written whole or not at all, readable by the owner only. */
+function writeCredentials(path: string, credentials: DevCredentials): void {
   writeFileSync(`${path}.tmp`, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
   renameSync(`${path}.tmp`, path);
-  return { credentials, created: true };
+}
+
+/**
+ * The first start's invitation link on the console's address as served: bootstrapped before the
+ * servers listen, a link made for CONSOLE_PORT=0 named port 0. The token is the link's fragment, so
+ * only the origin changes; the file is rewritten with it.
+ */
+export function invitationOnServedConsole(dataDir: string, credentials: DevCredentials, servedConsoleUrl: string): DevCredentials {
+  if (!credentials.console_invitation_url) return credentials;
+  const link = new URL(credentials.console_invitation_url);
+  const served = new URL(servedConsoleUrl);
+  if (link.origin === served.origin) return credentials;
+  const moved = { ...credentials, console_invitation_url: `${served.origin}${link.pathname}${link.hash}` };
+  writeCredentials(credentialsPath(dataDir), moved);
+  return moved;
 }

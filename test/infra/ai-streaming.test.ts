@@ -123,9 +123,10 @@ describe('rerankers:call', () => {
 describe('upstream-keys:read', () => {
   const holders = ROUTES.filter((r) => r.grants.includes('upstream-keys:read')).map((r) => r.id);
 
-  it('is held by the chat and embeddings routes (and only by AI routes)', () => {
+  it('is held by the chat and embeddings routes, and only by AI routes and the console routes that call an upstream as the AI routes do', () => {
     expect(holders).toEqual(expect.arrayContaining(['ai.chat.completions', 'ai.embeddings']));
-    expect(holders.filter((id) => !id.startsWith('ai.'))).toEqual([]);
+    // "Try it" (one call through a route) and a vector database's creation (its embeddings route checked, as POST /v1/vector-databases does).
+    expect(holders.filter((id) => !id.startsWith('ai.')).sort()).toEqual(['console.routes.try', 'console.vector-database.create']);
   });
 
   it('reads secrets under <stack>/ai-upstream/ only, and invokes Bedrock models and inference profiles only; others get neither', () => {

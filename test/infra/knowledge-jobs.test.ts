@@ -171,14 +171,19 @@ describe('the knowledge jobs sweep', () => {
 });
 
 describe('the ffmpeg layer', () => {
-  it('is one arm64 layer of the stack', () => {
-    const layers = Object.values(template.findResources('AWS::Lambda::LayerVersion') as Record<string, { Properties: Record<string, any> }>);
-    expect(layers).toHaveLength(1);
-    expect(layers[0].Properties.CompatibleArchitectures).toEqual(['arm64']);
+  it('is one arm64 layer of the stack (the only other layer: the AWS CLI of the console files\' deployment)', () => {
+    const layers = Object.entries(template.findResources('AWS::Lambda::LayerVersion') as Record<string, { Properties: Record<string, any> }>);
+    const ffmpeg = layers.filter(([, l]) => String(l.Properties.Description ?? '').startsWith('ffmpeg and ffprobe'));
+    expect(ffmpeg).toHaveLength(1);
+    expect(ffmpeg[0][1].Properties.CompatibleArchitectures).toEqual(['arm64']);
+    expect(layers.filter((l) => !ffmpeg.includes(l)).map(([id]) => id)).toEqual([expect.stringMatching(/AwsCliLayer/)]);
   });
 
   it('is on exactly the functions that run ffmpeg, each with FFMPEG_PATH at its ffmpeg: the jobs and items consumers and the ffmpeg:run routes', () => {
-    const withLayer = Object.entries(template.findResources('AWS::Lambda::Function') as Record<string, { Properties: Record<string, any> }>).filter(([, f]) => f.Properties.Layers !== undefined);
+    // The console files' deployment (a CDK BucketDeployment) runs with its AWS CLI layer, not ffmpeg's.
+    const withLayer = Object.entries(template.findResources('AWS::Lambda::Function') as Record<string, { Properties: Record<string, any> }>).filter(
+      ([id, f]) => f.Properties.Layers !== undefined && !id.includes('CustomCDKBucketDeployment'),
+    );
     const consumers = taggedFunctions(template, CONSUMER_TAG);
     const routes = routeFunctions(template);
     const expected = [
