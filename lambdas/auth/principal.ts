@@ -50,6 +50,20 @@ export interface Principal {
   logIds?: Readonly<LogContext>;
 }
 
+/** An organization-wide caller of `kind` (no application, workspace, capabilities or narrowing): a console person, the operator. */
+export const organizationWidePrincipal = (kind: CredentialKind, credentialId: string, organizationId: string): Principal => ({
+  kind,
+  credentialId,
+  organizationId,
+  applicationId: null,
+  workspaceId: null,
+  capabilities: null,
+  userId: null,
+  claims: null,
+  origins: null,
+  permissions: null,
+});
+
 /** The principal to keep with what is done later for it (a queued item, a file's arrival): without a request's log ids. */
 export function storedPrincipal(principal: Principal): Principal {
   const { logIds: _ids, ...stored } = principal;

@@ -14,7 +14,7 @@ import { ConditionFailedError, TransactionCanceledError } from '../engine/errors
 import { PlatformError } from '../shared/errors.js';
 import { newId } from '../shared/ids.js';
 import { listPage, type ListOptions, type ListPage } from '../auth/tenants.js';
-import type { Principal } from '../auth/principal.js';
+import { organizationWidePrincipal, type Principal } from '../auth/principal.js';
 import { requireManageable, roleOf, type Role } from './roles.js';
 
 export interface Person {
@@ -58,16 +58,7 @@ const view = (item: KvItem): Person => ({
 
 /** A person as the platform's caller (kind `person`): organization-wide, the person's id as credential id. */
 export const personPrincipal = (person: Person): Principal => ({
-  kind: 'person',
-  credentialId: person.id,
-  organizationId: person.organization_id,
-  applicationId: null,
-  workspaceId: null,
-  capabilities: null,
-  userId: null,
-  claims: null,
-  origins: null,
-  permissions: null,
+  ...organizationWidePrincipal('person', person.id, person.organization_id),
   person: { id: person.id, email: person.email, role: person.role },
 });
 

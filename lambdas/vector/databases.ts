@@ -3,7 +3,7 @@
  * the embedding route, its upstream model and the dimensions one embeddings call showed; deleted by
  * moving it to `deleting`, after which a job removes its passages and then the database itself.
  */
-import type { Principal } from '../auth/principal.js';
+import { organizationWidePrincipal, type Principal } from '../auth/principal.js';
 import { Tenants, TenantError } from '../auth/tenants.js';
 import type { Engine, KvItem } from '../engine/ports.js';
 import { ModelRoutes, type ModelRoute } from '../ai/model-routes.js';
@@ -42,18 +42,7 @@ export async function readDatabase(engine: Engine, workspaceId: string): Promise
 }
 
 /** The principal an operator's own calls run as: organization-wide, charged to the organization. */
-const operatorOf = (organizationId: string): Principal => ({
-  kind: 'secret_key',
-  credentialId: 'operator',
-  organizationId,
-  applicationId: null,
-  workspaceId: null,
-  capabilities: null,
-  userId: null,
-  claims: null,
-  origins: null,
-  permissions: null,
-});
+const operatorOf = (organizationId: string): Principal => organizationWidePrincipal('secret_key', 'operator', organizationId);
 
 async function embeddingRoute(engine: Engine, organizationId: string, routeId: string): Promise<ModelRoute | undefined> {
   const routes = await new ModelRoutes(engine.kv, () => engine.clock.now()).list(organizationId);
