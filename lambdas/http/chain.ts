@@ -129,7 +129,7 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
   { name: 'workspace', build: (route) => (credentialed(route) && scopedToWorkspace(route) ? workspace({ param: WORKSPACE_PARAM }) : undefined) },
   // A switched-off feature's routes: after the credential, before the operation id and the body.
   { name: 'featureSwitch', build: (route) => (route.feature && credentialed(route) ? featureSwitch({ feature: route.feature }) : undefined) },
-  { name: 'operationId', build: (route, policy) => (policy.operationIds && route.method !== 'ANY' && credentialed(route) ? operationIdRequired() : undefined) },
+  { name: 'operationId', build: (route, policy) => (policy.operationIds && route.method !== 'ANY' && credentialed(route) ? operationIdRequired({ optional: route.operationIds === 'optional' }) : undefined) },
   { name: 'jsonBody', build: (route) => ((route.body ?? 'json') === 'json' ? jsonBody(bodyLimit(route)) : undefined) },
   { name: 'streamBody', build: (route) => (route.body === 'stream' ? streamBody(bodyLimit(route)) : undefined) },
 ];

@@ -83,6 +83,11 @@ export interface RouteDef {
    * owner); below it `403 role_forbidden` (the chain's `role` step). Every such route names one.
    */
   role?: Role;
+  /**
+   * `optional`: the route takes no X-Operation-Id (the OpenAI compatibility routes: the official SDK
+   * sends none); an Idempotency-Key, when sent, is the operation id, whatever the organization's setting.
+   */
+  operationIds?: 'optional';
   /** A feature the organization can switch off (`org features --disable`): its routes then answer that feature's 403 (middleware/feature-switch.ts). */
   feature?: Feature;
 }
@@ -142,6 +147,17 @@ export const ROUTES: readonly RouteDef[] = [
   { id: 'ai.collections.items.vectors', api: 'ai', method: 'PUT', path: '/v1/collections/{id}/items/{item_id}/vectors', handler: 'http/handlers/ai/collection-items-vectors', capability: 'knowledge', grants: ['table:read', 'table:write', 'blobs:read', 'vectors:write'], maxBodyBytes: 5 * 1024 * 1024 },
   { id: 'ai.collections.query', api: 'ai', method: 'POST', path: '/v1/collections/{id}/query', handler: 'http/handlers/ai/collection-query', capability: 'knowledge', grants: ['table:read', 'table:write', 'upstream-keys:read', 'vectors:read'], maxBodyBytes: 256 * 1024 },
   { id: 'ai.collections.chat', api: 'ai', method: 'POST', path: '/v1/collections/{id}/chat', handler: 'http/handlers/ai/collection-chat', streamedHandler: 'http/handlers/ai/collection-chat-stream', capability: 'knowledge', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read', 'vectors:read'], maxBodyBytes: 5 * 1024 * 1024 },
+  // OpenAI compatibility (issue 38; docs/ai/openai-compatibility.md): OpenAI's Files, Vector stores and Responses over uploads,
+  // `cloud` collections and chat routes, so the official SDK works unchanged. No X-Operation-Id (the SDK sends none): an
+  // Idempotency-Key, when sent, is the operation id. Each part's rows stay between its markers.
+  // OpenAI compatibility: Files.
+  // OpenAI compatibility: end of Files.
+  // OpenAI compatibility: Vector stores, their files and file batches.
+  // OpenAI compatibility: end of Vector stores.
+  // OpenAI compatibility: Search.
+  // OpenAI compatibility: end of Search.
+  // OpenAI compatibility: Responses.
+  // OpenAI compatibility: end of Responses.
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'events.oauth.token', api: 'events', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/events/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },

@@ -6,6 +6,7 @@ import { AI_GATEWAY_OPERATIONS } from './ai-gateway.js';
 import { AI_ITEMS_OPERATIONS } from './ai-items.js';
 import { AI_KNOWLEDGE_OPERATIONS } from './ai-knowledge.js';
 import { AI_KNOWLEDGE_JOBS_OPERATIONS } from './ai-knowledge-jobs.js';
+import { AI_OPENAI_OPERATIONS, OPENAI_TAG } from './ai-openai.js';
 import { DATA_OPERATIONS } from './data.js';
 import { DATA_FILES_OPERATIONS } from './data-files.js';
 import { EVENTS_OPERATIONS } from './events.js';
@@ -25,6 +26,8 @@ export const API_INFO: Record<Api, ApiInfo> = {
       'Knowledge collections': 'Collections of files processed into cited chunks: create, read, query and chat over them (spec 4.9, 4.10).',
       'Knowledge jobs': 'A recording becomes a cited knowledge base: transcript, entries checked against their evidence, still frames; priced before any paid work (spec 4.8).',
       'Collection items': "A collection's files: add, read, reprocess, delete, and their chunks, package and vectors.",
+      [OPENAI_TAG]:
+        'An extension of the spec: OpenAI’s Files, Vector stores (with file batches and search) and Responses (with `file_search`) over uploads, `cloud` collections and chat routes, so the official SDKs work unchanged. No `X-Operation-Id` needed; an `Idempotency-Key` is honoured (docs/ai/openai-compatibility.md).',
     OAuth: 'The client credentials grant: an OAuth client of an application exchanges its id and secret for a short-lived access token.',
     },
     description:
@@ -65,7 +68,7 @@ export const API_INFO: Record<Api, ApiInfo> = {
 };
 
 export const OPERATIONS: Record<Api, () => OperationDocs> = {
-  ai: () => ({ ...AI_GATEWAY_OPERATIONS, ...AI_KNOWLEDGE_OPERATIONS, ...AI_ITEMS_OPERATIONS, ...AI_KNOWLEDGE_JOBS_OPERATIONS }),
+  ai: () => ({ ...AI_GATEWAY_OPERATIONS, ...AI_KNOWLEDGE_OPERATIONS, ...AI_ITEMS_OPERATIONS, ...AI_KNOWLEDGE_JOBS_OPERATIONS, ...AI_OPENAI_OPERATIONS }),
   data: () => ({ ...DATA_OPERATIONS, ...DATA_FILES_OPERATIONS }),
   events: () => EVENTS_OPERATIONS,
 };

@@ -90,6 +90,8 @@ export const ERROR_STATUS = {
   item_not_found: 404,
   // No knowledge job of that id for the caller (another organization's or application's job included).
   job_not_found: 404,
+  // OpenAI compatibility: no stored response of that id for the caller's application (or it expired).
+  response_not_found: 404,
   // Console: unknown (or withdrawn) invitation token; a person or a secret key not of the caller's organization.
   invitation_not_found: 404,
   person_not_found: 404,

@@ -384,6 +384,18 @@ describe('operationIdRequired', () => {
     await refusedWith(check('GET', { 'x-operation-id': 'short' }), 'invalid_operation_id', 400);
     for (const good of ['12345678', 'a'.repeat(128), 'A_b-9_zz']) await check('POST', { 'x-operation-id': good });
   });
+
+  it("on a route marked operationIds: 'optional', takes none, or the Idempotency-Key as the id (checked)", async () => {
+    const optional = (headers: Record<string, string> = {}) => {
+      const r = platformRequest({ route: testRoute({ method: 'POST' }), event: { method: 'POST', headers } });
+      return run(operationIdRequired({ optional: true }), 'before', r).then(() => r.context.platform.operationId);
+    };
+    const made = await optional();
+    expect(made).toMatch(/^op_/);
+    expect(await optional({ 'idempotency-key': 'retry-key-0001' })).toBe('retry-key-0001');
+    await refusedWith(optional({ 'idempotency-key': 'short' }), 'invalid_operation_id', 400);
+    await refusedWith(optional({ 'x-operation-id': 'short' }), 'invalid_operation_id', 400);
+  });
 });
 
 describe('respond', () => {

@@ -36,9 +36,10 @@ export const operationIdSent = (req: HttpRequest): boolean => req.headers['x-ope
  * Requires a well-formed X-Operation-Id on writes (runs after credentials: 401 comes first, and the
  * organization is known). In an organization whose operation ids are optional (`org settings
  * --operation-ids optional`), a write without one takes its Idempotency-Key, else keeps the id the
- * first step made up; the setting is read only then, through the AI settings' cache.
+ * first step made up; the setting is read only then, through the AI settings' cache. A route marked
+ * `operationIds: 'optional'` (the OpenAI compatibility routes) is optional in every organization.
  */
-export function operationIdRequired(): Middleware {
+export function operationIdRequired(opts: { optional?: boolean } = {}): Middleware {
   return {
     before: async ({ context }) => {
       const { platform } = context;
@@ -47,7 +48,7 @@ export function operationIdRequired(): Middleware {
       if (sent === undefined) {
         if (!OPERATION_ID_METHODS.has(req.method)) return;
         const { engine, principal } = platform;
-        const optional = engine && principal && (await new AiOrgSettings(engine.kv, () => engine.clock.now()).get(principal.organizationId)).operation_ids === 'optional';
+        const optional = opts.optional || (engine && principal && (await new AiOrgSettings(engine.kv, () => engine.clock.now()).get(principal.organizationId)).operation_ids === 'optional');
         // The way out for a client that cannot send the header (the official SDKs) is an operator's:
         // the message names the command with this organization, ready to run.
         if (!optional) {
