@@ -14,6 +14,15 @@ import { httpApiAlarm } from './alarms.js';
 
 export const HTTP_APIS = ['ai', 'data', 'events'] as const satisfies readonly Api[];
 
+/**
+ * Route groups that get a nested stack of their own inside their API's: the AI API's OpenAI
+ * compatibility routes (issue 38) would take the AI template past the 500-resource limit at about
+ * eight resources a route (docs/decisions/stack-layout.md).
+ */
+export const ROUTE_GROUP_STACKS: readonly { api: Api; id: string; description: string; routes: (r: RouteDef) => boolean }[] = [
+  { api: 'ai', id: 'OpenAi', description: 'the AI API’s OpenAI compatibility route functions and their alarms', routes: (r) => r.operationIds === 'optional' },
+];
+
 /** The API's `ANY $default` route: unknown paths still get the platform's answer (401 before routing), not API Gateway's 404. */
 export const isFallback = (r: RouteDef) => r.path === '$default';
 
@@ -29,6 +38,8 @@ export class HttpApis extends Construct {
   readonly apiIds = {} as Record<Api, string>;
   /** Each API's nested stack (its own template and resource count). */
   readonly stacks = {} as Record<Api, NestedStack>;
+  /** The nested stacks of ROUTE_GROUP_STACKS, inside their API's, by group id. */
+  readonly groupStacks: Record<string, NestedStack> = {};
   readonly apis = {} as Record<Api, HttpApi>;
 
   constructor(scope: Construct, id: string, props: { targets: GrantTargets; alarmAction: IAlarmAction }) {
@@ -48,8 +59,18 @@ export class HttpApis extends Construct {
       this.apis[api] = httpApi;
       httpApiAlarm(scope, api, httpApi, props.alarmAction);
 
-      addRoutes(scope, httpApi, api, routes, props.targets);
+      const groups = ROUTE_GROUP_STACKS.filter((g) => g.api === api);
+      const grouped = (r: RouteDef) => groups.some((g) => g.routes(r));
+      addRoutes(scope, httpApi, api, routes.filter((r) => !grouped(r)), props.targets);
       acknowledgeNoGatewayAuth(scope);
+      for (const group of groups) {
+        const mine = routes.filter(group.routes);
+        if (mine.length === 0) continue;
+        const groupStack = new NestedStack(scope, group.id, { description: `${platformStackName(this)}: ${group.description}` });
+        this.groupStacks[group.id] = groupStack;
+        addRoutes(groupStack, httpApi, api, mine, props.targets);
+        acknowledgeNoGatewayAuth(groupStack);
+      }
     }
   }
 }
