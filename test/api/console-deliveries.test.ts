@@ -8,12 +8,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Tenants } from '../../lambdas/auth/tenants.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { retryDelaySeconds } from '../../lambdas/events/delivery.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
-import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
+import { ConsoleBrowser, expectError, signedInPerson, strangerOwner } from '../helpers/console-browser.js';
 
 const clock = new ManualClock(Date.UTC(2026, 10, 26, 12));
 let p: TestPlatform;
@@ -45,10 +44,7 @@ beforeAll(async () => {
   ws = p.credentials.workspace_id;
   viewer = (await signedInPerson(p.engine, p.consoleUrl!, org, 'viewer')).browser;
   developer = (await signedInPerson(p.engine, p.consoleUrl!, org, 'developer')).browser;
-  const tenants = new Tenants(p.engine.kv, () => p.engine.clock.now());
-  const otherOrg = await tenants.createOrganization('Other');
-  strangerWs = (await tenants.createWorkspace(otherOrg.id, 'theirs')).id;
-  stranger = (await signedInPerson(p.engine, p.consoleUrl!, otherOrg.id, 'owner')).browser;
+  ({ workspaceId: strangerWs, browser: stranger } = await strangerOwner(p.engine, p.consoleUrl!));
 });
 afterAll(async () => {
   await p?.close();

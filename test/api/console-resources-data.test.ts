@@ -9,12 +9,11 @@
 import http from 'node:http';
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Tenants } from '../../lambdas/auth/tenants.js';
 import { recordDeadLetter } from '../../lambdas/events/dead-letters.js';
 import { deliveryLogWrite } from '../../lambdas/events/delivery-log.js';
 import { useSettings } from '../../lambdas/shared/settings.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
-import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
+import { ConsoleBrowser, expectError, signedInPerson, strangerOwner } from '../helpers/console-browser.js';
 import { webhookReceiver } from '../helpers/servers.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -40,10 +39,7 @@ beforeAll(async () => {
   ws = p.credentials.workspace_id;
   viewer = (await signedInPerson(p.engine, p.consoleUrl!, org, 'viewer')).browser;
   developer = (await signedInPerson(p.engine, p.consoleUrl!, org, 'developer')).browser;
-  const tenants = new Tenants(p.engine.kv, () => p.engine.clock.now());
-  const otherOrg = await tenants.createOrganization('Other');
-  strangerWs = (await tenants.createWorkspace(otherOrg.id, 'theirs')).id;
-  stranger = (await signedInPerson(p.engine, p.consoleUrl!, otherOrg.id, 'owner')).browser;
+  ({ workspaceId: strangerWs, browser: stranger } = await strangerOwner(p.engine, p.consoleUrl!));
 });
 afterAll(async () => {
   await p?.close();

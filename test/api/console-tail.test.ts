@@ -7,12 +7,11 @@
  * event once it is EVENT_LOG_SETTLE_MS old, so the test moves time rather than waiting.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Tenants } from '../../lambdas/auth/tenants.js';
 import { ManualClock } from '../../lambdas/engine/clock.js';
 import { EVENT_LOG_SETTLE_MS, eventLogAnswerSchema } from '../../lambdas/events/event-log.js';
 import { bearer, startTestPlatform, type TestPlatform } from '../helpers/platform.js';
 import { callApi, ok } from '../helpers/data-api.js';
-import { ConsoleBrowser, expectError, signedInPerson } from '../helpers/console-browser.js';
+import { ConsoleBrowser, expectError, signedInPerson, strangerOwner } from '../helpers/console-browser.js';
 
 let p: TestPlatform;
 let clock: ManualClock;
@@ -42,10 +41,7 @@ beforeAll(async () => {
   p = await startTestPlatform({ console: true, clock });
   W = p.credentials.workspace_id;
   viewer = (await signedInPerson(p.engine, p.consoleUrl!, p.credentials.organization_id, 'viewer')).browser;
-  const tenants = new Tenants(p.engine.kv, () => p.engine.clock.now());
-  const otherOrg = await tenants.createOrganization('Other');
-  otherWorkspace = (await tenants.createWorkspace(otherOrg.id, 'theirs')).id;
-  stranger = (await signedInPerson(p.engine, p.consoleUrl!, otherOrg.id, 'owner')).browser;
+  ({ workspaceId: otherWorkspace, browser: stranger } = await strangerOwner(p.engine, p.consoleUrl!));
 });
 afterAll(async () => {
   await p?.close();

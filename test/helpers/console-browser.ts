@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Page } from 'playwright-core';
 import { expect } from 'vitest';
+import { Tenants } from '../../lambdas/auth/tenants.js';
 import { Invitations } from '../../lambdas/console/invitations.js';
 import type { Engine } from '../../lambdas/engine/ports.js';
 
@@ -81,6 +82,17 @@ export async function acceptInvitation(consoleUrl: string, token: string, { orig
 export async function signedInPerson(engine: Engine, consoleUrl: string, organizationId: string, role: Role) {
   const email = `${role}-${Math.random().toString(36).slice(2)}@example.com`;
   return { ...(await acceptInvitation(consoleUrl, await invitationToken(engine, organizationId, email, role))), email };
+}
+
+/**
+ * Another organization ("Other") with a workspace ("theirs") and its owner signed in: the stranger every
+ * console test's cross-tenant cases use.
+ */
+export async function strangerOwner(engine: Engine, consoleUrl: string) {
+  const tenants = new Tenants(engine.kv, () => engine.clock.now());
+  const organization = await tenants.createOrganization('Other');
+  const workspace = await tenants.createWorkspace(organization.id, 'theirs');
+  return { organizationId: organization.id, workspaceId: workspace.id, browser: (await signedInPerson(engine, consoleUrl, organization.id, 'owner')).browser };
 }
 
 /** The platform's one error shape, with `code` and `param` when given. */
