@@ -151,12 +151,23 @@ export const ROUTES: readonly RouteDef[] = [
   // `cloud` collections and chat routes, so the official SDK works unchanged. No X-Operation-Id (the SDK sends none): an
   // Idempotency-Key, when sent, is the operation id. Each part's rows stay between its markers.
   // OpenAI compatibility: Files.
+  // POST streams its form to a spool (512 MiB file locally; on AWS Lambda's inline body), then stores it as an upload.
+  { id: 'ai.files.create', api: 'ai', method: 'POST', path: '/v1/files', handler: 'http/handlers/ai/openai-files-create', capability: 'knowledge', operationIds: 'optional', grants: ['table:read', 'table:write', 'blobs:read', 'blobs:write', 'queue:send'], body: 'stream', maxBodyBytes: 513 * 1024 * 1024 },
+  { id: 'ai.files.list', api: 'ai', method: 'GET', path: '/v1/files', handler: 'http/handlers/ai/openai-files-list', capability: 'knowledge', operationIds: 'optional', grants: ['table:read'] },
+  { id: 'ai.files.get', api: 'ai', method: 'GET', path: '/v1/files/{file_id}', handler: 'http/handlers/ai/openai-files-get', capability: 'knowledge', operationIds: 'optional', grants: ['table:read'] },
+  { id: 'ai.files.content', api: 'ai', method: 'GET', path: '/v1/files/{file_id}/content', handler: 'http/handlers/ai/openai-files-content', capability: 'knowledge', operationIds: 'optional', grants: ['table:read', 'blobs:read'] },
+  { id: 'ai.files.delete', api: 'ai', method: 'DELETE', path: '/v1/files/{file_id}', handler: 'http/handlers/ai/openai-files-delete', capability: 'knowledge', operationIds: 'optional', grants: ['table:read', 'table:write'] },
   // OpenAI compatibility: end of Files.
   // OpenAI compatibility: Vector stores, their files and file batches.
   // OpenAI compatibility: end of Vector stores.
   // OpenAI compatibility: Search.
+  { id: 'ai.vector_stores.search', api: 'ai', method: 'POST', path: '/v1/vector_stores/{vector_store_id}/search', handler: 'http/handlers/ai/openai-vs-search', capability: 'knowledge', grants: ['table:read', 'table:write', 'upstream-keys:read', 'vectors:read'], maxBodyBytes: 256 * 1024, operationIds: 'optional' },
   // OpenAI compatibility: end of Search.
   // OpenAI compatibility: Responses.
+  // Over a chat route (ai.chat); with the file_search tool the handler also asks for `knowledge` and searches as grounded chat does.
+  { id: 'ai.responses.create', api: 'ai', method: 'POST', path: '/v1/responses', handler: 'http/handlers/ai/openai-responses-create', streamedHandler: 'http/handlers/ai/openai-responses-create-stream', capability: 'ai.chat', grants: ['table:read', 'table:write', 'secret:read', 'upstream-keys:read', 'vectors:read'], maxBodyBytes: 5 * 1024 * 1024, operationIds: 'optional' },
+  { id: 'ai.responses.get', api: 'ai', method: 'GET', path: '/v1/responses/{response_id}', handler: 'http/handlers/ai/openai-responses-get', capability: 'ai.chat', grants: ['table:read'], operationIds: 'optional' },
+  { id: 'ai.responses.delete', api: 'ai', method: 'DELETE', path: '/v1/responses/{response_id}', handler: 'http/handlers/ai/openai-responses-delete', capability: 'ai.chat', grants: ['table:read', 'table:write'], operationIds: 'optional' },
   // OpenAI compatibility: end of Responses.
   { id: 'ai.oauth.token', api: 'ai', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/ai/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },
   { id: 'data.oauth.token', api: 'data', method: 'POST', path: '/v1/oauth/token', handler: 'http/handlers/data/oauth-token', grants: ['table:read', 'signing:sign'], credentials: 'none', body: 'raw', maxBodyBytes: 16 * 1024 },

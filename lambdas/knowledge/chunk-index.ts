@@ -8,7 +8,7 @@
  * the index is cleaned after.
  */
 import * as z from 'zod/mini';
-import type { Engine, VectorEntry, VectorHit } from '../engine/ports.js';
+import type { Engine, KvItem, VectorEntry, VectorFilter, VectorHit } from '../engine/ports.js';
 import { VECTOR_BATCH_MAX, VECTOR_PAYLOAD_BYTES_MAX, VECTOR_TOP_K_MAX } from '../engine/ports.js';
 import { log } from '../shared/log.js';
 import { onFirstUse } from '../shared/validate.js';
@@ -45,8 +45,17 @@ export const entryKey = (item: string, pkg: string, chunk: string) => `${item}.$
 export function chunkEntry(collectionId: string, item: string, pkg: string, chunk: Chunk, vector: Float32Array): VectorEntry | undefined {
   const payload = encodePayload({ id: chunk.chunk_id, text: chunk.text, metadata: { locator: chunk.locator, package_id: pkg }, scope: 'shared', document_id: item });
   if (Buffer.byteLength(JSON.stringify(payload), 'utf8') > VECTOR_PAYLOAD_BYTES_MAX) return undefined;
-  return { key: entryKey(item, pkg, chunk.chunk_id), vector, filterable: { scope: collectionScope(collectionId) }, payload };
+  // `item` lets a search keep to some items in the index itself (searchChunks' `only`).
+  return { key: entryKey(item, pkg, chunk.chunk_id), vector, filterable: { scope: collectionScope(collectionId), item }, payload };
 }
+
+/**
+ * Set on a collection's record when every entry of it carries the filterable `item` key (collections
+ * created after the key existed); entries of older collections lack it, and a filter on it would
+ * never find them, so their searches keep to items by reading the hits instead.
+ */
+export const ENTRIES_HAVE_ITEM = 'entries_have_item';
+export const entriesHaveItem = (collection: KvItem): boolean => collection[ENTRIES_HAVE_ITEM] === true;
 
 export async function putEntries(engine: Engine, index: string, entries: VectorEntry[]): Promise<void> {
   for (let i = 0; i < entries.length; i += VECTOR_BATCH_MAX) await engine.vectors.put(index, entries.slice(i, i + VECTOR_BATCH_MAX));
@@ -76,28 +85,67 @@ export async function removePackage(engine: Engine, item: PackageOwner & { index
   await engine.blobs.delete(packageKey(item, pkg));
 }
 
-/**
- * The `want` best chunks of a collection for `vector`, best first, counting only hits whose item
- * serves their package. Hidden hits are skipped and more asked for (up to the index's 100), so a full
- * answer comes whenever that many visible chunks exist.
- */
-export async function searchChunks(engine: Engine, where: { org: string; workspace: string; collection: string; index: string }, vector: Float32Array, want: number): Promise<ChunkMatch[]> {
-  let matches: ChunkMatch[] = [];
-  for (let topK = Math.min(VECTOR_TOP_K_MAX, want * 2); ; topK = Math.min(VECTOR_TOP_K_MAX, topK * 2)) {
-    const hits = await engine.vectors.query(where.index, { vector, topK, filter: { scope: collectionScope(where.collection) } });
-    matches = await visible(engine, where, hits);
-    if (matches.length >= want || hits.length < topK || topK === VECTOR_TOP_K_MAX) break;
-  }
-  return matches.slice(0, want);
+/** Where a collection's chunks are: its workspace, the collection, its index, and whether its entries carry `item`. */
+export interface ChunkWhere {
+  org: string;
+  workspace: string;
+  collection: string;
+  index: string;
+  /** Every entry carries the filterable `item` key (ENTRIES_HAVE_ITEM); absent: unknown, so not relied on. */
+  itemKeyed?: boolean;
 }
 
-async function visible(engine: Engine, where: { org: string; workspace: string; collection: string }, hits: VectorHit[]): Promise<ChunkMatch[]> {
-  const decoded = hits.map((hit) => ({ hit, payload: decodePayload(hit.payload) }));
-  const items = [...new Set(decoded.map((d) => d.payload.document_id!))];
-  const records = await engine.kv.getMany(items.map((id) => itemKey(where.org, where.workspace, where.collection, id)));
-  const serving = new Map(items.map((id, i) => [id, records[i]?.package_id as string | null | undefined]));
-  return decoded
-    .filter(({ payload }) => serving.get(payload.document_id!) === payload.metadata.package_id)
+/** The matches, best first, and the item record of each matched item (its filename, its upload). */
+export interface ChunkSearch {
+  matches: ChunkMatch[];
+  items: ReadonlyMap<string, KvItem>;
+}
+
+/**
+ * Most items a search restricted to some items asks the index for by name (`item $in`, 20 a query,
+ * so 5 queries); above it, or for entries without the key, the hits are read and the others dropped.
+ */
+const IN_VALUES_MAX = 20; // the port's `$in` (VectorFilter)
+export const ITEM_PUSHDOWN_MAX = 5 * IN_VALUES_MAX;
+
+/**
+ * The `want` best chunks of a collection for `vector`, best first, counting only hits whose item
+ * serves their package and, with `only`, is one of those items. Hidden hits are skipped and more asked
+ * for (up to the index's 100), so a full answer comes whenever that many visible chunks exist; with
+ * `only` kept by reading the hits (too many items, or entries without `item`), among the 100 best.
+ */
+export async function searchChunks(engine: Engine, where: ChunkWhere, vector: Float32Array, want: number, only?: ReadonlySet<string>): Promise<ChunkSearch> {
+  if (only && only.size === 0) return { matches: [], items: new Map() };
+  const scope = { scope: collectionScope(where.collection) };
+  if (!only || !where.itemKeyed || only.size > ITEM_PUSHDOWN_MAX) return bestVisible(engine, where, vector, want, scope, only);
+  // The index keeps to the items itself: 20 names a query (the port's $in), the answers merged by score.
+  const names = [...only];
+  const groups: string[][] = [];
+  for (let i = 0; i < names.length; i += IN_VALUES_MAX) groups.push(names.slice(i, i + IN_VALUES_MAX));
+  const found = await Promise.all(groups.map((group) => bestVisible(engine, where, vector, want, { ...scope, item: { $in: group } })));
+  const items = new Map(found.flatMap((f) => [...f.items]));
+  const matches = found.flatMap((f) => f.matches).sort((a, b) => b.score - a.score).slice(0, want);
+  return { matches, items };
+}
+
+async function bestVisible(engine: Engine, where: ChunkWhere, vector: Float32Array, want: number, filter: VectorFilter, only?: ReadonlySet<string>): Promise<ChunkSearch> {
+  let found: ChunkSearch = { matches: [], items: new Map() };
+  for (let topK = Math.min(VECTOR_TOP_K_MAX, want * 2); ; topK = Math.min(VECTOR_TOP_K_MAX, topK * 2)) {
+    const hits = await engine.vectors.query(where.index, { vector, topK, filter });
+    found = await visible(engine, where, hits, only);
+    if (found.matches.length >= want || hits.length < topK || topK === VECTOR_TOP_K_MAX) break;
+  }
+  return { matches: found.matches.slice(0, want), items: found.items };
+}
+
+async function visible(engine: Engine, where: ChunkWhere, hits: VectorHit[], only?: ReadonlySet<string>): Promise<ChunkSearch> {
+  const decoded = hits.map((hit) => ({ hit, payload: decodePayload(hit.payload) })).filter(({ payload }) => !only || only.has(payload.document_id!));
+  const ids = [...new Set(decoded.map((d) => d.payload.document_id!))];
+  const records = await engine.kv.getMany(ids.map((id) => itemKey(where.org, where.workspace, where.collection, id)));
+  const items = new Map<string, KvItem>();
+  ids.forEach((id, i) => records[i] && items.set(id, records[i]!));
+  const matches = decoded
+    .filter(({ payload }) => (items.get(payload.document_id!)?.package_id as string | null | undefined) === payload.metadata.package_id)
     .map(({ hit, payload }) => ({
       score: hit.score,
       text: payload.text,
@@ -109,4 +157,5 @@ async function visible(engine: Engine, where: { org: string; workspace: string; 
         locator: String(payload.metadata.locator),
       },
     }));
+  return { matches, items };
 }

@@ -11,7 +11,7 @@ import { onFirstUse } from '../shared/validate.js';
 import { embedTexts } from '../vector/embed.js';
 import { readDatabase, stampedRoute, whileOpen } from '../vector/databases.js';
 import { wellFormed } from '../vector/passages.js';
-import { chunkMatchSchema, searchChunks } from './chunk-index.js';
+import { chunkMatchSchema, entriesHaveItem, searchChunks, type ChunkSearch, type ChunkWhere } from './chunk-index.js';
 import { collectionKey } from './collection-keys.js';
 import { readCollection, workspaceOf, type CollectionMode } from './collection-records.js';
 import { SERVED_ATTRIBUTES } from './items.js';
@@ -123,6 +123,53 @@ export const collectionQueryAnswerSchema = onFirstUse(() =>
 );
 export type QueryAnswer = z.output<ReturnType<typeof collectionQueryAnswerSchema>>;
 
+/** A `cloud` collection to search (its live record), and the items the search keeps to (every item when absent). */
+export interface CloudCollectionSearch {
+  collection: KvItem;
+  only?: ReadonlySet<string>;
+}
+
+/** Where a collection's chunks are, from its record. */
+const whereOf = (org: string, workspace: string, collection: KvItem): ChunkWhere => ({
+  org,
+  workspace,
+  collection: String(collection.sk),
+  index: String(collection.index),
+  itemKeyed: entriesHaveItem(collection),
+});
+
+/**
+ * `cloud` collections of the caller's workspace searched with each of `queries`, embedded through
+ * the workspace's vector database (its route, limits and usage; one call for all of them): answer
+ * [c][q] is the `want` best chunks of collection c for query q. A collection whose database was
+ * deleted is 409 vector_database_not_created; one being deleted, vector_database_deleting. When no
+ * collection may answer anything (every `only` empty), nothing is embedded.
+ */
+export async function searchCollectionChunks(
+  engine: Engine,
+  principal: Principal,
+  workspace: string,
+  searches: CloudCollectionSearch[],
+  queries: string[],
+  want: number,
+  signal?: AbortSignal,
+): Promise<ChunkSearch[][]> {
+  const database = await readDatabase(engine, workspace);
+  for (const { collection } of searches) {
+    if (!database || database.database_id !== collection.vector_database_id) {
+      throw new PlatformError('vector_database_not_created', "This collection's vector database was deleted; its chunks went with it. Create a new collection.");
+    }
+  }
+  const none = (): ChunkSearch[][] => searches.map(() => queries.map(() => ({ matches: [], items: new Map() })));
+  if (!database || searches.every((s) => s.only?.size === 0)) return none();
+  if (database.state !== 'active') throw new PlatformError('vector_database_deleting', "This workspace's vector database is being deleted.");
+  const route = await stampedRoute(engine, database);
+  return whileOpen(engine, database, async () => {
+    const vectors = await embedTexts(engine, principal, route, database, queries, signal);
+    return Promise.all(searches.map((s) => Promise.all(vectors.map((vector) => searchChunks(engine, whereOf(principal.organizationId, workspace, s.collection), vector, want, s.only)))));
+  });
+}
+
 /**
  * The matches for a query, then `indexing` as it is after the search. `cloud`: the query embedded
  * through the workspace's vector database (its route, limits, usage), 400 for a `vector`;
@@ -132,26 +179,17 @@ export async function queryCollection(engine: Engine, principal: Principal, coll
   const collection = await readCollection(engine, principal, collectionId);
   const mode = queryableMode(collection);
   const workspace = await workspaceOf(engine, principal);
-  const where = { org: principal.organizationId, workspace, collection: collectionId, index: String(collection.index) };
   let matches: QueryAnswer['matches'];
   if (mode === 'cloud') {
     if (request.vector) throw invalid('vector', 'vector is for local_vectors collections; a cloud collection embeds the query itself.');
-    const database = await readDatabase(engine, workspace);
-    if (!database || database.database_id !== collection.vector_database_id) {
-      throw new PlatformError('vector_database_not_created', "This collection's vector database was deleted; its chunks went with it. Create a new collection.");
-    }
-    if (database.state !== 'active') throw new PlatformError('vector_database_deleting', "This workspace's vector database is being deleted.");
-    const route = await stampedRoute(engine, database);
-    matches = await whileOpen(engine, database, async () => {
-      const [vector] = await embedTexts(engine, principal, route, database, [request.query], signal);
-      return searchChunks(engine, where, vector, request.top_k);
-    });
+    const [[found]] = await searchCollectionChunks(engine, principal, workspace, [{ collection }], [request.query], request.top_k, signal);
+    matches = found.matches;
   } else {
     if (!request.vector) throw invalid('vector', 'A local_vectors collection is queried with the client\'s own embedding of the query: send `vector`.');
     const dimensions = Number(collection.dimensions ?? 0);
     if (dimensions === 0) matches = []; // no vectors stored yet: nothing to find
     else if (request.vector.length !== dimensions) throw invalid('vector', `vector has ${request.vector.length} dimensions; this collection's vectors have ${dimensions}.`);
-    else matches = await searchChunks(engine, where, request.vector, request.top_k);
+    else matches = (await searchChunks(engine, whereOf(principal.organizationId, workspace, collection), request.vector, request.top_k)).matches;
   }
   const now = await engine.kv.get(collectionKey(principal.organizationId, workspace, collectionId));
   return { collection_id: collectionId, matches, indexing: indexingOf(now ?? collection) };
