@@ -36,6 +36,8 @@ export type { CollectionCounts, CollectionMode, ItemState } from './collection-r
 
 /** The one retention the spec names; COLLECTION_RETENTION_S shortens it for development. */
 export const RETENTION = 'standard_30d';
+/** An end set earlier than RETENTION's (an OpenAI vector store's `expires_after`, docs/decisions/openai-vector-stores.md). */
+export const CUSTOM_RETENTION = 'custom';
 /** How long an expired collection's id answers 410 rather than 404 (then its end record lapses). */
 export const EXPIRED_ANSWER_SECONDS = 30 * 24 * 3600;
 /** A name as a Data collection's: at most 63 characters (spec 8). */
@@ -54,7 +56,9 @@ export const collectionViewSchema = onFirstUse(() =>
     object: z.literal('collection'),
     name: z.nullable(z.string()).check(z.describe('The name given at creation; null when none was.')),
     mode: z.enum(COLLECTION_MODES).check(z.describe('`download`, `cloud` or `local_vectors`; fixed for life.')),
-    retention: z.literal(RETENTION).check(z.describe('The collection lives 30 days from its creation (`expires_at`).')),
+    retention: z
+      .enum([RETENTION, CUSTOM_RETENTION])
+      .check(z.describe('`standard_30d`: the collection lives 30 days from its creation (`expires_at`). `custom`: an earlier end was set (an OpenAI vector store\'s `expires_after`), never past those 30 days.')),
     status: z.enum(COLLECTION_STATUSES).check(
       z.describe(
         'Derived from `counts` on every read: `empty` (no items), `indexing` (an item queued or processing), `ready` (every item done), `partial` (some done, some failed), `failed` (every item failed).',
@@ -130,7 +134,7 @@ export function viewOf(item: KvItem, items: ItemView[] = []): CollectionView {
     object: 'collection',
     name: typeof item.name === 'string' ? item.name : null,
     mode: item.mode as CollectionMode,
-    retention: RETENTION,
+    retention: item.retention === CUSTOM_RETENTION ? CUSTOM_RETENTION : RETENTION,
     status: statusOf(counts),
     created_at: String(item.created_at),
     expires_at: iso(Number(item.ends_at)),
@@ -160,7 +164,8 @@ export async function createCollection(
   engine: Engine,
   principal: Principal,
   request: CreateCollection,
-  keep: (answer: object) => KvUpdate,
+  keep: ((answer: object) => KvUpdate) | undefined,
+  opts: CreateCollectionOptions = {},
 ): Promise<CollectionView> {
   const org = principal.organizationId;
   const workspace = await workspaceOf(engine, principal);
@@ -168,7 +173,9 @@ export async function createCollection(
   const nowMs = engine.clock.now();
   const now = Math.floor(nowMs / 1000);
   const id = newCollectionId(nowMs);
-  const endsAt = now + settings().collectionRetentionSeconds;
+  // An earlier end (custom retention) only: never past the spec's 30 days.
+  const latest = now + settings().collectionRetentionSeconds;
+  const endsAt = opts.endsAt === undefined ? latest : Math.max(now + 1, Math.min(opts.endsAt, latest));
   const item: KvItem = {
     ...collectionKey(org, workspace, id),
     mode: request.mode,
@@ -183,6 +190,7 @@ export async function createCollection(
     created_at: iso(now),
     ends_at: endsAt,
     expires_at: endsAt,
+    ...(endsAt < latest ? { retention: CUSTOM_RETENTION } : {}),
     ...Object.fromEntries([...Object.values(COUNT_ATTRIBUTES), ...Object.values(SERVED_ATTRIBUTES)].map((a) => [a, 0])),
   };
   const view = viewOf(item);
@@ -192,9 +200,62 @@ export async function createCollection(
     { put: { ...collectionSweepKey(endsAt, org, workspace, id), mode: request.mode, vector_database_id: item.vector_database_id ?? null, index: item.index ?? null } },
     // Its chunks go to the workspace's index: the index sweep looks there for entries no item serves.
     ...(database ? registerIndexWrites(engine, org, workspace, database.index) : []),
-    keep(view),
+    ...(opts.extraWrites?.(id, endsAt) ?? []),
+    ...(keep ? [keep(view)] : []),
   ]);
   return view;
+}
+
+/** What a caller beyond POST /v1/collections may add to a creation: an earlier end, and its own records written in the same transaction. */
+export interface CreateCollectionOptions {
+  /** Epoch seconds; clamped to the spec's 30 days (and at least a second from now). An earlier end makes the retention `custom`. */
+  endsAt?: number;
+  /** Writes of the caller's own (an OpenAI vector store's side record), given the new id and its end. */
+  extraWrites?: (collectionId: string, endsAt: number) => KvWrite[];
+}
+
+/** Renames a live collection (an OpenAI vector store's update), with the caller's writes in the same transaction. */
+export async function setCollectionName(engine: Engine, principal: Principal, id: string, name: string | null, extraWrites: KvWrite[] = []): Promise<void> {
+  await readCollection(engine, principal, id);
+  const workspace = await workspaceOf(engine, principal);
+  try {
+    await engine.kv.transact([{ update: collectionKey(principal.organizationId, workspace, id), set: { name }, condition: { ifExists: true } }, ...extraWrites]);
+  } catch (error) {
+    if (error instanceof TransactionCanceledError) await readCollection(engine, principal, id); // gone meanwhile: its 404 or 410
+    throw error;
+  }
+}
+
+/**
+ * Moves a live collection's end to `endsAt` (epoch seconds; an OpenAI vector store's `expires_after`),
+ * never past its creation + the spec's 30 days nor before a second from now: its item's expiry, its
+ * end record and its sweep entry move in one transaction with the caller's writes (given the end in
+ * force), so the removal always happens at the end the collection answers. Returns that end.
+ */
+export async function setCollectionEnd(engine: Engine, principal: Principal, id: string, endsAt: number, extraWrites: (endsAt: number) => KvWrite[] = () => []): Promise<number> {
+  for (;;) {
+    const item = await readCollection(engine, principal, id);
+    const org = principal.organizationId;
+    const workspace = await workspaceOf(engine, principal);
+    const oldEnd = Number(item.ends_at);
+    const latest = Math.floor(Date.parse(String(item.created_at)) / 1000) + settings().collectionRetentionSeconds;
+    const end = Math.max(nowSeconds(engine) + 1, Math.min(endsAt, latest));
+    const sweep = { mode: item.mode as string, vector_database_id: (item.vector_database_id as string | null) ?? null, index: (item.index as string | null) ?? null };
+    const writes: KvWrite[] = [
+      { update: collectionKey(org, workspace, id), set: { ends_at: end, expires_at: end, retention: end < latest ? CUSTOM_RETENTION : RETENTION }, condition: { ifEquals: { ends_at: oldEnd } } },
+      { put: { ...collectionEndKey(org, workspace, id), ends_at: end, expires_at: end + EXPIRED_ANSWER_SECONDS } },
+      ...(end === oldEnd ? [] : [{ delete: collectionSweepKey(oldEnd, org, workspace, id) }]),
+      { put: { ...collectionSweepKey(end, org, workspace, id), ...sweep } },
+      ...extraWrites(end),
+    ];
+    try {
+      await engine.kv.transact(writes);
+      return end;
+    } catch (error) {
+      if (!(error instanceof TransactionCanceledError)) throw error;
+      // Moved by another call meanwhile (look again), or gone (readCollection's 404 or 410).
+    }
+  }
 }
 
 /** GET /v1/collections/{id}. */

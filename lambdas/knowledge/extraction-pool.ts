@@ -17,7 +17,7 @@ import { readFileSync } from 'node:fs';
 import { getPriority, setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { settings } from '../shared/settings.js';
-import type { Chunk } from './chunks.js';
+import type { Chunk, ChunkOptions } from './chunks.js';
 import type { ExtractFailure, Section } from './extract/index.js';
 
 export interface ExtractionCaps {
@@ -31,6 +31,8 @@ interface Job {
   bytes: Uint8Array;
   contentType: string;
   filename: string;
+  /** The item's own chunk sizes (an OpenAI `static` chunking strategy); absent: the defaults. */
+  chunking?: ChunkOptions;
 }
 
 type ChildAnswer = { ok: Extraction } | { error: string };
@@ -239,7 +241,7 @@ if (process.argv.includes(CHILD_FLAG) && process.send) {
     let answer: ChildAnswer;
     try {
       const extracted = await extractText(job.bytes, job.contentType, job.filename);
-      answer = { ok: 'failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections) } };
+      answer = { ok: 'failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections, job.chunking) } };
     } catch (error) {
       answer = { error: error instanceof Error ? error.message : String(error) };
     }

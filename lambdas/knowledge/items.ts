@@ -25,6 +25,7 @@ import { ADMITTED, admissionWrite, countsWrite, queueFull, readCollection, relea
 import { itemKey, itemsPk, processingKey, queuedItemsKey, sourceBlobKey } from './collection-keys.js';
 import { completedUploadSource } from './uploads.js';
 import { removePackage } from './chunk-index.js';
+import type { ChunkOptions } from './chunks.js';
 
 /** Why an item failed (docs/ai/collections.md, "Failures"). */
 export const ITEM_FAILURES = ['unsupported_type', 'parse_error', 'empty_text', 'too_large', 'upstream_error', 'source_expired'] as const;
@@ -119,6 +120,8 @@ export interface Item {
   error_message: string | null;
   created_at: string;
   processed_at: string | null;
+  /** Its own chunk sizes (an OpenAI `static` chunking strategy); null: the defaults (chunks.ts). */
+  chunking: ChunkOptions | null;
 }
 
 export function asItem(record: KvItem): Item {
@@ -152,6 +155,7 @@ export function asItem(record: KvItem): Item {
     error_message: (record.error_message as string | null) ?? null,
     created_at: String(record.created_at),
     processed_at: (record.processed_at as string | null) ?? null,
+    chunking: typeof record.chunk_max === 'number' ? { maxTokens: record.chunk_max, overlapTokens: Number(record.chunk_overlap ?? 0) } : null,
   };
 }
 
@@ -332,7 +336,7 @@ export async function sendProcessing(engine: Engine, item: Pick<Item, 'org' | 'w
  * transaction, then sent for processing. A send that fails is made good by the processing sweep (the
  * item's lease entry is due in leaseSeconds()).
  */
-export async function addItem(engine: Engine, principal: Principal, collectionId: string, file: FileToAdd, keep: (answer: object) => KvUpdate): Promise<ItemView> {
+export async function addItem(engine: Engine, principal: Principal, collectionId: string, file: FileToAdd, keep: ((answer: object) => KvUpdate) | undefined, opts: AddItemOptions = {}): Promise<ItemView> {
   const collection = await readCollection(engine, principal, collectionId);
   const org = principal.organizationId;
   // At the cap already: refused before any bytes are written (the transaction below is what decides).
@@ -371,13 +375,15 @@ export async function addItem(engine: Engine, principal: Principal, collectionId
     owner: JSON.stringify(storedPrincipal(principal)),
     created_at: iso(now),
     processed_at: null,
+    ...(opts.chunking ? { chunk_max: opts.chunking.maxTokens, chunk_overlap: opts.chunking.overlapTokens } : {}),
     [ADMITTED]: true,
     // No store expiry: the collection's removal (removeCollectionData) must still find the item to
     // remove its package and vectors; every read goes through the collection, which answers 410 first.
   };
   const item = asItem(record);
   const view = itemView(item);
-  const writes: KvWrite[] = [{ put: record, condition: { ifAbsent: true } }, collectionWrite(item, null, 'queued'), { put: { ...lease } }, keep(view), admissionWrite(org)];
+  // The admission write stays last: its failure alone is the cap's 429.
+  const writes: KvWrite[] = [{ put: record, condition: { ifAbsent: true } }, collectionWrite(item, null, 'queued'), { put: { ...lease } }, ...(keep ? [keep(view)] : []), ...(opts.extraWrites?.(item) ?? []), admissionWrite(org)];
   try {
     await engine.kv.transact(writes);
   } catch (error) {
@@ -391,6 +397,14 @@ export async function addItem(engine: Engine, principal: Principal, collectionId
   }
   await sendProcessing(engine, item).catch(() => undefined);
   return view;
+}
+
+/** What a caller beyond POST .../items may add to an add (the OpenAI vector store files, docs/decisions/openai-vector-stores.md). */
+export interface AddItemOptions {
+  /** The item's own chunk sizes, kept on it and used by every processing of it. */
+  chunking?: { maxTokens: number; overlapTokens: number };
+  /** The caller's records, written in the item's transaction (a conditioned one that fails cancels the add: the caller reads why). */
+  extraWrites?: (item: Item) => KvWrite[];
 }
 
 // ---------- reading ----------
@@ -436,14 +450,16 @@ export async function listItems(engine: Engine, principal: Principal, collection
  * every query at once (a query shows only chunks of live items); then its package's vectors and
  * blobs are removed. A processor still at work finds the item gone and removes what it made.
  */
-export async function deleteItem(engine: Engine, principal: Principal, collectionId: string, itemId: string): Promise<{ item_id: string; deleted: true }> {
+export async function deleteItem(engine: Engine, principal: Principal, collectionId: string, itemId: string, opts: DeleteItemOptions = {}): Promise<{ item_id: string; deleted: true }> {
   for (;;) {
     const { item } = await readItem(engine, principal, collectionId, itemId);
+    if (opts.onlyWhile && !opts.onlyWhile.includes(item.state)) throw new PlatformError('item_not_ready', `Item "${itemId}" is ${item.state}.`, 'item_id');
     const writes: KvWrite[] = [
       // Conditioned on what the counters it moves were computed from (vectors may arrive meanwhile).
       { delete: { pk: item.record.pk, sk: item.record.sk }, condition: { ifEquals: { state: item.state, attempt: item.attempt, package_id: item.package_id, vectors_stored: item.vectors_stored, indexed: item.indexed } } },
       collectionWrite(item, item.state, null, servedCounters(item, -1)),
       ...releaseSlotWrite(item),
+      ...(opts.extraWrites?.(item) ?? []),
     ];
     if (item.lease_sk) writes.push({ delete: { pk: 'kproc', sk: item.lease_sk } });
     try {
@@ -455,6 +471,14 @@ export async function deleteItem(engine: Engine, principal: Principal, collectio
     await removeItemData(engine, item);
     return { item_id: itemId, deleted: true };
   }
+}
+
+/** What a caller beyond DELETE .../items/{item_id} may add to a delete (an OpenAI file batch's cancel). */
+export interface DeleteItemOptions {
+  /** Delete only while the item is in one of these states; otherwise `409 item_not_ready`, nothing deleted. */
+  onlyWhile?: ItemState[];
+  /** The caller's records, written in the delete's transaction (unconditioned ones: a failed condition is read as the item having moved). */
+  extraWrites?: (item: Item) => KvWrite[];
 }
 
 /** An item's packages (served and pending), their vectors, and an inline text's bytes. Idempotent. */

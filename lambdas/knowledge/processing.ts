@@ -19,7 +19,7 @@ import { log } from '../shared/log.js';
 import { keepRenewing } from '../shared/leases.js';
 import { embedTexts } from '../vector/embed.js';
 import { readDatabase, stampedRoute } from '../vector/databases.js';
-import { chunkSections, type Chunk } from './chunks.js';
+import { chunkSections, type Chunk, type ChunkOptions } from './chunks.js';
 import type { Principal } from '../auth/principal.js';
 import type { HeldBudget } from '../ai/limits.js';
 import { chunkEntry, putEntries, removePackage } from './chunk-index.js';
@@ -152,8 +152,8 @@ async function makePackage(engine: Engine, item: Item, collection: KvItem, signa
   // A recording's work is the upstream's and ffmpeg's (a process of its own); its transcript is chunked here.
   const extracted: Extraction =
     detected === 'audio' || detected === 'video'
-      ? withChunks(await transcribeRecording(engine, item.owner, { bytes, contentType: item.content_type, filename: item.filename, format: detected }, signal))
-      : await extractBounded({ bytes, contentType: item.content_type, filename: item.filename });
+      ? withChunks(await transcribeRecording(engine, item.owner, { bytes, contentType: item.content_type, filename: item.filename, format: detected }, signal), item.chunking ?? undefined)
+      : await extractBounded({ bytes, contentType: item.content_type, filename: item.filename, ...(item.chunking ? { chunking: item.chunking } : {}) });
   if ('failed' in extracted) throw new ItemFailed(extracted.failed, extracted.message || FAILURE_MESSAGES[extracted.failed]);
   const { chunks } = extracted;
   signal.throwIfAborted();
@@ -205,7 +205,7 @@ export async function indexChunks(
   return skipped;
 }
 
-const withChunks = (extracted: Extracted): Extraction => ('failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections) });
+const withChunks = (extracted: Extracted, chunking?: ChunkOptions): Extraction => ('failed' in extracted ? extracted : { sections: extracted.sections, chunks: chunkSections(extracted.sections, chunking) });
 
 /**
  * The final write: `done` serving the new package, or `failed` (serving none), with the collection's
