@@ -16,6 +16,7 @@ export async function heldEventStream<C>(
   open: (signal: AbortSignal) => Promise<AsyncGenerator<unknown>>,
   unexpected: ServerSentEventsOptions['unexpected'],
   logIds?: ServerSentEventsOptions['logIds'],
+  format?: Pick<ServerSentEventsOptions, 'named'>,
 ): Promise<HttpResponse> {
   const held = await operation.hold(call);
   if (held.kind === 'replay') return held.response;
@@ -30,5 +31,5 @@ export async function heldEventStream<C>(
   } finally {
     stopListening?.();
   }
-  return serverSentEvents(chunks, { beforeLast: held.release, abortUpstream: () => client.abort(), unexpected, logIds });
+  return serverSentEvents(chunks, { beforeLast: held.release, abortUpstream: () => client.abort(), unexpected, logIds, ...format });
 }

@@ -19,6 +19,12 @@ export interface ServerSentEventsOptions {
   unexpected?: { error: () => PlatformError; what: string };
   /** The request's log ids, for the failure's line: the runtime reads the stream after the handler returned. */
   logIds?: LogContext;
+  /**
+   * OpenAI's Responses format: each chunk (an object with a `type`) written `event: <type>` then its
+   * `data:` line, and no `data: [DONE]` (the stream ends with its own last event). A failure the
+   * chunks did not report themselves is an `error` event.
+   */
+  named?: true;
 }
 
 const SSE_HEADERS = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', 'x-accel-buffering': 'no' };
@@ -69,16 +75,19 @@ async function* events(chunks: AsyncGenerator<unknown>, options: ServerSentEvent
   const unexpected = options.unexpected ?? DEFAULT_UNEXPECTED;
   let last: string;
   try {
-    for await (const chunk of chunks) yield `data: ${JSON.stringify(chunk)}\n\n`;
-    last = 'data: [DONE]\n\n';
+    // JSON.stringify writes no line break, so no chunk can end its event or start another.
+    if (options.named) for await (const chunk of chunks) yield `event: ${(chunk as { type: string }).type}\ndata: ${JSON.stringify(chunk)}\n\n`;
+    else for await (const chunk of chunks) yield `data: ${JSON.stringify(chunk)}\n\n`;
+    last = options.named ? '' : 'data: [DONE]\n\n';
   } catch (error) {
     const failure = error instanceof PlatformError ? error : unexpected.error();
     if (!(error instanceof PlatformError)) log.error(`${unexpected.what} failed`, { ...options.logIds, error: String((error as Error)?.stack ?? error) });
-    last = `data: ${JSON.stringify(errorBody(failure))}\n\n`;
+    const { error: e } = errorBody(failure);
+    last = options.named ? `event: error\ndata: ${JSON.stringify({ type: 'error', code: e.code, message: e.message, param: e.param })}\n\n` : `data: ${JSON.stringify(errorBody(failure))}\n\n`;
   } finally {
     // Before the last event is written: a caller that acts on the end (sends the operation id again)
     // finds it free, on any worker. (A client that left ends the generator here too.)
     await options.beforeLast?.().catch(() => undefined);
   }
-  yield last;
+  if (last) yield last;
 }

@@ -175,30 +175,46 @@ export function groundingMessage(matches: readonly ChunkMatch[], tag = passageTa
 export const citationsOf = (matches: readonly ChunkMatch[]): NumberedCitation[] => matches.map((m, i) => ({ number: i + 1, ...m.citation }));
 
 /** The client's messages with the grounding message after its leading system messages (its own instructions first). */
-function groundedMessages(messages: readonly unknown[], grounding: { role: 'system'; content: string }): unknown[] {
+export function groundedMessages(messages: readonly unknown[], grounding: { role: 'system'; content: string }): unknown[] {
   let at = 0;
   while (at < messages.length && (messages[at] as { role?: unknown }).role === 'system') at++;
   return [...messages.slice(0, at), grounding, ...messages.slice(at)];
 }
 
+/** The upstream chat call a grounded answer makes: chat's body and estimate. */
+export interface GroundedCall {
+  body: Awaited<ReturnType<typeof upstreamChatBody>>;
+  estimate: ReturnType<typeof estimateChat>;
+}
+
 interface Retrieved {
   citations: NumberedCitation[];
   indexing: Indexing;
-  chat: { body: Awaited<ReturnType<typeof upstreamChatBody>>; estimate: ReturnType<typeof estimateChat> };
+  chat: GroundedCall;
 }
 
-/** Retrieves, then builds the upstream chat call with the passages (chat's own body rules and estimate). */
-async function retrieve(engine: Engine, principal: Principal, g: GroundedChat, signal?: AbortSignal): Promise<Retrieved> {
-  const found = await queryCollection(engine, principal, g.collectionId, g.retrieval, signal);
-  const messages = groundedMessages(g.request.messages, groundingMessage(found.matches));
-  const request: ChatRequest = { ...g.request, messages };
+/**
+ * The half of a grounded answer after the search: the passages handed to the model in the grounding
+ * message, and the upstream chat call with them (chat's own body rules, text ceiling and estimate).
+ * The Responses API's `file_search` grounds its answer here too (lambdas/ai/openai-compat/responses.ts).
+ */
+export async function groundWith(engine: Engine, principal: Principal, route: ModelRoute, chat: ChatRequest, matches: readonly ChunkMatch[]): Promise<GroundedCall> {
+  const messages = groundedMessages(chat.messages, groundingMessage(matches));
+  const request: ChatRequest = { ...chat, messages };
   // The passages count toward chat's text ceiling as the client's own messages do.
   const chars = promptChars([messages, request.tools, request.tool_choice, request.response_format, request.prediction]);
   if (chars > MAX_INPUT_CHARS) throw new PlatformError('input_too_large', `The request with its passages holds ${chars} characters of text for the model; at most ${MAX_INPUT_CHARS}.`, 'messages');
-  const body = await upstreamChatBody(engine, principal.organizationId, g.route, request);
+  const body = await upstreamChatBody(engine, principal.organizationId, route, request);
   // Each of the `n` choices may reach the ceiling (as chat's estimate).
-  const estimate = estimateChat(messages, (outputCeiling(g.route, request) ?? DEFAULT_MAX_OUTPUT_TOKENS) * (request.n ?? 1), [request.tools, request.response_format]);
-  return { citations: citationsOf(found.matches), indexing: found.indexing, chat: { body, estimate } };
+  const estimate = estimateChat(messages, (outputCeiling(route, request) ?? DEFAULT_MAX_OUTPUT_TOKENS) * (request.n ?? 1), [request.tools, request.response_format]);
+  return { body, estimate };
+}
+
+/** Retrieves, then builds the upstream chat call with the passages. */
+async function retrieve(engine: Engine, principal: Principal, g: GroundedChat, signal?: AbortSignal): Promise<Retrieved> {
+  const found = await queryCollection(engine, principal, g.collectionId, g.retrieval, signal);
+  const chat = await groundWith(engine, principal, g.route, g.request, found.matches);
+  return { citations: citationsOf(found.matches), indexing: found.indexing, chat };
 }
 
 export type GroundedCompletion = ChatCompletion & { citations: NumberedCitation[]; indexing: Indexing };

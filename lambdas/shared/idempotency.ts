@@ -149,6 +149,25 @@ export class IdempotencyStore {
     }
   }
 
+  /** The answer a completed record holds, without claiming anything; undefined when there is none (absent, expired or in progress). */
+  async read(tenant: string, key: string): Promise<KvValue | undefined> {
+    const current = await this.kv.get(this.keyOf(tenant, key));
+    if (!current || current.status !== 'completed' || typeof current.answer !== 'string') return undefined;
+    return JSON.parse(current.answer) as KvValue;
+  }
+
+  /** Deletes the record whatever its state (a stored answer its owner no longer wants kept); false when there was none. */
+  async forget(tenant: string, key: string): Promise<boolean> {
+    const k = this.keyOf(tenant, key);
+    try {
+      await this.kv.delete(k, { ifExists: true });
+      return true;
+    } catch (err) {
+      if (err instanceof ConditionFailedError) return false;
+      throw err;
+    }
+  }
+
   private async tryPut(item: KvItem, condition: KvCondition): Promise<boolean> {
     try {
       await this.kv.put(item, condition);
