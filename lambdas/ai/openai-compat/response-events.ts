@@ -129,15 +129,21 @@ export async function* responseEvents(plan: StreamPlan): AsyncGenerator<Response
   yield event('response.content_part.added', { ...part, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } });
 
   const text: CitedText = { text: '', annotations: [] };
+  // An annotation follows the text up to its index: those at the text so far before this delta, the others after it.
   function* cited(settled: CitedText): Generator<ResponseEvent> {
+    const annotate = function* (annotations: FileCitation[]) {
+      for (const annotation of annotations) {
+        yield event('response.output_text.annotation.added', { ...part, annotation_index: text.annotations.length, annotation });
+        text.annotations.push(annotation);
+      }
+    };
+    const before = text.text.length;
+    yield* annotate(settled.annotations.filter((a) => a.index <= before));
     if (settled.text) {
       text.text += settled.text;
       yield event('response.output_text.delta', { ...part, delta: settled.text, logprobs: [] });
     }
-    for (const annotation of settled.annotations) {
-      yield event('response.output_text.annotation.added', { ...part, annotation_index: text.annotations.length, annotation });
-      text.annotations.push(annotation);
-    }
+    yield* annotate(settled.annotations.filter((a) => a.index > before));
   }
   let usage: ChatChunk['usage'];
   let finishReason: string | null = null;

@@ -118,6 +118,8 @@ const invalid = (param: string, message: string) => new PlatformError('invalid_b
 
 /** Parses the body: other tools first (their own 400), then the fields, then each input item. */
 export function readResponsesRequest(body: unknown): ReadRequest {
+  // OpenAI's fields for what is not served: named as such, not as a wrong value.
+  if (isObject(body) && body.background === true) throw unsupported('background', 'Background responses are not served: send the request and read its answer (or stream it).');
   if (isObject(body) && Array.isArray(body.tools)) {
     body.tools.forEach((tool, i) => {
       const type = isObject(tool) ? tool.type : undefined;
