@@ -217,6 +217,29 @@ describe('vectorStores.search', () => {
     expect(tooDeep).toMatchObject({ status: 400, code: 'invalid_body' });
   });
 
+  it('refuses hostile filters over HTTP with a 4xx, never a 500: 10,000 levels deep, a million-value list, __proto__ keys', async () => {
+    const raw = (body: string) =>
+      fetch(`${w.p.urls.ai}/v1/vector_stores/${pushed.vs}/search`, { method: 'POST', headers: { authorization: `Bearer ${c.key}`, 'content-type': 'application/json' }, body });
+    // 10,000 levels fit the body limit as bare arrays; 5,000 filter objects would not (413 first).
+    for (const deep of [
+      `{"query":"x","filters":{"type":"and","filters":${'['.repeat(10_000)}${']'.repeat(10_000)}}}`,
+      `{"query":"x","filters":${'{"type":"or","filters":['.repeat(5_000)}{"type":"eq","key":"k","value":1}${']}'.repeat(5_000)}}`,
+    ]) {
+      const tooDeep = await raw(deep);
+      expect(tooDeep.status).toBeLessThan(500);
+      expect(tooDeep.status).toBeGreaterThanOrEqual(400);
+    }
+    const nine = `{"query":"x","filters":${'{"type":"or","filters":['.repeat(9)}{"type":"eq","key":"k","value":1}${']}'.repeat(9)}}`;
+    const tooDeep = await raw(nine);
+    expect([tooDeep.status, ((await tooDeep.json()) as { error: { code: string } }).error.code]).toEqual([400, 'invalid_body']);
+    const huge = await raw(JSON.stringify({ query: 'x', filters: { type: 'in', key: 'k', value: Array.from({ length: 1_000_000 }, (_, i) => i) } }));
+    expect(huge.status).toBe(413);
+    const proto = await raw('{"query":"volcanic","filters":{"type":"eq","key":"__proto__","value":"x"}}');
+    expect([proto.status, ((await proto.json()) as { data: unknown[] }).data]).toEqual([200, []]);
+    const protoField = await raw('{"query":"volcanic","filters":{"type":"eq","key":"k","value":1,"__proto__":{"type":"or"}}}');
+    expect([protoField.status, ((await protoField.json()) as { error: { code: string } }).error.code]).toEqual([400, 'unsupported_field']);
+  });
+
   it('answers 404 for another organization’s store, a collection that is no vector store, and an unknown id', async () => {
     const other = await w.otherOrganization();
     const theirs = await other.client.vectorStores.search(pushed.vs, { query: 'volcanic' }).catch((e: unknown) => e);
