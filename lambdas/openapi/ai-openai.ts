@@ -9,6 +9,24 @@ import { vectorStoreSearchPageSchema, vectorStoreSearchRequestSchema } from '../
 import { fileDeletedSchema, fileFormSchema, fileListSchema, fileObjectSchema, filesQuerySchema } from '../ai/openai-compat/files.js';
 import { responseDeletedSchema, responseEventSchema, responseObjectSchema } from '../ai/openai-compat/responses.js';
 import { responsesRequestSchema } from '../ai/openai-compat/response-input.js';
+import {
+  attachFileSchema,
+  createFileBatchSchema,
+  createVectorStoreSchema,
+  fileBatchSchema,
+  storeFilesQuerySchema,
+  updateFileSchema,
+  updateVectorStoreSchema,
+  vectorStoreDeletedSchema,
+  vectorStoreFileContentSchema,
+  vectorStoreFileDeletedSchema,
+  vectorStoreFileListSchema,
+  vectorStoreFileSchema,
+  vectorStoreIdSchema,
+  vectorStoreListSchema,
+  vectorStoreSchema,
+  vectorStoresQuerySchema,
+} from '../ai/openai-compat/vector-stores.js';
 import type { OperationDocs, ParameterDoc } from './operation.js';
 
 export const OPENAI_TAG = 'OpenAI compatibility';
@@ -108,7 +126,202 @@ const FILES: OperationDocs = {
   },
 };
 // --- Vector stores, their files and file batches
-const VECTOR_STORES: OperationDocs = {};
+const VS_ID: Record<string, ParameterDoc> = {
+  vector_store_id: {
+    description: '`vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.',
+    schema: vectorStoreIdSchema,
+    example: 'vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13',
+  },
+};
+const VSF_ID: Record<string, ParameterDoc> = { ...VS_ID, file_id: { description: 'The file’s id (an upload’s id).', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)), example: 'file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0' } };
+const VSFB_ID: Record<string, ParameterDoc> = { ...VS_ID, batch_id: { description: '`vsfb_` and 32 hex characters.', schema: () => z.string().check(z.regex(/^vsfb_[0-9a-f]{32}$/)), example: 'vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0' } };
+const POLL_AFTER = { 'openai-poll-after-ms': { description: 'While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s).', schema: () => z.string() } };
+const IDEMPOTENCY = { 'Idempotency-Key': { description: 'Optional: the operation id (8 to 128 letters, digits, `_`, `-`); the same key replays the kept answer.', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)) } };
+const VS_ERRORS = ['collections_disabled', 'collection_not_found', 'collection_expired'] as const;
+const VS_EXAMPLE = {
+  id: 'vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13',
+  object: 'vector_store',
+  created_at: 1764547200,
+  name: 'Handbook',
+  description: null,
+  usage_bytes: 48213,
+  file_counts: { in_progress: 1, completed: 2, failed: 0, cancelled: 0, total: 3 },
+  status: 'in_progress',
+  last_active_at: 1764547260,
+  metadata: { team: 'ops' },
+  expires_after: { anchor: 'last_active_at', days: 7 },
+  expires_at: 1765152000,
+};
+const VSF_EXAMPLE = {
+  id: 'file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0',
+  object: 'vector_store.file',
+  created_at: 1764547260,
+  vector_store_id: VS_EXAMPLE.id,
+  status: 'completed',
+  usage_bytes: 20511,
+  last_error: null,
+  attributes: { lang: 'en', year: 2024 },
+  chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 800, chunk_overlap_tokens: 400 } },
+};
+const VSF_FAILED = { ...VSF_EXAMPLE, id: 'file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f1', status: 'failed', last_error: { code: 'invalid_file', message: 'too_large: Reading the file went over the memory one item may use (1024 MiB, KNOWLEDGE_MAX_MEMORY_MB).' } };
+const BATCH_EXAMPLE = { id: 'vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0', object: 'vector_store.files_batch', created_at: 1764547300, vector_store_id: VS_EXAMPLE.id, status: 'in_progress', file_counts: { in_progress: 1, completed: 1, failed: 0, cancelled: 0, total: 2 } };
+const LIST_OF = (data: object[]) => ({ object: 'list', data, first_id: (data[0] as { id: string }).id, last_id: (data.at(-1) as { id: string }).id, has_more: false });
+const ATTACH_ERRORS = ['upload_not_found', 'upload_incomplete', 'rate_limited', 'vector_database_not_created', 'vector_database_deleting'] as const;
+const VECTOR_STORES: OperationDocs = {
+  'ai.vector_stores.create': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Create a vector store',
+    description:
+      'OpenAI’s vector store as a `cloud` collection (its id `vs_` with the collection’s hex). `name` follows the collections’ rule (1 to 63 characters). `expires_after.days` 1 to 30 moves the collection’s end earlier (retention `custom`); a store lives at most 30 days and activity does not extend it. `file_ids` (up to 500) are attached as `POST …/files` attaches one: each is checked first, and the organization’s free queued-item slots (`KNOWLEDGE_MAX_QUEUED_ITEMS`): short of either, nothing is made. Needs the workspace’s vector database (`409 vector_database_not_created`). Answers 200 as OpenAI does.',
+    headers: IDEMPOTENCY,
+    body: { name: 'OpenAIVectorStoreCreateRequest', schema: createVectorStoreSchema, example: { name: 'Handbook', metadata: { team: 'ops' }, expires_after: { anchor: 'last_active_at', days: 7 } } },
+    responses: { 200: { description: 'The vector store.', name: 'OpenAIVectorStore', schema: vectorStoreSchema, example: { ...VS_EXAMPLE, status: 'completed', usage_bytes: 0, file_counts: { in_progress: 0, completed: 0, failed: 0, cancelled: 0, total: 0 } } } },
+    errors: ['collections_disabled', 'vector_database_disabled', 'operation_in_progress', 'operation_id_reused', ...ATTACH_ERRORS, 'collection_not_found'],
+  },
+  'ai.vector_stores.list': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'List vector stores',
+    description: 'The workspace’s `cloud` collections, newest first unless `order=asc`; `after`/`before` a vector store id, `limit` 1 to 100 (default 20).',
+    query: vectorStoresQuerySchema,
+    responses: { 200: { description: 'A page of vector stores.', name: 'OpenAIVectorStoreList', schema: vectorStoreListSchema, example: LIST_OF([VS_EXAMPLE]) } },
+    errors: ['collections_disabled'],
+  },
+  'ai.vector_stores.get': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Read a vector store',
+    description: '`file_counts` from the collection’s exact counters (`in_progress` = queued + processing; `cancelled`: files a batch’s cancel took out); `status` `in_progress` while any file is, else `completed`. Past its end, `status: expired` for 30 days (every other route: `410 collection_expired`).',
+    path: VS_ID,
+    responses: { 200: { description: 'The vector store.', name: 'OpenAIVectorStore', schema: vectorStoreSchema, example: VS_EXAMPLE } },
+    errors: VS_ERRORS,
+  },
+  'ai.vector_stores.update': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Update a vector store',
+    description: '`name` (the collection’s), `metadata`, `expires_after` (moves the collection’s end to now + days; `null`: back to 30 days from creation).',
+    path: VS_ID,
+    body: { name: 'OpenAIVectorStoreUpdateRequest', schema: updateVectorStoreSchema, example: { name: 'Handbook 2', expires_after: null } },
+    responses: { 200: { description: 'The vector store.', name: 'OpenAIVectorStore', schema: vectorStoreSchema, example: { ...VS_EXAMPLE, name: 'Handbook 2', expires_after: undefined, expires_at: 1767139200 } } },
+    errors: VS_ERRORS,
+  },
+  'ai.vector_stores.delete': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Delete a vector store',
+    description: 'The collection with its items, packages and vectors; the files (uploads) stay.',
+    path: VS_ID,
+    responses: { 200: { description: 'Deleted.', name: 'OpenAIVectorStoreDeleted', schema: vectorStoreDeletedSchema, example: { id: VS_EXAMPLE.id, object: 'vector_store.deleted', deleted: true } } },
+    errors: VS_ERRORS,
+  },
+  'ai.vector_stores.files.create': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Attach a file to a vector store',
+    description:
+      'The file (a completed upload of the workspace) becomes an item of the store’s collection, processed as every item (extraction, chunks, embeddings); its bytes are kept as long as the store. `attributes`: up to 16, keys 1 to 64 characters, strings up to 512, numbers, booleans. `chunking_strategy`: `auto` (800/400 tokens) or `static` (`max_chunk_size_tokens` 100 to 4096, `chunk_overlap_tokens` 0 to half of it). The same file again answers its object as it is (one item, however many adds run at once). `429 rate_limited` at the organization’s queued-item cap.',
+    path: VS_ID,
+    body: { name: 'OpenAIVectorStoreFileCreateRequest', schema: attachFileSchema, example: { file_id: VSF_EXAMPLE.id, attributes: { lang: 'en', year: 2024 }, chunking_strategy: { type: 'static', static: { max_chunk_size_tokens: 400, chunk_overlap_tokens: 100 } } } },
+    responses: { 200: { description: 'The vector store file.', name: 'OpenAIVectorStoreFile', schema: vectorStoreFileSchema, example: { ...VSF_EXAMPLE, status: 'in_progress' }, headers: POLL_AFTER } },
+    errors: [...VS_ERRORS, ...ATTACH_ERRORS],
+  },
+  'ai.vector_stores.files.list': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'List a vector store’s files',
+    description: 'By creation, newest first unless `order=asc`; `after`/`before` a file id of the store; `filter` by status.',
+    path: VS_ID,
+    query: storeFilesQuerySchema,
+    responses: { 200: { description: 'A page of files.', name: 'OpenAIVectorStoreFileList', schema: vectorStoreFileListSchema, example: LIST_OF([VSF_EXAMPLE, VSF_FAILED]) } },
+    errors: VS_ERRORS,
+  },
+  'ai.vector_stores.files.get': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Read a vector store file',
+    description: 'Its status from its item (`in_progress` while queued or processing); `last_error` maps the item’s failure (`unsupported_type` → `unsupported_file`, `upstream_error` → `server_error`, the rest `invalid_file`), our code first in its message.',
+    path: VSF_ID,
+    responses: { 200: { description: 'The vector store file.', name: 'OpenAIVectorStoreFile', schema: vectorStoreFileSchema, example: VSF_FAILED, headers: POLL_AFTER } },
+    errors: [...VS_ERRORS, 'item_not_found'],
+  },
+  'ai.vector_stores.files.update': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Update a vector store file’s attributes',
+    description: 'Searches filter on them from the next call on.',
+    path: VSF_ID,
+    body: { name: 'OpenAIVectorStoreFileUpdateRequest', schema: updateFileSchema, example: { attributes: { lang: 'fr' } } },
+    responses: { 200: { description: 'The vector store file.', name: 'OpenAIVectorStoreFile', schema: vectorStoreFileSchema, example: { ...VSF_EXAMPLE, attributes: { lang: 'fr' } } } },
+    errors: [...VS_ERRORS, 'item_not_found'],
+  },
+  'ai.vector_stores.files.delete': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Remove a file from a vector store',
+    description: 'The item: its chunks leave every search at once, then its packages and vectors are removed. The file (upload) stays.',
+    path: VSF_ID,
+    responses: { 200: { description: 'Removed.', name: 'OpenAIVectorStoreFileDeleted', schema: vectorStoreFileDeletedSchema, example: { id: VSF_EXAMPLE.id, object: 'vector_store.file.deleted', deleted: true } } },
+    errors: [...VS_ERRORS, 'item_not_found'],
+  },
+  'ai.vector_stores.files.content': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Read a vector store file’s parsed text',
+    description: 'The processed chunks’ text, in order (none until the file is processed).',
+    path: VSF_ID,
+    responses: {
+      200: {
+        description: 'One page, never more.',
+        name: 'OpenAIVectorStoreFileContent',
+        schema: vectorStoreFileContentSchema,
+        example: { object: 'vector_store.file_content.page', data: [{ type: 'text', text: 'Page two explains the volcanic geology of the island in detail.' }], has_more: false, next_page: null },
+      },
+    },
+    errors: [...VS_ERRORS, 'item_not_found'],
+  },
+  'ai.vector_stores.file_batches.create': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Attach a batch of files',
+    description:
+      '`file_ids` or `files` (1 to 2000; `files` with their own `attributes`/`chunking_strategy`). Every file is checked before any is attached (the first unknown one: `404 upload_not_found`, nothing added); then they are attached in order until the organization’s queued-item cap; the rest are attached at the batch’s next reads. Files attached already are members as they are.',
+    path: VS_ID,
+    headers: IDEMPOTENCY,
+    body: { name: 'OpenAIVectorStoreFileBatchCreateRequest', schema: createFileBatchSchema, example: { file_ids: [VSF_EXAMPLE.id, VSF_FAILED.id], attributes: { lang: 'en' } } },
+    responses: { 200: { description: 'The batch.', name: 'OpenAIVectorStoreFileBatch', schema: fileBatchSchema, example: BATCH_EXAMPLE, headers: POLL_AFTER } },
+    errors: [...VS_ERRORS, ...ATTACH_ERRORS, 'operation_in_progress', 'operation_id_reused'],
+  },
+  'ai.vector_stores.file_batches.get': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Read a file batch',
+    description: 'Attaches waiting files first (up to the cap), then counts the members from their items. `cancelled` once cancelled and none in progress; `failed` if every file failed.',
+    path: VSFB_ID,
+    responses: { 200: { description: 'The batch.', name: 'OpenAIVectorStoreFileBatch', schema: fileBatchSchema, example: BATCH_EXAMPLE, headers: POLL_AFTER } },
+    errors: [...VS_ERRORS, 'item_not_found', 'vector_database_not_created', 'vector_database_deleting'],
+  },
+  'ai.vector_stores.file_batches.cancel': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'Cancel a file batch',
+    description: 'No more of its files are attached; the ones it attached that are still queued are taken out (`cancelled`); processing or processed ones stay.',
+    path: VSFB_ID,
+    responses: { 200: { description: 'The batch.', name: 'OpenAIVectorStoreFileBatch', schema: fileBatchSchema, example: { ...BATCH_EXAMPLE, status: 'cancelled', file_counts: { in_progress: 0, completed: 1, failed: 0, cancelled: 1, total: 2 } }, headers: POLL_AFTER } },
+    errors: [...VS_ERRORS, 'item_not_found'],
+  },
+  'ai.vector_stores.file_batches.files': {
+    tag: OPENAI_TAG,
+    extension: true,
+    summary: 'List a file batch’s files',
+    description: 'Its members in the batch’s order (`order=desc` reverses it); `after`/`before` a member’s id; `filter` by status.',
+    path: VSFB_ID,
+    query: storeFilesQuerySchema,
+    responses: { 200: { description: 'A page of files.', name: 'OpenAIVectorStoreFileList', schema: vectorStoreFileListSchema, example: LIST_OF([VSF_EXAMPLE]) } },
+    errors: [...VS_ERRORS, 'item_not_found'],
+  },
+};
 // --- Vector store search
 const SEARCH_COLLECTION = 'col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13';
 const SEARCH: OperationDocs = {

@@ -6,6 +6,7 @@
  * `expires_after` asked, bytes, cancelled files, last activity) is a side record (`oaivs`, keys.ts)
  * written in the same transactions as the collection's own changes.
  */
+import * as z from 'zod/mini';
 import type { Principal } from '../../auth/principal.js';
 import type { Engine, KvItem, KvValue, KvWrite } from '../../engine/ports.js';
 import { collectionsPk } from '../../knowledge/collection-keys.js';
@@ -14,6 +15,7 @@ import { queuedItemsKey } from '../../knowledge/collection-keys.js';
 import { queueFull } from '../../knowledge/collection-records.js';
 import { PlatformError } from '../../shared/errors.js';
 import { settings } from '../../shared/settings.js';
+import { onFirstUse } from '../../shared/validate.js';
 import { mapOf, mapText, parseMetadata } from './attributes.js';
 import { listPage, parseListQuery, type ListPage } from './http.js';
 import { collectionIdOf, unixSeconds, vectorStoreId } from './ids.js';
@@ -335,3 +337,106 @@ export function sideCounters(org: string, workspace: string, collection: KvItem,
     set: { expires_at: sideExpiry(createdAt), created_at: createdAt, ...(lastActive !== undefined ? { last_active_at: lastActive } : {}) },
   };
 }
+
+// ---------- OpenAI's shapes, for the API documents (lambdas/openapi/ai-openai.ts) ----------
+
+const int = () => z.int();
+export const vectorStoreIdSchema = () => z.string().check(z.regex(/^(vs|col)_[0-9a-f]{32}$/));
+export const attributesSchema = () => z.record(z.string().check(z.minLength(1), z.maxLength(64)), z.union([z.string().check(z.maxLength(512)), z.number(), z.boolean()]));
+export const chunkingStrategyParamSchema = () =>
+  z.union([
+    z.strictObject({ type: z.literal('auto') }),
+    z.strictObject({
+      type: z.literal('static'),
+      static: z.strictObject({ max_chunk_size_tokens: int().check(z.minimum(100), z.maximum(4096)), chunk_overlap_tokens: int().check(z.minimum(0), z.maximum(2048)) }),
+    }),
+  ]);
+const chunkingStrategySchema = () =>
+  z.strictObject({ type: z.literal('static'), static: z.strictObject({ max_chunk_size_tokens: int(), chunk_overlap_tokens: int() }) }).check(z.describe('`auto` is answered as its sizes (800 and 400).'));
+export const fileCountsSchema = () => z.strictObject({ in_progress: int(), completed: int(), failed: int(), cancelled: int(), total: int() });
+const expiresAfterSchema = () => z.strictObject({ anchor: z.literal('last_active_at'), days: int().check(z.minimum(1), z.maximum(MAX_EXPIRES_AFTER_DAYS)) });
+
+export const vectorStoreSchema = onFirstUse(() =>
+  z.strictObject({
+    id: z.string().check(z.regex(/^vs_[0-9a-f]{32}$/)),
+    object: z.literal('vector_store'),
+    created_at: int(),
+    name: z.string(),
+    description: z.nullable(z.string()),
+    usage_bytes: int().check(z.describe('The files’ bytes (OpenAI counts its index’s).')),
+    file_counts: fileCountsSchema(),
+    status: z.enum(['expired', 'in_progress', 'completed']),
+    last_active_at: z.nullable(int()),
+    metadata: z.nullable(z.record(z.string(), z.string())),
+    expires_after: z.optional(expiresAfterSchema()),
+    expires_at: z.nullable(int()),
+  }),
+);
+export const vectorStoreListSchema = onFirstUse(() => z.strictObject({ object: z.literal('list'), data: z.array(vectorStoreSchema()), first_id: z.nullable(z.string()), last_id: z.nullable(z.string()), has_more: z.boolean() }));
+export const vectorStoreDeletedSchema = onFirstUse(() => z.strictObject({ id: z.string(), object: z.literal('vector_store.deleted'), deleted: z.literal(true) }));
+export const createVectorStoreSchema = onFirstUse(() =>
+  z.strictObject({
+    name: z.optional(z.string().check(z.minLength(1), z.maxLength(MAX_NAME_CHARS))),
+    description: z.optional(z.string().check(z.maxLength(MAX_DESCRIPTION_CHARS))),
+    metadata: z.optional(z.nullable(z.record(z.string(), z.string()))),
+    expires_after: z.optional(expiresAfterSchema()),
+    file_ids: z.optional(z.array(z.string()).check(z.maxLength(MAX_CREATE_FILE_IDS))),
+    chunking_strategy: z.optional(chunkingStrategyParamSchema()),
+  }),
+);
+export const updateVectorStoreSchema = onFirstUse(() =>
+  z.strictObject({
+    name: z.optional(z.nullable(z.string().check(z.minLength(1), z.maxLength(MAX_NAME_CHARS)))),
+    metadata: z.optional(z.nullable(z.record(z.string(), z.string()))),
+    expires_after: z.optional(z.nullable(expiresAfterSchema())),
+  }),
+);
+const listQueryShape = () => ({
+  after: z.optional(z.string()),
+  before: z.optional(z.string()),
+  limit: z.optional(z.string().check(z.regex(/^\d{1,3}$/), z.describe('1 to 100, default 20.'))),
+  order: z.optional(z.enum(['asc', 'desc'])),
+});
+export const vectorStoresQuerySchema = onFirstUse(() => z.strictObject(listQueryShape()));
+export const storeFilesQuerySchema = onFirstUse(() => z.strictObject({ ...listQueryShape(), filter: z.optional(z.enum(['in_progress', 'completed', 'failed', 'cancelled'])) }));
+
+export const vectorStoreFileSchema = onFirstUse(() =>
+  z.strictObject({
+    id: z.string(),
+    object: z.literal('vector_store.file'),
+    created_at: int(),
+    vector_store_id: z.string(),
+    status: z.enum(['in_progress', 'completed', 'failed', 'cancelled']),
+    usage_bytes: int(),
+    last_error: z.nullable(z.strictObject({ code: z.enum(['server_error', 'unsupported_file', 'invalid_file']), message: z.string().check(z.describe('Our failure code, a colon, and its message.')) })),
+    attributes: z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    chunking_strategy: chunkingStrategySchema(),
+  }),
+);
+export const vectorStoreFileListSchema = onFirstUse(() => z.strictObject({ object: z.literal('list'), data: z.array(vectorStoreFileSchema()), first_id: z.nullable(z.string()), last_id: z.nullable(z.string()), has_more: z.boolean() }));
+export const vectorStoreFileDeletedSchema = onFirstUse(() => z.strictObject({ id: z.string(), object: z.literal('vector_store.file.deleted'), deleted: z.literal(true) }));
+export const vectorStoreFileContentSchema = onFirstUse(() =>
+  z.strictObject({ object: z.literal('vector_store.file_content.page'), data: z.array(z.strictObject({ type: z.literal('text'), text: z.string() })), has_more: z.literal(false), next_page: z.null() }),
+);
+export const attachFileSchema = onFirstUse(() =>
+  z.strictObject({ file_id: z.string().check(z.minLength(1), z.maxLength(128)), attributes: z.optional(z.nullable(attributesSchema())), chunking_strategy: z.optional(chunkingStrategyParamSchema()) }),
+);
+export const updateFileSchema = onFirstUse(() => z.strictObject({ attributes: z.nullable(attributesSchema()) }));
+export const fileBatchSchema = onFirstUse(() =>
+  z.strictObject({
+    id: z.string().check(z.regex(/^vsfb_[0-9a-f]{32}$/)),
+    object: z.literal('vector_store.files_batch'),
+    created_at: int(),
+    vector_store_id: z.string(),
+    status: z.enum(['in_progress', 'completed', 'cancelled', 'failed']),
+    file_counts: fileCountsSchema(),
+  }),
+);
+export const createFileBatchSchema = onFirstUse(() =>
+  z.strictObject({
+    file_ids: z.optional(z.array(z.string()).check(z.minLength(1), z.maxLength(2000))),
+    files: z.optional(z.array(z.strictObject({ file_id: z.string(), attributes: z.optional(z.nullable(attributesSchema())), chunking_strategy: z.optional(chunkingStrategyParamSchema()) })).check(z.minLength(1), z.maxLength(2000))),
+    attributes: z.optional(z.nullable(attributesSchema())),
+    chunking_strategy: z.optional(chunkingStrategyParamSchema()),
+  }),
+);
