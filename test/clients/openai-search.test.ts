@@ -4,12 +4,12 @@
  * answers first, several queries merged one result a chunk, `max_num_results`, `score_threshold`,
  * filters on the files' attributes (eq, gte, in, and, or), the same answers whether the index keeps
  * to the filtered items (`item $in`) or the hits are read and the others dropped, and another
- * organization's store (404). The store is a `cloud` collection made through /v1/collections and
- * /v1/uploads, its files' attribute records written as the vector store routes write them.
+ * organization's store (404). The stores and their files are made with the SDK (files uploaded through
+ * /v1/uploads), one item added through /v1/collections.
  */
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { vectorStoreFileKey, type VectorStoreFileRecord } from '../../lambdas/ai/openai-compat/keys.js';
+import { vectorStoreFilesPartition } from '../../lambdas/ai/openai-compat/keys.js';
 import { collectionKey } from '../../lambdas/knowledge/collection-keys.js';
 import { ENTRIES_HAVE_ITEM } from '../../lambdas/knowledge/chunk-index.js';
 import { addItem, call, createCollection, settledCollection, uploadFile, type Client } from '../helpers/knowledge-calls.js';
@@ -22,7 +22,7 @@ const PAGES = [
   ['Page three lists the ferry timetable for the winter season.'],
 ];
 
-/** The files of each store: their text or PDF, and attributes (null: added through /v1/collections, no vector store file record). */
+/** The files of each store: their text or the PDF, and attributes (null: added through /v1/collections, no vector store file record). */
 const FILES = {
   pdf: { attributes: { lang: 'en', year: 2024, kind: 'guide' } },
   ferry: { text: 'The winter ferry timetable: boats leave the harbour at eight and at four.', filename: 'ferry.txt', attributes: { lang: 'fr', year: 2019 } },
@@ -48,38 +48,43 @@ let scanned: Store;
 
 const vsOf = (collectionId: string) => `vs_${collectionId.slice(4)}`;
 
+/**
+ * A vector store made with the SDK, its files uploaded through /v1/uploads (any completed upload is a
+ * file) and attached with their attributes by `vectorStores.files.create`; `notes` added through
+ * /v1/collections, so it has no vector store file record and no attributes.
+ */
 async function makeStore(name: string, itemKeyed: boolean): Promise<Store> {
-  const id = await createCollection(c, 'cloud', name);
-  const org = w.p.credentials.organization_id;
-  const ws = w.p.credentials.workspace_id;
-  const key = collectionKey(org, ws, id);
-  expect(await w.p.engine.kv.get(key), 'the collection lives in the credential’s workspace').toBeDefined();
-  // The mark createCollection sets on collections whose entries carry `item`; removed for the store
-  // that stands for a collection made before the key existed.
+  const vs = await client.vectorStores.create({ name });
+  const id = `col_${vs.id.slice(3)}`;
+  const key = collectionKey(w.p.credentials.organization_id, w.p.credentials.workspace_id, id);
+  expect(await w.p.engine.kv.get(key), 'the store’s collection lives in the credential’s workspace').toBeDefined();
+  // The mark a collection carries when every index entry of it names its item; removed for the store
+  // standing for one made before the key existed (its hits are read and filtered instead).
   await w.p.engine.kv.update({ key, ...(itemKeyed ? { set: { [ENTRIES_HAVE_ITEM]: true } } : { remove: [ENTRIES_HAVE_ITEM] }) });
   const nameOf = new Map<string, FileName>();
   const fileId = {} as Record<FileName, string>;
   for (const file of Object.keys(FILES) as FileName[]) {
     const spec = FILES[file];
-    let added;
-    if (file === 'pdf') {
-      const upload = await uploadFile(c, await pdfFile(PAGES), 'island.pdf', 'application/pdf');
-      added = await addItem(c, id, { upload_id: upload });
-      fileId[file] = upload;
-    } else {
+    if (!spec.attributes) {
       const s = spec as { text: string; filename: string };
-      added = await addItem(c, id, { text: s.text, filename: s.filename });
+      const added = await addItem(c, id, { text: s.text, filename: s.filename });
+      expect(added.status, added.text).toBe(202);
+      fileId[file] = added.body.item_id as string;
+      nameOf.set(fileId[file], file);
+      continue;
     }
-    expect(added.status, added.text).toBe(202);
-    const itemId = added.body.item_id as string;
-    fileId[file] ??= itemId;
-    nameOf.set(itemId, file);
-    if (spec.attributes) {
-      const record: VectorStoreFileRecord = { file_id: fileId[file], attributes: JSON.stringify(spec.attributes), bytes: 1, created_at: new Date().toISOString() };
-      await w.p.engine.kv.put({ ...vectorStoreFileKey(org, ws, id, itemId), ...record });
-    }
+    fileId[file] =
+      file === 'pdf'
+        ? await uploadFile(c, await pdfFile(PAGES), 'island.pdf', 'application/pdf')
+        : await uploadFile(c, Buffer.from((spec as { text: string }).text), (spec as { filename: string }).filename, 'text/plain');
+    const attached = await client.vectorStores.files.create(vs.id, { file_id: fileId[file], attributes: spec.attributes });
+    expect(attached.attributes).toEqual(spec.attributes);
   }
-  return { id, vs: vsOf(id), nameOf, fileId };
+  // Which item each file became, from the store's file records (the search cites items).
+  const records = await w.p.engine.kv.query({ pk: vectorStoreFilesPartition(w.p.credentials.organization_id, w.p.credentials.workspace_id, id) });
+  for (const r of records.items) nameOf.set(String(r.sk), (Object.keys(FILES) as FileName[]).find((f) => fileId[f] === r.file_id)!);
+  expect(nameOf.size).toBe(4);
+  return { id, vs: vs.id, nameOf, fileId };
 }
 
 beforeAll(async () => {
@@ -165,6 +170,20 @@ describe('vectorStores.search', () => {
         const page = await client.vectorStores.search(store.vs, { query: 'volcanic geology ferry timetable harbour puffins', max_num_results: 50, filters });
         expect(namesIn(store, page), `${JSON.stringify(filters)} on ${store === pushed ? 'item-keyed' : 'older'} store`).toEqual(expected);
       }
+    }
+  });
+
+  it('filters on attributes as updated, at once (vectorStores.files.update rewrites no vector)', async () => {
+    const filters = { type: 'eq' as const, key: 'lang', value: 'de' };
+    const search = () => client.vectorStores.search(pushed.vs, { query: 'puffins volcanic cliffs', filters });
+    expect((await search()).data).toEqual([]);
+    await client.vectorStores.files.update(pushed.fileId.birds, { vector_store_id: pushed.vs, attributes: { ...FILES.birds.attributes, lang: 'de' } });
+    try {
+      const page = await search();
+      expect(namesIn(pushed, page)).toEqual(['birds']);
+      expect(results(page)[0].attributes).toEqual({ ...FILES.birds.attributes, lang: 'de' });
+    } finally {
+      await client.vectorStores.files.update(pushed.fileId.birds, { vector_store_id: pushed.vs, attributes: FILES.birds.attributes });
     }
   });
 
