@@ -186,7 +186,7 @@ const VECTOR_STORES: OperationDocs = {
     description: 'The workspace’s `cloud` collections, newest first unless `order=asc`; `after`/`before` a vector store id, `limit` 1 to 100 (default 20).',
     query: vectorStoresQuerySchema,
     responses: { 200: { description: 'A page of vector stores.', name: 'OpenAIVectorStoreList', schema: vectorStoreListSchema, example: LIST_OF([VS_EXAMPLE]) } },
-    errors: ['collections_disabled'],
+    errors: ['collections_disabled', 'invalid_body'],
   },
   'ai.vector_stores.get': {
     tag: OPENAI_TAG,
@@ -235,7 +235,7 @@ const VECTOR_STORES: OperationDocs = {
     path: VS_ID,
     query: storeFilesQuerySchema,
     responses: { 200: { description: 'A page of files.', name: 'OpenAIVectorStoreFileList', schema: vectorStoreFileListSchema, example: LIST_OF([VSF_EXAMPLE, VSF_FAILED]) } },
-    errors: VS_ERRORS,
+    errors: [...VS_ERRORS, 'invalid_body'],
   },
   'ai.vector_stores.files.get': {
     tag: OPENAI_TAG,
@@ -319,7 +319,7 @@ const VECTOR_STORES: OperationDocs = {
     path: VSFB_ID,
     query: storeFilesQuerySchema,
     responses: { 200: { description: 'A page of files.', name: 'OpenAIVectorStoreFileList', schema: vectorStoreFileListSchema, example: LIST_OF([VSF_EXAMPLE]) } },
-    errors: [...VS_ERRORS, 'item_not_found'],
+    errors: [...VS_ERRORS, 'item_not_found', 'invalid_body'],
   },
 };
 // --- Vector store search
