@@ -25,7 +25,7 @@ describe('layers', () => {
   it('give every source folder a layer with a rule', () => {
     const layers = new Set(readImports(ROOT, ['lambdas', 'lib', 'bin']).map((i) => layerOf(i.from)));
     expect([...layers].sort()).toEqual(
-      ['activity', 'admin', 'ai', 'ai/providers/bedrock', 'auth', 'bin', 'console', 'consumers', 'data', 'edge', 'engine', 'engine/adapter-kit', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'knowledge', 'lib', 'local', 'openapi', 'settings', 'shared', 'vector'].sort(),
+      ['activity', 'admin', 'ai', 'ai/openai-compat', 'ai/providers/bedrock', 'auth', 'bin', 'console', 'consumers', 'data', 'edge', 'engine', 'engine/adapter-kit', 'engine/aws', 'engine/embedded', 'engine/index', 'events', 'http', 'knowledge', 'lib', 'local', 'openapi', 'settings', 'shared', 'vector'].sort(),
     );
   });
 

@@ -23,6 +23,8 @@ export function layerOf(file: string): string | undefined {
   if (file === SETTINGS) return 'settings';
   // The AI providers that speak through an AWS SDK (Bedrock's, and its reranker) are a layer of their own, so `ai` stays SDK-free.
   if (p[1] === 'ai' && p[2] === 'providers' && (p[3] === 'bedrock' || file === 'lambdas/ai/providers/rerank/bedrock.ts')) return 'ai/providers/bedrock';
+  // OpenAI's retrieval APIs map onto knowledge collections and the vector database, which `ai` may not read: a layer above them.
+  if (p[1] === 'ai' && p[2] === 'openai-compat') return 'ai/openai-compat';
   if (p[1] === 'engine') {
     // The adapters, the helpers only they share, and the selector that loads both adapters.
     if (p[2] === 'aws' || p[2] === 'embedded' || p[2] === 'adapter-kit') return `engine/${p[2]}`;
@@ -73,17 +75,19 @@ export const LAYER_RULES: Record<string, LayerRule> = {
   // Knowledge collections and their uploads: the workspace of a key and its vectors, the AI API's operation rules;
   // the document parsers (PDF, DOCX, HTML, Markdown) and the tokenizer that chunks their text, all pure JS that bundles.
   knowledge: { layers: ['auth', 'activity', 'ai', 'vector', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'unpdf', 'mammoth', 'htmlparser2', 'marked', 'js-tiktoken'] },
+  // OpenAI's Files, Vector stores and Responses (docs/ai/openai-compatibility.md): a thin mapping onto uploads, collections and chat.
+  'ai/openai-compat': { layers: ['auth', 'activity', 'ai', 'vector', 'knowledge', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'busboy'] },
   // ipaddr.js: the address ranges a webhook may not reach (events/webhook-url.ts).
   events: { layers: ['auth', 'activity', 'data', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, 'ipaddr.js'] },
   // The console's people, invitations, passwords and sessions (issue 37): over the tenants and the ports; the
   // breached-password list of @zxcvbn-ts/language-common (data only); WebAuthn's checks by @simplewebauthn/server (passkeys.ts).
   console: { layers: ['auth', 'engine', 'shared'], packages: [...DOMAIN_PACKAGES, '@zxcvbn-ts/language-common', '@simplewebauthn/server'] },
   // The HTTP layer turns requests into service calls and errors into answers; it knows every domain module.
-  http: { layers: ['http', 'auth', 'console', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
+  http: { layers: ['http', 'auth', 'console', 'activity', 'data', 'ai', 'ai/openai-compat', 'vector', 'knowledge', 'events', 'engine', 'engine/index', 'shared'], packages: ['@middy/core', 'aws-lambda', ...PURE] },
   // The local runtime translates node:http into API Gateway events, runs the embedded engine, and
   // runs the queue consumers the functions in AWS run (consumers/jobs.ts: jobsConsumer).
   // The API documents: built from the route table and the domain modules' schemas; read only by scripts/openapi.ts and tests.
-  openapi: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'vector', 'knowledge', 'events', 'engine', 'shared'], packages: PURE },
+  openapi: { layers: ['http', 'auth', 'activity', 'data', 'ai', 'ai/openai-compat', 'vector', 'knowledge', 'events', 'engine', 'shared'], packages: PURE },
   local: { layers: ['http', 'auth', 'console', 'activity', 'events', 'knowledge', 'consumers', 'engine', 'engine/embedded', 'engine/index', 'shared'], packages: ['aws-lambda', 'ws'] },
   // Queue consumers, scheduled and notified functions in AWS (SQS-, EventBridge- and S3-triggered
   // handlers): the engine from the settings, the SQS adapter's handler shape, the domain's consumer, and
