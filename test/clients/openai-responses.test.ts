@@ -168,7 +168,7 @@ describe('stored responses', () => {
 
   it('store: false keeps nothing: retrieve is 404 and previous_response_id 400', async () => {
     const r = await client.responses.create({ model: 'chat', input: 'Forget this.', store: false });
-    expect(r.store).toBe(false);
+    expect((r as unknown as { store: boolean }).store).toBe(false);
     await expect(client.responses.retrieve(r.id)).rejects.toBeInstanceOf(NotFoundError);
     const next = client.responses.create({ model: 'chat', input: 'Go on.', previous_response_id: r.id });
     await expect(next).rejects.toBeInstanceOf(BadRequestError);

@@ -10,6 +10,7 @@ import * as z from 'zod/mini';
 import { PlatformError } from '../../shared/errors.js';
 import { onFirstUse, parseBody } from '../../shared/validate.js';
 import { parseFilters, type AttributeFilter } from './filters.js';
+import { DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS } from './search.js';
 import { collectionIdOf } from './ids.js';
 import { metadataSchema } from './http.js';
 
@@ -17,9 +18,9 @@ import { metadataSchema } from './http.js';
 export const MAX_INPUT_ITEMS = 1000;
 /** Vector stores one `file_search` tool may search (OpenAI's bound). */
 export const MAX_VECTOR_STORES = 10;
-/** Results `file_search` hands the model at most, and by default (OpenAI's). */
-export const MAX_NUM_RESULTS = 50;
-export const DEFAULT_NUM_RESULTS = 10;
+/** Results `file_search` hands the model at most, and by default: the vector store search's (OpenAI's). */
+export const MAX_NUM_RESULTS = MAX_SEARCH_RESULTS;
+export const DEFAULT_NUM_RESULTS = DEFAULT_SEARCH_RESULTS;
 /** The one `include` value served: the search's results on the `file_search_call` item. */
 export const INCLUDE_RESULTS = 'file_search_call.results';
 
