@@ -30,6 +30,7 @@ import { collectionEndKey, collectionKey, collectionsPk, collectionSweepKey, COL
 import { ADMITTED, COLLECTION_MODES, COUNT_ATTRIBUTES, iso, newCollectionId, readCollection, releaseSlotWrite, workspaceOf, type CollectionCounts, type CollectionMode } from './collection-records.js';
 import { asItem, itemViewSchema, newestItems, removeItemData, SERVED_ATTRIBUTES, type ItemView } from './items.js';
 import { registerIndexWrites } from './index-sweep.js';
+import { ENTRIES_HAVE_ITEM } from './chunk-index.js';
 
 export { COLLECTION_MODES, COUNT_ATTRIBUTES, countsWrite, newCollectionId, readCollection, sortableId, workspaceOf } from './collection-records.js';
 export type { CollectionCounts, CollectionMode, ItemState } from './collection-records.js';
@@ -191,6 +192,8 @@ export async function createCollection(
     ends_at: endsAt,
     expires_at: endsAt,
     ...(endsAt < latest ? { retention: CUSTOM_RETENTION } : {}),
+    // Its chunk entries carry their item (chunk-index.ts): a filtered search may ask the index for some items only.
+    [ENTRIES_HAVE_ITEM]: true,
     ...Object.fromEntries([...Object.values(COUNT_ATTRIBUTES), ...Object.values(SERVED_ATTRIBUTES)].map((a) => [a, 0])),
   };
   const view = viewOf(item);
