@@ -49,8 +49,10 @@ export function securityOf(route: RouteDef): Array<Record<string, string[]>> {
  * reads a credential (not the OAuth token route); a malformed one is refused on reads too (spec 4.1).
  */
 export const takesOperationId = (route: RouteDef): boolean => API_POLICIES[route.api].operationIds && route.method !== 'ANY' && acceptedCredentials(route) !== 'none';
-/** Whether it must send one (writes, unless the organization made ids optional). */
-export const needsOperationId = (route: RouteDef): boolean => takesOperationId(route) && OPERATION_ID_METHODS.has(route.method);
+/** Whether it must send one (writes, unless the organization made ids optional or the route takes none: `operationIds: 'optional'`). */
+export const needsOperationId = (route: RouteDef): boolean => takesOperationId(route) && OPERATION_ID_METHODS.has(route.method) && route.operationIds !== 'optional';
+/** A write of a route that takes no X-Operation-Id (the OpenAI compatibility routes): its Idempotency-Key is the id. */
+export const takesIdempotencyKey = (route: RouteDef): boolean => takesOperationId(route) && OPERATION_ID_METHODS.has(route.method) && route.operationIds === 'optional';
 
 /** The error codes every route like this one can answer, from the table alone. */
 export function commonErrors(route: RouteDef): ErrorCode[] {

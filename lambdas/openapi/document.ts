@@ -8,7 +8,7 @@ import type { Api } from '../shared/api.js';
 import { ERROR_STATUS, type ErrorCode } from '../shared/errors.js';
 import { errorType } from '../http/error-response.js';
 import { ROUTES, type RouteDef } from '../http/routes.js';
-import { commonErrors, needsOperationId, SECURITY_SCHEMES, securityOf, takesOperationId } from './common.js';
+import { commonErrors, needsOperationId, SECURITY_SCHEMES, securityOf, takesIdempotencyKey, takesOperationId } from './common.js';
 import type { ContentDoc, OperationDoc, OperationDocs, ResponseDoc, SchemaRef } from './operation.js';
 
 type Json = Record<string, unknown>;
@@ -168,7 +168,18 @@ function operation(route: RouteDef, doc: OperationDoc, schemas: Schemas): Json {
       required: false,
       description: needsOperationId(route)
         ? 'The operation id (8 to 128 letters, digits, `_`, `-`): required on writes (`400 missing_operation_id` without one) unless the organization made ids optional; a retry with the same id gets the kept answer for 24 hours. `Idempotency-Key` is taken in its place where ids are optional.'
-        : 'The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`.',
+        : takesIdempotencyKey(route)
+          ? 'Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`.'
+          : 'The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`.',
+      schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{8,128}$' },
+    });
+  }
+  if (takesIdempotencyKey(route)) {
+    parameters.push({
+      name: 'Idempotency-Key',
+      in: 'header',
+      required: false,
+      description: 'Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`.',
       schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{8,128}$' },
     });
   }
