@@ -74,7 +74,7 @@ export const CHAIN_STEPS: readonly ChainStep[] = [
     build: (route, policy) =>
       activity({ credentialed: credentialed(route) || policy.console, relatedFromPath: policy.activityRelatedFromPath, resolveAgain: !policy.console }),
   },
-  { name: 'respond', build: (_route, policy) => respond({ cors: policy.browsers, console: policy.console }) },
+  { name: 'respond', build: (route, policy) => respond({ cors: policy.browsers, console: policy.console, openAiRetries: route.operationIds === 'optional' }) },
   // First of the console's checks: a call that did not come through the console's distribution (AWS) is refused before anything is looked up.
   { name: 'consoleOrigin', build: (_route, policy) => (policy.console ? throughConsoleOrigin() : undefined) },
   {

@@ -27,6 +27,7 @@ import { onFirstUse, parseBody } from '../shared/validate.js';
 import { vectorWorkspace } from '../vector/databases.js';
 import { wellFormed } from '../vector/passages.js';
 import { dueBefore, storedFileKey, sweepKey, SWEEP_PARTITION, uploadBytesKey, uploadKey } from './upload-keys.js';
+import { fileListingKey } from '../ai/openai-compat/keys.js';
 
 const MIB = 1024 * 1024;
 /** Spec 8 (as the Data API's multipart files): up to 5 GiB, 10,000 parts of 5 to 100 MiB (the last may be smaller). */
@@ -54,8 +55,16 @@ const UPLOAD_ID = /^[A-Za-z0-9_-]{8,128}$/;
 const SHA256 = /^[0-9a-f]{64}$/;
 /** type/subtype with optional parameters; no control characters. */
 const CONTENT_TYPE = /^[A-Za-z0-9!#$&^_.+-]{1,127}\/[A-Za-z0-9!#$&^_.+-]{1,127}(\s*;[\x20-\x7e]*)?$/;
+/** Whether a start would take `type` as its `content_type` (POST /v1/files picks one from the form part). */
+export const isMediaType = (type: string): boolean => CONTENT_TYPE.test(type);
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/**
+ * What an upload is for, as OpenAI's Files API names it (docs/ai/openai-compatibility.md, "Files"): a
+ * file made by POST /v1/files keeps the form's; an upload started here is `assistants`.
+ */
+export type UploadPurpose = 'assistants' | 'user_data';
 
 /** `verifying`: joined, its SHA-256 being checked outside the complete call; `failed`: the check found other bytes (docs/decisions/upload-checks.md). */
 export type UploadStatus = 'pending' | 'verifying' | 'completed' | 'failed';
@@ -182,6 +191,8 @@ async function workspaceOf(engine: Engine, principal: Principal): Promise<string
   // An organization with no workspace yet keeps its uploads under the organization itself.
   return (await vectorWorkspace(engine, principal)) ?? '-';
 }
+/** The workspace part of the keys an upload's records live under (the Files listing's too). */
+export const uploadWorkspace = workspaceOf;
 
 /** A stored upload item, read through its invariants. */
 interface Upload {
@@ -205,6 +216,7 @@ interface Upload {
   /** When it became verifying (epoch seconds); 0 for one from before this was kept. */
   verifying_since: number;
   error: UploadView['error'];
+  purpose: UploadPurpose;
 }
 
 function asUpload(item: KvItem): Upload {
@@ -228,6 +240,7 @@ function asUpload(item: KvItem): Upload {
     completing_until: Number(item.completing_until ?? 0),
     verifying_since: Number(item.verifying_since ?? 0),
     error: typeof item.error_code === 'string' ? { code: item.error_code as NonNullable<UploadView['error']>['code'], message: String(item.error_message ?? '') } : undefined,
+    purpose: item.purpose === 'user_data' ? 'user_data' : 'assistants',
   };
 }
 
@@ -247,7 +260,9 @@ const newGeneration = () => randomBytes(10).toString('hex');
 /**
  * POST /v1/uploads: opens the upload named `id` (the call's operation id). The same id with the same
  * file answers that upload as it is now (`created: false`); with another file, or from another
- * workspace, `409 operation_id_reused`.
+ * workspace, `409 operation_id_reused`. `purpose` (POST /v1/files) is kept on it, and is part of
+ * "the same file" when given. Every upload gets its Files listing entry in the same transaction
+ * (keys.ts `aifile`): a completed one is a file (docs/ai/openai-compatibility.md).
  */
 export async function startUpload(
   engine: Engine,
@@ -255,6 +270,7 @@ export async function startUpload(
   id: string,
   request: StartUpload,
   destination: PartDestination,
+  options: { purpose?: UploadPurpose } = {},
 ): Promise<{ upload: UploadView; created: boolean }> {
   const org = principal.organizationId;
   const workspace = await workspaceOf(engine, principal);
@@ -271,7 +287,8 @@ export async function startUpload(
         upload.content_type === request.content_type &&
         upload.size === request.size &&
         upload.sha256 === request.sha256 &&
-        (request.keep_source_hours === undefined || request.keep_source_hours === upload.keep_source_hours);
+        (request.keep_source_hours === undefined || request.keep_source_hours === upload.keep_source_hours) &&
+        (options.purpose === undefined || options.purpose === upload.purpose);
       if (!same) throw new PlatformError('operation_id_reused', 'This X-Operation-Id names another upload; use a new id for this file.');
       // A failed upload's bytes were discarded: its start, again, opens it anew for the right bytes.
       if (upload.status !== 'failed') return { upload: await view(engine, org, upload, destination), created: false };
@@ -299,10 +316,13 @@ export async function startUpload(
       gen,
       created_at: iso(now),
       expires_at: expiresAt,
+      ...(options.purpose ? { purpose: options.purpose } : {}),
     };
     try {
       await transact(engine, [
         { put: item, condition: existing ? { ifEquals: { engine_upload_id: existing.engine_upload_id ?? null } } : { ifAbsent: true } },
+        // Listed from its start (the listing shows completed ones only): never a file without its entry.
+        { put: { ...fileListingKey(org, workspace, now, id), purpose: options.purpose ?? 'assistants', expires_at: expiresAt } },
         // The parts go when the upload does, whatever became of it.
         { put: { ...sweepKey(expiresAt, `parts#${org}#${id}#${gen}`), blob_key: bytes, engine_upload_id: engineUploadId } },
       ]);
@@ -695,6 +715,94 @@ export async function completedUploadSource(engine: Engine, principal: Principal
   const upload = await readUpload(engine, principal, id);
   if (upload.status !== 'completed') throw new PlatformError('upload_incomplete', `Upload "${id}" is not completed.`, 'upload_id');
   return { upload: await view(engine, principal.organizationId, upload, { route: '' }), key: bytesKeyOf(principal.organizationId, upload) };
+}
+
+/** An upload as OpenAI's Files API shows it (lambdas/ai/openai-compat/files.ts): a completed one is a file. */
+export interface UploadFile {
+  id: string;
+  filename: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  status: UploadStatus;
+  purpose: UploadPurpose;
+  created_at: string;
+  /** Epoch seconds. */
+  expires_at: number;
+}
+
+const asFile = (u: Upload): UploadFile => ({
+  id: u.id,
+  filename: u.filename,
+  content_type: u.content_type,
+  size: u.size,
+  sha256: u.sha256,
+  status: u.status === 'completing' ? 'pending' : u.status,
+  purpose: u.purpose,
+  created_at: u.created_at,
+  expires_at: u.expires_at,
+});
+
+/** The live upload `id` of the caller's workspace as a file, or `404 upload_not_found`. */
+export async function readUploadFile(engine: Engine, principal: Principal, id: string): Promise<UploadFile> {
+  return asFile(await readUpload(engine, principal, id));
+}
+
+/** Several at once (a Files page), in order: undefined for one unknown, expired, or another workspace's. */
+export async function readUploadFiles(engine: Engine, principal: Principal, ids: string[]): Promise<(UploadFile | undefined)[]> {
+  const org = principal.organizationId;
+  const workspace = await workspaceOf(engine, principal);
+  const now = nowSeconds(engine);
+  const out: (UploadFile | undefined)[] = [];
+  for (let i = 0; i < ids.length; i += 100) {
+    const items = await engine.kv.getMany(ids.slice(i, i + 100).map((id) => uploadKey(org, id)));
+    for (const item of items) out.push(item && Number(item.expires_at) > now && item.workspace_id === workspace ? asFile(asUpload(item)) : undefined);
+  }
+  return out;
+}
+
+/**
+ * A completed upload's bytes (GET /v1/files/{id}/content): a stream, or on a runtime that cannot carry
+ * them (`inlineBodyBytes`, Lambda) a short-lived URL of the store. `409 upload_incomplete` before it completed.
+ */
+export async function uploadContent(
+  engine: Engine,
+  principal: Principal,
+  id: string,
+  inlineBodyBytes: number | undefined,
+): Promise<{ file: UploadFile } & ({ body: Readable; size: number } | { url: string })> {
+  const upload = await readUpload(engine, principal, id);
+  if (upload.status !== 'completed') throw new PlatformError('upload_incomplete', `Upload "${id}" is not completed.`, 'id');
+  const key = bytesKeyOf(principal.organizationId, upload);
+  const file = asFile(upload);
+  if (inlineBodyBytes !== undefined && upload.size > inlineBodyBytes && engine.blobs.downloadUrl) return { file, url: await engine.blobs.downloadUrl(key, 900) };
+  const found = await engine.blobs.get(key);
+  if (!found) throw notFound(id); // expired and swept between the read and here
+  return { file, body: found.body, size: found.size };
+}
+
+/**
+ * DELETE /v1/files/{id}: the upload and its Files listing entry, in one transaction. Its bytes stay
+ * with the stored file until that expires (another upload may name the same bytes; collection items
+ * made from it keep theirs, docs/ai/openai-compatibility.md). `409 operation_in_progress` while it is
+ * being completed or checked.
+ */
+export async function deleteUpload(engine: Engine, principal: Principal, id: string): Promise<void> {
+  const org = principal.organizationId;
+  for (let attempt = 0; ; attempt++) {
+    const upload = await readUpload(engine, principal, id);
+    if (upload.status === 'completing' || upload.status === 'verifying') throw completedAlready({ ...upload, status: 'completing' });
+    try {
+      await transact(engine, [
+        { delete: uploadKey(org, id), condition: { ifEquals: { gen: upload.gen, status: upload.status, created_at: upload.created_at } } },
+        { delete: fileListingKey(org, upload.workspace, Math.floor(Date.parse(upload.created_at) / 1000), id) },
+      ]);
+      return;
+    } catch (error) {
+      // Changed meanwhile (completed, started again): read it again.
+      if (!(error instanceof ConditionFailedError) || attempt >= 3) throw error;
+    }
+  }
 }
 
 /**

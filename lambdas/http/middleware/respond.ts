@@ -1,6 +1,6 @@
 import type middy from '@middy/core';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
-import { errorResponse } from '../error-response.js';
+import { errorBody, errorResponse } from '../error-response.js';
 import { toResult } from '../event.js';
 import type { HttpResponse, Middleware, PlatformContext, RouteResult } from '../types.js';
 import { corsHeaders } from '../cors.js';
@@ -20,6 +20,12 @@ export interface RespondOptions {
    * and a `401 not_signed_in` clears the session cookies the browser still holds.
    */
   console?: boolean;
+  /**
+   * The OpenAI compatibility routes: the official SDK retries every 409 unless told not to. A conflict
+   * a retry cannot change (an id used for another call, a state to change first) says so with
+   * `x-should-retry: false`; `operation_in_progress` (the same call still running) stays retryable.
+   */
+  openAiRetries?: boolean;
 }
 
 /**
@@ -49,6 +55,10 @@ export function respond(options: RespondOptions): Middleware {
   };
   return {
     after: (request) => finish(request, request.response as unknown as HttpResponse),
-    onError: (request) => finish(request, errorResponse(request.error, request.context.platform?.route.id, request.context.platform?.logIds)),
+    onError: (request) => {
+      const res = errorResponse(request.error, request.context.platform?.route.id, request.context.platform?.logIds);
+      if (options.openAiRetries && res.status === 409 && (res.body as ReturnType<typeof errorBody>).error.code !== 'operation_in_progress') res.headers = { ...res.headers, 'x-should-retry': 'false' };
+      return finish(request, res);
+    },
   };
 }
