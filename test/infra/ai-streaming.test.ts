@@ -27,8 +27,8 @@ beforeAll(() => {
   expect([...streamFns.keys()].sort()).toEqual(STREAMED_ROUTES.map((r) => r.id).sort());
 });
 
-it('streams chat completions and grounded collection chat', () => {
-  expect(STREAMED_ROUTES.map((r) => r.id).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
+it('streams chat completions, grounded collection chat and OpenAI responses', () => {
+  expect(STREAMED_ROUTES.map((r) => r.id).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat', 'ai.responses.create']);
 });
 
 const logicalId = (c: { node: { defaultChild?: unknown } }) => logicalIdIn(stack, c);
@@ -95,7 +95,8 @@ describe('the AI distribution', () => {
     };
     expect(config.DefaultCacheBehavior).toMatchObject({ TargetOriginId: AI_ORIGIN_IDS.http, ...passThrough });
     const behaviors = Object.fromEntries((config.CacheBehaviors as any[]).map((b) => [b.PathPattern, b]));
-    expect(Object.keys(behaviors).sort()).toEqual(['/v1/chat/completions', '/v1/collections/*/chat']);
+    // `/v1/responses` alone: GET and DELETE of `/v1/responses/{id}` stay on the HTTP API.
+    expect(Object.keys(behaviors).sort()).toEqual(['/v1/chat/completions', '/v1/collections/*/chat', '/v1/responses']);
     for (const route of STREAMED_ROUTES) expect(behaviors[pathPattern(route.path)], route.id).toMatchObject({ TargetOriginId: AI_ORIGIN_IDS.stream(route), ...passThrough });
   });
 
