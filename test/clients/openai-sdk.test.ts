@@ -18,6 +18,12 @@ const PAGES = [
   ['Birds of the island.', 'Puffins nest on the northern slopes in spring.', 'Gulls follow the fishing boats.'],
 ];
 
+/**
+ * Words of page 2 itself: the fake embedder hashes words into 32 dimensions, where a short query of
+ * four words can collide with another document's as closely as with its own page.
+ */
+const QUESTION = 'Volcanic basalt rock forms the steep cliffs';
+
 let w: OpenAiWorld;
 let client: OpenAI;
 let pdf: Uint8Array;
@@ -69,7 +75,7 @@ describe('the OpenAI SDK over the platform', () => {
   }, 120_000);
 
   it('vectorStores.search finds the right page of the PDF first, with its citation', async () => {
-    const page = await client.vectorStores.search(vectorStore.id, { query: 'volcanic basalt rock cliffs', max_num_results: 3 });
+    const page = await client.vectorStores.search(vectorStore.id, { query: QUESTION, max_num_results: 3 });
     const results = page.data;
     expect(results.length).toBeGreaterThan(0);
     expect(results[0]).toMatchObject({ filename: 'island.pdf', content: [{ type: 'text', text: expect.stringContaining('Volcanic basalt') }] });
@@ -79,7 +85,7 @@ describe('the OpenAI SDK over the platform', () => {
   it('responses.create with file_search answers through the chat route, citing the file, whole and streamed', async () => {
     w.upstream.behavior.chunks = ['The cliffs are volcanic basalt [', '1]', '.'];
     const tools: OpenAI.Responses.Tool[] = [{ type: 'file_search', vector_store_ids: [vectorStore.id] }];
-    const response = await client.responses.create({ model: 'chat', input: 'What are the cliffs made of? volcanic basalt rock', tools });
+    const response = await client.responses.create({ model: 'chat', input: QUESTION, tools });
     expect(response.output_text).toBe('The cliffs are volcanic basalt.');
     const message = response.output.find((o) => o.type === 'message') as OpenAI.Responses.ResponseOutputMessage;
     const text = message.content[0] as OpenAI.Responses.ResponseOutputText;
@@ -87,7 +93,7 @@ describe('the OpenAI SDK over the platform', () => {
     // The passages reached the chat upstream's prompt.
     expect(JSON.stringify(w.upstream.requests.at(-1)!.body.messages)).toContain('Volcanic basalt rock forms the steep cliffs');
 
-    const stream = client.responses.stream({ model: 'chat', input: 'What are the cliffs made of? volcanic basalt rock', tools });
+    const stream = client.responses.stream({ model: 'chat', input: QUESTION, tools });
     const types: string[] = [];
     for await (const event of stream) types.push(event.type);
     const streamed = await stream.finalResponse();
@@ -115,7 +121,7 @@ describe('the OpenAI SDK over the platform', () => {
     const names = await Promise.all(inStore.map(async (id) => [id, (await client.files.retrieve(id)).filename] as const));
     const storedPdf = names.find(([, name]) => name === 'island.pdf')![0];
     await client.files.delete(storedPdf);
-    const page = await client.vectorStores.search(vectorStore.id, { query: 'volcanic basalt rock cliffs' });
+    const page = await client.vectorStores.search(vectorStore.id, { query: QUESTION });
     expect(page.data[0]).toMatchObject({ file_id: storedPdf, filename: 'island.pdf' });
   });
 });
