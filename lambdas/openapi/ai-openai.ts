@@ -58,7 +58,6 @@ const FILES: OperationDocs = {
     description:
       'OpenAI’s files.create: a `multipart/form-data` form with the file (`file`, with its filename) and `purpose` (`assistants` or `user_data`), optionally `expires_after[anchor]=created_at` and `expires_after[seconds]` (3600 to 604800, rounded up to hours; default 7 days). The form is streamed, the file spooled while its SHA-256 is computed, then stored as a completed upload (`GET /v1/uploads/{id}` shows it). Up to 512 MiB locally; on AWS up to the function’s inline body (about 4.4 MiB), above it `413 request_too_large`: send larger files through `/v1/uploads`, whose completed upload is a file. With an `Idempotency-Key` the file id derives from the key: the same key and file answer the same file, another file `409 operation_id_reused`. Without one, the SDK’s retry (`X-Stainless-Retry-Count` ≥ 1) of a call that made a file of the same bytes, name and purpose in the last 10 minutes answers that file. Non-transient `409`s carry `x-should-retry: false`.',
     headers: {
-      'Idempotency-Key': { description: 'Optional: names the file, so a retry never makes two (8 to 128 letters, digits, `_`, `-`).', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)) },
       'X-Stainless-Retry-Count': { description: 'Sent by the official SDKs: 1 or more on a retry (see above).', schema: () => z.string().check(z.regex(/^\d{1,3}$/)) },
     },
     body: {
@@ -136,7 +135,6 @@ const VS_ID: Record<string, ParameterDoc> = {
 const VSF_ID: Record<string, ParameterDoc> = { ...VS_ID, file_id: { description: 'The file’s id (an upload’s id).', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)), example: 'file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0' } };
 const VSFB_ID: Record<string, ParameterDoc> = { ...VS_ID, batch_id: { description: '`vsfb_` and 32 hex characters.', schema: () => z.string().check(z.regex(/^vsfb_[0-9a-f]{32}$/)), example: 'vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0' } };
 const POLL_AFTER = { 'openai-poll-after-ms': { description: 'While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s).', schema: () => z.string() } };
-const IDEMPOTENCY = { 'Idempotency-Key': { description: 'Optional: the operation id (8 to 128 letters, digits, `_`, `-`); the same key replays the kept answer.', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)) } };
 const VS_ERRORS = ['collections_disabled', 'collection_not_found', 'collection_expired'] as const;
 const VS_EXAMPLE = {
   id: 'vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13',
@@ -174,7 +172,6 @@ const VECTOR_STORES: OperationDocs = {
     summary: 'Create a vector store',
     description:
       'OpenAI’s vector store as a `cloud` collection (its id `vs_` with the collection’s hex). `name` follows the collections’ rule (1 to 63 characters). `expires_after.days` 1 to 30 moves the collection’s end earlier (retention `custom`); a store lives at most 30 days and activity does not extend it. `file_ids` (up to 500) are attached as `POST …/files` attaches one: each is checked first, and the organization’s free queued-item slots (`KNOWLEDGE_MAX_QUEUED_ITEMS`): short of either, nothing is made. Needs the workspace’s vector database (`409 vector_database_not_created`). Answers 200 as OpenAI does.',
-    headers: IDEMPOTENCY,
     body: { name: 'OpenAIVectorStoreCreateRequest', schema: createVectorStoreSchema, example: { name: 'Handbook', metadata: { team: 'ops' }, expires_after: { anchor: 'last_active_at', days: 7 } } },
     responses: { 200: { description: 'The vector store.', name: 'OpenAIVectorStore', schema: vectorStoreSchema, example: { ...VS_EXAMPLE, status: 'completed', usage_bytes: 0, file_counts: { in_progress: 0, completed: 0, failed: 0, cancelled: 0, total: 0 } } } },
     errors: ['collections_disabled', 'vector_database_disabled', 'operation_in_progress', 'operation_id_reused', ...ATTACH_ERRORS, 'collection_not_found'],
@@ -288,7 +285,6 @@ const VECTOR_STORES: OperationDocs = {
     description:
       '`file_ids` or `files` (1 to 2000; `files` with their own `attributes`/`chunking_strategy`). Every file is checked before any is attached (the first unknown one: `404 upload_not_found`, nothing added); then they are attached in order until the organization’s queued-item cap; the rest are attached at the batch’s next reads. Files attached already are members as they are.',
     path: VS_ID,
-    headers: IDEMPOTENCY,
     body: { name: 'OpenAIVectorStoreFileBatchCreateRequest', schema: createFileBatchSchema, example: { file_ids: [VSF_EXAMPLE.id, VSF_FAILED.id], attributes: { lang: 'en' } } },
     responses: { 200: { description: 'The batch.', name: 'OpenAIVectorStoreFileBatch', schema: fileBatchSchema, example: BATCH_EXAMPLE, headers: POLL_AFTER } },
     errors: [...VS_ERRORS, ...ATTACH_ERRORS, 'operation_in_progress', 'operation_id_reused'],
@@ -338,7 +334,6 @@ const SEARCH: OperationDocs = {
         example: 'vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13',
       },
     },
-    headers: { 'Idempotency-Key': { description: 'Optional: the operation id (8 to 128 letters, digits, `_`, `-`); the same key replays the kept answer for 24 hours.', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)) } },
     body: {
       name: 'OpenAIVectorStoreSearchRequest',
       schema: vectorStoreSearchRequestSchema,
@@ -425,7 +420,6 @@ const RESPONSES: OperationDocs = {
     summary: 'Create a response',
     description:
       'OpenAI’s Responses API over a chat route (`model` a chat route id, resolved as `/v1/chat/completions` does): `input` (a string or message items), `instructions`, `previous_response_id`, `max_output_tokens`, `temperature`, `top_p`, `text.format` become a chat request checked by chat’s rules, and the call is chat’s (limits, budget, usage). With one `file_search` tool (1 to 10 vector stores of this workspace; an application key then also needs `knowledge`), the stores are searched once with the last user message’s text (no model-decided tool calls; `tool_choice: none` skips it), the answer grounded as a collection’s grounded chat is, and its `[n]` markers become `file_citation` annotations (the markers taken out of the text, `index` where they stood; `citation` beyond OpenAI’s fields). Any other tool, `input_file`, `background`, `conversation`, `prompt`: `400 unsupported_field`. Unless `store: false` the response is kept 24 hours for `GET` and `previous_response_id`. With an `Idempotency-Key` a non-streamed answer is kept and replayed.',
-    headers: { 'Idempotency-Key': { description: 'Optional: the operation id (8 to 128 letters, digits, `_`, `-`); the same key replays the kept answer for 24 hours.', schema: () => z.string().check(z.regex(/^[A-Za-z0-9_-]{8,128}$/)) } },
     body: {
       name: 'OpenAIResponseCreateRequest',
       schema: responsesRequestSchema,
