@@ -7,12 +7,18 @@
  *                                                  the latest expiry of the uploads naming it
  *   aiupsweep / <expires_at, 12 digits>#<what>     work for the sweep once that second has passed: an
  *                                                  upload's open parts, a file generation's bytes
+ *   aifile#<org>#<workspace> / <created, 12 digits>#<upload id>
+ *                                                  the upload's entry in OpenAI's Files listing {purpose},
+ *                                                  written by its start (lambdas/ai/openai-compat/files.ts)
  * Bytes: `ai-uploads/<org>/<workspace>/<sha256>.<gen>` in the blob store (a generation per upload, so
  * two uploads never write one key; the stored file's item names the generation that is kept).
  */
 export const uploadKey = (org: string, uploadId: string) => ({ pk: `aiupl#${org}`, sk: uploadId });
 export const storedFileKey = (org: string, workspace: string, sha256: string) => ({ pk: `aiupbytes#${org}#${workspace}`, sk: sha256 });
 export const uploadBytesKey = (org: string, workspace: string, sha256: string, gen: string) => `ai-uploads/${org}/${workspace}/${sha256}.${gen}`;
+
+export const fileListingPartition = (org: string, workspace: string) => `aifile#${org}#${workspace}`;
+export const fileListingKey = (org: string, workspace: string, createdSeconds: number, uploadId: string) => ({ pk: fileListingPartition(org, workspace), sk: `${String(createdSeconds).padStart(12, '0')}#${uploadId}` });
 
 export const SWEEP_PARTITION = 'aiupsweep';
 const second = (epochSeconds: number) => String(epochSeconds).padStart(12, '0');

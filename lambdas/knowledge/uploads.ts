@@ -26,8 +26,7 @@ import { log } from '../shared/log.js';
 import { onFirstUse, parseBody } from '../shared/validate.js';
 import { vectorWorkspace } from '../vector/databases.js';
 import { wellFormed } from '../vector/passages.js';
-import { dueBefore, storedFileKey, sweepKey, SWEEP_PARTITION, uploadBytesKey, uploadKey } from './upload-keys.js';
-import { fileListingKey } from '../ai/openai-compat/keys.js';
+import { dueBefore, fileListingKey, storedFileKey, sweepKey, SWEEP_PARTITION, uploadBytesKey, uploadKey } from './upload-keys.js';
 
 const MIB = 1024 * 1024;
 /** Spec 8 (as the Data API's multipart files): up to 5 GiB, 10,000 parts of 5 to 100 MiB (the last may be smaller). */

@@ -12,8 +12,8 @@
  *   oaivsfb#<org>#<ws>#<collection id> / <batch id>     a file batch {file_ids, waiting, chunking?, attributes?, cancelled, created_at}
  * Stored responses are idempotency records of scope `ai.resp` (lambdas/shared/idempotency.ts), 24 h.
  */
-export const fileListingKey = (org: string, ws: string, createdSeconds: number, fileId: string) => ({ pk: `aifile#${org}#${ws}`, sk: `${String(createdSeconds).padStart(12, '0')}#${fileId}` });
-export const fileListingPartition = (org: string, ws: string) => `aifile#${org}#${ws}`;
+// Written by every upload's start (lambdas/knowledge/uploads.ts), so kept with the uploads' keys.
+export { fileListingKey, fileListingPartition } from '../../knowledge/upload-keys.js';
 export const fileRetryKey = (org: string, ws: string, credential: string, sha256: string) => ({ pk: `aifiledup#${org}#${ws}#${credential}`, sk: sha256 });
 export const vectorStoreKey = (org: string, ws: string, collectionId: string) => ({ pk: `oaivs#${org}#${ws}`, sk: collectionId });
 export const vectorStoreFilesPartition = (org: string, ws: string, collectionId: string) => `oaivsf#${org}#${ws}#${collectionId}`;
