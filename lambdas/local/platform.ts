@@ -100,7 +100,14 @@ export async function startPlatform(options: PlatformOptions): Promise<RunningPl
           [...Object.values(servers), ...(ops ? [ops] : []), ...(consoleServer ? [consoleServer] : [])].map(
             (server) =>
               new Promise<void>((resolve) => {
-                server.close(() => resolve());
+                // A connection whose answer is still being finished (a streamed download the client
+                // has read whole) turns idle just after this call: dropped on the next sweep rather
+                // than kept to its keep-alive timeout.
+                const sweep = setInterval(() => server.closeIdleConnections(), 50);
+                server.close(() => {
+                  clearInterval(sweep);
+                  resolve();
+                });
                 server.closeIdleConnections();
               }),
           ),
