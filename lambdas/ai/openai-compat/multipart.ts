@@ -131,6 +131,10 @@ function readForm(body: Readable, contentType: string, rules: FormRules, path: s
     });
 
     parser.on('file', (name, stream, info) => {
+      // A part left unread when the form fails is destroyed by the parser with an error: never an
+      // uncaught one, which would end the process serving every organization (the spool's pipeline
+      // has its own listener).
+      stream.on('error', () => {});
       if (settled) return void stream.resume();
       if (name !== rules.fileField) {
         stream.resume();
