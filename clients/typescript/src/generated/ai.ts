@@ -507,6 +507,342 @@ export type paths = {
         patch?: never;
         trace?: never;
     };
+    "/v1/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List files
+         * @description OpenAI’s files.list: the workspace’s files (completed uploads, those made through `/v1/uploads` too), newest first unless `order=asc`; `purpose` narrows. A page holds at most 100 (`limit` up to 10,000 is taken); `has_more` with `after` = `last_id` gives the next (the SDK pages by itself). An `after` naming no file of the workspace: `400 invalid_body`.
+         */
+        get: operations["filesList"];
+        put?: never;
+        /**
+         * Upload a file
+         * @description OpenAI’s files.create: a `multipart/form-data` form with the file (`file`, with its filename) and `purpose` (`assistants` or `user_data`), optionally `expires_after[anchor]=created_at` and `expires_after[seconds]` (3600 to 604800, rounded up to hours; default 7 days). The form is streamed, the file spooled while its SHA-256 is computed, then stored as a completed upload (`GET /v1/uploads/{id}` shows it). Up to 512 MiB locally; on AWS up to the function’s inline body (about 4.4 MiB), above it `413 request_too_large`: send larger files through `/v1/uploads`, whose completed upload is a file. With an `Idempotency-Key` the file id derives from the key: the same key and file answer the same file, another file `409 operation_id_reused`. Without one, the SDK’s retry (`X-Stainless-Retry-Count` ≥ 1) of a call that made a file of the same bytes, name and purpose in the last 10 minutes answers that file. Non-transient `409`s carry `x-should-retry: false`.
+         */
+        post: operations["filesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a file
+         * @description OpenAI’s files.retrieve. A completed upload made through `/v1/uploads` is a file (purpose `assistants`); a pending one is not (`404`).
+         */
+        get: operations["filesGet"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a file
+         * @description OpenAI’s files.delete: the file and its listing entry go at once; its bytes at the latest when it would have expired (the same bytes may back another file). Vector store files made from it keep their processed chunks. `409 operation_in_progress` while its hash is being checked.
+         */
+        delete: operations["filesDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/files/{file_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a file’s content
+         * @description OpenAI’s files.content: the bytes as stored, with the upload’s media type (`assistants` files too, which OpenAI does not serve). On AWS a file over the function’s answer limit is a `307` to a short-lived URL of the store. `409 upload_incomplete` while its hash is still checked.
+         */
+        get: operations["filesContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List vector stores
+         * @description The workspace’s `cloud` collections, newest first unless `order=asc`; `after`/`before` a vector store id, `limit` 1 to 100 (default 20).
+         */
+        get: operations["vectorStoresList"];
+        put?: never;
+        /**
+         * Create a vector store
+         * @description OpenAI’s vector store as a `cloud` collection (its id `vs_` with the collection’s hex). `name` follows the collections’ rule (1 to 63 characters). `expires_after.days` 1 to 30 moves the collection’s end earlier (retention `custom`); a store lives at most 30 days and activity does not extend it. `file_ids` (up to 500) are attached as `POST …/files` attaches one: each is checked first, and the organization’s free queued-item slots (`KNOWLEDGE_MAX_QUEUED_ITEMS`): short of either, nothing is made. Needs the workspace’s vector database (`409 vector_database_not_created`). Answers 200 as OpenAI does.
+         */
+        post: operations["vectorStoresCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a vector store
+         * @description `file_counts` from the collection’s exact counters (`in_progress` = queued + processing; `cancelled`: files a batch’s cancel took out); `status` `in_progress` while any file is, else `completed`. Past its end, `status: expired` for 30 days (every other route: `410 collection_expired`).
+         */
+        get: operations["vectorStoresGet"];
+        put?: never;
+        /**
+         * Update a vector store
+         * @description `name` (the collection’s), `metadata`, `expires_after` (moves the collection’s end to now + days; `null`: back to 30 days from creation).
+         */
+        post: operations["vectorStoresUpdate"];
+        /**
+         * Delete a vector store
+         * @description The collection with its items, packages and vectors; the files (uploads) stay.
+         */
+        delete: operations["vectorStoresDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a vector store’s files
+         * @description By creation, newest first unless `order=asc`; `after`/`before` a file id of the store; `filter` by status.
+         */
+        get: operations["vectorStoresFilesList"];
+        put?: never;
+        /**
+         * Attach a file to a vector store
+         * @description The file (a completed upload of the workspace) becomes an item of the store’s collection, processed as every item (extraction, chunks, embeddings); its bytes are kept as long as the store. `attributes`: up to 16, keys 1 to 64 characters, strings up to 512, numbers, booleans. `chunking_strategy`: `auto` (800/400 tokens) or `static` (`max_chunk_size_tokens` 100 to 4096, `chunk_overlap_tokens` 0 to half of it). The same file again answers its object as it is (one item, however many adds run at once). `429 rate_limited` at the organization’s queued-item cap.
+         */
+        post: operations["vectorStoresFilesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/files/{file_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a vector store file
+         * @description Its status from its item (`in_progress` while queued or processing); `last_error` maps the item’s failure (`unsupported_type` → `unsupported_file`, `upstream_error` → `server_error`, the rest `invalid_file`), our code first in its message.
+         */
+        get: operations["vectorStoresFilesGet"];
+        put?: never;
+        /**
+         * Update a vector store file’s attributes
+         * @description Searches filter on them from the next call on.
+         */
+        post: operations["vectorStoresFilesUpdate"];
+        /**
+         * Remove a file from a vector store
+         * @description The item: its chunks leave every search at once, then its packages and vectors are removed. The file (upload) stays.
+         */
+        delete: operations["vectorStoresFilesDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/files/{file_id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a vector store file’s parsed text
+         * @description The processed chunks’ text, in order (none until the file is processed).
+         */
+        get: operations["vectorStoresFilesContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/file_batches": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Attach a batch of files
+         * @description `file_ids` or `files` (1 to 2000; `files` with their own `attributes`/`chunking_strategy`). Every file is checked before any is attached (the first unknown one: `404 upload_not_found`, nothing added); then they are attached in order until the organization’s queued-item cap; the rest are attached at the batch’s next reads. Files attached already are members as they are.
+         */
+        post: operations["vectorStoresFileBatchesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a file batch
+         * @description Attaches waiting files first (up to the cap), then counts the members from their items. `cancelled` once cancelled and none in progress; `failed` if every file failed.
+         */
+        get: operations["vectorStoresFileBatchesGet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a file batch
+         * @description No more of its files are attached; the ones it attached that are still queued are taken out (`cancelled`); processing or processed ones stay.
+         */
+        post: operations["vectorStoresFileBatchesCancel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a file batch’s files
+         * @description Its members in the batch’s order (`order=desc` reverses it); `after`/`before` a member’s id; `filter` by status.
+         */
+        get: operations["vectorStoresFileBatchesFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/vector_stores/{vector_store_id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search a vector store
+         * @description OpenAI’s vector store search over a `cloud` collection’s chunks: each query (1 to 5) embedded through the workspace’s vector database, the results merged by score, one per chunk, those under `ranking_options.score_threshold` dropped, the best `max_num_results` (1 to 50, default 10) answered. `filters` test each file’s `attributes`; a file without the key never matches. No reranker and no query rewriting run (`ranker`, `rewrite_query` accepted). Each result carries `citation` beyond OpenAI’s fields. Another workspace’s store, a collection of another mode or an unknown id: `404 collection_not_found`. With an `Idempotency-Key` the answer is kept 24 hours.
+         */
+        post: operations["vectorStoresSearch"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a response
+         * @description OpenAI’s Responses API over a chat route (`model` a chat route id, resolved as `/v1/chat/completions` does): `input` (a string or message items), `instructions`, `previous_response_id`, `max_output_tokens`, `temperature`, `top_p`, `text.format` become a chat request checked by chat’s rules, and the call is chat’s (limits, budget, usage). With one `file_search` tool (1 to 10 vector stores of this workspace; an application key then also needs `knowledge`), the stores are searched once with the last user message’s text (no model-decided tool calls; `tool_choice: none` skips it), the answer grounded as a collection’s grounded chat is, and its `[n]` markers become `file_citation` annotations (the markers taken out of the text, `index` where they stood; `citation` beyond OpenAI’s fields). Any other tool, `input_file`, `background`, `conversation`, `prompt`: `400 unsupported_field`. Unless `store: false` the response is kept 24 hours for `GET` and `previous_response_id`. With an `Idempotency-Key` a non-streamed answer is kept and replayed.
+         */
+        post: operations["responsesCreate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/responses/{response_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a stored response
+         * @description A response this application made in the last 24 hours without `store: false`, as it was answered. Replaying its events (`stream=true`) is not served (`400 unsupported_field`).
+         */
+        get: operations["responsesGet"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a stored response
+         * @description Forgets a stored response at once: it can no longer be retrieved or continued with `previous_response_id`.
+         */
+        delete: operations["responsesDelete"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/oauth/token": {
         parameters: {
             query?: never;
@@ -789,10 +1125,10 @@ export type components = {
              */
             mode: "download" | "cloud" | "local_vectors";
             /**
-             * @description The collection lives 30 days from its creation (`expires_at`).
-             * @constant
+             * @description `standard_30d`: the collection lives 30 days from its creation (`expires_at`). `custom`: an earlier end was set (an OpenAI vector store's `expires_after`), never past those 30 days.
+             * @enum {string}
              */
-            retention: "standard_30d";
+            retention: "standard_30d" | "custom";
             /**
              * @description Derived from `counts` on every read: `empty` (no items), `indexing` (an item queued or processing), `ready` (every item done), `partial` (some done, some failed), `failed` (every item failed).
              * @enum {string}
@@ -933,10 +1269,10 @@ export type components = {
                  */
                 mode: "download" | "cloud" | "local_vectors";
                 /**
-                 * @description The collection lives 30 days from its creation (`expires_at`).
-                 * @constant
+                 * @description `standard_30d`: the collection lives 30 days from its creation (`expires_at`). `custom`: an earlier end was set (an OpenAI vector store's `expires_after`), never past those 30 days.
+                 * @enum {string}
                  */
-                retention: "standard_30d";
+                retention: "standard_30d" | "custom";
                 /**
                  * @description Derived from `counts` on every read: `empty` (no items), `indexing` (an item queued or processing), `ready` (every item done), `partial` (some done, some failed), `failed` (every item failed).
                  * @enum {string}
@@ -1528,6 +1864,618 @@ export type components = {
             chunk_id: string;
             /** @description The place in the file: `page=12`, `heading=Install > Linux`, `line=10-42`, `t=00:12:05-00:13:10`. */
             locator: string;
+        };
+        OpenAIComparisonFilter: {
+            /** @enum {string} */
+            type: "eq" | "ne" | "gt" | "gte" | "lt" | "lte" | "in" | "nin";
+            /** @description The attribute to compare. */
+            key: string;
+            /** @description `in`/`nin`: 1 to 100 strings or numbers; `gt`…`lte`: a string or a number; `eq`/`ne`: a string, number or boolean. */
+            value: string | number | boolean | (string | number)[];
+        };
+        OpenAICompoundFilter: {
+            /** @enum {string} */
+            type: "and" | "or";
+            /** @description Comparison or compound filters, nested. */
+            filters: {
+                [key: string]: unknown;
+            }[];
+        };
+        OpenAIFile: {
+            /** @description The file id: the upload’s (`file-` and 32 hex characters when this route made it). */
+            id: string;
+            /** @constant */
+            object: "file";
+            /** @description Its size in bytes. */
+            bytes: number;
+            /** @description Unix seconds. */
+            created_at: number;
+            filename: string;
+            /** @enum {string} */
+            purpose: "assistants" | "user_data";
+            /**
+             * @description `processed` once stored and checked (at once for files made here); `uploaded` while a large upload’s SHA-256 is still being checked.
+             * @enum {string}
+             */
+            status: "uploaded" | "processed";
+            /** @description Unix seconds: then the file and its bytes go (at most 7 days after creation). */
+            expires_at: number;
+            status_details: null;
+        };
+        OpenAIFileCreateForm: {
+            /** @description The file’s bytes (a file part, with its filename): 1 byte to 512 MiB locally; on AWS up to Lambda’s inline body (about 4.4 MiB), larger files through `/v1/uploads`. */
+            file: string;
+            /** @enum {string} */
+            purpose: "assistants" | "user_data";
+            /** @constant */
+            "expires_after[anchor]"?: "created_at";
+            /** @description 3600 to 604800 (7 days), rounded up to whole hours; default 604800. */
+            "expires_after[seconds]"?: string;
+        };
+        OpenAIFileDeleted: {
+            id: string;
+            /** @constant */
+            object: "file";
+            /** @constant */
+            deleted: true;
+        };
+        OpenAIFileList: {
+            /** @constant */
+            object: "list";
+            data: {
+                /** @description The file id: the upload’s (`file-` and 32 hex characters when this route made it). */
+                id: string;
+                /** @constant */
+                object: "file";
+                /** @description Its size in bytes. */
+                bytes: number;
+                /** @description Unix seconds. */
+                created_at: number;
+                filename: string;
+                /** @enum {string} */
+                purpose: "assistants" | "user_data";
+                /**
+                 * @description `processed` once stored and checked (at once for files made here); `uploaded` while a large upload’s SHA-256 is still being checked.
+                 * @enum {string}
+                 */
+                status: "uploaded" | "processed";
+                /** @description Unix seconds: then the file and its bytes go (at most 7 days after creation). */
+                expires_at: number;
+                status_details: null;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            /** @description More files follow: ask again with `after` = `last_id`. */
+            has_more: boolean;
+        };
+        OpenAIResponse: {
+            /** @description `resp_` and 32 hex digits. */
+            id: string;
+            /** @constant */
+            object: "response";
+            created_at: number;
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "incomplete" | "failed";
+            error: ({
+                code: string;
+                message: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            incomplete_details: ({
+                reason: string;
+            } & {
+                [key: string]: unknown;
+            }) | null;
+            instructions: string | null;
+            metadata: {
+                [key: string]: string;
+            } | null;
+            /** @description The chat route id. */
+            model: string;
+            /** @description With `file_search`: the `file_search_call`, then the assistant `message`; without: the message. */
+            output: (({
+                id: string;
+                /** @constant */
+                type: "file_search_call";
+                status: string;
+                queries: string[];
+                results: ({
+                    file_id: string;
+                    filename: string;
+                    score: number;
+                    text: string;
+                    attributes: {
+                        [key: string]: unknown;
+                    } | null;
+                } & {
+                    [key: string]: unknown;
+                })[] | null;
+                /** @description Ours: per vector store, how much of it the search covered. */
+                indexing?: {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            }) | ({
+                id: string;
+                /** @constant */
+                type: "message";
+                /** @constant */
+                role: "assistant";
+                status: string;
+                content: ({
+                    /** @constant */
+                    type: "output_text";
+                    text: string;
+                    annotations: ({
+                        /** @constant */
+                        type: "file_citation";
+                        file_id: string;
+                        filename: string;
+                        /** @description Where the `[n]` marker stood in `text` (UTF-16 offset); the marker itself is taken out. */
+                        index: number;
+                        /** @description Ours: the passage down to its page, heading or time range. */
+                        citation?: {
+                            collection_id: string;
+                            item_id: string;
+                            package_id: string;
+                            chunk_id: string;
+                            locator: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                } & {
+                    [key: string]: unknown;
+                })[];
+            } & {
+                [key: string]: unknown;
+            }))[];
+            parallel_tool_calls: boolean;
+            temperature: number | null;
+            tool_choice: unknown;
+            tools: unknown[];
+            top_p: number | null;
+            max_output_tokens: number | null;
+            previous_response_id: string | null;
+            /** @description `false` also when the conversation was too long to keep (over 300,000 characters). */
+            store: boolean;
+            text: {
+                format: {
+                    type: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            } & {
+                [key: string]: unknown;
+            };
+            truncation: string;
+            usage?: {
+                input_tokens: number;
+                input_tokens_details: {
+                    cached_tokens: number;
+                } & {
+                    [key: string]: unknown;
+                };
+                output_tokens: number;
+                output_tokens_details: {
+                    reasoning_tokens: number;
+                } & {
+                    [key: string]: unknown;
+                };
+                total_tokens: number;
+            } & {
+                [key: string]: unknown;
+            };
+        } & {
+            [key: string]: unknown;
+        };
+        OpenAIResponseCreateRequest: {
+            /** @description A chat route id of the organization (GET /v1/models); `auto` or absent: its default chat route. */
+            model?: string;
+            input: string | {
+                [key: string]: unknown;
+            }[];
+            instructions?: string | null;
+            stream?: boolean | null;
+            stream_options?: {
+                include_obfuscation?: boolean;
+            } | null;
+            previous_response_id?: string | null;
+            store?: boolean | null;
+            max_output_tokens?: number | null;
+            temperature?: number | null;
+            top_p?: number | null;
+            text?: {
+                format?: {
+                    /** @constant */
+                    type: "text";
+                } | {
+                    /** @constant */
+                    type: "json_object";
+                } | {
+                    /** @constant */
+                    type: "json_schema";
+                    name: string;
+                    schema: {
+                        [key: string]: unknown;
+                    };
+                    description?: string;
+                    strict?: boolean | null;
+                };
+                verbosity?: ("low" | "medium" | "high") | null;
+            };
+            reasoning?: {
+                effort?: string | null;
+                summary?: null;
+            } | null;
+            /** @description At most one `file_search` tool; any other tool type is `400 unsupported_field`. */
+            tools?: {
+                /** @constant */
+                type: "file_search";
+                /** @description 1 to 10 vector store ids (`vs_…`) of this workspace. */
+                vector_store_ids: string[];
+                filters?: {
+                    [key: string]: unknown;
+                } | null;
+                /** @description Passages handed to the model, 1 to 50; default 10. */
+                max_num_results?: number;
+                ranking_options?: {
+                    /** @enum {string} */
+                    ranker?: "none" | "auto" | "default-2024-11-15";
+                    score_threshold?: number;
+                    hybrid_search?: {
+                        [key: string]: unknown;
+                    };
+                };
+            }[];
+            tool_choice?: ("none" | "auto" | "required") | {
+                /** @constant */
+                type: "file_search";
+            };
+            include?: "file_search_call.results"[] | null;
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            parallel_tool_calls?: boolean | null;
+            truncation?: ("auto" | "disabled") | null;
+            background?: false | null;
+            user?: string;
+            safety_identifier?: string;
+            prompt_cache_key?: string;
+            prompt_cache_retention?: ("in_memory" | "24h") | null;
+            service_tier?: string | null;
+        };
+        OpenAIResponseDeleted: {
+            id: string;
+            /** @constant */
+            object: "response";
+            /** @constant */
+            deleted: true;
+        };
+        /** @description One event (`event: <type>` then this JSON on a `data:` line): `response.created`, `response.in_progress`, with `file_search` the search item’s `response.output_item.added`, `response.file_search_call.in_progress|searching|completed`, `response.output_item.done`; then the message’s `response.output_item.added`, `response.content_part.added`, `response.output_text.delta` and `response.output_text.annotation.added`, `response.output_text.done`, `response.content_part.done`, `response.output_item.done`, and `response.completed` (or `response.incomplete`). An upstream failure part-way: `error` then `response.failed`. No `data: [DONE]`. */
+        OpenAIResponseStreamEvent: {
+            type: string;
+            sequence_number: number;
+        } & {
+            [key: string]: unknown;
+        };
+        OpenAIVectorStore: {
+            id: string;
+            /** @constant */
+            object: "vector_store";
+            created_at: number;
+            name: string;
+            description: string | null;
+            /** @description The files’ bytes (OpenAI counts its index’s). */
+            usage_bytes: number;
+            file_counts: {
+                in_progress: number;
+                completed: number;
+                failed: number;
+                cancelled: number;
+                total: number;
+            };
+            /** @enum {string} */
+            status: "expired" | "in_progress" | "completed";
+            last_active_at: number | null;
+            metadata: {
+                [key: string]: string;
+            } | null;
+            expires_after?: {
+                /** @constant */
+                anchor: "last_active_at";
+                days: number;
+            };
+            expires_at: number | null;
+        };
+        OpenAIVectorStoreCreateRequest: {
+            name?: string;
+            description?: string;
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            expires_after?: {
+                /** @constant */
+                anchor: "last_active_at";
+                days: number;
+            };
+            file_ids?: string[];
+            chunking_strategy?: {
+                /** @constant */
+                type: "auto";
+            } | {
+                /** @constant */
+                type: "static";
+                static: {
+                    max_chunk_size_tokens: number;
+                    chunk_overlap_tokens: number;
+                };
+            };
+        };
+        OpenAIVectorStoreDeleted: {
+            id: string;
+            /** @constant */
+            object: "vector_store.deleted";
+            /** @constant */
+            deleted: true;
+        };
+        OpenAIVectorStoreFile: {
+            id: string;
+            /** @constant */
+            object: "vector_store.file";
+            created_at: number;
+            vector_store_id: string;
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "failed" | "cancelled";
+            usage_bytes: number;
+            last_error: {
+                /** @enum {string} */
+                code: "server_error" | "unsupported_file" | "invalid_file";
+                /** @description Our failure code, a colon, and its message. */
+                message: string;
+            } | null;
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
+            /** @description `auto` is answered as its sizes (800 and 400). */
+            chunking_strategy: {
+                /** @constant */
+                type: "static";
+                static: {
+                    max_chunk_size_tokens: number;
+                    chunk_overlap_tokens: number;
+                };
+            };
+        };
+        OpenAIVectorStoreFileBatch: {
+            id: string;
+            /** @constant */
+            object: "vector_store.files_batch";
+            created_at: number;
+            vector_store_id: string;
+            /** @enum {string} */
+            status: "in_progress" | "completed" | "cancelled" | "failed";
+            file_counts: {
+                in_progress: number;
+                completed: number;
+                failed: number;
+                cancelled: number;
+                total: number;
+            };
+        };
+        OpenAIVectorStoreFileBatchCreateRequest: {
+            file_ids?: string[];
+            files?: {
+                file_id: string;
+                attributes?: {
+                    [key: string]: string | number | boolean;
+                } | null;
+                chunking_strategy?: {
+                    /** @constant */
+                    type: "auto";
+                } | {
+                    /** @constant */
+                    type: "static";
+                    static: {
+                        max_chunk_size_tokens: number;
+                        chunk_overlap_tokens: number;
+                    };
+                };
+            }[];
+            attributes?: {
+                [key: string]: string | number | boolean;
+            } | null;
+            chunking_strategy?: {
+                /** @constant */
+                type: "auto";
+            } | {
+                /** @constant */
+                type: "static";
+                static: {
+                    max_chunk_size_tokens: number;
+                    chunk_overlap_tokens: number;
+                };
+            };
+        };
+        OpenAIVectorStoreFileContent: {
+            /** @constant */
+            object: "vector_store.file_content.page";
+            data: {
+                /** @constant */
+                type: "text";
+                text: string;
+            }[];
+            /** @constant */
+            has_more: false;
+            next_page: null;
+        };
+        OpenAIVectorStoreFileCreateRequest: {
+            file_id: string;
+            attributes?: {
+                [key: string]: string | number | boolean;
+            } | null;
+            chunking_strategy?: {
+                /** @constant */
+                type: "auto";
+            } | {
+                /** @constant */
+                type: "static";
+                static: {
+                    max_chunk_size_tokens: number;
+                    chunk_overlap_tokens: number;
+                };
+            };
+        };
+        OpenAIVectorStoreFileDeleted: {
+            id: string;
+            /** @constant */
+            object: "vector_store.file.deleted";
+            /** @constant */
+            deleted: true;
+        };
+        OpenAIVectorStoreFileList: {
+            /** @constant */
+            object: "list";
+            data: {
+                id: string;
+                /** @constant */
+                object: "vector_store.file";
+                created_at: number;
+                vector_store_id: string;
+                /** @enum {string} */
+                status: "in_progress" | "completed" | "failed" | "cancelled";
+                usage_bytes: number;
+                last_error: {
+                    /** @enum {string} */
+                    code: "server_error" | "unsupported_file" | "invalid_file";
+                    /** @description Our failure code, a colon, and its message. */
+                    message: string;
+                } | null;
+                attributes: {
+                    [key: string]: string | number | boolean;
+                };
+                /** @description `auto` is answered as its sizes (800 and 400). */
+                chunking_strategy: {
+                    /** @constant */
+                    type: "static";
+                    static: {
+                        max_chunk_size_tokens: number;
+                        chunk_overlap_tokens: number;
+                    };
+                };
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        OpenAIVectorStoreFileUpdateRequest: {
+            attributes: {
+                [key: string]: string | number | boolean;
+            } | null;
+        };
+        OpenAIVectorStoreList: {
+            /** @constant */
+            object: "list";
+            data: {
+                id: string;
+                /** @constant */
+                object: "vector_store";
+                created_at: number;
+                name: string;
+                description: string | null;
+                /** @description The files’ bytes (OpenAI counts its index’s). */
+                usage_bytes: number;
+                file_counts: {
+                    in_progress: number;
+                    completed: number;
+                    failed: number;
+                    cancelled: number;
+                    total: number;
+                };
+                /** @enum {string} */
+                status: "expired" | "in_progress" | "completed";
+                last_active_at: number | null;
+                metadata: {
+                    [key: string]: string;
+                } | null;
+                expires_after?: {
+                    /** @constant */
+                    anchor: "last_active_at";
+                    days: number;
+                };
+                expires_at: number | null;
+            }[];
+            first_id: string | null;
+            last_id: string | null;
+            has_more: boolean;
+        };
+        OpenAIVectorStoreSearchPage: {
+            /** @constant */
+            object: "vector_store.search_results.page";
+            /** @description The queries as sent. */
+            search_query: string[];
+            data: components["schemas"]["OpenAIVectorStoreSearchResult"][];
+            /** @constant */
+            has_more: false;
+            next_page: null;
+        };
+        OpenAIVectorStoreSearchRequest: {
+            /** @description A query, or 1 to 5, each 1 to 8000 characters; each is searched and the results merged. */
+            query: string | string[];
+            /** @description A filter on the files' attributes: at most 8 levels deep and 64 comparisons. A file without the key never matches (`ne`, `nin` too); values of different types never match; strings order lexicographically. */
+            filters?: components["schemas"]["OpenAIComparisonFilter"] | components["schemas"]["OpenAICompoundFilter"];
+            /** @description 1 to 50; default 10. */
+            max_num_results?: number;
+            ranking_options?: {
+                /**
+                 * @description Accepted; no reranker runs.
+                 * @enum {string}
+                 */
+                ranker?: "none" | "auto" | "default-2024-11-15";
+                /** @description Results under this cosine similarity are dropped. */
+                score_threshold?: number;
+            };
+            /** @description Accepted; the query is never rewritten (`search_query` is the query as sent). */
+            rewrite_query?: boolean;
+        };
+        OpenAIVectorStoreSearchResult: {
+            /** @description The file (upload) the chunk came from; an item added as text: its item id. */
+            file_id: string;
+            filename: string;
+            /** @description The cosine similarity: higher is closer. */
+            score: number;
+            attributes: {
+                [key: string]: string | number | boolean;
+            } | null;
+            content: {
+                /** @constant */
+                type: "text";
+                text: string;
+            }[];
+            /** @description Beyond OpenAI: where the chunk is, as a collection query cites it. */
+            citation: {
+                collection_id: string;
+                item_id: string;
+                package_id: string;
+                chunk_id: string;
+                /** @description The place in the file: `page=12`, `heading=Install > Linux`, `line=10-42`, `t=00:12:05-00:13:10`. */
+                locator: string;
+            };
+        };
+        OpenAIVectorStoreUpdateRequest: {
+            name?: string | null;
+            metadata?: {
+                [key: string]: string;
+            } | null;
+            expires_after?: {
+                /** @constant */
+                anchor: "last_active_at";
+                days: number;
+            } | null;
         };
         Route: {
             /** @description The route id, sent as `model`. */
@@ -10094,6 +11042,6396 @@ export interface operations {
                             message: string;
                             /** @enum {string} */
                             type: "timeout_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    filesList: {
+        parameters: {
+            query?: {
+                /** @description A file id: the page starts after it (the previous page’s `last_id`). */
+                after?: string;
+                /** @description A file id: the page ends before it. */
+                before?: string;
+                /** @description 1 to 10,000 (default 20); a page holds at most 100, `has_more` tells. */
+                limit?: string;
+                /** @description By creation time; default `desc`. */
+                order?: "asc" | "desc";
+                /** @description Only files of this purpose. */
+                purpose?: string;
+            };
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of files. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "object": "file",
+                     *           "bytes": 183412,
+                     *           "created_at": 1796212800,
+                     *           "filename": "handbook.pdf",
+                     *           "purpose": "assistants",
+                     *           "status": "processed",
+                     *           "expires_at": 1796817600,
+                     *           "status_details": null
+                     *         }
+                     *       ],
+                     *       "first_id": "file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "last_id": "file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIFileList"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    filesCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+                /** @description Sent by the official SDKs: 1 or more on a retry (see above). */
+                "X-Stainless-Retry-Count"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The form: one file part and the fields, each at most once; any other field is `400 unsupported_field`. */
+        requestBody: {
+            content: {
+                "multipart/form-data": components["schemas"]["OpenAIFileCreateForm"];
+            };
+        };
+        responses: {
+            /** @description The file, `processed` (`uploaded` while a large file’s hash is still checked). */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "file",
+                     *       "bytes": 183412,
+                     *       "created_at": 1796212800,
+                     *       "filename": "handbook.pdf",
+                     *       "purpose": "assistants",
+                     *       "status": "processed",
+                     *       "expires_at": 1796817600,
+                     *       "status_details": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIFile"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_id_reused" | "operation_in_progress" | "upload_incomplete";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    filesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description The file id: `file-` and 32 hex characters for one made here, else the upload’s id (`/v1/uploads`). Unknown, expired, unfinished or another workspace’s: `404 upload_not_found`.
+                 * @example file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "file",
+                     *       "bytes": 183412,
+                     *       "created_at": 1796212800,
+                     *       "filename": "handbook.pdf",
+                     *       "purpose": "assistants",
+                     *       "status": "processed",
+                     *       "expires_at": 1796817600,
+                     *       "status_details": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIFile"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    filesDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The file id: `file-` and 32 hex characters for one made here, else the upload’s id (`/v1/uploads`). Unknown, expired, unfinished or another workspace’s: `404 upload_not_found`.
+                 * @example file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "file",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIFileDeleted"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_in_progress";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    filesContent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description The file id: `file-` and 32 hex characters for one made here, else the upload’s id (`/v1/uploads`). Unknown, expired, unfinished or another workspace’s: `404 upload_not_found`.
+                 * @example file-019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bytes. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description The file’s size in bytes. */
+                    "Content-Length": string;
+                    /** @description `attachment` with the filename, percent-encoded (`filename*=UTF-8''…`). */
+                    "Content-Disposition": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                    "*/*": string;
+                };
+            };
+            /** @description AWS, a file over the function’s answer limit: fetch it from `Location` (expires in 15 minutes). */
+            307: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description A presigned URL of the bytes in the store. */
+                    Location: string;
+                    /** @description `no-store`: the URL expires. */
+                    "Cache-Control": string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upload_incomplete";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresList: {
+        parameters: {
+            query?: {
+                after?: string;
+                before?: string;
+                /** @description 1 to 100, default 20. */
+                limit?: string;
+                order?: "asc" | "desc";
+            };
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of vector stores. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "object": "vector_store",
+                     *           "created_at": 1764547200,
+                     *           "name": "Handbook",
+                     *           "description": null,
+                     *           "usage_bytes": 48213,
+                     *           "file_counts": {
+                     *             "in_progress": 1,
+                     *             "completed": 2,
+                     *             "failed": 0,
+                     *             "cancelled": 0,
+                     *             "total": 3
+                     *           },
+                     *           "status": "in_progress",
+                     *           "last_active_at": 1764547260,
+                     *           "metadata": {
+                     *             "team": "ops"
+                     *           },
+                     *           "expires_after": {
+                     *             "anchor": "last_active_at",
+                     *             "days": 7
+                     *           },
+                     *           "expires_at": 1765152000
+                     *         }
+                     *       ],
+                     *       "first_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "last_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreList"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Handbook",
+                 *       "metadata": {
+                 *         "team": "ops"
+                 *       },
+                 *       "expires_after": {
+                 *         "anchor": "last_active_at",
+                 *         "days": 7
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIVectorStoreCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The vector store. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "vector_store",
+                     *       "created_at": 1764547200,
+                     *       "name": "Handbook",
+                     *       "description": null,
+                     *       "usage_bytes": 0,
+                     *       "file_counts": {
+                     *         "in_progress": 0,
+                     *         "completed": 0,
+                     *         "failed": 0,
+                     *         "cancelled": 0,
+                     *         "total": 0
+                     *       },
+                     *       "status": "completed",
+                     *       "last_active_at": 1764547260,
+                     *       "metadata": {
+                     *         "team": "ops"
+                     *       },
+                     *       "expires_after": {
+                     *         "anchor": "last_active_at",
+                     *         "days": 7
+                     *       },
+                     *       "expires_at": 1765152000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStore"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled" | "vector_database_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_id_reused" | "operation_in_progress" | "upload_incomplete" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The vector store. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "vector_store",
+                     *       "created_at": 1764547200,
+                     *       "name": "Handbook",
+                     *       "description": null,
+                     *       "usage_bytes": 48213,
+                     *       "file_counts": {
+                     *         "in_progress": 1,
+                     *         "completed": 2,
+                     *         "failed": 0,
+                     *         "cancelled": 0,
+                     *         "total": 3
+                     *       },
+                     *       "status": "in_progress",
+                     *       "last_active_at": 1764547260,
+                     *       "metadata": {
+                     *         "team": "ops"
+                     *       },
+                     *       "expires_after": {
+                     *         "anchor": "last_active_at",
+                     *         "days": 7
+                     *       },
+                     *       "expires_at": 1765152000
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStore"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Handbook 2",
+                 *       "expires_after": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIVectorStoreUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The vector store. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "vector_store",
+                     *       "created_at": 1764547200,
+                     *       "name": "Handbook 2",
+                     *       "description": null,
+                     *       "usage_bytes": 48213,
+                     *       "file_counts": {
+                     *         "in_progress": 1,
+                     *         "completed": 2,
+                     *         "failed": 0,
+                     *         "cancelled": 0,
+                     *         "total": 3
+                     *       },
+                     *       "status": "in_progress",
+                     *       "last_active_at": 1764547260,
+                     *       "metadata": {
+                     *         "team": "ops"
+                     *       },
+                     *       "expires_at": 1767139200
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStore"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "object": "vector_store.deleted",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreDeleted"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFilesList: {
+        parameters: {
+            query?: {
+                after?: string;
+                before?: string;
+                /** @description 1 to 100, default 20. */
+                limit?: string;
+                order?: "asc" | "desc";
+                filter?: "in_progress" | "completed" | "failed" | "cancelled";
+            };
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of files. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "object": "vector_store.file",
+                     *           "created_at": 1764547260,
+                     *           "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "status": "completed",
+                     *           "usage_bytes": 20511,
+                     *           "last_error": null,
+                     *           "attributes": {
+                     *             "lang": "en",
+                     *             "year": 2024
+                     *           },
+                     *           "chunking_strategy": {
+                     *             "type": "static",
+                     *             "static": {
+                     *               "max_chunk_size_tokens": 800,
+                     *               "chunk_overlap_tokens": 400
+                     *             }
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f1",
+                     *           "object": "vector_store.file",
+                     *           "created_at": 1764547260,
+                     *           "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "status": "failed",
+                     *           "usage_bytes": 20511,
+                     *           "last_error": {
+                     *             "code": "invalid_file",
+                     *             "message": "too_large: Reading the file went over the memory one item may use (1024 MiB, KNOWLEDGE_MAX_MEMORY_MB)."
+                     *           },
+                     *           "attributes": {
+                     *             "lang": "en",
+                     *             "year": 2024
+                     *           },
+                     *           "chunking_strategy": {
+                     *             "type": "static",
+                     *             "static": {
+                     *               "max_chunk_size_tokens": 800,
+                     *               "chunk_overlap_tokens": 400
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "last_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f1",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileList"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFilesCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                 *       "attributes": {
+                 *         "lang": "en",
+                 *         "year": 2024
+                 *       },
+                 *       "chunking_strategy": {
+                 *         "type": "static",
+                 *         "static": {
+                 *           "max_chunk_size_tokens": 400,
+                 *           "chunk_overlap_tokens": 100
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIVectorStoreFileCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The vector store file. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s). */
+                    "openai-poll-after-ms"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "object": "vector_store.file",
+                     *       "created_at": 1764547260,
+                     *       "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "status": "in_progress",
+                     *       "usage_bytes": 20511,
+                     *       "last_error": null,
+                     *       "attributes": {
+                     *         "lang": "en",
+                     *         "year": 2024
+                     *       },
+                     *       "chunking_strategy": {
+                     *         "type": "static",
+                     *         "static": {
+                     *           "max_chunk_size_tokens": 800,
+                     *           "chunk_overlap_tokens": 400
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFile"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upload_incomplete" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFilesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description The file’s id (an upload’s id).
+                 * @example file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The vector store file. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s). */
+                    "openai-poll-after-ms"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f1",
+                     *       "object": "vector_store.file",
+                     *       "created_at": 1764547260,
+                     *       "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "status": "failed",
+                     *       "usage_bytes": 20511,
+                     *       "last_error": {
+                     *         "code": "invalid_file",
+                     *         "message": "too_large: Reading the file went over the memory one item may use (1024 MiB, KNOWLEDGE_MAX_MEMORY_MB)."
+                     *       },
+                     *       "attributes": {
+                     *         "lang": "en",
+                     *         "year": 2024
+                     *       },
+                     *       "chunking_strategy": {
+                     *         "type": "static",
+                     *         "static": {
+                     *           "max_chunk_size_tokens": 800,
+                     *           "chunk_overlap_tokens": 400
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFile"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFilesUpdate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description The file’s id (an upload’s id).
+                 * @example file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "attributes": {
+                 *         "lang": "fr"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIVectorStoreFileUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The vector store file. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "object": "vector_store.file",
+                     *       "created_at": 1764547260,
+                     *       "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "status": "completed",
+                     *       "usage_bytes": 20511,
+                     *       "last_error": null,
+                     *       "attributes": {
+                     *         "lang": "fr"
+                     *       },
+                     *       "chunking_strategy": {
+                     *         "type": "static",
+                     *         "static": {
+                     *           "max_chunk_size_tokens": 800,
+                     *           "chunk_overlap_tokens": 400
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFile"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFilesDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description The file’s id (an upload’s id).
+                 * @example file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "object": "vector_store.file.deleted",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileDeleted"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFilesContent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description The file’s id (an upload’s id).
+                 * @example file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                file_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page, never more. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "vector_store.file_content.page",
+                     *       "data": [
+                     *         {
+                     *           "type": "text",
+                     *           "text": "Page two explains the volcanic geology of the island in detail."
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_page": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileContent"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFileBatchesCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file_ids": [
+                 *         "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                 *         "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f1"
+                 *       ],
+                 *       "attributes": {
+                 *         "lang": "en"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIVectorStoreFileBatchCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The batch. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s). */
+                    "openai-poll-after-ms"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "object": "vector_store.files_batch",
+                     *       "created_at": 1764547300,
+                     *       "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "status": "in_progress",
+                     *       "file_counts": {
+                     *         "in_progress": 1,
+                     *         "completed": 1,
+                     *         "failed": 0,
+                     *         "cancelled": 0,
+                     *         "total": 2
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileBatch"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "upload_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_id_reused" | "operation_in_progress" | "upload_incomplete" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFileBatchesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description `vsfb_` and 32 hex characters.
+                 * @example vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s). */
+                    "openai-poll-after-ms"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "object": "vector_store.files_batch",
+                     *       "created_at": 1764547300,
+                     *       "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "status": "in_progress",
+                     *       "file_counts": {
+                     *         "in_progress": 1,
+                     *         "completed": 1,
+                     *         "failed": 0,
+                     *         "cancelled": 0,
+                     *         "total": 2
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileBatch"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFileBatchesCancel: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description `vsfb_` and 32 hex characters.
+                 * @example vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The batch. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description While in progress: the SDK’s poll helpers wait this many milliseconds before the next read (else 5 s). */
+                    "openai-poll-after-ms"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "object": "vector_store.files_batch",
+                     *       "created_at": 1764547300,
+                     *       "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *       "status": "cancelled",
+                     *       "file_counts": {
+                     *         "in_progress": 0,
+                     *         "completed": 1,
+                     *         "failed": 0,
+                     *         "cancelled": 1,
+                     *         "total": 2
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileBatch"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresFileBatchesFiles: {
+        parameters: {
+            query?: {
+                after?: string;
+                before?: string;
+                /** @description 1 to 100, default 20. */
+                limit?: string;
+                order?: "asc" | "desc";
+                filter?: "in_progress" | "completed" | "failed" | "cancelled";
+            };
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex. Another workspace’s, another mode’s or an unknown one: `404 collection_not_found`.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+                /**
+                 * @description `vsfb_` and 32 hex characters.
+                 * @example vsfb_019ac5c3a4b1c0d2e3f4a5b6c7d8e9f0
+                 */
+                batch_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of files. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "list",
+                     *       "data": [
+                     *         {
+                     *           "id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "object": "vector_store.file",
+                     *           "created_at": 1764547260,
+                     *           "vector_store_id": "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "status": "completed",
+                     *           "usage_bytes": 20511,
+                     *           "last_error": null,
+                     *           "attributes": {
+                     *             "lang": "en",
+                     *             "year": 2024
+                     *           },
+                     *           "chunking_strategy": {
+                     *             "type": "static",
+                     *             "static": {
+                     *               "max_chunk_size_tokens": 800,
+                     *               "chunk_overlap_tokens": 400
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "first_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "last_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *       "has_more": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreFileList"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found" | "item_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    vectorStoresSearch: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `vs_` (or `col_`) and 32 lowercase hex characters: the `cloud` collection of the same hex.
+                 * @example vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13
+                 */
+                vector_store_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "query": "volcanic geology",
+                 *       "max_num_results": 5,
+                 *       "filters": {
+                 *         "type": "and",
+                 *         "filters": [
+                 *           {
+                 *             "type": "eq",
+                 *             "key": "lang",
+                 *             "value": "en"
+                 *           },
+                 *           {
+                 *             "type": "gte",
+                 *             "key": "year",
+                 *             "value": 2020
+                 *           }
+                 *         ]
+                 *       },
+                 *       "ranking_options": {
+                 *         "score_threshold": 0.2
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIVectorStoreSearchRequest"];
+            };
+        };
+        responses: {
+            /** @description OpenAI’s search page, best first; never more pages. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description `true` when this is the answer kept for the same `Idempotency-Key`, replayed. */
+                    "x-idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "vector_store.search_results.page",
+                     *       "search_query": [
+                     *         "volcanic geology"
+                     *       ],
+                     *       "data": [
+                     *         {
+                     *           "file_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "filename": "island.pdf",
+                     *           "score": 0.82,
+                     *           "attributes": {
+                     *             "lang": "en",
+                     *             "year": 2024
+                     *           },
+                     *           "content": [
+                     *             {
+                     *               "type": "text",
+                     *               "text": "Page two explains the volcanic geology of the island in detail."
+                     *             }
+                     *           ],
+                     *           "citation": {
+                     *             "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *             "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *             "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *             "chunk_id": "chk_000002",
+                     *             "locator": "page=2"
+                     *           }
+                     *         }
+                     *       ],
+                     *       "has_more": false,
+                     *       "next_page": null
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIVectorStoreSearchPage"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_body" | "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_id_reused" | "operation_in_progress" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "budget_exhausted" | "concurrency_limited" | "quota_exceeded" | "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The upstream model answered with an error. */
+            502: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upstream_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "route_unavailable" | "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The upstream did not answer in time. */
+            504: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "timeout_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "timeout_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    responsesCreate: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "model": "chat",
+                 *       "input": "What is the island made of?",
+                 *       "tools": [
+                 *         {
+                 *           "type": "file_search",
+                 *           "vector_store_ids": [
+                 *             "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13"
+                 *           ],
+                 *           "max_num_results": 5
+                 *         }
+                 *       ],
+                 *       "include": [
+                 *         "file_search_call.results"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["OpenAIResponseCreateRequest"];
+            };
+        };
+        responses: {
+            /** @description The response (`stream` absent or false), or with `stream: true` OpenAI’s named server-sent events (`event: <type>` and a `data:` line each, `sequence_number` from 0, no `data: [DONE]`), ending `response.completed`; an upstream failure part-way is an `error` event then `response.failed`. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description `true` when this is the answer kept for the same `Idempotency-Key`, replayed. */
+                    "x-idempotent-replay"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "resp_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c2",
+                     *       "object": "response",
+                     *       "created_at": 1796212800,
+                     *       "status": "completed",
+                     *       "error": null,
+                     *       "incomplete_details": null,
+                     *       "instructions": null,
+                     *       "metadata": null,
+                     *       "model": "chat",
+                     *       "output": [
+                     *         {
+                     *           "id": "fs_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c3",
+                     *           "type": "file_search_call",
+                     *           "status": "completed",
+                     *           "queries": [
+                     *             "What is the island made of?"
+                     *           ],
+                     *           "results": null
+                     *         },
+                     *         {
+                     *           "id": "msg_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c4",
+                     *           "type": "message",
+                     *           "role": "assistant",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "output_text",
+                     *               "text": "The island is volcanic.",
+                     *               "annotations": [
+                     *                 {
+                     *                   "type": "file_citation",
+                     *                   "file_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *                   "filename": "island.pdf",
+                     *                   "index": 22,
+                     *                   "citation": {
+                     *                     "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *                     "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *                     "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *                     "chunk_id": "chk_000002",
+                     *                     "locator": "page=2"
+                     *                   }
+                     *                 }
+                     *               ],
+                     *               "logprobs": []
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "parallel_tool_calls": true,
+                     *       "temperature": null,
+                     *       "tool_choice": "auto",
+                     *       "tools": [
+                     *         {
+                     *           "type": "file_search",
+                     *           "vector_store_ids": [
+                     *             "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "top_p": null,
+                     *       "max_output_tokens": null,
+                     *       "previous_response_id": null,
+                     *       "store": true,
+                     *       "text": {
+                     *         "format": {
+                     *           "type": "text"
+                     *         }
+                     *       },
+                     *       "truncation": "disabled",
+                     *       "usage": {
+                     *         "input_tokens": 211,
+                     *         "input_tokens_details": {
+                     *           "cached_tokens": 0
+                     *         },
+                     *         "output_tokens": 9,
+                     *         "output_tokens_details": {
+                     *           "reasoning_tokens": 0
+                     *         },
+                     *         "total_tokens": 220
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                    /**
+                     * @example {
+                     *       "type": "response.output_text.annotation.added",
+                     *       "sequence_number": 9,
+                     *       "item_id": "msg_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c4",
+                     *       "output_index": 1,
+                     *       "content_index": 0,
+                     *       "annotation_index": 0,
+                     *       "annotation": {
+                     *         "type": "file_citation",
+                     *         "file_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *         "filename": "island.pdf",
+                     *         "index": 22,
+                     *         "citation": {
+                     *           "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *           "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *           "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *           "chunk_id": "chk_000002",
+                     *           "locator": "page=2"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "text/event-stream": components["schemas"]["OpenAIResponseStreamEvent"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "input_too_large" | "invalid_body" | "invalid_messages" | "invalid_operation_id" | "model_not_allowed" | "unsupported_field" | "unsupported_field_for_route";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "collections_disabled" | "field_not_allowed" | "key_disabled" | "organization_disabled" | "route_forbidden";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description A conflict with the resource’s state. */
+            409: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "operation_id_reused" | "operation_in_progress" | "vector_database_deleting" | "vector_database_not_created";
+                            message: string;
+                            /** @enum {string} */
+                            type: "conflict_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Gone. */
+            410: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "collection_expired";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The body is too large. */
+            413: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description Too many calls, or a quota or budget spent: retry after Retry-After seconds where it is sent. */
+            429: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "budget_exhausted" | "concurrency_limited" | "quota_exceeded" | "rate_limited";
+                            message: string;
+                            /** @enum {string} */
+                            type: "rate_limit_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The upstream model answered with an error. */
+            502: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "upstream_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "route_unavailable" | "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The upstream did not answer in time. */
+            504: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "timeout_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "timeout_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    responsesGet: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The operation id (8 to 128 letters, digits, `_`, `-`), optional on reads: echoed in `x-operation-id` (one is made up without it); a malformed one is `400 invalid_operation_id`. */
+                "X-Operation-Id"?: string;
+            };
+            path: {
+                /**
+                 * @description `resp_` and 32 hex characters. Unknown, expired (24 hours), deleted, `store: false`, or another application’s or organization’s: `404 response_not_found`.
+                 * @example resp_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c2
+                 */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The stored response. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "resp_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c2",
+                     *       "object": "response",
+                     *       "created_at": 1796212800,
+                     *       "status": "completed",
+                     *       "error": null,
+                     *       "incomplete_details": null,
+                     *       "instructions": null,
+                     *       "metadata": null,
+                     *       "model": "chat",
+                     *       "output": [
+                     *         {
+                     *           "id": "fs_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c3",
+                     *           "type": "file_search_call",
+                     *           "status": "completed",
+                     *           "queries": [
+                     *             "What is the island made of?"
+                     *           ],
+                     *           "results": null
+                     *         },
+                     *         {
+                     *           "id": "msg_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c4",
+                     *           "type": "message",
+                     *           "role": "assistant",
+                     *           "status": "completed",
+                     *           "content": [
+                     *             {
+                     *               "type": "output_text",
+                     *               "text": "The island is volcanic.",
+                     *               "annotations": [
+                     *                 {
+                     *                   "type": "file_citation",
+                     *                   "file_id": "file-019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *                   "filename": "island.pdf",
+                     *                   "index": 22,
+                     *                   "citation": {
+                     *                     "collection_id": "col_019ac5c1f2a3e1d0c4b7a99e5f0c2d13",
+                     *                     "item_id": "itm_019ac5c2a4b1c0d2e3f4a5b6c7d8e9f0",
+                     *                     "package_id": "pkg_019ac5c2b0e1f2a3b4c5d6e7f8091a2b",
+                     *                     "chunk_id": "chk_000002",
+                     *                     "locator": "page=2"
+                     *                   }
+                     *                 }
+                     *               ],
+                     *               "logprobs": []
+                     *             }
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "parallel_tool_calls": true,
+                     *       "temperature": null,
+                     *       "tool_choice": "auto",
+                     *       "tools": [
+                     *         {
+                     *           "type": "file_search",
+                     *           "vector_store_ids": [
+                     *             "vs_019ac5c1f2a3e1d0c4b7a99e5f0c2d13"
+                     *           ]
+                     *         }
+                     *       ],
+                     *       "top_p": null,
+                     *       "max_output_tokens": null,
+                     *       "previous_response_id": null,
+                     *       "store": true,
+                     *       "text": {
+                     *         "format": {
+                     *           "type": "text"
+                     *         }
+                     *       },
+                     *       "truncation": "disabled",
+                     *       "usage": {
+                     *         "input_tokens": 211,
+                     *         "input_tokens_details": {
+                     *           "cached_tokens": 0
+                     *         },
+                     *         "output_tokens": 9,
+                     *         "output_tokens_details": {
+                     *           "reasoning_tokens": 0
+                     *         },
+                     *         "total_tokens": 220
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIResponse"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "response_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+        };
+    };
+    responsesDelete: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Optional here (an OpenAI compatibility route: the SDK sends none); when sent, as `Idempotency-Key`. */
+                "X-Operation-Id"?: string;
+                /** @description Optional: the operation id (8 to 128 letters, digits, `_`, `-`). A retry with the same key gets the kept answer for 24 hours (a file: the same file); the same key with another request is `409 operation_id_reused`. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description `resp_` and 32 hex characters. Unknown, expired (24 hours), deleted, `store: false`, or another application’s or organization’s: `404 response_not_found`.
+                 * @example resp_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c2
+                 */
+                response_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            200: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "resp_019ac5c3d1e2f3a4b5c6d7e8f9a0b1c2",
+                     *       "object": "response",
+                     *       "deleted": true
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OpenAIResponseDeleted"];
+                };
+            };
+            /** @description The request is malformed or invalid. */
+            400: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_operation_id" | "unsupported_field";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No credential, or one that is malformed, unknown or expired (identical whether or not the path exists). */
+            401: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "invalid_credentials" | "missing_credentials";
+                            message: string;
+                            /** @enum {string} */
+                            type: "authentication_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The credential may not do this, or a feature is off. */
+            403: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "capability_not_enabled" | "key_disabled" | "organization_disabled";
+                            message: string;
+                            /** @enum {string} */
+                            type: "permission_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description No such resource. */
+            404: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "response_not_found";
+                            message: string;
+                            /** @enum {string} */
+                            type: "not_found_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The request line and headers are over 16 KB (a long cursor included). */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "request_header_fields_too_large";
+                            message: string;
+                            /** @enum {string} */
+                            type: "invalid_request_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service failed to answer (never with detail); retry later. */
+            500: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "internal_error";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
+                            /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
+                            param: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description The service or the route is briefly unavailable; retry after Retry-After seconds where it is sent. */
+            503: {
+                headers: {
+                    /** @description The id of this request in the platform’s logs and activity records. */
+                    "X-Request-Id": string;
+                    /** @description The operation id: the one sent, or one made up. */
+                    "X-Operation-Id": string;
+                    /** @description Seconds before a retry may succeed, where known. */
+                    "Retry-After"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        error: {
+                            /** @enum {string} */
+                            code: "service_unavailable";
+                            message: string;
+                            /** @enum {string} */
+                            type: "api_error";
                             /** @description The offending field, parameter or header, dotted (`ops.0.id`), when there is one. */
                             param: string | null;
                         };
