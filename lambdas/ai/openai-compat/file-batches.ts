@@ -103,7 +103,7 @@ async function readBatch(engine: Engine, s: Scope, batchId: string): Promise<Bat
 }
 
 const specOf = (batch: BatchRecord, fileId: string): AttachFile => {
-  const spec = batch.specs[fileId];
+  const spec = Object.hasOwn(batch.specs, fileId) ? batch.specs[fileId] : undefined;
   return { fileId, attributes: spec?.attributes ?? null, ...(spec?.chunking ? { chunking: spec.chunking } : {}) };
 };
 
@@ -182,7 +182,8 @@ export async function createFileBatch(engine: Engine, principal: Principal, stor
       return !m || !fileView(s.collectionId, m.record, m.item);
     }),
   );
-  const specs: BatchRecord['specs'] = {};
+  // Keyed by file id, which may be any upload id (`__proto__` too): no prototype to assign through.
+  const specs: BatchRecord['specs'] = Object.create(null) as BatchRecord['specs'];
   for (const f of request.files) if (f.attributes || f.chunking) specs[f.fileId] = { attributes: f.attributes, ...(f.chunking ? { chunking: f.chunking } : {}) };
   const specsText = mapText(specs as unknown as Attributes);
   if (specsText.length + fileIds.join('').length > MAX_RECORD_CHARS) throw new PlatformError('invalid_body', 'This batch\'s files and attributes are too large for one batch; send them in smaller batches.', 'files');

@@ -13,6 +13,7 @@ import { parseFilters, type AttributeFilter } from './filters.js';
 import { DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS } from './search.js';
 import { collectionIdOf } from './ids.js';
 import { metadataSchema } from './http.js';
+import { parseMetadata } from './attributes.js';
 
 /** Input items a request may hold (OpenAI sets no number; a conversation longer than this is sent by `previous_response_id`). */
 export const MAX_INPUT_ITEMS = 1000;
@@ -128,6 +129,8 @@ export function readResponsesRequest(body: unknown): ReadRequest {
     });
   }
   const request = parseBody(responsesRequestSchema(), body, { unknownField: 'unsupported_field' });
+  // The schema's record drops a key named `__proto__`: metadata is read again by hand, its keys data only.
+  if (isObject(body) && isObject(body.metadata)) request.metadata = parseMetadata(body.metadata);
   const input = typeof request.input === 'string' ? [{ role: 'user' as const, content: request.input }] : readItems(request.input);
   const tool = request.tools?.[0];
   if (request.tool_choice === 'required' && !tool) throw invalid('tool_choice', '`tool_choice: required` needs a file_search tool.');
