@@ -274,23 +274,6 @@ describe('interleavings', () => {
     const content = Buffer.from(await (await client.files.content(file.id)).arrayBuffer()).toString();
     expect(content).toBe(`body number ${file.filename.match(/\d+/)![0]}`);
   });
-
-  it.skip('an Idempotency-Key used on /v1/responses is not taken again by /v1/files or /v1/vector_stores (409), and the other way round', async () => {
-    const key = `cross-route-${Date.now()}`;
-    expect((await json('POST', '/v1/responses', { input: 'hi' }, { 'idempotency-key': key })).status).toBe(200);
-    const fd = new FormData();
-    fd.append('purpose', 'assistants');
-    fd.append('file', new Blob([Buffer.from('cross route')]), 'cross.txt');
-    expectError(await raw('POST', '/v1/files', fd as any, { 'idempotency-key': key }), 409, 'operation_id_reused');
-    expectError(await json('POST', '/v1/vector_stores', { name: 'cross' }, { 'idempotency-key': key }), 409, 'operation_id_reused');
-
-    const key2 = `cross-route-files-${Date.now()}`;
-    const fd2 = new FormData();
-    fd2.append('purpose', 'assistants');
-    fd2.append('file', new Blob([Buffer.from('cross route 2')]), 'cross2.txt');
-    expect((await raw('POST', '/v1/files', fd2 as any, { 'idempotency-key': key2 })).status).toBe(200);
-    expectError(await json('POST', '/v1/vector_stores', { name: 'cross2' }, { 'idempotency-key': key2 }), 409, 'operation_id_reused');
-  });
 });
 
 describe('numbers and query strings at their edges', () => {
@@ -504,4 +487,61 @@ describe('a streamed response whose client hangs up', () => {
     expect(streamed.status).toBe(200);
     expect(String(streamed.body)).toMatch(/event: response\.completed/);
   });
+});
+
+describe('npm start killed with SIGKILL mid files.create', () => {
+  it('leaves no spool behind once it serves again, no half file, and the keyed retry makes the file once', async () => {
+    const { mkdtempSync, readFileSync, readdirSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { request } = await import('node:http');
+    const { crashLocalProcess, startLocalProcess } = await import('../helpers/local-process.js');
+    const dataDir = mkdtempSync(join(tmpdir(), 'openai-files-crash-'));
+    // The child's own temporary directory: its spool directory is ours to look into.
+    const tmp = mkdtempSync(join(tmpdir(), 'openai-files-crash-tmp-'));
+    const spoolDir = join(tmp, 'openai-file-spool');
+    const spoolFiles = () => {
+      try {
+        return readdirSync(spoolDir);
+      } catch {
+        return [];
+      }
+    };
+    let server = await startLocalProcess({ DATA_DIR: dataDir, TMPDIR: tmp });
+    try {
+      const { secret_key: key } = JSON.parse(readFileSync(join(dataDir, 'credentials.json'), 'utf8'));
+      const idemKey = `crash-${Date.now()}`;
+      const MiB = 1024 * 1024;
+      const size = 24 * MiB;
+      const bytes = Buffer.alloc(size, 'k');
+      const Bd = 'crashboundary';
+      const head = Buffer.from(`--${Bd}\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nassistants\r\n--${Bd}\r\nContent-Disposition: form-data; name="file"; filename="crash.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+      // Half the file sent, then the server is killed while it spools.
+      const url = new URL(`${server.urls.ai}/v1/files`);
+      const req = request({ host: url.hostname, port: url.port, path: url.pathname, method: 'POST', headers: { authorization: `Bearer ${key}`, 'idempotency-key': idemKey, 'content-type': `multipart/form-data; boundary=${Bd}`, 'transfer-encoding': 'chunked' } });
+      req.on('error', () => {});
+      req.write(head);
+      for (let sent = 0; sent < size / 2; sent += MiB) req.write(bytes.subarray(sent, sent + MiB));
+      for (let i = 0; i < 200 && spoolFiles().length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+      expect(spoolFiles()).toHaveLength(1);
+      await crashLocalProcess(server);
+      req.destroy();
+      expect(spoolFiles()).toHaveLength(1);
+
+      server = await startLocalProcess({ DATA_DIR: dataDir, TMPDIR: tmp });
+      const sdk = new OpenAI({ apiKey: key, baseURL: `${server.urls.ai}/v1`, organization: null, project: null, maxRetries: 0 });
+      expect((await sdk.files.list()).data).toEqual([]);
+      // The retry, whole, with the same key: one file, and the dead process's spool is gone.
+      const file = await sdk.files.create({ file: await toFile(bytes, 'crash.bin'), purpose: 'assistants' }, { headers: { 'Idempotency-Key': idemKey } });
+      expect(file.bytes).toBe(size);
+      expect(spoolFiles()).toEqual([]);
+      expect((await sdk.files.list()).data.map((f) => f.id)).toEqual([file.id]);
+      const again = await sdk.files.create({ file: await toFile(bytes, 'crash.bin'), purpose: 'assistants' }, { headers: { 'Idempotency-Key': idemKey } });
+      expect(again.id).toBe(file.id);
+    } finally {
+      await crashLocalProcess(server);
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

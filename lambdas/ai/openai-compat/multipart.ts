@@ -7,7 +7,7 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -28,6 +28,33 @@ const BOUNDARY = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;"]{1,70}))\s*(?:;|$)/i;
 const IDENTITY_ENCODINGS = new Set(['7bit', '8bit', 'binary']);
 
 let spooling = 0;
+let swept: Promise<void> | undefined;
+
+/** Whether process `pid` runs (one we may not signal runs too). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * A process killed mid-form (SIGKILL, out of memory) leaves its spool file, up to 512 MiB, that no
+ * request will remove: once per process, before its first spool, the files of processes no longer
+ * running go, and those named by this pid (a restarted runtime may get its pid again; this process
+ * has made none yet). A pid reused by an unrelated process keeps its files until that one ends.
+ */
+async function sweepDeadSpools(): Promise<void> {
+  const names = await readdir(SPOOL_DIR).catch(() => [] as string[]);
+  await Promise.all(
+    names.map(async (name) => {
+      const pid = Number(/^(\d+)-/.exec(name)?.[1]);
+      if (Number.isSafeInteger(pid) && pid > 0 && (pid === process.pid || !alive(pid))) await rm(join(SPOOL_DIR, name), { force: true });
+    }),
+  );
+}
 
 /** The form's file part, on disk: remove() once it is stored (idempotent). */
 export interface SpooledFile {
@@ -71,6 +98,8 @@ export async function parseFileForm(body: Readable, contentType: string | undefi
   if (!/^multipart\/form-data\s*;/i.test(type) || !BOUNDARY.test(type)) {
     throw invalid('Send the body as multipart/form-data with a boundary of 1 to 70 characters (the SDK’s files.create does).');
   }
+  // Never fails a request: a file it cannot remove stays for the next process to try.
+  await (swept ??= sweepDeadSpools().catch(() => {}));
   if (spooling >= MAX_SPOOLS) {
     throw new PlatformError('rate_limited', `This server is storing ${MAX_SPOOLS} files sent in one request already; retry shortly, or send large files through /v1/uploads.`, { retryAfterSeconds: 5 });
   }
