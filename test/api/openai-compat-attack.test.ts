@@ -200,6 +200,16 @@ describe('interleavings', () => {
     expect(await w.p.engine.kv.get(vectorStoreKey(org, ws, col))).toBeUndefined();
   });
 
+  it('a store deleted twice at once, and while its file is deleted: 200 and 404, never a 500', async () => {
+    const vs = await client.vectorStores.create({ name: 'twice' });
+    const f = await note('twice.txt');
+    await client.vectorStores.files.create(vs.id, { file_id: f });
+    const answers = await Promise.all([json('DELETE', `/v1/vector_stores/${vs.id}`), json('DELETE', `/v1/vector_stores/${vs.id}`), json('DELETE', `/v1/vector_stores/${vs.id}/files/${f}`)]);
+    expect(answers.filter((r) => r.status === 200 && r.body.object === 'vector_store.deleted').length, JSON.stringify(answers.map((r) => r.body))).toBeGreaterThanOrEqual(1);
+    for (const r of answers) if (r.status !== 200) expect([404, 409], JSON.stringify(r.body)).toContain(r.status);
+    expectError(await json('GET', `/v1/vector_stores/${vs.id}`), 404, 'collection_not_found');
+  });
+
   it('a file deleted while it is being attached: attached whole or refused 404, never half', async () => {
     const vs = await client.vectorStores.create({ name: 'attach vs delete' });
     const f = await note('attach-race.txt');
@@ -456,13 +466,14 @@ describe('multipart edges', () => {
 describe('a streamed response whose client hangs up', () => {
   it('closes the upstream stream (aborted counted), answers the next call, and keeps no half response', async () => {
     const before = w.upstream.aborted;
+    const goneKey = `gone-${Date.now()}`;
     let release!: () => void;
     w.upstream.behavior = { ...w.upstream.behavior, chunks: Array.from({ length: 40 }, (_, i) => `w${i} `), chunkDelayMs: 30, holdLast: new Promise<void>((r) => (release = r)) };
     try {
       const ac = new AbortController();
       const res = await fetch(`${w.p.urls.ai}/v1/responses`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${w.p.credentials.secret_key}`, 'content-type': 'application/json', 'idempotency-key': `gone-${Date.now()}` },
+        headers: { authorization: `Bearer ${w.p.credentials.secret_key}`, 'content-type': 'application/json', 'idempotency-key': goneKey },
         body: JSON.stringify({ input: 'tell me a long story', stream: true }),
         signal: ac.signal,
       });
@@ -483,6 +494,9 @@ describe('a streamed response whose client hangs up', () => {
     }
     const next = await json('POST', '/v1/responses', { input: 'and now briefly' });
     expect([next.status, next.body.status]).toEqual([200, 'completed']);
+    // The key the broken stream held is let go: the call sent again with it is answered, not 409 for its hold.
+    const retried = await json('POST', '/v1/responses', { input: 'tell me a long story' }, { 'idempotency-key': goneKey });
+    expect([retried.status, retried.body.status], JSON.stringify(retried.body)).toEqual([200, 'completed']);
     const streamed = await raw('POST', '/v1/responses', JSON.stringify({ input: 'streamed again', stream: true }));
     expect(streamed.status).toBe(200);
     expect(String(streamed.body)).toMatch(/event: response\.completed/);

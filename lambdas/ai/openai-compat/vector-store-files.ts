@@ -123,11 +123,19 @@ export async function scopeOf(engine: Engine, principal: Principal, storeId: str
 const fileNotFound = (fileId: string, collectionId: string) =>
   new PlatformError('item_not_found', `No file ${JSON.stringify(fileId.slice(0, 140))} in vector store ${vectorStoreId(collectionId)}.`, 'file_id');
 
+/**
+ * A file id's shape: an upload id's (8 to 128 letters, digits, `_`, `-`; lambdas/knowledge/uploads.ts).
+ * Another string (a path's id of 1,100 characters) names no member and is never part of a key read:
+ * DynamoDB refuses a sort key over 1,024 bytes, which would be a 500 on AWS.
+ */
+const FILE_ID = /^[A-Za-z0-9_-]{8,128}$/;
+
 /** A member's record and item by file id: [lookup, record, item] (each undefined when absent). */
 export async function readMembers(engine: Engine, s: Omit<Scope, 'collection'>, fileIds: string[]): Promise<Map<string, { record: KvItem; item: Item | undefined }>> {
   const out = new Map<string, { record: KvItem; item: Item | undefined }>();
-  for (let i = 0; i < fileIds.length; i += 100) {
-    const ids = fileIds.slice(i, i + 100);
+  const wellFormed = fileIds.filter((f) => FILE_ID.test(f));
+  for (let i = 0; i < wellFormed.length; i += 100) {
+    const ids = wellFormed.slice(i, i + 100);
     const lookups = await engine.kv.getMany(ids.map((f) => vectorStoreFileByFileKey(s.org, s.workspace, s.collectionId, f)));
     const itemIds = lookups.map((l) => (l ? String(l.item_id) : undefined));
     const present = itemIds.filter((x): x is string => x !== undefined);
@@ -226,7 +234,7 @@ export async function getStoreFile(engine: Engine, principal: Principal, storeId
 
 /** The item id a file id's listing position is (an `after`/`before` cursor); an id of no file of the store is `400`. */
 async function positionOf(engine: Engine, s: Omit<Scope, 'collection'>, fileId: string, param: string): Promise<string> {
-  const lookup = await engine.kv.get(vectorStoreFileByFileKey(s.org, s.workspace, s.collectionId, fileId));
+  const lookup = FILE_ID.test(fileId) ? await engine.kv.get(vectorStoreFileByFileKey(s.org, s.workspace, s.collectionId, fileId)) : undefined;
   if (!lookup) throw new PlatformError('invalid_body', `\`${param}\` must be the id of a file of this vector store.`, param);
   return String(lookup.item_id);
 }
