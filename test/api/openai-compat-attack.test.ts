@@ -210,6 +210,32 @@ describe('interleavings', () => {
     expectError(await json('GET', `/v1/vector_stores/${vs.id}`), 404, 'collection_not_found');
   });
 
+  it('a store made with file_ids while one of them is deleted: the store with its files, or an error and no store left half made', async () => {
+    const files = await Promise.all(Array.from({ length: 8 }, (_, i) => note(`made-with-${i}.txt`)));
+    const names = async () => (await client.vectorStores.list({ limit: 100 })).data.map((s) => s.id);
+    for (let round = 0; round < 4; round++) {
+      const target = files[files.length - 1 - round];
+      const before = await names();
+      const [made, del] = await Promise.all([
+        json('POST', '/v1/vector_stores', { name: `made-with-${round}`, file_ids: files.slice(0, files.length - round) }),
+        (async () => {
+          await new Promise((r) => setTimeout(r, 5 + round * 10));
+          return json('DELETE', `/v1/files/${target}`);
+        })(),
+      ]);
+      expect(del.status).toBe(200);
+      const after = await names();
+      if (made.status === 200) {
+        expect(after).toContain(made.body.id);
+        expect(made.body.file_counts.total).toBe(files.length - round);
+      } else {
+        expectError(made, 404, 'upload_not_found');
+        // The caller got no store id: no store of this call may be left behind.
+        expect(after.filter((id) => !before.includes(id)), `round ${round}`).toEqual([]);
+      }
+    }
+  });
+
   it('a file deleted while it is being attached: attached whole or refused 404, never half', async () => {
     const vs = await client.vectorStores.create({ name: 'attach vs delete' });
     const f = await note('attach-race.txt');

@@ -14,6 +14,7 @@ import { createCollection, deleteCollection, EXPIRED_ANSWER_SECONDS, MAX_NAME_CH
 import { queuedItemsKey } from '../../knowledge/collection-keys.js';
 import { queueFull } from '../../knowledge/collection-records.js';
 import { PlatformError } from '../../shared/errors.js';
+import { log } from '../../shared/log.js';
 import { settings } from '../../shared/settings.js';
 import { onFirstUse } from '../../shared/validate.js';
 import { mapOf, mapText, parseMetadata } from './attributes.js';
@@ -229,7 +230,16 @@ export async function createVectorStore(
       },
     ],
   });
-  if (request.fileIds.length) await attach(view.id, request.fileIds);
+  if (request.fileIds.length) {
+    try {
+      await attach(view.id, request.fileIds);
+    } catch (error) {
+      // A file deleted, or the organization's queue filled, since the checks: the caller gets the error
+      // and no store id, so no store is left half made (a retry would make another).
+      await deleteVectorStore(engine, principal, view.id).catch((cleanup) => log.warn('vector store left after a failed create', { collection: view.id, error: String(cleanup) }));
+      throw error;
+    }
+  }
   return getVectorStore(engine, principal, view.id);
 }
 
