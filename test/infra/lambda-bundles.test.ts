@@ -252,6 +252,23 @@ const AUTHENTICATED: Record<string, { params?: Record<string, string>; body?: un
   'ai.collections.query': { answer: { status: 404, code: 'collection_not_found' } },
   'ai.collections.chat': { answer: { status: 404, code: 'collection_not_found' } },
   'ai.fallback': { answer: { status: 404, code: 'not_found' } },
+  // OpenAI compatibility (docs/ai/openai-compatibility.md): refused by their body or ids here; test/api/openai-files-aws.test.ts stores a file through dynalite and s3rver.
+  'ai.files.create': { answer: { status: 400, code: 'invalid_body' } },
+  'ai.files.list': { answer: { status: 200 } },
+  'ai.files.get': { answer: { status: 404, code: 'upload_not_found' } },
+  'ai.files.content': { answer: { status: 404, code: 'upload_not_found' } },
+  'ai.files.delete': { answer: { status: 404, code: 'upload_not_found' } },
+  'ai.vector_stores.create': { answer: { status: 409, code: 'vector_database_not_created' } },
+  'ai.vector_stores.list': { answer: { status: 200 } },
+  ...Object.fromEntries(
+    ['update', 'get', 'delete', 'search', 'files.create', 'files.list', 'files.get', 'files.update', 'files.delete', 'files.content', 'file_batches.create', 'file_batches.get', 'file_batches.cancel', 'file_batches.files'].map((r) => [
+      `ai.vector_stores.${r}`,
+      { answer: { status: 404, code: 'collection_not_found' } },
+    ]),
+  ),
+  'ai.responses.create': { answer: { status: 400, code: 'invalid_body' } },
+  'ai.responses.get': { answer: { status: 404, code: 'response_not_found' } },
+  'ai.responses.delete': { answer: { status: 404, code: 'response_not_found' } },
   'events.events.publish': { answer: { status: 400, code: 'invalid_body' } },
   'events.subscriptions.list': { answer: { status: 200 } },
   'events.subscriptions.create': { answer: { status: 400, code: 'invalid_subscription' } },
@@ -533,12 +550,13 @@ function caseOf(f: StackFunction): Case {
 }
 
 describe('the Lambda bundles, as Lambda loads them', () => {
-  it('the stack has a function for every route, the streaming chat, the twelve consumers and the upload relay', () => {
+  it('the stack has a function for every route, the three streamed routes\' second functions, the twelve consumers and the upload relay', () => {
     expect(functions.filter((f) => f.kind === 'route').map((f) => f.name).sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
-    expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
+    expect(functions.filter((f) => f.kind === 'stream').map((f) => f.name).sort()).toEqual(['ai.chat.completions', 'ai.collections.chat', 'ai.responses.create']);
     expect(functions.filter((f) => f.kind === 'consumer').map((f) => f.name).sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'knowledge-jobs-sweep', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
     expect(functions.filter((f) => f.kind === 'edge').map((f) => f.name)).toEqual(['data-upload-relay']);
-    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 15);
+    // Three streaming functions, twelve consumers, the relay.
+    expect(functions.length).toBe(ROUTES.length + SOCKET_ROUTES.length + 16);
     // No handler module is left out of the stack (and so out of this test).
     expect([...new Set(functions.map((f) => f.entry))].sort()).toEqual(handlerModules());
   });

@@ -53,7 +53,7 @@ describe('npm run synth, offline', () => {
       const template = Template.fromJSON(flat(read('PlatformStack.template.json')));
       expect([...routeFunctions(template).keys()].sort()).toEqual([...ROUTES, ...SOCKET_ROUTES].map((r) => r.id).sort());
       expect([...taggedFunctions(template, CONSUMER_TAG).keys()].sort()).toEqual(['blob-arrivals', 'collections-sweep', 'jobs', 'knowledge-items', 'knowledge-jobs', 'knowledge-jobs-sweep', 'outbox-sweep', 'platform-events-sweep', 'streams', 'upload-checks', 'uploads-sweep', 'webhooks']);
-      expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()].sort()).toEqual(['ai.chat.completions', 'ai.collections.chat']);
+      expect([...taggedFunctions(template, STREAM_ROUTE_TAG).keys()].sort()).toEqual(['ai.chat.completions', 'ai.collections.chat', 'ai.responses.create']);
     });
   }, 150_000);
 
