@@ -585,3 +585,14 @@ describe('npm start killed with SIGKILL mid files.create', () => {
     }
   }, 120_000);
 });
+
+describe('record sizes', () => {
+  it('a batch whose attributes, repeated for each file, are over a record in bytes (multi-byte characters): 400, never a 500', async () => {
+    const files = await Promise.all(Array.from({ length: 17 }, (_, i) => note(`big-attrs-${i}.txt`)));
+    const vs = await client.vectorStores.create({ name: 'big attributes' });
+    const attributes = Object.fromEntries(Array.from({ length: 16 }, (_, i) => [`k${i}`, '€'.repeat(512)]));
+    const r = await json('POST', `/v1/vector_stores/${vs.id}/file_batches`, { file_ids: files, attributes });
+    if (r.status !== 200) expectError(r, 400, 'invalid_body', 'files');
+    else expect(r.body.file_counts.total).toBe(files.length);
+  });
+});

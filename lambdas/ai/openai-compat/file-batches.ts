@@ -20,8 +20,12 @@ import { attachFile, checkFile, FILE_STATUSES, fileView, parseChunking, readMemb
 import { unixSeconds } from './ids.js';
 
 export const MAX_BATCH_FILES = 2000;
-/** A batch record stays well under DynamoDB's 400 KB item. */
-const MAX_RECORD_CHARS = 300_000;
+/**
+ * A batch record stays well under DynamoDB's 400 KB item, counted in UTF-8 bytes (an attribute of 512
+ * characters may be 1,536 bytes): its specs, and its file ids twice (`file_ids`, and `refused`, which
+ * admission may fill with all of them later, when a failed write could no longer be answered but as a 500).
+ */
+const MAX_RECORD_BYTES = 300_000;
 /** Files checked at once before a batch is written. */
 const CHECK_CONCURRENCY = 8;
 
@@ -186,7 +190,7 @@ export async function createFileBatch(engine: Engine, principal: Principal, stor
   const specs: BatchRecord['specs'] = Object.create(null) as BatchRecord['specs'];
   for (const f of request.files) if (f.attributes || f.chunking) specs[f.fileId] = { attributes: f.attributes, ...(f.chunking ? { chunking: f.chunking } : {}) };
   const specsText = mapText(specs as unknown as Attributes);
-  if (specsText.length + fileIds.join('').length > MAX_RECORD_CHARS) throw new PlatformError('invalid_body', 'This batch\'s files and attributes are too large for one batch; send them in smaller batches.', 'files');
+  if (Buffer.byteLength(specsText) + 2 * Buffer.byteLength(fileIds.join('')) > MAX_RECORD_BYTES) throw new PlatformError('invalid_body', 'This batch\'s files and attributes are too large for one batch; send them in smaller batches.', 'files');
   const nowMs = engine.clock.now();
   const id = newCompatId('vsfb', nowMs);
   const now = Math.floor(nowMs / 1000);
