@@ -596,3 +596,12 @@ describe('record sizes', () => {
     else expect(r.body.file_counts.total).toBe(files.length);
   });
 });
+
+describe('stored response sizes', () => {
+  it('a conversation under the kept characters but over a record in bytes (multi-byte text): answered, not kept, never a 500', async () => {
+    const r = await json('POST', '/v1/responses', { input: '€'.repeat(140_000) });
+    expect(r.status, JSON.stringify(r.body).slice(0, 300)).toBe(200);
+    expect(r.body.store).toBe(false);
+    expectError(await json('GET', `/v1/responses/${r.body.id}`), 404, 'response_not_found');
+  });
+});

@@ -13,8 +13,11 @@ import { IdempotencyStore } from '../../shared/idempotency.js';
 import type { ChatMessage } from './response-input.js';
 
 export const RESPONSE_TTL_SECONDS = 24 * 3600;
-/** A stored record's JSON at most: an item holds 400 KB; a longer conversation is answered, not kept. */
-export const MAX_STORED_CHARS = 300_000;
+/**
+ * A stored record's JSON at most, in UTF-8 bytes (an item holds 400 KB, and a character may take 3 or 4
+ * bytes): a longer conversation is answered, not kept.
+ */
+export const MAX_STORED_BYTES = 300_000;
 const RESPONSE_ID = /^resp_[0-9a-f]{32}$/;
 
 export interface StoredContext {
@@ -35,7 +38,7 @@ const notFound = (id: string) => new PlatformError('response_not_found', `No res
 /** The record's JSON when it fits a stored record, else undefined (the caller answers `store: false`). */
 export function storedJson(record: StoredResponse): string | undefined {
   const json = JSON.stringify(record);
-  return json.length <= MAX_STORED_CHARS ? json : undefined;
+  return Buffer.byteLength(json) <= MAX_STORED_BYTES ? json : undefined;
 }
 
 /** Keeps a response (its id is new, so the claim is always this caller's). */

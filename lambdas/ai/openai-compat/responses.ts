@@ -161,7 +161,7 @@ async function upstreamCall(engine: Engine, principal: Principal, p: PreparedRes
 }
 
 /**
- * Keeps the finished response unless `store: false` (or its record would be over MAX_STORED_CHARS:
+ * Keeps the finished response unless `store: false` (or its record would be over MAX_STORED_BYTES:
  * then answered with `store: false`), before it leaves.
  */
 async function finish(engine: Engine, principal: Principal, p: PreparedResponse, response: ResponseObject, text: string): Promise<ResponseObject> {
