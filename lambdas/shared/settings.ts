@@ -127,6 +127,7 @@ export interface Settings {
   knowledgeLeaseSeconds: number;
   collectionIndexSweepSeconds: number;
   uploadCheckWithinMs: number;
+  fileFormIdleMs: number;
   ffmpegPath: string;
   localWorkers: number;
   backgroundWorkers: number;
@@ -228,6 +229,12 @@ export const DEFINITIONS: { [K in keyof Settings]-?: Definition<NonNullable<Sett
     wholeNumber(0, 25_000),
     20_000,
     "How long `POST /v1/uploads/{id}/complete` waits for its SHA-256 check, in ms, before answering `202` (`verifying`) and leaving the check to the upload-checks queue's consumer (docs/decisions/upload-checks.md). At most 25 s: under API Gateway's 29 s; lower it only to try the hand-over.",
+  ),
+  fileFormIdleMs: define(
+    'FILE_FORM_IDLE_MS',
+    wholeNumber(100, 300_000),
+    30_000,
+    "How long `POST /v1/files` waits for the next bytes of its form, in ms, before it refuses the form (`400 invalid_body`) and frees its spool slot: a client that stalls holds no slot an organization needs (docs/decisions/openai-files.md).",
   ),
   localWorkers: define(
     'LOCAL_WORKERS',

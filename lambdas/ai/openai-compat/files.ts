@@ -168,7 +168,7 @@ export async function createFile(engine: Engine, principal: Principal, call: Cre
   const declared = call.headers['content-length'];
   if (call.inlineBodyBytes !== undefined && declared !== undefined && Number(declared) > call.inlineBodyBytes) throw overLimit();
 
-  const form = await parseFileForm(call.body, call.headers['content-type'], { fields: FORM_FIELDS, fileField: 'file', maxFileBytes, tooLarge: overLimit });
+  const form = await parseFileForm(call.body, call.headers['content-type'], { fields: FORM_FIELDS, fileField: 'file', maxFileBytes, tooLarge: overLimit }, principal.organizationId);
   const spool = form.file;
   try {
     const purpose = parsePurpose(form.fields.purpose);

@@ -14,6 +14,7 @@ import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import busboy from 'busboy';
 import { PlatformError } from '../../shared/errors.js';
+import { settings } from '../../shared/settings.js';
 
 const MIB = 1024 * 1024;
 /** OpenAI's limit for one file of files.create. */
@@ -21,13 +22,20 @@ export const MAX_FILE_BYTES = 512 * MIB;
 /** Where file parts are spooled (the OS's temporary directory: Lambda's /tmp too); one file per request, removed when it ends. */
 export const SPOOL_DIR = join(tmpdir(), 'openai-file-spool');
 /** Spooled uploads one process takes at once: each holds up to 512 MiB of disk until it is stored. */
-export const MAX_SPOOLS = 4;
+export const MAX_SPOOLS = 8;
+/**
+ * Of which one organization holds at most this many: where one process serves every organization
+ * (`npm start`), one tenant's forms never take every slot (a stalled form also loses its slot after
+ * FILE_FORM_IDLE_MS without bytes).
+ */
+export const MAX_SPOOLS_PER_ORGANIZATION = 2;
 /** RFC 2046 5.1.1: a boundary is 1 to 70 characters. */
 const BOUNDARY = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;"]{1,70}))\s*(?:;|$)/i;
 /** Transfer encodings that leave the bytes as sent (RFC 7578 4.7 deprecates the header; base64 would need decoding). */
 const IDENTITY_ENCODINGS = new Set(['7bit', '8bit', 'binary']);
 
 let spooling = 0;
+const spoolingBy = new Map<string, number>();
 let swept: Promise<void> | undefined;
 
 /** Whether process `pid` runs (one we may not signal runs too). */
@@ -93,17 +101,20 @@ const invalid = (message: string, param: string | null = null) => new PlatformEr
  * rules allow; 413 a file over `maxFileBytes`; 429 past MAX_SPOOLS forms at once. On any fault the
  * spool file is removed before the error is thrown.
  */
-export async function parseFileForm(body: Readable, contentType: string | undefined, rules: FormRules): Promise<FileForm> {
+export async function parseFileForm(body: Readable, contentType: string | undefined, rules: FormRules, organizationId: string): Promise<FileForm> {
   const type = contentType ?? '';
   if (!/^multipart\/form-data\s*;/i.test(type) || !BOUNDARY.test(type)) {
     throw invalid('Send the body as multipart/form-data with a boundary of 1 to 70 characters (the SDK’s files.create does).');
   }
   // Never fails a request: a file it cannot remove stays for the next process to try.
   await (swept ??= sweepDeadSpools().catch(() => {}));
-  if (spooling >= MAX_SPOOLS) {
-    throw new PlatformError('rate_limited', `This server is storing ${MAX_SPOOLS} files sent in one request already; retry shortly, or send large files through /v1/uploads.`, { retryAfterSeconds: 5 });
+  const mine = spoolingBy.get(organizationId) ?? 0;
+  if (spooling >= MAX_SPOOLS || mine >= MAX_SPOOLS_PER_ORGANIZATION) {
+    const held = mine >= MAX_SPOOLS_PER_ORGANIZATION ? `Your organization is sending ${MAX_SPOOLS_PER_ORGANIZATION} files in one request each to this server already` : 'This server is storing as many files sent in one request as it takes at once';
+    throw new PlatformError('rate_limited', `${held}; retry shortly, or send large files through /v1/uploads.`, { retryAfterSeconds: 5 });
   }
   spooling++;
+  spoolingBy.set(organizationId, mine + 1);
   await mkdir(SPOOL_DIR, { recursive: true, mode: 0o700 });
   const path = join(SPOOL_DIR, `${process.pid}-${randomUUID()}`);
   const remove = () => rm(path, { force: true });
@@ -114,6 +125,9 @@ export async function parseFileForm(body: Readable, contentType: string | undefi
     throw error;
   } finally {
     spooling--;
+    const left = (spoolingBy.get(organizationId) ?? 1) - 1;
+    if (left > 0) spoolingBy.set(organizationId, left);
+    else spoolingBy.delete(organizationId);
   }
 }
 
@@ -126,7 +140,11 @@ function readForm(body: Readable, contentType: string, rules: FormRules, path: s
     let settled = false;
     let parser: busboy.Busboy;
 
+    // A form that stops sending frees its slot: no bytes for FILE_FORM_IDLE_MS is a refusal.
+    const idleMs = settings().fileFormIdleMs;
+    const idle = setTimeout(() => fail(invalid(`The form sent no bytes for ${idleMs / 1000} s; send it again.`)), idleMs);
     const fail = (error: unknown) => {
+      clearTimeout(idle);
       if (settled) return;
       settled = true;
       // Stop reading: the runtime answers and drops the rest of the body with the connection.
@@ -198,6 +216,7 @@ function readForm(body: Readable, contentType: string, rules: FormRules, path: s
       if (settled) return;
       (spooled ?? Promise.resolve()).then(
         () => {
+          clearTimeout(idle);
           if (settled) return;
           settled = true;
           resolve({ fields, file });
@@ -207,6 +226,8 @@ function readForm(body: Readable, contentType: string, rules: FormRules, path: s
     });
     // The route's limit on the whole body (streamBody) or a client gone: the error, as it is.
     body.on('error', fail);
+    body.on('data', () => idle.refresh());
+    body.on('end', () => clearTimeout(idle));
     body.pipe(parser);
   });
 }
