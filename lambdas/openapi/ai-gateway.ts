@@ -24,7 +24,7 @@ const IDEMPOTENCY_KEY: Record<string, HeaderDoc> = {
 };
 
 /** What every upstream call can answer (spec 4.3 to 4.5): the operation id's claim, the key's route list, the limits, the upstream. */
-const CALL_ERRORS: readonly ErrorCode[] = [
+export const CALL_ERRORS: readonly ErrorCode[] = [
   'model_not_allowed',
   'input_too_large',
   'route_forbidden',

@@ -5,6 +5,7 @@
  * own block so the parts are written apart.
  */
 import * as z from 'zod/mini';
+import { CALL_ERRORS } from './ai-gateway.js';
 import { vectorStoreSearchPageSchema, vectorStoreSearchRequestSchema } from '../ai/openai-compat/search.js';
 import { fileDeletedSchema, fileFormSchema, fileListSchema, fileObjectSchema, filesQuerySchema } from '../ai/openai-compat/files.js';
 import { responseDeletedSchema, responseEventSchema, responseObjectSchema } from '../ai/openai-compat/responses.js';
@@ -452,18 +453,7 @@ const RESPONSES: OperationDocs = {
       'invalid_messages',
       'unsupported_field_for_route',
       'field_not_allowed',
-      'model_not_allowed',
-      'input_too_large',
-      'route_forbidden',
-      'operation_in_progress',
-      'operation_id_reused',
-      'rate_limited',
-      'quota_exceeded',
-      'concurrency_limited',
-      'budget_exhausted',
-      'upstream_error',
-      'route_unavailable',
-      'timeout_error',
+      ...CALL_ERRORS,
     ],
   },
   'ai.responses.get': {
