@@ -173,7 +173,7 @@ const VECTOR_STORES: OperationDocs = {
     summary: 'Create a vector store',
     description:
       'OpenAI’s vector store as a `cloud` collection (its id `vs_` with the collection’s hex). `name` follows the collections’ rule (1 to 63 characters). `expires_after.days` 1 to 30 moves the collection’s end earlier (retention `custom`); a store lives at most 30 days and activity does not extend it. `file_ids` (up to 500) are attached as `POST …/files` attaches one: each is checked first, and the organization’s free queued-item slots (`KNOWLEDGE_MAX_QUEUED_ITEMS`): short of either, nothing is made. Needs the workspace’s vector database (`409 vector_database_not_created`). Answers 200 as OpenAI does.',
-    body: { name: 'OpenAIVectorStoreCreateRequest', schema: createVectorStoreSchema, example: { name: 'Handbook', metadata: { team: 'ops' }, expires_after: { anchor: 'last_active_at', days: 7 } } },
+    body: { name: 'OpenAIVectorStoreCreateRequest', schema: createVectorStoreSchema, example: { name: 'Handbook', metadata: { team: 'ops' }, expires_after: { anchor: 'last_active_at', days: 7 } }, required: false },
     responses: { 200: { description: 'The vector store.', name: 'OpenAIVectorStore', schema: vectorStoreSchema, example: { ...VS_EXAMPLE, status: 'completed', usage_bytes: 0, file_counts: { in_progress: 0, completed: 0, failed: 0, cancelled: 0, total: 0 } } } },
     errors: ['collections_disabled', 'vector_database_disabled', 'operation_in_progress', 'operation_id_reused', ...ATTACH_ERRORS, 'collection_not_found'],
   },

@@ -395,6 +395,8 @@ describe('operationIdRequired', () => {
     expect(await optional({ 'idempotency-key': 'retry-key-0001' })).toBe('retry-key-0001');
     await refusedWith(optional({ 'idempotency-key': 'short' }), 'invalid_operation_id', 400);
     await refusedWith(optional({ 'x-operation-id': 'short' }), 'invalid_operation_id', 400);
+    // With an X-Operation-Id too (which is the id then), a malformed key is still refused: the route documents it.
+    await refusedWith(optional({ 'x-operation-id': 'op-00000001', 'idempotency-key': 'abc' }), 'invalid_operation_id', 400);
   });
 });
 

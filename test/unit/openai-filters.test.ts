@@ -135,7 +135,7 @@ describe('parseFilters', () => {
 
   it(`takes ${MAX_FILTER_DEPTH} levels and refuses the next, however deep the body (no recursion past the bound)`, () => {
     expect(depthOf(parseFilters(nested(MAX_FILTER_DEPTH)))).toBe(MAX_FILTER_DEPTH);
-    expect(faultOf(() => parseFilters(nested(MAX_FILTER_DEPTH + 1)))).toEqual({ code: 'invalid_body', param: `filters${'.filters[0]'.repeat(MAX_FILTER_DEPTH)}` });
+    expect(faultOf(() => parseFilters(nested(MAX_FILTER_DEPTH + 1)))).toEqual({ code: 'invalid_body', param: `filters${'.filters.0'.repeat(MAX_FILTER_DEPTH)}` });
     // 10,000 levels: refused at the ninth (a parse that recursed all the way would overflow the stack).
     expect(faultOf(() => parseFilters(nested(10_000)))?.code).toBe('invalid_body');
   });
@@ -145,7 +145,7 @@ describe('parseFilters', () => {
     expect(comparisonsOf(parseFilters(flat(MAX_FILTER_COMPARISONS)))).toBe(MAX_FILTER_COMPARISONS);
     expect(faultOf(() => parseFilters(flat(MAX_FILTER_COMPARISONS + 1)))?.code).toBe('invalid_body');
     const split = { type: 'and', filters: [flat(40), flat(25)] };
-    expect(faultOf(() => parseFilters(split))).toEqual({ code: 'invalid_body', param: 'filters.filters[1].filters[24]' });
+    expect(faultOf(() => parseFilters(split))).toEqual({ code: 'invalid_body', param: 'filters.filters.1.filters.24' });
   });
 
   it('bounds in/nin lists and key lengths', () => {
@@ -175,7 +175,7 @@ describe('parseFilters', () => {
       [{ type: 'in', key: 'k', value: 'a' }, 'invalid_body', 'filters.value'],
       [{ type: 'and', filters: [] }, 'invalid_body', 'filters.filters'],
       [{ type: 'and', filters: {} }, 'invalid_body', 'filters.filters'],
-      [{ type: 'or', filters: [{ type: 'eq', key: 'k', value: 1 }, 7] }, 'invalid_body', 'filters.filters[1]'],
+      [{ type: 'or', filters: [{ type: 'eq', key: 'k', value: 1 }, 7] }, 'invalid_body', 'filters.filters.1'],
       [{ type: 'eq', key: 'k', value: 1, extra: 1 }, 'unsupported_field', 'filters.extra'],
       [{ type: 'and', filters: [{ type: 'eq', key: 'k', value: 1 }], key: 'k' }, 'unsupported_field', 'filters.key'],
       [JSON.parse('{"type":"eq","key":"k","value":1,"__proto__":{"x":1}}'), 'unsupported_field', 'filters.__proto__'],
@@ -201,7 +201,7 @@ describe('parseVectorStoreSearch', () => {
       [{ query: 'x'.repeat(8001) }, 'invalid_body', 'query'],
       [{ query: [] }, 'invalid_body', 'query'],
       [{ query: ['a', 'b', 'c', 'd', 'e', 'f'] }, 'invalid_body', 'query'],
-      [{ query: ['a', 3] }, 'invalid_body', 'query[1]'],
+      [{ query: ['a', 3] }, 'invalid_body', 'query.1'],
       [{ query: 'a', max_num_results: 0 }, 'invalid_body', 'max_num_results'],
       [{ query: 'a', max_num_results: 51 }, 'invalid_body', 'max_num_results'],
       [{ query: 'a', max_num_results: 1e9 }, 'invalid_body', 'max_num_results'],

@@ -28,7 +28,7 @@ const invalid = (param: string, message: string) => new PlatformError('invalid_b
 const isScalar = (v: unknown): v is string | number | boolean => typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
 
 /**
- * The filter as OpenAI sends it, or 400: `invalid_body` naming the faulty field (`filters.filters[1].value`),
+ * The filter as OpenAI sends it, or 400: `invalid_body` naming the faulty field (`filters.filters.1.value`),
  * `unsupported_field` for a field OpenAI's filters do not have. Recursion stops at MAX_FILTER_DEPTH
  * (checked before descending), so a 10,000-deep filter is refused at its ninth level.
  */
@@ -60,8 +60,8 @@ function parseCompound(value: Record<string, unknown>, type: CompoundFilter['typ
   if (!Array.isArray(filters) || filters.length < 1 || filters.length > MAX_FILTER_COMPARISONS) throw invalid(at, `${at} is an array of 1 to ${MAX_FILTER_COMPARISONS} filters.`);
   const parsed: AttributeFilter[] = [];
   for (let i = 0; i < filters.length; i++) {
-    if (depth + 1 > MAX_FILTER_DEPTH) throw invalid(`${at}[${i}]`, `Filters nest at most ${MAX_FILTER_DEPTH} levels deep (comparisons included).`);
-    parsed.push(parseFilter(filters[i] as unknown, `${at}[${i}]`, depth + 1, count));
+    if (depth + 1 > MAX_FILTER_DEPTH) throw invalid(`${at}.${i}`, `Filters nest at most ${MAX_FILTER_DEPTH} levels deep (comparisons included).`);
+    parsed.push(parseFilter(filters[i] as unknown, `${at}.${i}`, depth + 1, count));
   }
   return { type, filters: parsed };
 }

@@ -110,7 +110,7 @@ export function parseVectorStoreSearch(body: unknown): SearchRequest {
   let queries: string[];
   if (Array.isArray(query)) {
     if (query.length < 1 || query.length > MAX_SEARCH_QUERIES) throw invalid('query', `query is a string or an array of 1 to ${MAX_SEARCH_QUERIES} strings.`);
-    queries = query.map((q, i) => parseQuery(q, `query[${i}]`));
+    queries = query.map((q, i) => parseQuery(q, `query.${i}`));
   } else queries = [parseQuery(query, 'query')];
   if (body.rewrite_query !== undefined && body.rewrite_query !== null && typeof body.rewrite_query !== 'boolean') throw invalid('rewrite_query', 'rewrite_query is a boolean.');
   const filters = body.filters === undefined || body.filters === null ? undefined : parseFilters(body.filters, 'filters');
@@ -271,13 +271,13 @@ export const vectorStoreSearchRequestSchema = onFirstUse(() =>
     query: z
       .union([z.string().check(z.minLength(1), z.maxLength(MAX_QUERY_CHARS)), z.array(z.string().check(z.minLength(1), z.maxLength(MAX_QUERY_CHARS))).check(z.minLength(1), z.maxLength(MAX_SEARCH_QUERIES))])
       .check(z.describe(`A query, or 1 to ${MAX_SEARCH_QUERIES}, each 1 to ${MAX_QUERY_CHARS} characters; each is searched and the results merged.`)),
-    filters: z.optional(attributeFilterSchema()),
-    max_num_results: z.optional(z.int().check(z.minimum(1), z.maximum(MAX_SEARCH_RESULTS), z.describe(`1 to ${MAX_SEARCH_RESULTS}; default ${DEFAULT_SEARCH_RESULTS}.`))),
+    filters: z.optional(z.nullable(attributeFilterSchema())),
+    max_num_results: z.optional(z.nullable(z.int().check(z.minimum(1), z.maximum(MAX_SEARCH_RESULTS), z.describe(`1 to ${MAX_SEARCH_RESULTS}; default ${DEFAULT_SEARCH_RESULTS}.`)))),
     ranking_options: z.optional(
-      z.strictObject({
+      z.nullable(z.strictObject({
         ranker: z.optional(z.enum(RANKERS).check(z.describe('Accepted; no reranker runs.'))),
         score_threshold: z.optional(z.number().check(z.minimum(0), z.maximum(1), z.describe('Results under this cosine similarity are dropped.'))),
-      }),
+      })),
     ),
     rewrite_query: z.optional(z.boolean().check(z.describe('Accepted; the query is never rewritten (`search_query` is the query as sent).'))),
   }),

@@ -45,6 +45,9 @@ export function operationIdRequired(opts: { optional?: boolean } = {}): Middlewa
       const { platform } = context;
       const { req } = platform;
       const sent = req.headers['x-operation-id'];
+      // A route that takes the Idempotency-Key as its id refuses a malformed one, X-Operation-Id sent or not.
+      const key = req.headers[IDEMPOTENCY_KEY_HEADER];
+      if (opts.optional && key !== undefined && !OPERATION_ID_PATTERN.test(key)) throw new PlatformError('invalid_operation_id', 'Idempotency-Key, taken as the operation id, must be 8 to 128 letters, digits, "_" or "-".', IDEMPOTENCY_KEY_HEADER);
       if (sent === undefined) {
         if (!OPERATION_ID_METHODS.has(req.method)) return;
         const { engine, principal } = platform;
@@ -59,7 +62,6 @@ export function operationIdRequired(opts: { optional?: boolean } = {}): Middlewa
             'x-operation-id',
           );
         }
-        const key = req.headers[IDEMPOTENCY_KEY_HEADER];
         if (key === undefined) return;
         if (!OPERATION_ID_PATTERN.test(key)) throw new PlatformError('invalid_operation_id', 'Idempotency-Key, taken as the operation id, must be 8 to 128 letters, digits, "_" or "-".', IDEMPOTENCY_KEY_HEADER);
         platform.operationId = key;

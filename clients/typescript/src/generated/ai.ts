@@ -2426,10 +2426,8 @@ export type components = {
         OpenAIVectorStoreSearchRequest: {
             /** @description A query, or 1 to 5, each 1 to 8000 characters; each is searched and the results merged. */
             query: string | string[];
-            /** @description A filter on the files' attributes: at most 8 levels deep and 64 comparisons. A file without the key never matches (`ne`, `nin` too); values of different types never match; strings order lexicographically. */
-            filters?: components["schemas"]["OpenAIComparisonFilter"] | components["schemas"]["OpenAICompoundFilter"];
-            /** @description 1 to 50; default 10. */
-            max_num_results?: number;
+            filters?: (components["schemas"]["OpenAIComparisonFilter"] | components["schemas"]["OpenAICompoundFilter"]) | null;
+            max_num_results?: number | null;
             ranking_options?: {
                 /**
                  * @description Accepted; no reranker runs.
@@ -2438,7 +2436,7 @@ export type components = {
                 ranker?: "none" | "auto" | "default-2024-11-15";
                 /** @description Results under this cosine similarity are dropped. */
                 score_threshold?: number;
-            };
+            } | null;
             /** @description Accepted; the query is never rewritten (`search_query` is the query as sent). */
             rewrite_query?: boolean;
         };
@@ -12381,7 +12379,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 /**
                  * @example {
