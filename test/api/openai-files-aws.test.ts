@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import OpenAI, { toFile } from 'openai';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { LAMBDA_MAX_BODY_BYTES } from '../../lambdas/http/event.js';
 import { useAwsAiFront } from '../helpers/aws-ai-front.js';
 
@@ -15,20 +15,6 @@ const MiB = 1024 * 1024;
 const sha = (b: Uint8Array) => createHash('sha256').update(b).digest('hex');
 
 const front = useAwsAiFront('openai-files-aws');
-// s3rver has no ListParts (presigned-parts.ts answers it for parts sent to S3 by a client): the parts
-// POST /v1/files sends from its function are answered from what the store's uploadPart returned.
-beforeAll(() => {
-  const blobs = front.engine.blobs;
-  const sent = new Map<string, { partNumber: number; etag: string; size: number }[]>();
-  const uploadPart = blobs.uploadPart.bind(blobs);
-  const listParts = blobs.listParts.bind(blobs);
-  blobs.uploadPart = async (key, uploadId, partNumber, body, size) => {
-    const part = await uploadPart(key, uploadId, partNumber, body, size);
-    sent.set(uploadId, [...(sent.get(uploadId) ?? []).filter((p) => p.partNumber !== partNumber), { partNumber, ...part }]);
-    return part;
-  };
-  blobs.listParts = async (key, uploadId) => sent.get(uploadId) ?? listParts(key, uploadId);
-});
 const sdk = () => new OpenAI({ apiKey: front.key, baseURL: `${front.gateway.url}/v1`, organization: null, project: null, maxRetries: 0 });
 
 describe('files on AWS', () => {

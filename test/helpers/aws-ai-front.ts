@@ -18,6 +18,8 @@ export interface AwsAiFront {
   s3: S3rverBucket;
   gateway: LambdaFront;
   org: string;
+  /** The organization's workspace (`main`). */
+  workspace: string;
   key: string;
   /** The store's listParts answered from what S3 answered each part PUT (s3rver has no ListParts). */
   parts: PresignedParts;
@@ -36,7 +38,7 @@ export function useAwsAiFront(name: string): AwsAiFront {
     useEngine(started.engine);
     const tenants = new Tenants(started.engine.kv, () => Date.now());
     front.org = (await tenants.createOrganization(name)).id;
-    await tenants.createWorkspace(front.org, 'main');
+    front.workspace = (await tenants.createWorkspace(front.org, 'main')).id;
     front.key = (await tenants.createSecretKey(front.org)).key;
     front.gateway = await startLambdaFront('ai');
   }, 60_000);

@@ -2,7 +2,7 @@
  * A client's upload through presigned S3 part URLs, against s3rver (test/helpers/s3rver.ts): each part
  * a plain PUT of its bytes to its URL, no credential of ours. s3rver has no ListParts (it answers 405),
  * so `standInListParts` answers the blob store's listParts from what S3 answered each part PUT (its
- * ETag, in the adapter's `<etag>:<size>` form); the adapter's own ListParts paging is tested on a
+ * ETag, in the adapter's `<etag>:<size>` form), a client's to a presigned URL or the store's own uploadPart; the adapter's own ListParts paging is tested on a
  * client mock (test/contract/blob.aws-mock.test.ts).
  */
 import type { Engine } from '../../lambdas/engine/ports.js';
@@ -41,7 +41,16 @@ export async function putWithFreshUrl(url: string, put: (url: string) => Promise
 export function standInListParts(engine: Engine): PresignedParts {
   /** What S3 answered each part PUT, by S3's upload id. */
   const sent = new Map<string, Map<number, { partNumber: number; etag: string; size: number }>>();
-  engine.blobs.listParts = async (_key, uploadId) => [...(sent.get(uploadId.slice(uploadId.indexOf('.') + 1))?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
+  const s3UploadId = (storeUploadId: string) => storeUploadId.slice(storeUploadId.indexOf('.') + 1);
+  const remember = (uploadId: string, part: { partNumber: number; etag: string; size: number }) => sent.set(uploadId, (sent.get(uploadId) ?? new Map()).set(part.partNumber, part));
+  engine.blobs.listParts = async (_key, uploadId) => [...(sent.get(s3UploadId(uploadId))?.values() ?? [])].sort((a, b) => a.partNumber - b.partNumber);
+  // Parts a function sends itself (POST /v1/files stores its form through the store's uploadPart).
+  const uploadPart = engine.blobs.uploadPart.bind(engine.blobs);
+  engine.blobs.uploadPart = async (key, uploadId, partNumber, body, size) => {
+    const part = await uploadPart(key, uploadId, partNumber, body, size);
+    remember(s3UploadId(uploadId), { partNumber, ...part });
+    return part;
+  };
   return {
     async send(first, bytes, fresh) {
       const { res, text, url } = await putWithFreshUrl(first, (to) => fetch(to, { method: 'PUT', body: bytes }), fresh);
@@ -49,9 +58,7 @@ export function standInListParts(engine: Engine): PresignedParts {
       const target = new URL(url);
       const uploadId = target.searchParams.get('uploadId')!;
       const partNumber = Number(target.searchParams.get('partNumber'));
-      const parts = sent.get(uploadId) ?? new Map();
-      parts.set(partNumber, { partNumber, etag: `${res.headers.get('etag')!.replace(/"/g, '')}:${bytes.length}`, size: bytes.length });
-      sent.set(uploadId, parts);
+      remember(uploadId, { partNumber, etag: `${res.headers.get('etag')!.replace(/"/g, '')}:${bytes.length}`, size: bytes.length });
     },
   };
 }
