@@ -121,3 +121,6 @@ export function onFirstUse<T>(build: () => T): () => T {
   let built: T | undefined;
   return () => (built ??= build());
 }
+
+/** A JSON object (not an array, not null): what a hand-written body parser checks before reading fields. */
+export const isJsonObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -4,6 +4,7 @@
  * attributes. Parsed with bounds before anything is read (depth, comparisons, list sizes, key
  * lengths), so a hostile filter costs little; evaluated on each file's attributes.
  */
+import { isJsonObject } from '../../shared/validate.js';
 import { PlatformError } from '../../shared/errors.js';
 
 /** A comparison or compound filter on a vector store file's attributes (OpenAI's shapes). */
@@ -23,7 +24,6 @@ export const MAX_FILTER_KEY_CHARS = 64;
 const COMPARISONS: ReadonlySet<string> = new Set(['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin']);
 const COMPOUNDS: ReadonlySet<string> = new Set(['and', 'or']);
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const invalid = (param: string, message: string) => new PlatformError('invalid_body', message, param);
 const isScalar = (v: unknown): v is string | number | boolean => typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
 
@@ -38,7 +38,7 @@ export function parseFilters(value: unknown, param = 'filters'): AttributeFilter
 }
 
 function parseFilter(value: unknown, param: string, depth: number, count: { comparisons: number }): AttributeFilter {
-  if (!isObject(value)) throw invalid(param, `${param} is a filter object: {type, key, value} or {type: "and" | "or", filters}.`);
+  if (!isJsonObject(value)) throw invalid(param, `${param} is a filter object: {type, key, value} or {type: "and" | "or", filters}.`);
   const type = value.type;
   if (typeof type !== 'string' || (!COMPARISONS.has(type) && !COMPOUNDS.has(type))) {
     throw invalid(`${param}.type`, `${param}.type is one of eq, ne, gt, gte, lt, lte, in, nin, and, or.`);
@@ -91,7 +91,7 @@ export function attributesOf(text: unknown): Record<string, string | number | bo
   if (typeof text !== 'string') return {};
   try {
     const parsed = JSON.parse(text) as unknown;
-    return isObject(parsed) ? (parsed as Record<string, string | number | boolean>) : {};
+    return isJsonObject(parsed) ? (parsed as Record<string, string | number | boolean>) : {};
   } catch {
     return {};
   }

@@ -8,7 +8,7 @@
  */
 import * as z from 'zod/mini';
 import { PlatformError } from '../../shared/errors.js';
-import { onFirstUse, parseBody } from '../../shared/validate.js';
+import { onFirstUse, parseBody, isJsonObject } from '../../shared/validate.js';
 import { parseFilters, type AttributeFilter } from './filters.js';
 import { DEFAULT_SEARCH_RESULTS, MAX_SEARCH_RESULTS } from './search.js';
 import { collectionIdOf } from './ids.js';
@@ -114,23 +114,22 @@ export interface ReadRequest {
   fileSearch?: FileSearchPlan;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const unsupported = (param: string, message: string) => new PlatformError('unsupported_field', message, param);
 const invalid = (param: string, message: string) => new PlatformError('invalid_body', message, param);
 
 /** Parses the body: other tools first (their own 400), then the fields, then each input item. */
 export function readResponsesRequest(body: unknown): ReadRequest {
   // OpenAI's fields for what is not served: named as such, not as a wrong value.
-  if (isObject(body) && body.background === true) throw unsupported('background', 'Background responses are not served: send the request and read its answer (or stream it).');
-  if (isObject(body) && Array.isArray(body.tools)) {
+  if (isJsonObject(body) && body.background === true) throw unsupported('background', 'Background responses are not served: send the request and read its answer (or stream it).');
+  if (isJsonObject(body) && Array.isArray(body.tools)) {
     body.tools.forEach((tool, i) => {
-      const type = isObject(tool) ? tool.type : undefined;
+      const type = isJsonObject(tool) ? tool.type : undefined;
       if (type !== 'file_search') throw unsupported(`tools.${i}.type`, `The tool ${JSON.stringify(String(type).slice(0, 64))} is not served here: only file_search (docs/ai/openai-compatibility.md).`);
     });
   }
   const request = parseBody(responsesRequestSchema(), body, { unknownField: 'unsupported_field' });
   // The schema's record drops a key named `__proto__`: metadata is read again by hand, its keys data only.
-  if (isObject(body) && isObject(body.metadata)) request.metadata = parseMetadata(body.metadata);
+  if (isJsonObject(body) && isJsonObject(body.metadata)) request.metadata = parseMetadata(body.metadata);
   const input = typeof request.input === 'string' ? [{ role: 'user' as const, content: request.input }] : readItems(request.input);
   const tool = request.tools?.[0];
   if (request.tool_choice === 'required' && !tool) throw invalid('tool_choice', '`tool_choice: required` needs a file_search tool.');
@@ -155,7 +154,7 @@ function readParts(content: unknown, at: string): ChatMessage['content'] {
   if (!Array.isArray(content)) throw invalid(at, `${at}: content must be a string or an array of parts.`);
   return content.map((part, j) => {
     const where = `${at}.${j}`;
-    const type = isObject(part) ? part.type : undefined;
+    const type = isJsonObject(part) ? part.type : undefined;
     if ((type === 'input_text' || type === 'output_text') && typeof part.text === 'string') return { type: 'text' as const, text: part.text };
     if (type === 'refusal' && typeof part.refusal === 'string') return { type: 'text' as const, text: part.refusal };
     if (type === 'input_image') {

@@ -11,7 +11,7 @@ import { collectionKey } from '../../knowledge/collection-keys.js';
 import { indexingOf, MAX_QUERY_CHARS, searchCollectionChunks, type CloudCollectionSearch, type Indexing } from '../../knowledge/collection-query.js';
 import { readCollection, workspaceOf } from '../../knowledge/collection-records.js';
 import { PlatformError } from '../../shared/errors.js';
-import { onFirstUse } from '../../shared/validate.js';
+import { onFirstUse, isJsonObject } from '../../shared/validate.js';
 import { wellFormed } from '../../vector/passages.js';
 import { attributesOf, evaluateFilter, MAX_FILTER_COMPARISONS, MAX_FILTER_DEPTH, MAX_FILTER_KEY_CHARS, MAX_FILTER_VALUES, parseFilters } from './filters.js';
 import { vectorStoreId } from './ids.js';
@@ -64,7 +64,6 @@ export interface SearchRequest {
   scoreThreshold?: number;
 }
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const invalid = (param: string, message: string) => new PlatformError('invalid_body', message, param);
 const SEARCH_FIELDS = new Set(['query', 'filters', 'max_num_results', 'ranking_options', 'rewrite_query']);
 
@@ -90,7 +89,7 @@ export function parseMaxResults(value: unknown, param = 'max_num_results'): numb
  */
 export function parseRankingOptions(value: unknown, param = 'ranking_options', extra: readonly string[] = []): { scoreThreshold?: number } {
   if (value === undefined || value === null) return {};
-  if (!isObject(value)) throw invalid(param, `${param} is an object {ranker?, score_threshold?}.`);
+  if (!isJsonObject(value)) throw invalid(param, `${param} is an object {ranker?, score_threshold?}.`);
   for (const key of Object.keys(value)) {
     if (key !== 'ranker' && key !== 'score_threshold' && !extra.includes(key)) throw new PlatformError('unsupported_field', `Unknown field "${key.slice(0, 64)}" in ${param}.`, `${param}.${key.slice(0, 64)}`);
   }
@@ -103,7 +102,7 @@ export function parseRankingOptions(value: unknown, param = 'ranking_options', e
 
 /** The search body: every fault `400 invalid_body` naming the field, an unknown field `400 unsupported_field`. */
 export function parseVectorStoreSearch(body: unknown): SearchRequest {
-  if (!isObject(body)) throw new PlatformError('invalid_body', 'The body is a JSON object with `query`.');
+  if (!isJsonObject(body)) throw new PlatformError('invalid_body', 'The body is a JSON object with `query`.');
   for (const key of Object.keys(body)) if (!SEARCH_FIELDS.has(key)) throw new PlatformError('unsupported_field', `Unknown field "${key.slice(0, 64)}".`, key.slice(0, 64));
   const query = body.query;
   if (query === undefined || query === null) throw invalid('query', 'query is required.');
